@@ -1,0 +1,57 @@
+"""Boundary checks shared by every layer: each error names the value and what is allowed."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def finite_array(name, a, ndim=None, shape=None, dtype=np.float64):
+    """Return ``a`` as a float array after checking rank, shape and finiteness."""
+    arr = np.asarray(a, dtype=dtype)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f"{name} contains NaN/inf (first at index {tuple(int(i) for i in bad)}); "
+                         "only finite values are allowed")
+    return arr
+
+
+def positive(name, v, allow_zero=False):
+    v = float(v)
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        rel = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {rel}, got {v}")
+    return v
+
+
+def positive_int(name, v):
+    if int(v) != v or int(v) <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {v}")
+    return int(v)
+
+
+def unit_interval(name, v):
+    """Step sizes of seed 001 (4), (6): ρ_t, γ_t ∈ (0, 1]."""
+    v = float(v)
+    if not (0.0 < v <= 1.0):
+        raise ValueError(f"{name} = {v} is outside (0, 1]; the step-size rules (4)/(6) of "
+                         "seed 001 require values in (0, 1]")
+    return v
+
+
+def labels(name, y, n_classes, n=None):
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of class indices, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but the data have {n} samples")
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer)):
+        if not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must hold integer class indices")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(f"{name} must lie in 0..{n_classes - 1}, got range "
+                         f"{arr.min()}..{arr.max()}")
+    return arr

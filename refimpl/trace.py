@@ -1,0 +1,107 @@
+"""Run traces: per-round metrics, iterate snapshots, the batch schedule and the configuration.
+
+Saved as ``trace.npz`` (arrays only, loaded with ``allow_pickle=False``) plus ``trace.json``
+(configuration, status, metrics as lists, the first round's message ledger). Snapshots are stored
+as ``W1_<round>`` / ``W2_<round>`` (round 0 is the initial point) in the authors' layout, so other
+implementations can write the same file and be compared with :func:`crosscheck`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+METRICS = ("round", "train_cost", "test_accuracy", "comm_floats", "grad_evals")
+
+
+@dataclass
+class Trace:
+    config: dict
+    metrics: dict = field(default_factory=lambda: {k: [] for k in METRICS})
+    snapshots: dict = field(default_factory=dict)     # round -> (W1, W2)
+    batches: np.ndarray | None = None
+    ledger_round1: list = field(default_factory=list)
+    status: str = "running"
+    extra: dict = field(default_factory=dict)          # further per-round series, same cadence
+
+    def record(self, **values):
+        for k, v in values.items():
+            self.metrics.setdefault(k, []).append(float(v))
+
+    def series(self, name):
+        return np.asarray(self.metrics[name], dtype=np.float64)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, out_dir):
+        os.makedirs(out_dir, exist_ok=True)
+        arrays = {f"metric_{k}": np.asarray(v, dtype=np.float64) for k, v in self.metrics.items()}
+        for r, (W1, W2) in self.snapshots.items():
+            arrays[f"W1_{r}"], arrays[f"W2_{r}"] = W1, W2
+        if self.batches is not None:
+            arrays["batches"] = self.batches
+        _atomic(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays))
+        doc = {"config": self.config, "status": self.status, "metrics": self.metrics,
+               "snapshot_rounds": sorted(self.snapshots), "ledger_round1": self.ledger_round1}
+        _atomic(os.path.join(out_dir, "trace.json"),
+                lambda fh: fh.write(json.dumps(doc, indent=1, default=_jsonable).encode()))
+
+    @classmethod
+    def load(cls, path):
+        """Load from a directory holding trace.npz (trace.json optional) or from the .npz itself."""
+        npz = os.path.join(path, "trace.npz") if os.path.isdir(path) else path
+        js = os.path.join(os.path.dirname(npz), "trace.json")
+        doc = json.load(open(js)) if os.path.exists(js) else {}
+        tr = cls(config=doc.get("config", {}), status=doc.get("status", "unknown"),
+                 ledger_round1=doc.get("ledger_round1", []))
+        with np.load(npz, allow_pickle=False) as z:
+            tr.metrics = {k[len("metric_"):]: z[k].tolist() for k in z.files if k.startswith("metric_")}
+            for k in z.files:
+                if k.startswith("W1_"):
+                    r = int(k[3:])
+                    tr.snapshots[r] = (z[k], z[f"W2_{r}"])
+            tr.batches = z["batches"] if "batches" in z.files else None
+        return tr
+
+
+def _atomic(path, write):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        write(fh)
+    os.replace(tmp, path)
+
+
+def _jsonable(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if hasattr(o, "__dataclass_fields__"):
+        return asdict(o)
+    return str(o)
+
+
+def crosscheck(a: Trace, b: Trace):
+    """Compare two traces: per common snapshot round, max |Δ| of W1 and W2 (absolute, and
+    relative to max |W| of the first trace); per common metric, max |Δ| over common rounds."""
+    rows = []
+    for r in sorted(set(a.snapshots) & set(b.snapshots)):
+        for i, name in enumerate(("W1", "W2")):
+            x, y = a.snapshots[r][i], b.snapshots[r][i]
+            if x.shape != y.shape:
+                rows.append({"what": f"{name}@{r}", "abs": np.inf, "rel": np.inf,
+                             "note": f"shape {x.shape} vs {y.shape}"})
+                continue
+            d = float(np.max(np.abs(x - y))) if x.size else 0.0
+            rows.append({"what": f"{name}@{r}", "abs": d, "rel": d / max(float(np.max(np.abs(x))), 1e-300)})
+    ra, rb = a.metrics.get("round", []), b.metrics.get("round", [])
+    common = sorted(set(ra) & set(rb))
+    for k in sorted(set(a.metrics) & set(b.metrics) - {"round"}):
+        va = dict(zip(ra, a.metrics[k]))
+        vb = dict(zip(rb, b.metrics[k]))
+        ds = [abs(va[r] - vb[r]) for r in common if r in va and r in vb]
+        if ds:
+            scale = max(max(abs(va[r]) for r in common), 1e-300)
+            rows.append({"what": k, "abs": max(ds), "rel": max(ds) / scale})
+    return rows
