@@ -24,7 +24,7 @@ class Trace:
     batches: np.ndarray | None = None
     ledger_round1: list = field(default_factory=list)
     status: str = "running"
-    extra: dict = field(default_factory=dict)          # further per-round series, same cadence
+    extra: dict = field(default_factory=dict)          # in-memory only (e.g. the final state); not saved
 
     def record(self, **values):
         for k, v in values.items():

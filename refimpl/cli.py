@@ -1,0 +1,188 @@
+"""Command line: ``refimpl run | verify | bench | crosscheck | check-schedule``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def _say(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _add_run_args(p):
+    p.add_argument("algorithm", choices=["ssca", "sgd", "sgdm"])
+    p.add_argument("--setting", choices=["sample", "feature"], default="sample")
+    p.add_argument("--batch", type=int, default=100, help="per client (sample) or per round (feature)")
+    p.add_argument("--rounds", type=int, default=1000)
+    p.add_argument("--clients", type=int, default=10)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--activation", choices=["swish", "relu"], default="swish")
+    p.add_argument("--bias", action="store_true", help="bias as column 0 of W1 and W2 (authors' layout)")
+    p.add_argument("--lam", type=float, default=0.0, help="λ of (32)")
+    p.add_argument("--tau", type=float, default=None, help="τ of surrogate (7); default: the paper's")
+    p.add_argument("--rho-a", type=float, default=1.0)
+    p.add_argument("--rho-alpha", type=float, default=None, help="default: the paper's α")
+    p.add_argument("--gamma-a", type=float, default=0.3)
+    p.add_argument("--gamma-alpha", type=float, default=None, help="default: α + 0.05")
+    p.add_argument("--lr", type=float, default=0.3, help="baselines: η0 of η_t = η0 / t^β")
+    p.add_argument("--lr-decay", type=float, default=0.3, help="baselines: β")
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD-m momentum m")
+    p.add_argument("--local-steps", type=int, default=1, help="FedAvg E")
+    p.add_argument("--partition", choices=["contiguous", "iid", "label_skew"], default="contiguous")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=1, help="cadence of full training-cost evaluation")
+    p.add_argument("--snapshots", default="", help="rounds whose iterates the trace keeps, e.g. 1,10,100")
+    p.add_argument("--backend", choices=["numba", "numpy"], default="numba")
+    p.add_argument("--init", help="FILE.npz with W1, W2 (bias in column 0 with --bias)")
+    p.add_argument("--batches", help="FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature")
+    p.add_argument("--data", help="FILE.npz with X_train, y_train, X_test, y_test")
+    p.add_argument("--data-dir", help="directory with MNIST-format IDX files")
+    p.add_argument("--out", default=None, help="directory for trace.npz, trace.json, trace.png")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _load_data(args):
+    from .datasets import load_embedded_mnist, load_idx_dir, load_npz_dataset
+    if args.data and args.data_dir:
+        raise ValueError("give --data or --data-dir, not both")
+    if args.data:
+        return load_npz_dataset(args.data)
+    if args.data_dir:
+        return load_idx_dir(args.data_dir)
+    return load_embedded_mnist()
+
+
+def cmd_run(args):
+    from .experiment import RunConfig, run_experiment
+    from .plots import plot_trace
+    data = _load_data(args)
+    snaps = [int(s) for s in args.snapshots.split(",") if s.strip()]
+    cfg = RunConfig(args.algorithm, args.setting, args.batch, args.rounds, args.clients, args.hidden,
+                    args.activation, args.bias, args.lam, args.tau, args.rho_a, args.rho_alpha,
+                    args.gamma_a, args.gamma_alpha, args.lr, args.lr_decay, args.momentum,
+                    args.local_steps, args.partition, 0, args.seed, args.eval_every, args.backend,
+                    snaps).resolved()
+    init = None
+    if args.init:
+        with np.load(args.init, allow_pickle=False) as z:
+            if "W1" not in z or "W2" not in z:
+                raise ValueError(f"{args.init}: needs arrays W1 and W2")
+            init = (z["W1"], z["W2"])
+    batches = np.load(args.batches, allow_pickle=False) if args.batches else None
+    step = max(1, cfg.rounds // 20)
+    if cfg.algorithm == "ssca" and not args.quiet:
+        from .schedules import PowerLaw, check_step_sizes
+        failed = [c.name for c in check_step_sizes(PowerLaw(cfg.rho_a, cfg.rho_alpha),
+                                                    PowerLaw(cfg.gamma_a, cfg.gamma_alpha)) if not c.met]
+        if failed:
+            _say(f"note: ρ_t = {cfg.rho_a:g}/t^{cfg.rho_alpha:g}, γ_t = {cfg.gamma_a:g}/t^{cfg.gamma_alpha:g} "
+                 f"violate {', '.join(failed)} of (4)/(6): the run is outside Theorems 1–4's assumptions")
+
+    def progress(t, m):
+        if not args.quiet and (t % step == 0 or t in (0, cfg.rounds)):
+            _say(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
+                 f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}")
+
+    trace = run_experiment(cfg, data, init, batches, progress)
+    if args.out:
+        trace.save(args.out)
+        png = plot_trace(trace, os.path.join(args.out, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
+        _say(f"trace written to {args.out}" + ("" if png else " (no PNG: matplotlib not installed)"))
+    if trace.status != "finished":
+        _say(f"refimpl: run stopped: {trace.status}")
+        return 3
+    return 0
+
+
+def cmd_verify(args):
+    from .verify import format_table, run_checks, write_json
+    only = [s.strip() for s in args.only.split(",")] if args.only else None
+    records = run_checks(only, quick=args.quick, progress=None if args.quiet else _say)
+    print(format_table(records))
+    if args.json:
+        write_json(records, args.json)
+    failed = [r.id for r in records if not r.holds]
+    if failed:
+        _say(f"checks not holding: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+def cmd_bench(args):
+    from .bench import bench_ssca, format_bench
+    rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
+                      progress=_say)
+    print(format_bench(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+def cmd_crosscheck(args):
+    from .trace import Trace, crosscheck
+    rows = crosscheck(Trace.load(args.a), Trace.load(args.b))
+    if not rows:
+        _say("refimpl: the traces share no snapshot round and no metric")
+        return 2
+    bad = False
+    for r in rows:
+        ok = r["rel"] <= args.tol
+        bad |= not ok
+        print(f"{r['what']:<22} max|Δ| {r['abs']:.3e}  relative {r['rel']:.3e}  {'ok' if ok else 'DIFFERS'}"
+              + (f"  ({r['note']})" if "note" in r else ""))
+    return 1 if bad else 0
+
+
+def cmd_check_schedule(args):
+    from .schedules import PowerLaw, check_step_sizes
+    rho, gamma = PowerLaw(args.rho_a, args.rho_alpha), PowerLaw(args.gamma_a, args.gamma_alpha)
+    conds = check_step_sizes(rho, gamma)
+    for c in conds:
+        print(f"{c.equation} {c.name:<22} {'met' if c.met else 'NOT MET'}  {c.reason}")
+    return 0 if all(c.met for c in conds) else 1
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="refimpl", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run one algorithm and write its trace")
+    _add_run_args(r)
+    r.set_defaults(fn=cmd_run)
+    v = sub.add_parser("verify", help="run the verification checks")
+    v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
+    v.add_argument("--only", help="comma-separated check ids")
+    v.add_argument("--json", help="write the records to this JSON file")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(fn=cmd_verify)
+    b = sub.add_parser("bench", help="benchmarks")
+    b.add_argument("what", choices=["ssca"])
+    b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
+    b.add_argument("--repeats", type=int, default=5)
+    b.add_argument("--json")
+    b.set_defaults(fn=cmd_bench)
+    c = sub.add_parser("crosscheck", help="compare two traces (iterate snapshots and metrics)")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
+    c.set_defaults(fn=cmd_crosscheck)
+    s = sub.add_parser("check-schedule", help="which of (4) and (6) the power-law schedules meet")
+    s.add_argument("--rho-a", type=float, default=1.0)
+    s.add_argument("--rho-alpha", type=float, required=True)
+    s.add_argument("--gamma-a", type=float, default=0.3)
+    s.add_argument("--gamma-alpha", type=float, required=True)
+    s.set_defaults(fn=cmd_check_schedule)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (ValueError, FileNotFoundError) as exc:
+        _say(f"refimpl: error: {exc}")
+        return 2

@@ -1,0 +1,34 @@
+"""PNG figures (matplotlib is the optional ``plot`` extra; without it no figure is written)."""
+from __future__ import annotations
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        return None
+
+
+def plot_trace(trace, path, title=""):
+    """Training cost (log scale) and test accuracy per round. Returns the path, or None."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    r = trace.series("round")
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax[0].semilogy(r, trace.series("train_cost"))
+    ax[0].set_xlabel("round")
+    ax[0].set_ylabel("training cost (32)")
+    ax[1].plot(r, trace.series("test_accuracy"))
+    ax[1].set_xlabel("round")
+    ax[1].set_ylabel("test accuracy")
+    for a in ax:
+        a.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,112 @@
+"""Registry and runner of the verification checks (the checks live in ``verification/``).
+
+A check is a function ``fn(quick: bool) -> dict`` registered with :func:`check`. It returns
+``measured`` and ``bound`` (numbers or None), optionally ``holds`` (default: measured ≤ bound)
+and ``details`` (a JSON-able dict). The runner adds ``ratio`` = measured / bound and catches
+exceptions (a crashed check is reported as not holding, with the error in details).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+REGISTRY: dict = {}
+CHECK_MODULES = ("verification.check_model", "verification.check_ssca")
+
+
+@dataclass
+class CheckRecord:
+    id: str
+    claim: str
+    source: str
+    measured: float | None
+    bound: float | None
+    ratio: float | None
+    holds: bool
+    details: dict = field(default_factory=dict)
+
+
+def check(id, claim, source):
+    """Register ``fn(quick) -> {"measured", "bound", ["holds"], ["details"]}`` under ``id``."""
+    def deco(fn):
+        if id in REGISTRY:
+            raise ValueError(f"check id {id!r} registered twice")
+        REGISTRY[id] = (claim, source, fn)
+        return fn
+    return deco
+
+
+def load_checks():
+    for mod in CHECK_MODULES:
+        importlib.import_module(mod)
+    return REGISTRY
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else (None if math.isnan(x) else x)
+
+
+def run_check(cid, quick=True) -> CheckRecord:
+    claim, source, fn = REGISTRY[cid]
+    t0 = time.perf_counter()
+    try:
+        out = fn(quick)
+    except Exception as exc:    # a crashed check is a failed check, reported with its error
+        return CheckRecord(cid, claim, source, None, None, None, False,
+                           {"error": f"{type(exc).__name__}: {exc}",
+                            "traceback": traceback.format_exc(limit=5)})
+    measured, bound = _num(out.get("measured")), _num(out.get("bound"))
+    ratio = None
+    if measured is not None and bound not in (None, 0.0):
+        ratio = measured / bound
+    holds = out.get("holds")
+    if holds is None:
+        holds = measured is not None and bound is not None and measured <= bound
+    details = dict(out.get("details", {}))
+    details["seconds"] = round(time.perf_counter() - t0, 3)
+    return CheckRecord(cid, claim, source, measured, bound, ratio, bool(holds), details)
+
+
+def run_checks(only=None, quick=True, progress=None):
+    load_checks()
+    ids = list(REGISTRY) if not only else list(only)
+    unknown = [i for i in ids if i not in REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown check ids {unknown}; registered: {sorted(REGISTRY)}")
+    records = []
+    for cid in ids:
+        if progress:
+            progress(f"running {cid} ...")
+        records.append(run_check(cid, quick))
+    return records
+
+
+def _fmt(x):
+    if x is None:
+        return "-"
+    if isinstance(x, float) and (abs(x) >= 1e4 or (abs(x) < 1e-3 and x != 0)):
+        return f"{x:.3e}"
+    return f"{x:.4g}"
+
+
+def format_table(records):
+    rows = [("id", "claim", "measured", "bound", "ratio", "holds")]
+    for r in records:
+        rows.append((r.id, r.claim[:60], _fmt(r.measured), _fmt(r.bound), _fmt(r.ratio),
+                     "yes" if r.holds else "NO"))
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_json(records, path):
+    with open(path, "w") as fh:
+        json.dump([asdict(r) for r in records], fh, indent=1, default=str)
