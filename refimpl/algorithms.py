@@ -15,7 +15,8 @@ from . import _validate as V
 from .model import TwoLayerNet, objective
 from .protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Message, SampleBasedProtocol, client, ledger_floats
 from .schedules import PowerLaw
-from .ssca import SurrogateState, move, surrogate_update, unconstrained_step
+from .kernels import SERVER_KERNELS
+from .ssca import SurrogateState
 
 
 class DivergenceError(RuntimeError):
@@ -49,18 +50,25 @@ class SSCA:
         self.protocol, self.rho, self.gamma = protocol, rho, gamma
         self.tau = V.positive("tau", tau)
         self.lam = V.positive("lambda", lam, allow_zero=True)
+        self._round = SERVER_KERNELS[protocol.model.backend]
 
     def init(self, theta0):
         return SSCAState(theta0.copy(), SurrogateState.zeros(theta0.size))
 
     def apply(self, state, t, batch):
+        """Steps 1–4 of one round. Steps 2–4 run as one fused pass over ω
+        (:func:`refimpl.kernels.ssca_round_nb`), equal to :func:`~refimpl.ssca.surrogate_update`,
+        :func:`~refimpl.ssca.unconstrained_step` and :func:`~refimpl.ssca.move` in sequence."""
         loss_hat, grad_hat, msgs = self.protocol.collect(state.omega, batch)
-        _check_finite(t, mini_batch_gradient=grad_hat, mini_batch_loss=loss_hat)
-        sur = surrogate_update(state.surrogate, loss_hat, grad_hat, state.omega, self.rho(t), self.tau)
-        omega_bar = unconstrained_step(sur, self.lam)
-        omega = move(state.omega, omega_bar, self.gamma(t))
-        _check_finite(t, omega=omega)
-        return SSCAState(omega, sur, loss_hat), msgs, _n_samples(batch)
+        rho, gamma = V.unit_interval("rho_t", self.rho(t)), V.unit_interval("gamma_t", self.gamma(t))
+        s = state.surrogate
+        A, B, C, omega, sq = self._round(s.A, s.B, s.C, loss_hat, grad_hat, state.omega, rho, self.tau,
+                                         gamma, self.lam)
+        if not (np.isfinite(C) and np.isfinite(sq)):
+            # C contains ℓ̂, ⟨ĝ, ω⟩, ||ω||²; sq = ||ω^{t+1}||²: any NaN/inf shows up in one of them
+            _check_finite(t, mini_batch_loss=loss_hat, mini_batch_gradient=grad_hat, omega=omega)
+            raise DivergenceError(f"round {t}: ||omega||^2 overflowed")
+        return SSCAState(omega, SurrogateState(A, B, C), loss_hat), msgs, _n_samples(batch)
 
 
 def _n_samples(batch):

@@ -180,7 +180,9 @@ def build_parser():
 
 
 def main(argv=None):
+    from ._runtime import tune_allocator
     args = build_parser().parse_args(argv)
+    tune_allocator()
     try:
         return args.fn(args)
     except (ValueError, FileNotFoundError) as exc:

@@ -21,21 +21,25 @@ from numba import njit
 # ----------------------------------------------------------------------------------------------
 
 @njit(cache=True)
-def _swish_nb(Z, b, A, dA):
+def _neg_abs_nb(Z, b, E):
+    n, m = Z.shape
+    for i in range(n):
+        for j in range(m):
+            E[i, j] = -abs(Z[i, j] + b[j])
+
+
+@njit(cache=True)
+def _swish_from_exp_nb(Z, b, E, A, dA):
     n, m = Z.shape
     for i in range(n):
         for j in range(m):
             z = Z[i, j] + b[j]
-            if z >= 0.0:
-                e = np.exp(-z)
-                s = 1.0 / (1.0 + e)          # σ(z)
-                sc = e / (1.0 + e)           # 1 − σ(z) = σ(−z), no cancellation
-            else:
-                e = np.exp(z)
-                s = e / (1.0 + e)
-                sc = 1.0 / (1.0 + e)
+            e = E[i, j]                        # exp(−|z|) ≤ 1: never overflows
+            r = 1.0 / (1.0 + e)
+            s = r if z >= 0.0 else e * r       # σ(z)
+            sc = e * r if z >= 0.0 else r      # 1 − σ(z) = σ(−z), no cancellation
             A[i, j] = z * s
-            dA[i, j] = s * (1.0 + z * sc)    # swish'(z) = σ(z)(1 + z(1 − σ(z)))
+            dA[i, j] = s * (1.0 + z * sc)      # swish'(z) = σ(z)(1 + z(1 − σ(z)))
 
 
 @njit(cache=True)
@@ -78,7 +82,11 @@ def activation_nb(Z, b, kind):
     A = np.empty_like(Z)
     dA = np.empty_like(Z)
     if kind == "swish":
-        _swish_nb(Z, b, A, dA)
+        # exp goes to NumPy's SIMD exp (Numba's is scalar and would cost as much as the rest)
+        E = np.empty_like(Z)
+        _neg_abs_nb(Z, b, E)
+        np.exp(E, out=E)
+        _swish_from_exp_nb(Z, b, E, A, dA)
     elif kind == "relu":
         _relu_nb(Z, b, A, dA)
     else:
@@ -131,7 +139,75 @@ def softmax_xent_nb(O, b, y, w):
     return float(loss), D2
 
 
+
+
+# ----------------------------------------------------------------------------------------------
+# mini-batch gather: X[idx] (rows)
+# ----------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _gather_rows_nb(X, idx, out):
+    for i in range(idx.size):
+        out[i, :] = X[idx[i], :]
+
+
+def gather_rows_nb(X, idx):
+    """``X[idx]`` for a C-contiguous 2-d X."""
+    out = np.empty((idx.size, X.shape[1]), dtype=X.dtype)
+    _gather_rows_nb(X, idx, out)
+    return out
+
+
+def gather_rows_np(X, idx):
+    """NumPy twin of :func:`gather_rows_nb`."""
+    return X[idx]
+
+
+# ----------------------------------------------------------------------------------------------
+# SSCA server round (spec ssca.md §3 steps 2–4 for the unconstrained problem), fused into one pass
+# ----------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _ssca_round_nb(B_prev, g, w, rho, tau, gamma, denom, B_new, w_new):
+    gw = 0.0
+    ww = 0.0
+    nn = 0.0
+    for i in range(w.size):
+        wi = w[i]
+        gw += g[i] * wi
+        ww += wi * wi
+        b = (1.0 - rho) * B_prev[i] + rho * (g[i] - 2.0 * tau * wi)
+        B_new[i] = b
+        x = (1.0 - gamma) * wi + gamma * (b / denom)
+        w_new[i] = x
+        nn += x * x
+    return gw, ww, nn
+
+
+def ssca_round_np(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam):
+    """NumPy twin of :func:`ssca_round_nb`: surrogate recursion, ω̄ = −B/(2(A+λ)), move.
+
+    Returns ``(A, B, C, ω^{t+1}, ||ω^{t+1}||²)`` (the last for a cheap finiteness check)."""
+    A = (1.0 - rho) * A_prev + rho * tau
+    B = (1.0 - rho) * B_prev + rho * (g - 2.0 * tau * w)
+    C = (1.0 - rho) * C_prev + rho * (loss_hat - float(g @ w) + tau * float(w @ w))
+    w_new = (1.0 - gamma) * w + gamma * (-B / (2.0 * (A + lam)))
+    return A, B, C, w_new, float(w_new @ w_new)
+
+
+def ssca_round_nb(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam):
+    """One pass over ω: the three recursions of (3)/(7)–(9), the closed form (10) and the move (5)."""
+    A = (1.0 - rho) * A_prev + rho * tau
+    B_new = np.empty_like(w)
+    w_new = np.empty_like(w)
+    gw, ww, nn = _ssca_round_nb(B_prev, g, w, rho, tau, gamma, -2.0 * (A + lam), B_new, w_new)
+    C = (1.0 - rho) * C_prev + rho * (loss_hat - gw + tau * ww)
+    return A, B_new, C, w_new, nn
+
+
 KERNELS = {
     "numba": (activation_nb, softmax_xent_nb),
     "numpy": (activation_np, softmax_xent_np),
 }
+GATHER = {"numba": gather_rows_nb, "numpy": gather_rows_np}
+SERVER_KERNELS = {"numba": ssca_round_nb, "numpy": ssca_round_np}

@@ -16,6 +16,7 @@ is the bias. The parameter vector ω is one flat float64 array; ``unpack`` retur
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -43,15 +44,15 @@ class TwoLayerNet:
             raise ValueError(f"backend must be one of {sorted(KERNELS)}, got {self.backend!r}")
 
     # -- parameter layout ----------------------------------------------------------------------
-    @property
+    @cached_property
     def shape_W1(self):
         return (self.n_hidden, self.n_inputs + int(self.bias))
 
-    @property
+    @cached_property
     def shape_W2(self):
         return (self.n_classes, self.n_hidden + int(self.bias))
 
-    @property
+    @cached_property
     def n_params(self):
         return int(np.prod(self.shape_W1) + np.prod(self.shape_W2))
 
@@ -105,14 +106,17 @@ class TwoLayerNet:
         gb1 = D1.sum(axis=0) if self.bias else None
         return loss, gW2, D1, gb1
 
-    def loss_grad(self, theta, X, y, weights=None):
-        """``(Σ_n w_n ℓ(ω; x_n, y_n), gradient)``; default weights 1/B (the mini-batch mean)."""
+    def loss_grad(self, theta, X, y, weights=None, out=None):
+        """``(Σ_n w_n ℓ(ω; x_n, y_n), gradient)``; default weights 1/B (the mini-batch mean).
+
+        ``out``: an array of shape (n_params,) to receive the gradient (saves an allocation
+        of the size of ω in hot loops)."""
         B = X.shape[0]
         w = np.full(B, 1.0 / B) if weights is None else weights
         W1 = self.unpack(theta)[0]
         W1w = self._split_bias(W1)[0]
         loss, gW2, D1, gb1 = self.head(theta, X @ W1w.T, y, w)
-        grad = np.empty(self.n_params)
+        grad = np.empty(self.n_params) if out is None else out
         gW1, gW2v = self.unpack(grad)
         gW2v[...] = gW2
         if self.bias:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .kernels import GATHER
 from .model import TwoLayerNet
 
 SERVER = "server"
@@ -46,21 +47,22 @@ class SampleBasedProtocol:
         N = sum(len(p) for p in parts)
         self.client_weight = np.array([len(p) / N for p in parts])
 
-    def client_sums(self, theta, k, batch):
-        """Client k's work: (Σ ℓ_n, Σ ∇ℓ_n) over its batch."""
-        Xb, yb = self.X[batch], self.y[batch]
-        return self.model.loss_grad(theta, Xb, yb, np.ones(len(batch)))
+    def client_sums(self, theta, k, batch, scale=1.0, out=None):
+        """Client k's work: (Σ ℓ_n, Σ ∇ℓ_n) over its batch, each sample weighted by ``scale``."""
+        Xb = GATHER[self.model.backend](self.X, np.asarray(batch))
+        return self.model.loss_grad(theta, Xb, self.y[batch], np.full(len(batch), scale), out)
 
     def collect(self, theta, batches):
+        """The server's weights N_k/(N B) are applied as per-sample weights of each client's sum
+        (equal to scaling the sums afterwards up to rounding, without a pass over ω per client)."""
         P = self.model.n_params
         msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
-        loss_hat, grad_hat = 0.0, np.zeros(P)
+        loss_hat, grad_hat, buf = 0.0, np.zeros(P), np.empty(P)
         for k, batch in enumerate(batches):
-            lsum, gsum = self.client_sums(theta, k, batch)
+            lsum, _ = self.client_sums(theta, k, batch, self.client_weight[k] / len(batch), buf)
             msgs.append(Message(client(k), SERVER, "grad_sum+loss_sum", P + 1))
-            scale = self.client_weight[k] / len(batch)
-            loss_hat += scale * lsum
-            grad_hat += scale * gsum
+            loss_hat += lsum
+            grad_hat += buf
         return loss_hat, grad_hat, msgs
 
 

@@ -1,0 +1,117 @@
+"""``refimpl bench ssca``: one sample-based SSCA round (K = 10, 784-128-10, swish) against the
+matrix products it cannot avoid, and against a straightforward PyTorch CPU round when torch is
+installed. All timings come from the same process and run; ratios, not seconds, are the result.
+
+The floor of a round is, per client, the five products of the forward/backward pass with
+preallocated outputs: Z = X_b W1ᵀ, O = A W2ᵀ, ∇W2 = Δ2ᵀ A, G = Δ2 W2, ∇W1 = Δ1ᵀ X_b.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .algorithms import SSCA
+from .model import TwoLayerNet
+from .partition import sample_based_schedule, sample_partition
+from .protocols import SampleBasedProtocol
+from .schedules import PowerLaw
+
+K, D, J, L = 10, 784, 128, 10
+
+
+def _best(fn, repeats):
+    fn()                                  # warm-up (JIT, caches, thread pools)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def _floor(Xs, W1, W2, repeats):
+    B = Xs[0].shape[0]
+    Z, O, G = np.empty((B, J)), np.empty((B, L)), np.empty((B, J))
+    gW1, gW2 = np.empty((J, D)), np.empty((L, J))
+    A, D2 = np.random.default_rng(0).random((B, J)), np.random.default_rng(1).random((B, L))
+
+    def products():
+        for Xb in Xs:
+            np.matmul(Xb, W1.T, out=Z)
+            np.matmul(A, W2.T, out=O)
+            np.matmul(D2.T, A, out=gW2)
+            np.matmul(D2, W2, out=G)
+            np.matmul(G.T, Xb, out=gW1)
+    return _best(products, repeats)
+
+
+def _torch_round(X, y, batches, theta, repeats):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_default_dtype(torch.float64)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    W1 = torch.from_numpy(theta[:J * D].reshape(J, D).copy()).requires_grad_()
+    W2 = torch.from_numpy(theta[J * D:].reshape(L, J).copy()).requires_grad_()
+    Bs = torch.zeros(theta.size, dtype=torch.float64)
+    idx = [torch.from_numpy(b) for b in batches]
+    tau, rho, gamma = 0.05, 0.9, 0.3
+
+    def one_round():
+        nonlocal Bs
+        grads = torch.zeros(theta.size, dtype=torch.float64)
+        for b in idx:
+            xb, yb = Xt[b], yt[b]
+            z = xb @ W1.T
+            out = (z * torch.sigmoid(z)) @ W2.T
+            loss = torch.nn.functional.cross_entropy(out, yb, reduction="sum")
+            g1, g2 = torch.autograd.grad(loss, (W1, W2))
+            grads += torch.cat([g1.reshape(-1), g2.reshape(-1)]) / (len(b) * len(idx))
+        with torch.no_grad():
+            omega = torch.cat([W1.reshape(-1), W2.reshape(-1)])
+            Bs = (1 - rho) * Bs + rho * (grads - 2 * tau * omega)
+            new = (1 - gamma) * omega + gamma * (-Bs / (2 * tau))
+            W1.copy_(new[:J * D].reshape(J, D))
+            W2.copy_(new[J * D:].reshape(L, J))
+    return _best(one_round, repeats)
+
+
+def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
+    rows = []
+    for B in batches:
+        rng = np.random.default_rng(B)
+        n_per = max(B, 600)
+        X = rng.random((K * n_per, D))
+        y = rng.integers(0, L, K * n_per)
+        model = TwoLayerNet(D, J, L)
+        parts = sample_partition(X.shape[0], K)
+        protocol = SampleBasedProtocol(model, X, y, parts)
+        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+        sched = sample_based_schedule(parts, 1, B, rng)
+        theta = model.init_params(rng)
+        state = algo.init(theta)
+        batch = sched.indices[0]
+        state = algo.apply(state, 1, batch)[0]        # round 1 has ρ_1 = 1; time a generic round
+        t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
+        W1, W2 = model.unpack(theta)
+        t_floor = _floor([X[b] for b in batch], W1, W2, repeats)
+        t_torch = _torch_round(X, y, batch, theta, repeats)
+        row = {"batch_per_client": B, "seconds_per_round": t_round, "floor_seconds": t_floor,
+               "ratio_to_floor": t_round / t_floor,
+               "ratio_to_torch": None if t_torch is None else t_round / t_torch}
+        rows.append(row)
+        if progress:
+            progress(f"batch {B}: {t_round * 1e3:.2f} ms/round, floor {t_floor * 1e3:.2f} ms")
+    return rows
+
+
+def format_bench(rows):
+    out = ["batch/client | ms/round | floor ms | ratio to floor | ratio to torch",
+           "-------------+----------+----------+----------------+---------------"]
+    for r in rows:
+        tt = "-" if r["ratio_to_torch"] is None else f"{r['ratio_to_torch']:.2f}"
+        out.append(f"{r['batch_per_client']:>12} | {r['seconds_per_round'] * 1e3:8.2f} | "
+                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {tt:>14}")
+    return "\n".join(out)
