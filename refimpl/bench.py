@@ -1,9 +1,13 @@
 """``refimpl bench ssca``: one sample-based SSCA round (K = 10, 784-128-10, swish) against the
 matrix products it cannot avoid, and against a straightforward PyTorch CPU round when torch is
 installed. All timings come from the same process and run; ratios, not seconds, are the result.
+``torch_floor_ratio`` is the time of the same five products in torch (its own BLAS) over ours:
+below 1 means torch's matrix products alone are faster than NumPy's BLAS on this machine.
 
-The floor of a round is, per client, the five products of the forward/backward pass with
-preallocated outputs: Z = X_b W1ᵀ, O = A W2ᵀ, ∇W2 = Δ2ᵀ A, G = Δ2 W2, ∇W1 = Δ1ᵀ X_b.
+The floor of a round is the five products of the forward/backward pass over the round's K·B
+samples, with the batch already gathered and preallocated outputs: Z = X_b W1ᵀ, O = A W2ᵀ,
+∇W2 = Δ2ᵀ A, G = Δ2 W2, ∇W1 = Δ1ᵀ X_b (one product each over the stacked clients, as the
+round computes them; see :meth:`refimpl.protocols.SampleBasedProtocol.collect`).
 """
 from __future__ import annotations
 
@@ -43,6 +47,27 @@ def _floor(Xs, W1, W2, repeats):
             np.matmul(D2.T, A, out=gW2)
             np.matmul(D2, W2, out=G)
             np.matmul(G.T, Xb, out=gW1)
+    return _best(products, repeats)
+
+
+def _torch_floor(Xb, repeats):
+    """The same five products in torch (its own BLAS), for context."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    rng = np.random.default_rng(2)
+    n = Xb.shape[0]
+    X = torch.from_numpy(Xb)
+    W1, W2 = torch.from_numpy(rng.random((J, D))), torch.from_numpy(rng.random((L, J)))
+    A, D2 = torch.from_numpy(rng.random((n, J))), torch.from_numpy(rng.random((n, L)))
+
+    def products():
+        X @ W1.T
+        A @ W2.T
+        D2.T @ A
+        G = D2 @ W2
+        G.T @ X
     return _best(products, repeats)
 
 
@@ -96,11 +121,14 @@ def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
         state = algo.apply(state, 1, batch)[0]        # round 1 has ρ_1 = 1; time a generic round
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         W1, W2 = model.unpack(theta)
-        t_floor = _floor([X[b] for b in batch], W1, W2, repeats)
+        Xb = X[np.concatenate(batch)]
+        t_floor = _floor([Xb], W1, W2, repeats)
         t_torch = _torch_round(X, y, batch, theta, repeats)
+        t_torch_floor = _torch_floor(Xb, repeats)
         row = {"batch_per_client": B, "seconds_per_round": t_round, "floor_seconds": t_floor,
                "ratio_to_floor": t_round / t_floor,
-               "ratio_to_torch": None if t_torch is None else t_round / t_torch}
+               "ratio_to_torch": None if t_torch is None else t_round / t_torch,
+               "torch_floor_ratio": None if t_torch_floor is None else t_torch_floor / t_floor}
         rows.append(row)
         if progress:
             progress(f"batch {B}: {t_round * 1e3:.2f} ms/round, floor {t_floor * 1e3:.2f} ms")
@@ -108,10 +136,11 @@ def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
 
 
 def format_bench(rows):
-    out = ["batch/client | ms/round | floor ms | ratio to floor | ratio to torch",
-           "-------------+----------+----------+----------------+---------------"]
+    out = ["batch/client | ms/round | floor ms | ratio to floor | ratio to torch | torch products / ours",
+           "-------------+----------+----------+----------------+----------------+----------------------"]
     for r in rows:
         tt = "-" if r["ratio_to_torch"] is None else f"{r['ratio_to_torch']:.2f}"
+        tf = "-" if r["torch_floor_ratio"] is None else f"{r['torch_floor_ratio']:.2f}"
         out.append(f"{r['batch_per_client']:>12} | {r['seconds_per_round'] * 1e3:8.2f} | "
-                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {tt:>14}")
+                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {tt:>14} | {tf:>20}")
     return "\n".join(out)

@@ -47,22 +47,27 @@ class SampleBasedProtocol:
         N = sum(len(p) for p in parts)
         self.client_weight = np.array([len(p) / N for p in parts])
 
-    def client_sums(self, theta, k, batch, scale=1.0, out=None):
-        """Client k's work: (Σ ℓ_n, Σ ∇ℓ_n) over its batch, each sample weighted by ``scale``."""
-        Xb = GATHER[self.model.backend](self.X, np.asarray(batch))
-        return self.model.loss_grad(theta, Xb, self.y[batch], np.full(len(batch), scale), out)
+    def client_sums(self, theta, k, batch):
+        """Client k's work, alone: (Σ ℓ_n, Σ ∇ℓ_n) over its batch."""
+        return self.model.loss_grad(theta, self.X[batch], self.y[batch], np.ones(len(batch)))
 
     def collect(self, theta, batches):
-        """The server's weights N_k/(N B) are applied as per-sample weights of each client's sum
-        (equal to scaling the sums afterwards up to rounding, without a pass over ω per client)."""
+        """One round of gradient collection.
+
+        The K clients' weighted sums are evaluated in one stacked pass over the K·B samples, each
+        sample carrying its client's weight N_k/(N B): the same sum Σ_k (N_k/N)(1/B) Σ_n ∇ℓ_n
+        as K separate client passes followed by the server's weighting (equal up to rounding;
+        ``tests/test_ssca.py`` checks it against :meth:`client_sums`), with one product per layer
+        instead of K.
+        """
         P = self.model.n_params
         msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
-        loss_hat, grad_hat, buf = 0.0, np.zeros(P), np.empty(P)
-        for k, batch in enumerate(batches):
-            lsum, _ = self.client_sums(theta, k, batch, self.client_weight[k] / len(batch), buf)
-            msgs.append(Message(client(k), SERVER, "grad_sum+loss_sum", P + 1))
-            loss_hat += lsum
-            grad_hat += buf
+        msgs += [Message(client(k), SERVER, "grad_sum+loss_sum", P + 1) for k in range(len(batches))]
+        sizes = np.array([len(b) for b in batches])
+        idx = np.concatenate([np.asarray(b) for b in batches])
+        w = np.repeat(self.client_weight / sizes, sizes)
+        Xb = GATHER[self.model.backend](self.X, idx)
+        loss_hat, grad_hat = self.model.loss_grad(theta, Xb, self.y[idx], w)
         return loss_hat, grad_hat, msgs
 
 
