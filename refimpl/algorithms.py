@@ -188,7 +188,7 @@ class Evaluator:
     lam: float = 0.0
     every: int = 1
 
-    def __call__(self, theta):
+    def __call__(self, theta, state=None):
         return {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
                 "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test)}
 
@@ -213,13 +213,13 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
             W1, W2 = model.unpack(theta)
             trace.snapshots[t] = (W1.copy(), W2.copy())
 
-    def _evaluate(t, theta):
-        m = evaluator(theta)
+    def _evaluate(t, st):
+        m = evaluator(st.omega, st)
         trace.record(round=t, comm_floats=comm, grad_evals=evals, **m)
         if progress is not None:
             progress(t, m)
 
-    _evaluate(0, state.omega)
+    _evaluate(0, state)
     _snapshot(0, state.omega)
     trace.status = "running"
     for t in range(1, rounds + 1):
@@ -228,7 +228,7 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
         except DivergenceError as exc:
             trace.status = f"diverged: {exc}; trace holds rounds 0..{t - 1}"
             if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
-                _evaluate(t - 1, state.omega)
+                _evaluate(t - 1, state)
             return state
         state = new_state
         if t == 1:
@@ -238,7 +238,7 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
         if on_round is not None:
             on_round(t, state)
         if t % evaluator.every == 0 or t == rounds:
-            _evaluate(t, state.omega)
+            _evaluate(t, state)
         _snapshot(t, state.omega)
     trace.status = "finished"
     return state

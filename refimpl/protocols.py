@@ -71,6 +71,20 @@ class SampleBasedProtocol:
         return loss_hat, grad_hat, msgs
 
 
+    def collect_per_client(self, theta, batches):
+        """Per-client estimates for per-client constraints: client k's mini-batch means
+        (ℓ̂_k, ĝ_k) = (1/B) Σ_{n∈B_k} (ℓ_n, ∇ℓ_n), each computed by the client alone, plus the
+        round's messages (same ledger as :meth:`collect`)."""
+        P = self.model.n_params
+        msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
+        ests = []
+        for k, batch in enumerate(batches):
+            lsum, gsum = self.client_sums(theta, k, batch)
+            msgs.append(Message(client(k), SERVER, "grad_sum+loss_sum", P + 1))
+            ests.append((lsum / len(batch), gsum / len(batch)))
+        return ests, msgs
+
+
 class FeatureBasedProtocol:
     """Algorithms 3–4: client k holds feature block ``blocks[k]`` of every sample and W1,k.
 

@@ -1,0 +1,204 @@
+"""Constrained mini-batch SSCA step, seed 001 Problems 4–5 / (41) (spec ssca.md §3):
+
+    minimise_{ω, s ≥ 0}  ||ω||² + c Σ_k s_k   subject to  q_k^t(ω) ≤ U_k + s_k,  k = 1..m
+
+with q_k^t(ω) = A_k ||ω||² + ⟨B_k, ω⟩ + C_k the surrogates of the constraint functions. For one
+constraint (the paper's problem (40)) :func:`closed_form_step` solves it exactly (Lemma 1,
+reconstructed); :class:`QCQPStep` solves any m, with optional extra convex constraints, as a
+parametrised cvxpy problem built once and re-solved every round.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as V
+from .ssca import SurrogateState
+
+
+@dataclass(frozen=True)
+class ConstrainedStep:
+    """Solution of the round's convex problem: ω̄^t, slacks s̄^t, multipliers ν* (one per
+    constraint), the objective ||ω̄||² + c Σ s̄, and which branch/solver produced it."""
+
+    omega_bar: np.ndarray
+    slack: np.ndarray
+    nu: np.ndarray
+    objective: float
+    branch: str
+
+
+class SolverError(RuntimeError):
+    """A QCQP solver failed or returned an inaccurate status."""
+
+
+def closed_form_step(state: SurrogateState, U, c) -> ConstrainedStep:
+    """Lemma 1 of seed 001, (43)–(45), reconstructed from the dual (spec §3).
+
+    Dual function on 0 ≤ ν ≤ c:  g(ν) = −ν² b / (4(1 + νA)) + ν(C − U),  b = ||B||².
+      - C ≤ U: ν* = 0, ω̄ = 0 (feasible and minimises ||ω||²), s̄ = 0;
+      - else with d = 4A(C − U): if b > d, ν° solves g'(ν) = 0,
+        ν° = (sqrt(b/(b − d)) − 1)/A = d / (A (b − d)(sqrt(b/(b − d)) + 1))  (second form: no
+        cancellation when d ≪ b); if b ≤ d (b = 0 included), g is increasing and ν° = ∞;
+        ν* = min(ν°, c).
+    Then ω̄ = −ν* B / (2(1 + ν* A)) and s̄ = max(0, q(ω̄) − U).
+    """
+    U, c = _check_Uc(U, c)
+    A, Bv, C = state.A, state.B, state.C
+    if A <= 0:
+        raise ValueError("surrogate A^t must be > 0 (run at least one surrogate update)")
+    if C <= U:
+        w = np.zeros_like(Bv)
+        return ConstrainedStep(w, np.zeros(1), np.zeros(1), 0.0, "C<=U")
+    b = float(Bv @ Bv)
+    d = 4.0 * A * (C - U)
+    if b > d:
+        x = np.sqrt(b / (b - d))
+        nu_o = d / (A * (b - d) * (x + 1.0))
+    else:
+        nu_o = np.inf
+    if nu_o <= c:
+        nu, branch = nu_o, "constraint-active"
+    else:
+        nu, branch = c, ("b=0" if b == 0.0 else "slack-active")
+    w = Bv * (-nu / (2.0 * (1.0 + nu * A)))
+    s = max(0.0, state.value(w) - U) if branch != "constraint-active" else 0.0
+    return ConstrainedStep(w, np.array([s]), np.array([nu]), float(w @ w) + c * s, branch)
+
+
+def _check_Uc(U, c):
+    U = np.asarray(U, dtype=np.float64)
+    if not np.all(np.isfinite(U)) or np.any(U <= 0):
+        raise ValueError(f"loss bound U must be finite and > 0, got {U.tolist()}")
+    c = float(c)
+    if not (np.isfinite(c) and c > 0):
+        raise ValueError(f"penalty c must be finite and > 0, got {c}")
+    return (float(U) if U.ndim == 0 else U), c
+
+
+#: largest ω dimension for the full-space DPP formulation: cvxpy's DPP canonicalisation of a
+#: second-order cone over n variables builds an index array of about n² entries (measured: 77 GiB
+#: at n = 101,770), so larger models use the exact span reduction below.
+FULL_FORMULATION_MAX_N = 5000
+
+
+class QCQPStep:
+    """The round's QCQP as one DPP cvxpy problem, built once (canonicalised on the first solve)
+    and re-solved with new (A_k, B_k, C_k) every round.
+
+    ``n_constraints`` quadratic constraints (e.g. one per client); ``ball_radius`` adds
+    ||ω||² ≤ r² as an extra convex constraint. ``solver`` is any installed cvxpy solver
+    (default Clarabel, with duality-gap tolerance 1e-10; when it reports an inaccurate status the
+    problem is re-solved once with the solver's own default tolerances, and the step's ``branch``
+    says so); ``solver_options`` replace the tight defaults. A solver that still fails, or returns
+    any status but 'optimal', raises :class:`SolverError` naming the solver and the statuses.
+
+    ``formulation``:
+      - ``"full"``: variables ω ∈ R^n, s ∈ R^m, ρ ≥ ||ω||²; objective ||ω||² + c Σ s;
+        constraints A_k ρ + ⟨B_k, ω⟩ + C_k ≤ U_k + s_k (as A_k ≥ 0 this is exact);
+      - ``"span"``: the same problem restricted to span{B_1..B_m}, which contains the solution
+        (the component of ω orthogonal to every B_k adds to ||ω||² and to each q_k and changes no
+        ⟨B_k, ω⟩, so it is 0 at the optimum). With G = [⟨B_i, B_j⟩] = V Λ Vᵀ and M = V Λ^{1/2},
+        ω = Bᵀ V Λ^{−1/2} z gives ||ω||² = ||z||² and ⟨B_k, ω⟩ = (M z)_k: m variables instead of n;
+      - ``"auto"`` (default): full up to n = FULL_FORMULATION_MAX_N, span above.
+    """
+
+    def __init__(self, n, c, n_constraints=1, ball_radius=None, solver="CLARABEL", solver_options=None,
+                 formulation="auto"):
+        import cvxpy as cp
+        self.cp = cp
+        if solver not in cp.installed_solvers():
+            raise ValueError(f"solver {solver!r} is not installed; available: {cp.installed_solvers()}")
+        _, self.c = _check_Uc(1.0, c)
+        m = V.positive_int("n_constraints", n_constraints)
+        n = V.positive_int("n", n)
+        if formulation == "auto":
+            formulation = "full" if n <= FULL_FORMULATION_MAX_N else "span"
+        if formulation not in ("full", "span"):
+            raise ValueError(f"formulation must be 'auto', 'full' or 'span', got {formulation!r}")
+        if formulation == "full" and n > FULL_FORMULATION_MAX_N:
+            raise ValueError(f"the full-space DPP formulation is limited to n <= {FULL_FORMULATION_MAX_N} "
+                             f"(cvxpy needs ~n² index entries; n = {n}); use formulation='span'")
+        self.n, self.m, self.solver, self.formulation = n, m, solver, formulation
+        self.options = dict(solver_options) if solver_options else (
+            {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10} if solver == "CLARABEL" else {})
+        dim = n if formulation == "full" else m
+        self.x = cp.Variable(dim)
+        self.r = cp.Variable(nonneg=True)
+        self.s = cp.Variable(m, nonneg=True)
+        self.A = cp.Parameter(m, nonneg=True)
+        self.B = cp.Parameter((m, dim))
+        self.C = cp.Parameter(m)
+        self.U = cp.Parameter(m, pos=True)
+        sq = cp.sum_squares(self.x)
+        self.cons = [self.A[k] * self.r + self.B[k] @ self.x + self.C[k] <= self.U[k] + self.s[k]
+                     for k in range(m)]
+        extra = [sq <= self.r]
+        if ball_radius is not None:
+            rad = V.positive("ball_radius", ball_radius)
+            extra.append(self.r <= rad * rad)
+        self.ball_radius = ball_radius
+        self.problem = cp.Problem(cp.Minimize(sq + self.c * cp.sum(self.s)), self.cons + extra)
+        assert self.problem.is_dpp()
+
+    def solve(self, states, U) -> ConstrainedStep:
+        states = list(states)
+        if len(states) != self.m:
+            raise ValueError(f"QCQP built for {self.m} constraints, got {len(states)} surrogates")
+        U = np.broadcast_to(np.asarray(_check_Uc(U, self.c)[0], dtype=np.float64), (self.m,))
+        Bm = np.stack([s.B for s in states])
+        if self.formulation == "full":
+            self.B.value = Bm
+        else:
+            lam, Vec = np.linalg.eigh(Bm @ Bm.T)
+            keep = lam > max(lam.max(), 0.0) * 1e-13
+            root = np.where(keep, np.sqrt(np.where(keep, lam, 1.0)), 0.0)
+            self.B.value = Vec * root
+        self.A.value = np.array([s.A for s in states])
+        self.C.value = np.array([s.C for s in states])
+        self.U.value = np.array(U)
+        tried = []
+        for opts in (self.options, {}) if self.options else ({},):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)   # the status is checked below
+                    self.problem.solve(solver=self.solver, **opts)
+            except self.cp.error.SolverError as exc:
+                tried.append(f"failed ({exc})")
+                continue
+            status = self.problem.status
+            if status == self.cp.OPTIMAL:
+                break
+            tried.append(f"status {status!r}")
+        else:
+            raise SolverError(f"cvxpy solver {self.solver}: " + "; ".join(
+                f"{'tight' if i == 0 and self.options else 'default'} tolerances: {t}" for i, t in enumerate(tried))
+                + " (need 'optimal')")
+        x = np.asarray(self.x.value, dtype=np.float64)
+        if self.formulation == "full":
+            w = x
+        else:
+            inv = np.where(keep, 1.0 / root, 0.0)
+            w = Bm.T @ (Vec @ (inv * x))
+        s = np.maximum(np.asarray(self.s.value, dtype=np.float64), 0.0)
+        nu = np.array([float(np.ravel(con.dual_value)[0]) for con in self.cons])
+        return ConstrainedStep(w, s, nu, float(w @ w) + self.c * float(s.sum()),
+                               f"cvxpy:{self.solver}:{self.formulation}" + (":default-tolerances" if tried else ""))
+
+
+def subproblem_kkt_residuals(step: ConstrainedStep, states, U, c):
+    """KKT residuals of the round's QCQP at ``step`` (no extra constraints):
+    stationarity ||2ω + Σ ν_k (2A_k ω + B_k)|| / max(1, ||2ω||), primal infeasibility
+    max_k (q_k(ω) − U_k − s_k)_+, complementary slackness max_k |ν_k (q_k(ω) − U_k − s_k)|,
+    slack complementarity max_k |(c − ν_k) s_k|, dual infeasibility max_k (−ν_k, ν_k − c)_+."""
+    w = step.omega_bar
+    U = np.broadcast_to(np.asarray(U, dtype=np.float64), (len(states),))
+    g = 2.0 * w + sum(nu * s.gradient(w) for nu, s in zip(step.nu, states))
+    viol = np.array([s.value(w) - u - sk for s, u, sk in zip(states, U, step.slack)])
+    return {"stationarity": float(np.linalg.norm(g) / max(1.0, np.linalg.norm(2 * w))),
+            "primal": float(max(0.0, viol.max())),
+            "complementarity": float(np.max(np.abs(step.nu * viol))),
+            "slack_complementarity": float(np.max(np.abs((c - step.nu) * step.slack))),
+            "dual": float(max(0.0, (-step.nu).max(), (step.nu - c).max()))}
