@@ -15,6 +15,7 @@ from . import _validate as V
 from .model import TwoLayerNet, objective
 from .protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Message, SampleBasedProtocol, client, ledger_floats
 from .schedules import PowerLaw
+from .constrained import SolverError
 from .kernels import SERVER_KERNELS
 from .ssca import SurrogateState
 
@@ -190,7 +191,8 @@ class Evaluator:
 
     def __call__(self, theta, state=None):
         return {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
-                "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test)}
+                "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test),
+                "sq_norm": float(theta @ theta)}
 
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
@@ -225,8 +227,9 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     for t in range(1, rounds + 1):
         try:
             new_state, msgs, n = algorithm.apply(state, t, schedule.indices[t - 1])
-        except DivergenceError as exc:
-            trace.status = f"diverged: {exc}; trace holds rounds 0..{t - 1}"
+        except (DivergenceError, SolverError) as exc:
+            what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
+            trace.status = f"{what}; trace holds rounds 0..{t - 1}"
             if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
                 _evaluate(t - 1, state)
             return state

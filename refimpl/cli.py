@@ -14,7 +14,7 @@ def _say(msg):
 
 
 def _add_run_args(p):
-    p.add_argument("algorithm", choices=["ssca", "sgd", "sgdm"])
+    p.add_argument("algorithm", choices=["ssca", "ssca-constrained", "sgd", "sgdm"])
     p.add_argument("--setting", choices=["sample", "feature"], default="sample")
     p.add_argument("--batch", type=int, default=100, help="per client (sample) or per round (feature)")
     p.add_argument("--rounds", type=int, default=1000)
@@ -22,7 +22,14 @@ def _add_run_args(p):
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--activation", choices=["swish", "relu"], default="swish")
     p.add_argument("--bias", action="store_true", help="bias as column 0 of W1 and W2 (authors' layout)")
-    p.add_argument("--lam", type=float, default=0.0, help="λ of (32)")
+    p.add_argument("--lam", default="0", help="λ of (32); a comma list runs the λ trade-off study")
+    p.add_argument("--U", default="0.13", help="loss bound of (40); a comma list runs the U trade-off study")
+    p.add_argument("--penalty", type=float, default=1e5, help="slack penalty c of (41)")
+    p.add_argument("--solver", choices=["closed-form", "cvxpy"], default="closed-form",
+                   help="constrained step: Lemma 1 closed form or the cvxpy QCQP")
+    p.add_argument("--per-client", action="store_true", help="one loss constraint per client (cvxpy)")
+    p.add_argument("--ball-radius", type=float, default=None, help="extra constraint ||ω|| <= r (cvxpy)")
+    p.add_argument("--cvxpy-solver", default="CLARABEL")
     p.add_argument("--tau", type=float, default=None, help="τ of surrogate (7); default: the paper's")
     p.add_argument("--rho-a", type=float, default=1.0)
     p.add_argument("--rho-alpha", type=float, default=None, help="default: the paper's α")
@@ -56,16 +63,31 @@ def _load_data(args):
     return load_embedded_mnist()
 
 
+def _floats(name, text):
+    try:
+        vals = [float(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"--{name} takes a number or a comma-separated list of numbers, got {text!r}")
+    if not vals:
+        raise ValueError(f"--{name} is empty")
+    return vals
+
+
 def cmd_run(args):
-    from .experiment import RunConfig, run_experiment
-    from .plots import plot_trace
+    from .experiment import RunConfig
     data = _load_data(args)
     snaps = [int(s) for s in args.snapshots.split(",") if s.strip()]
-    cfg = RunConfig(args.algorithm, args.setting, args.batch, args.rounds, args.clients, args.hidden,
-                    args.activation, args.bias, args.lam, args.tau, args.rho_a, args.rho_alpha,
-                    args.gamma_a, args.gamma_alpha, args.lr, args.lr_decay, args.momentum,
-                    args.local_steps, args.partition, 0, args.seed, args.eval_every, args.backend,
-                    snaps).resolved()
+    lams, Us = _floats("lam", args.lam), _floats("U", args.U)
+    if len(Us) > 1 and args.algorithm != "ssca-constrained":
+        raise ValueError("a list of --U values needs the ssca-constrained algorithm")
+    if len(lams) > 1 and args.algorithm == "ssca-constrained":
+        raise ValueError("problem (40) has no λ; give a list of --U values instead")
+    base = RunConfig(args.algorithm, args.setting, args.batch, args.rounds, args.clients, args.hidden,
+                     args.activation, args.bias, lams[0], args.tau, args.rho_a, args.rho_alpha,
+                     args.gamma_a, args.gamma_alpha, args.lr, args.lr_decay, args.momentum,
+                     args.local_steps, args.partition, 0, args.seed, args.eval_every, args.backend,
+                     snaps, Us[0], args.penalty, args.solver, args.per_client, args.ball_radius,
+                     args.cvxpy_solver)
     init = None
     if args.init:
         with np.load(args.init, allow_pickle=False) as z:
@@ -73,8 +95,46 @@ def cmd_run(args):
                 raise ValueError(f"{args.init}: needs arrays W1 and W2")
             init = (z["W1"], z["W2"])
     batches = np.load(args.batches, allow_pickle=False) if args.batches else None
+    sweep = ("U", Us) if len(Us) > 1 else ("lam", lams) if len(lams) > 1 else None
+    if sweep is None:
+        return _run_one(args, base.resolved(), data, init, batches, args.out)[0]
+    from dataclasses import replace
+    name, values = sweep
+    rows, code = [], 0
+    for v in values:
+        out = os.path.join(args.out, f"{name}={v:g}") if args.out else None
+        c, trace = _run_one(args, replace(base, **{name: v}).resolved(), data, init, batches, out)
+        code = max(code, c)
+        rows.append(_tradeoff_row(name, v, trace))
+    if args.out:
+        from .plots import plot_tradeoff
+        from .trace import write_csv
+        write_csv(os.path.join(args.out, "tradeoff.csv"), rows)
+        plot_tradeoff(rows, name, os.path.join(args.out, "tradeoff.png"))
+        _say(f"trade-off over {name} written to {args.out}/tradeoff.csv")
+    for r in rows:
+        print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    return code
+
+
+def _tradeoff_row(name, value, trace):
+    """Final point of a run for the ||ω||² vs training-cost trade-off (seed 001, Fig. 4); the
+    training cost here is the data term (1/N) Σ ℓ, without λ||ω||²."""
+    sq = trace.series("sq_norm")[-1]
+    lam = trace.config.get("lam", 0.0) if name == "lam" else 0.0
+    row = {name: float(value), "round": int(trace.series("round")[-1]),
+           "sq_norm": float(sq), "data_loss": float(trace.series("train_cost")[-1] - lam * sq),
+           "test_accuracy": float(trace.series("test_accuracy")[-1]), "status": trace.status}
+    if "slack" in trace.metrics:
+        row["slack"] = float(trace.series("slack")[-1])
+    return row
+
+
+def _run_one(args, cfg, data, init, batches, out_dir):
+    from .experiment import run_experiment
+    from .plots import plot_trace
     step = max(1, cfg.rounds // 20)
-    if cfg.algorithm == "ssca" and not args.quiet:
+    if cfg.algorithm.startswith("ssca") and not args.quiet:
         from .schedules import PowerLaw, check_step_sizes
         failed = [c.name for c in check_step_sizes(PowerLaw(cfg.rho_a, cfg.rho_alpha),
                                                     PowerLaw(cfg.gamma_a, cfg.gamma_alpha)) if not c.met]
@@ -84,18 +144,22 @@ def cmd_run(args):
 
     def progress(t, m):
         if not args.quiet and (t % step == 0 or t in (0, cfg.rounds)):
+            extra = (f"  constraint {m['constraint_value']:.4f}  slack {m['slack']:.3g}  ν {m['multiplier']:.4g}"
+                     if "slack" in m else "")
             _say(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
-                 f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}")
+                 f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
 
     trace = run_experiment(cfg, data, init, batches, progress)
-    if args.out:
-        trace.save(args.out)
-        png = plot_trace(trace, os.path.join(args.out, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
-        _say(f"trace written to {args.out}" + ("" if png else " (no PNG: matplotlib not installed)"))
-    if trace.status != "finished":
+    if out_dir:
+        trace.save(out_dir)
+        png = plot_trace(trace, os.path.join(out_dir, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
+        _say(f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
+    if not trace.status.startswith("finished"):
         _say(f"refimpl: run stopped: {trace.status}")
-        return 3
-    return 0
+        return 3, trace
+    if "solver note" in trace.status:
+        _say(f"note: {trace.status}")
+    return 0, trace
 
 
 def cmd_verify(args):

@@ -148,6 +148,5 @@ class ConstrainedEvaluator(Evaluator):
         res, f = kkt_residuals(self.model, theta, state.nu, self.X_train, self.y_train, self.U, self.parts)
         out.update(res)
         out.update(constraint_value=float(f.max()), slack=float(state.slack.sum()),
-                   multiplier=float(state.nu.sum()), sq_norm=float(theta @ theta),
-                   solver_fallbacks=state.fallbacks)
+                   multiplier=float(state.nu.sum()), solver_fallbacks=state.fallbacks)
         return out

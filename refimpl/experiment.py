@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _validate as V
 from .algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate, train
+from .constrained_ssca import ConstrainedEvaluator, ConstrainedSSCA
 from .datasets import Dataset
 from .model import TwoLayerNet
 from .partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
@@ -21,7 +22,7 @@ from .protocols import FeatureBasedProtocol, SampleBasedProtocol
 from .schedules import PowerLaw
 from .trace import Trace
 
-ALGORITHMS = ("ssca", "sgd", "sgdm")
+ALGORITHMS = ("ssca", "ssca-constrained", "sgd", "sgdm")
 SETTINGS = ("sample", "feature")
 
 #: τ and α of the paper's experiments by (setting, batch) (spec ssca.md §7)
@@ -55,6 +56,13 @@ class RunConfig:
     eval_every: int = 1
     backend: str = "numba"
     snapshots: list = field(default_factory=list)
+    # constrained SSCA (Algorithms 2 and 4)
+    U: float = 0.13
+    penalty: float = 1e5
+    solver: str = "closed-form"
+    per_client: bool = False
+    ball_radius: float | None = None
+    cvxpy_solver: str = "CLARABEL"
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -75,6 +83,10 @@ class RunConfig:
             c.gamma_alpha = c.rho_alpha + 0.05
         if c.setting == "feature" and c.local_steps != 1:
             raise ValueError("local_steps > 1 exists only for sample-based FedAvg")
+        if c.algorithm == "ssca-constrained":
+            if not (np.isfinite(c.U) and c.U > 0):
+                raise ValueError(f"loss bound U must be finite and > 0, got {c.U}")
+            V.positive("penalty c", c.penalty)
         return c
 
 
@@ -97,6 +109,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
             schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
             schedule.validate_sample_based(parts, cfg.rounds, cfg.batch * E)
         algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
                 "sgd": lambda: FedAvg(protocol, lr, cfg.lam, 0.0, E),
                 "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
     else:
@@ -108,10 +121,20 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
             schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
             schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch)
         algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
                 "sgd": lambda: FeatureSGD(protocol, lr, cfg.lam, 0.0),
                 "sgdm": lambda: FeatureSGD(protocol, lr, cfg.lam, cfg.momentum)}[cfg.algorithm]()
-    evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every)
+    if cfg.algorithm == "ssca-constrained":
+        evaluator = ConstrainedEvaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, 0.0,
+                                         cfg.eval_every, U=algo.U, parts=protocol.parts if cfg.per_client else None)
+    else:
+        evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every)
     return algo, theta0, schedule, evaluator, model
+
+
+def _constrained(cfg, protocol, rho, gamma):
+    return ConstrainedSSCA(protocol, rho, gamma, cfg.tau, cfg.U, cfg.penalty, cfg.solver, cfg.per_client,
+                           cfg.ball_radius, cfg.cvxpy_solver)
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None):
@@ -122,4 +145,6 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     trace.batches = schedule.indices[:cfg.rounds]
     final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, cfg.snapshots, progress, on_round)
     trace.extra["final_state"] = final
+    if getattr(final, "note", ""):
+        trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"
     return trace

@@ -32,3 +32,24 @@ def plot_trace(trace, path, title=""):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_tradeoff(rows, name, path):
+    """||ω||² against the training data loss over a list of U or λ values (seed 001, Fig. 4)."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 4))
+    x = [r["data_loss"] for r in rows]
+    y = [r["sq_norm"] for r in rows]
+    ax.plot(x, y, "o-", label="constrained (40), varying U" if name == "U" else "regularised (32), varying λ")
+    for r in rows:
+        ax.annotate(f"{name}={r[name]:g}", (r["data_loss"], r["sq_norm"]), fontsize=7)
+    ax.set_xlabel("training cost (1/N) Σ ℓ")
+    ax.set_ylabel("||ω||²")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

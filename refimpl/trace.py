@@ -65,6 +65,17 @@ class Trace:
         return tr
 
 
+def write_csv(path, rows):
+    """Rows (dicts with the same keys) as CSV, written atomically."""
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    _atomic(path, lambda fh: fh.write(buf.getvalue().encode()))
+
+
 def _atomic(path, write):
     tmp = path + ".tmp"
     with open(tmp, "wb") as fh:

@@ -15,7 +15,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 REGISTRY: dict = {}
-CHECK_MODULES = ("verification.check_model", "verification.check_ssca")
+CHECK_MODULES = ("verification.check_model", "verification.check_ssca", "verification.check_constrained")
 
 
 @dataclass
