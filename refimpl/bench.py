@@ -144,3 +144,76 @@ def format_bench(rows):
         out.append(f"{r['batch_per_client']:>12} | {r['seconds_per_round'] * 1e3:8.2f} | "
                    f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {tt:>14} | {tf:>20}")
     return "\n".join(out)
+
+
+def bench_constrained(repeats=5, progress=None):
+    """``refimpl bench ssca-constrained``: the constrained step (Step 3) at the MNIST model size
+    (784-128-10, about 1e5 variables) and at a small model (49-16-10), as ratios to one
+    unconstrained sample-based round (K = 10, B = 100 per client) of the same model.
+
+    Timed: the Lemma 1 closed form; the cvxpy QCQP's first solve (building the DPP problem,
+    canonicalisation, solve) and its re-solves with new parameters — span formulation at both
+    sizes, full-space formulation only at the small size (cvxpy's DPP canonicalisation of a cone
+    over 1e5 variables needs an index array of ~1e10 entries).
+    """
+    from .constrained import QCQPStep, SolverError, closed_form_step
+    from .ssca import SurrogateState, surrogate_update
+    rows = []
+    for D_, J_ in ((784, 128), (49, 16)):
+        rng = np.random.default_rng(D_)
+        X = rng.random((K * 600, D_))
+        y = rng.integers(0, L, K * 600)
+        model = TwoLayerNet(D_, J_, L)
+        parts = sample_partition(X.shape[0], K)
+        protocol = SampleBasedProtocol(model, X, y, parts)
+        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+        batch = sample_based_schedule(parts, 1, 100, rng).indices[0]
+        theta = model.init_params(rng)
+        state = algo.apply(algo.init(theta), 1, batch)[0]
+        t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
+        loss, g, _ = protocol.collect(theta, batch)
+        sur = surrogate_update(SurrogateState.zeros(theta.size), loss, g, theta, 1.0, 0.05)
+        U = 0.5 * loss
+        t_closed = _best(lambda: closed_form_step(sur, U, 1e5), repeats)
+        row = {"model": f"{D_}-{J_}-{L}", "n_params": model.n_params, "unconstrained_round_s": t_round,
+               "closed_form_s": t_closed, "closed_form_ratio": t_closed / t_round}
+        forms = ("span",) if model.n_params > 5000 else ("span", "full")
+        for form in forms:
+            t0 = time.perf_counter()
+            q = QCQPStep(model.n_params, 1e5, formulation=form)
+            q.solve([sur], U)
+            first = time.perf_counter() - t0
+            failures = []
+
+            def resolve_once():
+                try:
+                    q.solve([SurrogateState(sur.A, sur.B * rng.uniform(0.98, 1.02), sur.C)], U)
+                except SolverError as exc:
+                    failures.append(str(exc))
+            resolve = _best(resolve_once, repeats)
+            row[f"cvxpy_{form}_resolve_failures"] = len(failures)
+            row[f"cvxpy_{form}_first_s"] = first
+            row[f"cvxpy_{form}_resolve_s"] = resolve
+            row[f"cvxpy_{form}_first_ratio"] = first / t_round
+            row[f"cvxpy_{form}_resolve_ratio"] = resolve / t_round
+        rows.append(row)
+        if progress:
+            progress(f"{row['model']}: round {t_round * 1e3:.2f} ms, closed form {t_closed * 1e6:.1f} µs")
+    return rows
+
+
+def format_constrained(rows):
+    out = []
+    for r in rows:
+        out.append(f"model {r['model']} ({r['n_params']} parameters): unconstrained round "
+                   f"{r['unconstrained_round_s'] * 1e3:.2f} ms")
+        out.append(f"  closed form (Lemma 1)        {r['closed_form_s'] * 1e3:9.3f} ms   ratio {r['closed_form_ratio']:.3f}")
+        for form in ("span", "full"):
+            if f"cvxpy_{form}_first_s" in r:
+                out.append(f"  cvxpy {form:<4} first solve      {r[f'cvxpy_{form}_first_s'] * 1e3:9.3f} ms   "
+                           f"ratio {r[f'cvxpy_{form}_first_ratio']:.3f}")
+                out.append(f"  cvxpy {form:<4} re-solve         {r[f'cvxpy_{form}_resolve_s'] * 1e3:9.3f} ms   "
+                           f"ratio {r[f'cvxpy_{form}_resolve_ratio']:.3f}"
+                           + (f"   ({r[f'cvxpy_{form}_resolve_failures']} solver failures)"
+                              if r[f"cvxpy_{form}_resolve_failures"] else ""))
+    return "\n".join(out)

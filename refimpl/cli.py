@@ -177,10 +177,14 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
-    from .bench import bench_ssca, format_bench
-    rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
-                      progress=_say)
-    print(format_bench(rows))
+    from .bench import bench_constrained, bench_ssca, format_bench, format_constrained
+    if args.what == "ssca":
+        rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
+                          progress=_say)
+        print(format_bench(rows))
+    else:
+        rows = bench_constrained(repeats=args.repeats, progress=_say)
+        print(format_constrained(rows))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
@@ -224,7 +228,7 @@ def build_parser():
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained"])
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)
     b.add_argument("--json")
@@ -245,10 +249,11 @@ def build_parser():
 
 def main(argv=None):
     from ._runtime import tune_allocator
+    from .constrained import SolverError
     args = build_parser().parse_args(argv)
     tune_allocator()
     try:
         return args.fn(args)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, SolverError) as exc:
         _say(f"refimpl: error: {exc}")
         return 2

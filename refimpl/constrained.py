@@ -10,7 +10,7 @@ parametrised cvxpy problem built once and re-solved every round.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,6 +28,7 @@ class ConstrainedStep:
     nu: np.ndarray
     objective: float
     branch: str
+    ball_multiplier: float = 0.0
 
 
 class SolverError(RuntimeError):
@@ -144,16 +145,29 @@ class QCQPStep:
         self.C = cp.Parameter(m)
         self.U = cp.Parameter(m, pos=True)
         sq = cp.sum_squares(self.x)
-        quad = sq if formulation == "full" else self.r
-        self.cons = [self.A[k] * quad + self.B[k] @ self.x + self.C[k] <= self.U[k] + self.s[k]
-                     for k in range(m)]
-        extra = [sq <= self.r]
-        if ball_radius is not None:
-            rad = V.positive("ball_radius", ball_radius)
-            extra.append(self.r <= rad * rad)
-        self.ball_radius = ball_radius
         self.cost = cp.Parameter(m, nonneg=True)          # c σ_k (σ_k: row scaling, see solve)
-        self.problem = cp.Problem(cp.Minimize(sq + self.cost @ self.s), self.cons + extra)
+        self.ball_con = None
+        rad2 = None if ball_radius is None else V.positive("ball_radius", ball_radius) ** 2
+        if formulation == "full":
+            self.cons = [self.A[k] * sq + self.B[k] @ self.x + self.C[k] <= self.U[k] + self.s[k]
+                         for k in range(m)]
+            extra = []
+            if rad2 is not None:
+                self.ball_con = sq <= rad2
+                extra.append(self.ball_con)
+            objective = sq + self.cost @ self.s
+        else:
+            # epigraph r ≥ ||z||² in the quadratic constraints (A_k ≥ 0, so r = ||z||² wherever
+            # a constraint binds); the objective and the ball use ||z||² itself
+            self.cons = [self.A[k] * self.r + self.B[k] @ self.x + self.C[k] <= self.U[k] + self.s[k]
+                         for k in range(m)]
+            extra = [sq <= self.r]
+            if rad2 is not None:
+                self.ball_con = sq <= rad2
+                extra.append(self.ball_con)
+            objective = sq + self.cost @ self.s
+        self.ball_radius = ball_radius
+        self.problem = cp.Problem(cp.Minimize(objective), self.cons + extra)
         assert self.problem.is_dpp()
 
     def solve(self, states, U) -> ConstrainedStep:
@@ -195,12 +209,11 @@ class QCQPStep:
             if status == self.cp.OPTIMAL:
                 return step
             # 'optimal_inaccurate' is kept only when the KKT conditions of this QCQP, evaluated
-            # independently of the solver, hold to kkt_tol (not possible with the ball constraint)
+            # independently of the solver, hold to kkt_tol
             worst = self._kkt_worst(step, states, U)
-            if worst is not None and worst <= self.kkt_tol:
-                return ConstrainedStep(step.omega_bar, step.slack, step.nu, step.objective,
-                                       step.branch + f":inaccurate-status-kkt-verified({worst:.1e})")
-            statuses[-1] += "" if worst is None else f" (KKT residual {worst:.2e} > {self.kkt_tol:g})"
+            if worst <= self.kkt_tol:
+                return replace(step, branch=step.branch + f":inaccurate-status-kkt-verified({worst:.1e})")
+            statuses[-1] += f" (KKT residual {worst:.2e} > {self.kkt_tol:g})"
         raise SolverError(f"cvxpy solver {self.solver} returned {' then '.join(map(str, statuses))} "
                           "(need 'optimal', or 'optimal_inaccurate' with verified KKT conditions)")
 
@@ -210,36 +223,47 @@ class QCQPStep:
             w = x
         else:
             keep, root, Vec = keep_root
-            inv = np.where(keep, 1.0 / root, 0.0)
+            inv = np.divide(1.0, root, out=np.zeros_like(root), where=keep)
             w = Bm.T @ (Vec @ (inv * x))
         s = np.maximum(np.asarray(self.s.value, dtype=np.float64), 0.0) * sigma
         nu = np.array([float(np.ravel(con.dual_value)[0]) for con in self.cons]) / sigma
+        mu = 0.0 if self.ball_con is None else float(np.ravel(self.ball_con.dual_value)[0])
         return ConstrainedStep(w, s, nu, float(w @ w) + self.c * float(s.sum()),
-                               f"cvxpy:{self.solver}:{self.formulation}")
+                               f"cvxpy:{self.solver}:{self.formulation}", mu)
 
     def _kkt_worst(self, step, states, U):
-        if self.ball_radius is not None:
-            return None
-        res = subproblem_kkt_residuals(step, states, U, self.c)
+        res = subproblem_kkt_residuals(step, states, U, self.c, self.ball_radius)
         return max(res["stationarity"], res["primal"] / max(1.0, float(np.max(U))),
                    res["complementarity"] / max(1.0, float(np.max(step.nu))),
                    res["slack_complementarity"] / self.c, res["dual"] / self.c)
 
 
-def subproblem_kkt_residuals(step: ConstrainedStep, states, U, c):
+def subproblem_kkt_residuals(step: ConstrainedStep, states, U, c, ball_radius=None):
     """KKT residuals of the round's QCQP at ``step`` (no extra constraints):
-    stationarity ||2ω + Σ ν_k ∇q_k(ω)|| / (||2ω|| + Σ ν_k ||∇q_k(ω)||) (relative: the terms are
-    of the size of c when the penalty binds), primal infeasibility
+    stationarity ||2ω + Σ ν_k ∇q_k(ω)|| / (2||ω|| + Σ ν_k (2A_k||ω|| + ||B_k||)) (relative to the
+    size of the terms that cancel: with ν = c = 1e5 they are 1e4 times ||ω||), primal infeasibility
     max_k (q_k(ω) − U_k − s_k)_+, complementary slackness max_k |ν_k (q_k(ω) − U_k − s_k)|,
-    slack complementarity max_k |(c − ν_k) s_k|, dual infeasibility max_k (−ν_k, ν_k − c)_+."""
+    slack complementarity max_k |(c − ν_k) s_k|, dual infeasibility max_k (−ν_k, ν_k − c)_+.
+    With ``ball_radius`` r the constraint ||ω||² ≤ r² and its multiplier μ enter stationarity
+    (+2μω), feasibility and complementary slackness."""
     w = step.omega_bar
     U = np.broadcast_to(np.asarray(U, dtype=np.float64), (len(states),))
     grads = [s.gradient(w) for s in states]
     g = 2.0 * w + sum(nu * gk for nu, gk in zip(step.nu, grads))
-    scale = np.linalg.norm(2 * w) + sum(abs(nu) * np.linalg.norm(gk) for nu, gk in zip(step.nu, grads))
+    nw = np.linalg.norm(w)
+    scale = 2 * nw + sum(abs(nu) * (2 * s.A * nw + np.linalg.norm(s.B)) for nu, s in zip(step.nu, states))
     viol = np.array([s.value(w) - u - sk for s, u, sk in zip(states, U, step.slack)])
+    mu = step.ball_multiplier
+    if ball_radius is not None:
+        g = g + 2.0 * mu * w
+        scale += 2.0 * abs(mu) * nw
+        ball_viol = nw * nw - ball_radius ** 2
+        viol_all = np.append(viol, ball_viol)
+        mult_all = np.append(step.nu, mu)
+    else:
+        viol_all, mult_all = viol, step.nu
     return {"stationarity": float(np.linalg.norm(g) / max(scale, 1e-300)),
-            "primal": float(max(0.0, viol.max())),
-            "complementarity": float(np.max(np.abs(step.nu * viol))),
+            "primal": float(max(0.0, viol_all.max())),
+            "complementarity": float(np.max(np.abs(mult_all * viol_all))),
             "slack_complementarity": float(np.max(np.abs((c - step.nu) * step.slack))),
-            "dual": float(max(0.0, (-step.nu).max(), (step.nu - c).max()))}
+            "dual": float(max(0.0, (-mult_all).max(), (step.nu - c).max()))}
