@@ -14,7 +14,8 @@ def _say(msg):
 
 
 def _add_run_args(p):
-    p.add_argument("algorithm", choices=["ssca", "ssca-constrained", "sgd", "sgdm"])
+    p.add_argument("algorithm", choices=["ssca", "ssca-constrained", "sgd", "sgdm", "flexvfl", "adaptive-flexvfl",
+                                         "sync-vfl", "async-vfl", "pbcd"])
     p.add_argument("--setting", choices=["sample", "feature"], default="sample")
     p.add_argument("--batch", type=int, default=100, help="per client (sample) or per round (feature)")
     p.add_argument("--rounds", type=int, default=1000)
@@ -50,6 +51,26 @@ def _add_run_args(p):
     p.add_argument("--data-dir", help="directory with MNIST-format IDX files")
     p.add_argument("--out", default=None, help="directory for trace.npz, trace.json, trace.png")
     p.add_argument("--quiet", action="store_true")
+    _add_vfl_args(p.add_argument_group("vertical FL (flexvfl, adaptive-flexvfl, sync-vfl, async-vfl, pbcd)"))
+
+
+def _add_vfl_args(g, compare=False):
+    g.add_argument("--parties", type=int, default=4, help="K (4: image quadrants of 28×28 data)")
+    g.add_argument("--encoder", default="linear", help="linear|swish, or a comma list per party")
+    g.add_argument("--embed-dim", type=int, default=16, help="O_k")
+    g.add_argument("--optimizer", default="sgd",
+                   help="sgd | momentum[:ρ] | proximal[:μ] | time-varying-lr[:decay], or a list (server, parties)")
+    g.add_argument("--eta", default="0.05", help="learning rate(s) η_k (server first)")
+    g.add_argument("--A", default="1.0", help="Adaptive Flex-VFL constants A_k")
+    g.add_argument("--timeout", type=float, default=10.0, help="Flex-VFL round timeout (simulated time)")
+    g.add_argument("--Q", type=int, default=10, help="synchronous VFL local steps")
+    g.add_argument("--speeds", default="lognormal:0.2,1,1,2,8:0.3",
+                   help="constant:T.. | lognormal:M..[:σ] | markov:FAST..:SLOW..[:p_slow[:p_fast]] | trace:FILE[:BASE]")
+    g.add_argument("--time-budget", type=float, default=None, help="stop at this simulated time")
+    g.add_argument("--bandwidth", type=float, default=1e8, help="bytes per simulated second")
+    g.add_argument("--latency", type=float, default=0.01)
+    g.add_argument("--labels", choices=["all", "server"], default="all")
+    g.add_argument("--target", type=float, default=None, help="stop when the test accuracy reaches it")
 
 
 def _load_data(args):
@@ -73,8 +94,60 @@ def _floats(name, text):
     return vals
 
 
+def _vfl_config(args, method):
+    from .vfl_experiment import VFLConfig
+    return VFLConfig(method, args.parties, args.encoder, args.embed_dim, args.hidden if args.hidden != 128 else 32,
+                     args.optimizer, args.eta, args.A, args.batch if args.batch != 100 else 64, args.rounds,
+                     args.time_budget, args.timeout, args.Q, args.speeds, args.bandwidth, args.latency, args.labels,
+                     args.target, args.seed, args.eval_every)
+
+
+def cmd_run_vfl(args):
+    from .plots import plot_vfl
+    from .vfl_experiment import run_vfl
+    cfg = _vfl_config(args, args.algorithm)
+    step = max(1, cfg.rounds // 20)
+
+    def progress(r, tr):
+        if not args.quiet and (r % step == 0 or r == 0):
+            _say(f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
+                 f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
+    tr = run_vfl(cfg, _load_data(args), progress)
+    if args.out:
+        tr.save(args.out)
+        plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
+        _say(f"trace written to {args.out}")
+    if not tr.status.startswith("finished"):
+        _say(f"refimpl: run stopped: {tr.status}")
+        return 3
+    return 0
+
+
+def cmd_compare(args):
+    from .plots import plot_vfl
+    from .trace import write_csv
+    from .vfl_experiment import compare_vfl
+    cfg = _vfl_config(args, "flexvfl")
+    targets = [float(t) for t in args.targets.split(",")]
+    traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=None if args.quiet else _say)
+    for row in table:
+        print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        write_csv(os.path.join(args.out, "accuracy_vs_time.csv"), curve)
+        write_csv(os.path.join(args.out, "time_to_target.csv"), table)
+        plot_vfl(traces, os.path.join(args.out, "accuracy_vs_time.png"))
+        for meth, tr in traces.items():
+            tr.save(os.path.join(args.out, meth))
+        _say(f"comparison written to {args.out}")
+    return 0
+
+
 def cmd_run(args):
     from .experiment import RunConfig
+    from .vfl_experiment import VFL_METHODS
+    if args.algorithm in VFL_METHODS:
+        return cmd_run_vfl(args)
     data = _load_data(args)
     snaps = [int(s) for s in args.snapshots.split(",") if s.strip()]
     lams, Us = _floats("lam", args.lam), _floats("U", args.U)
@@ -221,6 +294,20 @@ def build_parser():
     r = sub.add_parser("run", help="run one algorithm and write its trace")
     _add_run_args(r)
     r.set_defaults(fn=cmd_run)
+    cp = sub.add_parser("compare", help="run several methods on the same data, speeds and seed")
+    cp.add_argument("what", choices=["vfl"])
+    cp.add_argument("--rounds", type=int, default=2000, help="cap on rounds per method")
+    cp.add_argument("--batch", type=int, default=64)
+    cp.add_argument("--hidden", type=int, default=32)
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--eval-every", type=int, default=1)
+    cp.add_argument("--targets", default="0.8,0.85,0.9", help="test accuracies for the time-to-target table")
+    cp.add_argument("--data")
+    cp.add_argument("--data-dir")
+    cp.add_argument("--out")
+    cp.add_argument("--quiet", action="store_true")
+    _add_vfl_args(cp)
+    cp.set_defaults(fn=cmd_compare, time_budget=None)
     v = sub.add_parser("verify", help="run the verification checks")
     v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
     v.add_argument("--only", help="comma-separated check ids")

@@ -53,3 +53,21 @@ def plot_tradeoff(rows, name, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_vfl(traces, path):
+    """Test accuracy against simulated time, one curve per method."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, tr in traces.items():
+        ax.plot(tr.series("time"), tr.series("test_accuracy"), label=name)
+    ax.set_xlabel("simulated time")
+    ax.set_ylabel("test accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -25,6 +25,7 @@ class Trace:
     ledger_round1: list = field(default_factory=list)
     status: str = "running"
     extra: dict = field(default_factory=dict)          # in-memory only (e.g. the final state); not saved
+    arrays: dict = field(default_factory=dict)         # per-round matrices (saved as array_<name>)
 
     def record(self, **values):
         for k, v in values.items():
@@ -41,6 +42,8 @@ class Trace:
             arrays[f"W1_{r}"], arrays[f"W2_{r}"] = W1, W2
         if self.batches is not None:
             arrays["batches"] = self.batches
+        for k, v in self.arrays.items():
+            arrays[f"array_{k}"] = np.asarray(v)
         _atomic(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays))
         doc = {"config": self.config, "status": self.status, "metrics": self.metrics,
                "snapshot_rounds": sorted(self.snapshots), "ledger_round1": self.ledger_round1}
@@ -62,6 +65,7 @@ class Trace:
                     r = int(k[3:])
                     tr.snapshots[r] = (z[k], z[f"W2_{r}"])
             tr.batches = z["batches"] if "batches" in z.files else None
+            tr.arrays = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_")}
         return tr
 
 

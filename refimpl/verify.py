@@ -15,7 +15,8 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 REGISTRY: dict = {}
-CHECK_MODULES = ("verification.check_model", "verification.check_ssca", "verification.check_constrained")
+CHECK_MODULES = ("verification.check_model", "verification.check_ssca", "verification.check_constrained",
+                 "verification.check_vfl")
 
 
 @dataclass
