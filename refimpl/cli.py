@@ -250,8 +250,11 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
-    from .bench import bench_constrained, bench_ssca, format_bench, format_constrained
-    if args.what == "ssca":
+    from .bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
+    if args.what == "vfl":
+        rows = bench_vfl(repeats=args.repeats, progress=_say)
+        print(format_vfl(rows))
+    elif args.what == "ssca":
         rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
                           progress=_say)
         print(format_bench(rows))
@@ -315,7 +318,7 @@ def build_parser():
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca", "ssca-constrained"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl"])
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)
     b.add_argument("--json")

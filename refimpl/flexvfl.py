@@ -97,68 +97,57 @@ def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, 
 
 @njit(cache=True)
 def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param):
-    # X: B×D, W: O×(D+1) (bias col 0), W0k: L×O, base: B×L logits from the other parties + bias
+    # X: B×D (C-contiguous), W: O×(D+1) (bias col 0), W0k: L×O, base: B×L logits from the other
+    # parties and the fusion bias. Products go to BLAS (np.dot on contiguous arrays); the
+    # softmax, the bias and the optimizer updates are fused loops; no Python between steps.
     B, D = X.shape
     O = W.shape[0]
     L = W0k.shape[0]
-    W = W.copy()
-    W_start = W.copy()
-    U = np.zeros_like(W)
-    h = np.empty((B, O))
-    P = np.empty((B, L))
-    dh = np.empty((B, O))
-    G = np.empty_like(W)
+    Ww = np.ascontiguousarray(W[:, 1:])
+    b = W[:, 0].copy()
+    Ww0, b0 = Ww.copy(), b.copy()
+    Uw, Ub = np.zeros_like(Ww), np.zeros_like(b)
+    XT = np.ascontiguousarray(X.T)
+    WT0k = np.ascontiguousarray(W0k.T)
     for t in range(tau):
+        h = np.dot(X, Ww.T)
         for i in range(B):
             for o in range(O):
-                s = W[o, 0]
-                for d in range(D):
-                    s += X[i, d] * W[o, d + 1]
-                h[i, o] = s
-            mx = -1e300
-            for l in range(L):
-                v = base[i, l]
-                for o in range(O):
-                    v += h[i, o] * W0k[l, o]
-                P[i, l] = v
-                if v > mx:
-                    mx = v
+                h[i, o] += b[o]
+        P = base + np.dot(h, WT0k)
+        for i in range(B):
+            mx = P[i, 0]
+            for l in range(1, L):
+                if P[i, l] > mx:
+                    mx = P[i, l]
             z = 0.0
             for l in range(L):
                 P[i, l] = np.exp(P[i, l] - mx)
                 z += P[i, l]
             for l in range(L):
-                P[i, l] = P[i, l] / z / B
+                P[i, l] = P[i, l] / (z * B)
             P[i, y[i]] -= 1.0 / B
+        dh = np.dot(P, W0k)
+        Gw = np.dot(dh.T, X)
+        Gb = np.zeros(O)
+        for i in range(B):
             for o in range(O):
-                s = 0.0
-                for l in range(L):
-                    s += P[i, l] * W0k[l, o]
-                dh[i, o] = s
-        for o in range(O):
-            s0 = 0.0
-            for i in range(B):
-                s0 += dh[i, o]
-            G[o, 0] = s0
-            for d in range(D):
-                s = 0.0
-                for i in range(B):
-                    s += dh[i, o] * X[i, d]
-                G[o, d + 1] = s
+                Gb[o] += dh[i, o]
         if kind == 1:
-            for o in range(O):
-                for d in range(D + 1):
-                    U[o, d] = param * U[o, d] + G[o, d]
-                    W[o, d] -= eta * U[o, d]
+            Uw = param * Uw + Gw
+            Ub = param * Ub + Gb
+            Ww -= eta * Uw
+            b -= eta * Ub
         elif kind == 2:
-            for o in range(O):
-                for d in range(D + 1):
-                    W[o, d] -= eta * (G[o, d] + param * (W[o, d] - W_start[o, d]))
+            Ww -= eta * (Gw + param * (Ww - Ww0))
+            b -= eta * (Gb + param * (b - b0))
         else:
-            for o in range(O):
-                for d in range(D + 1):
-                    W[o, d] -= eta * G[o, d]
-    return W
+            Ww -= eta * Gw
+            b -= eta * Gb
+    out = np.empty((O, D + 1))
+    out[:, 0] = b
+    out[:, 1:] = Ww
+    return out
 
 
 def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau):
@@ -170,7 +159,8 @@ def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, t
     W0k = np.ascontiguousarray(W0[:, 1 + o0:1 + o1])
     base = H @ W0[:, 1:].T + W0[:, 0] - H[:, o0:o1] @ W0k.T
     kind, param = (1, opt.rho) if isinstance(opt, LocalMomentum) else (2, opt.mu) if isinstance(opt, Proximal) else (0, 0.0)
-    W = _linear_party_loop_nb(Xb, theta_k.reshape(enc.n_out, -1), W0k, base, yb.astype(np.int64), tau, eta, kind, param)
+    W = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(enc.n_out, -1), W0k,
+                              np.ascontiguousarray(base), yb.astype(np.int64), tau, eta, kind, float(param))
     return W.ravel()
 
 

@@ -5,7 +5,12 @@ from refimpl.cli import main
 
 REQUIRED = {"grad.fd", "kernels.numba_numpy", "ssca.feature_equals_central", "ssca.remark2_momentum",
             "ssca.surrogate_assumption2", "ssca.stepsize_conditions", "ssca.theorem1_stationarity",
-            "ssca.claim_faster_than_sgd"}
+            "ssca.claim_faster_than_sgd", "ssca.lemma1_vs_cvxpy", "ssca.theorem2_kkt", "ssca.theorem5_equivalence",
+            "ssca.multi_constraint_qcqp", "vfl.weights_sgd", "vfl.weights_momentum", "vfl.weights_prox",
+            "vfl.condition14", "vfl.corollary1_rate", "vfl.claim_flex_vs_sync", "vfl.claim_flex_vs_async",
+            "vfl.claim_adaptive"}
+#: experimental claims of the papers: they must run and report figures; they may honestly not hold
+CLAIMS = {i for i in REQUIRED if ".claim_" in i}
 
 
 def test_registry_has_the_fixed_ids():
@@ -31,12 +36,18 @@ def test_unknown_id(capsys):
     assert "unknown check ids" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cid", sorted(REQUIRED - {"ssca.claim_faster_than_sgd", "ssca.theorem1_stationarity"}))
-def test_quick_checks_hold(cid):
-    rec = verify.run_checks([cid], quick=True)[0]
-    assert rec.holds, rec.details
-
-
-def test_verify_quick_all_hold(tmp_path):
-    """The done criterion of the foundation: ``refimpl verify --quick`` exits 0."""
-    assert main(["verify", "--quick", "--quiet", "--json", str(tmp_path / "v.json")]) == 0
+def test_verify_quick(tmp_path):
+    """``refimpl verify --quick``: every identity, lemma and theorem check holds; every claim runs
+    and reports its measured figure (a claim that does not reproduce fails honestly, and then the
+    command's exit code is 1)."""
+    import json
+    code = main(["verify", "--quick", "--quiet", "--json", str(tmp_path / "v.json")])
+    recs = {r["id"]: r for r in json.load(open(tmp_path / "v.json"))}
+    assert REQUIRED <= set(recs)
+    for cid, r in recs.items():
+        assert "error" not in r["details"], (cid, r["details"])
+        if cid not in CLAIMS:
+            assert r["holds"], (cid, r["details"])
+        else:
+            assert r["measured"] is not None or r["details"], cid
+    assert code == (0 if all(r["holds"] for r in recs.values()) else 1)
