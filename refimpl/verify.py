@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 REGISTRY: dict = {}
 CHECK_MODULES = ("verification.check_model", "verification.check_ssca", "verification.check_constrained",
-                 "verification.check_vfl")
+                 "verification.check_vfl", "verification.check_mfcgd")
 
 
 @dataclass

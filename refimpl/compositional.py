@@ -1,0 +1,281 @@
+"""Problem classes for federated compositional optimisation, seed 002 problem (5):
+
+    min_x F(x) = (1/M) Σ_m E_ξ f^m( E_ζ g^m(x; ζ); ξ ),   ∇F(x) = (1/M) Σ_m ∇g^m(x)ᵀ ∇f^m(g^m(x))
+
+Every class supplies hand-derived stochastic oracles — g^m(x; ζ), its Jacobian ∇g^m(x; ζ) (p×d),
+∇f^m(y; ξ) — and the exact versions g^m(x), ∇g^m(x), ∇f^m(y), F(x), ∇F(x) for measurements.
+A "sample" ζ or ξ is an integer seed-free index drawn by the caller's Generator (``draw_*``), so
+that two implementations can be fed the same samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+
+def _phi(z):
+    """φ(z) = z / sqrt(1 + z²) = d/dz sqrt(1 + z²)."""
+    return z / np.sqrt(1.0 + z * z)
+
+
+@dataclass(frozen=True)
+class SyntheticComposition:
+    """Synthetic family with analytically known constants (spec mfcgd.md §4.1):
+
+        g^m(x; ζ) = A x + b_m + ζ,         ζ ~ N(0, s_g² I_p)       (∇g^m = A for every sample)
+        f^m(y; ξ) = Σ_i sqrt(1 + (y_i − c_{m,i})²) + ⟨ξ, y⟩,  ξ uniform on the sphere of radius r_f
+
+    Constants (Assumptions 1–3, 6), derived:
+      ∇f^m(y; ξ) = φ(y − c_m) + ξ with |φ| < 1  ⇒  ||∇f|| ≤ sqrt(p) + r_f =: C_f;
+      ||∇g|| = ||A||_F =: C_g (Frobenius: the projection Π_{C_g} is a Frobenius ball);
+      φ' = (1 + z²)^{-3/2} ≤ 1  ⇒  L_f = 1;  ∇g constant  ⇒  L_g = 0;
+      σ² = max(p s_g², r_f²) (value noise of g; ∇f noise E||ξ||² = r_f²; Jacobian noise 0);
+      δ_g = max_{m,j} ||b_m − b_j|| (the clients share A, so ||g^m(x) − g^j(x)|| is bounded);
+      δ_f = max_{m,j} sup_y ||φ(y − c_m) − φ(y − c_j)|| ≤ max ||min(2, |c_m − c_j|)||;
+      F is convex (sqrt(1 + z²) of an affine map) with F ≥ p: F* computed by L-BFGS.
+    """
+
+    A: np.ndarray
+    b: np.ndarray          # M × p
+    c: np.ndarray          # M × p
+    s_g: float = 0.1
+    r_f: float = 0.1
+
+    @classmethod
+    def random(cls, M=10, p=5, d=20, heterogeneity=0.5, s_g=0.1, r_f=0.1, rng=None):
+        rng = rng or np.random.default_rng(0)
+        A = rng.standard_normal((p, d)) / np.sqrt(d)
+        b = heterogeneity * rng.standard_normal((M, p))
+        c = heterogeneity * rng.standard_normal((M, p))
+        return cls(A, b, c, s_g, r_f)
+
+    @property
+    def M(self):
+        return self.b.shape[0]
+
+    @property
+    def p(self):
+        return self.A.shape[0]
+
+    @property
+    def d(self):
+        return self.A.shape[1]
+
+    # -- noise ------------------------------------------------------------------------------
+    def draw_zeta(self, rng, shape):
+        return self.s_g * rng.standard_normal(tuple(shape) + (self.p,))
+
+    def draw_xi(self, rng, shape):
+        z = rng.standard_normal(tuple(shape) + (self.p,))
+        return self.r_f * z / np.linalg.norm(z, axis=-1, keepdims=True)
+
+    # -- stochastic oracles -------------------------------------------------------------------
+    def g(self, m, x, zeta):
+        return self.A @ x + self.b[m] + zeta
+
+    def jac_g(self, m, x, zeta):
+        return self.A
+
+    def grad_f(self, m, y, xi):
+        return _phi(y - self.c[m]) + xi
+
+    # -- exact ----------------------------------------------------------------------------------
+    def g_exact(self, m, x):
+        return self.A @ x + self.b[m]
+
+    def jac_g_exact(self, m, x):
+        return self.A
+
+    def grad_f_exact(self, m, y):
+        return _phi(y - self.c[m])
+
+    def F(self, x):
+        Y = (self.A @ x)[None, :] + self.b - self.c
+        return float(np.mean(np.sum(np.sqrt(1.0 + Y * Y), axis=1)))
+
+    def grad_F(self, x):
+        Y = (self.A @ x)[None, :] + self.b - self.c
+        return self.A.T @ np.mean(_phi(Y), axis=0)
+
+    def constants(self):
+        p = self.p
+        diff_b = self.b[:, None, :] - self.b[None, :, :]
+        diff_c = np.minimum(2.0, np.abs(self.c[:, None, :] - self.c[None, :, :]))
+        res = minimize(lambda x: (self.F(x), self.grad_F(x)), np.zeros(self.d), jac=True, method="L-BFGS-B",
+                       options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+        return {"C_f": float(np.sqrt(p) + self.r_f), "C_g": float(np.linalg.norm(self.A)),
+                "L_f": 1.0, "L_g": 0.0, "sigma": float(np.sqrt(max(p * self.s_g ** 2, self.r_f ** 2))),
+                "delta_f": float(np.max(np.linalg.norm(diff_c, axis=-1))),
+                "delta_g": float(np.max(np.linalg.norm(diff_b, axis=-1))), "F_star": float(res.fun)}
+
+
+@dataclass(frozen=True)
+class DistributionallyRobustFL:
+    """Distributionally robust FL (seed 002 (3), spec §4.2): client m's expected loss is the inner
+    function, g^m(x; ζ) = mean cross-entropy of a multinomial logistic model x (L×(D+1), bias in
+    column 0) on the mini-batch ζ of client m (p = 1), ∇g^m its gradient (1×d); the outer
+    f(u) = λ softplus((u − u0)/λ) (deterministic, monotone, f' = sigmoid((u − u0)/λ) ∈ (0, 1)),
+    a smoothed (u − u0)_+ that emphasises clients whose loss exceeds u0."""
+
+    Xs: tuple              # per-client features
+    ys: tuple              # per-client labels
+    n_classes: int = 10
+    lam: float = 0.1
+    u0: float = 0.3
+    batch: int = 32
+
+    @property
+    def M(self):
+        return len(self.Xs)
+
+    @property
+    def p(self):
+        return 1
+
+    @property
+    def d(self):
+        return self.n_classes * (self.Xs[0].shape[1] + 1)
+
+    def draw_zeta(self, rng, shape):
+        return rng.integers(0, 2 ** 31, size=tuple(shape))
+
+    def draw_xi(self, rng, shape):
+        return np.zeros(tuple(shape) + (1,))
+
+    def _batch(self, m, zeta):
+        n = len(self.ys[m])
+        idx = np.random.default_rng(int(zeta)).choice(n, min(self.batch, n), replace=False)
+        return self.Xs[m][idx], self.ys[m][idx]
+
+    def _loss_grad(self, x, X, y):
+        W = x.reshape(self.n_classes, -1)
+        O = X @ W[:, 1:].T + W[:, 0]
+        O -= O.max(axis=1, keepdims=True)
+        P = np.exp(O)
+        P /= P.sum(axis=1, keepdims=True)
+        rows = np.arange(len(y))
+        loss = float(-np.mean(np.log(P[rows, y] + 1e-300)))
+        P[rows, y] -= 1.0
+        P /= len(y)
+        G = np.empty_like(W)
+        G[:, 0] = P.sum(axis=0)
+        G[:, 1:] = P.T @ X
+        return loss, G.ravel()
+
+    def g(self, m, x, zeta):
+        return np.array([self._loss_grad(x, *self._batch(m, zeta))[0]])
+
+    def jac_g(self, m, x, zeta):
+        return self._loss_grad(x, *self._batch(m, zeta))[1][None, :]
+
+    def grad_f(self, m, y, xi):
+        return 1.0 / (1.0 + np.exp(-(y - self.u0) / self.lam))
+
+    def g_exact(self, m, x):
+        return np.array([self._loss_grad(x, self.Xs[m], self.ys[m])[0]])
+
+    def jac_g_exact(self, m, x):
+        return self._loss_grad(x, self.Xs[m], self.ys[m])[1][None, :]
+
+    def grad_f_exact(self, m, y):
+        return self.grad_f(m, y, None)
+
+    def F(self, x):
+        u = np.array([self.g_exact(m, x)[0] for m in range(self.M)])
+        return float(np.mean(self.lam * np.logaddexp(0.0, (u - self.u0) / self.lam)))
+
+    def grad_F(self, x):
+        return np.mean([self.jac_g_exact(m, x)[0] * self.grad_f_exact(m, self.g_exact(m, x))[0]
+                        for m in range(self.M)], axis=0)
+
+    def client_accuracy(self, x, Xs, ys):
+        W = x.reshape(self.n_classes, -1)
+        return [float(np.mean(np.argmax(X @ W[:, 1:].T + W[:, 0], axis=1) == y)) for X, y in zip(Xs, ys)]
+
+
+@dataclass(frozen=True)
+class LeastSquaresMAML:
+    """Task-distributed MAML (seed 002 (2), spec §4.3) on linear-regression tasks: client m is task
+    m with data y = zᵀ a_m + noise; ℓ^m(x; ζ) = (1/2B) ||Z x − Y||² on a mini-batch ζ;
+
+        g^m(x; ζ) = x − η_in ∇ℓ^m(x; ζ) = x − η_in Zᵀ(Z x − Y)/B       (p = d)
+        ∇g^m(x; ζ) = I − η_in ZᵀZ/B                                      (explicit Hessian)
+        ∇f^m(y; ξ) = Z_ξᵀ(Z_ξ y − Y_ξ)/B  on a fresh batch ξ.
+    Exact versions use the population moments E[zzᵀ] = I, E[zy] = a_m (noise variance s²)."""
+
+    a: np.ndarray          # M × d task vectors
+    eta_in: float = 0.1
+    noise: float = 0.1
+    batch: int = 10
+
+    @classmethod
+    def random(cls, M=10, d=10, spread=1.0, rng=None, **kw):
+        rng = rng or np.random.default_rng(0)
+        center = rng.standard_normal(d)
+        return cls(center + spread * rng.standard_normal((M, d)) / np.sqrt(d), **kw)
+
+    @property
+    def M(self):
+        return self.a.shape[0]
+
+    @property
+    def p(self):
+        return self.a.shape[1]
+
+    @property
+    def d(self):
+        return self.a.shape[1]
+
+    def _data(self, m, seed, a=None):
+        r = np.random.default_rng(int(seed))
+        Z = r.standard_normal((self.batch, self.d))
+        return Z, Z @ (self.a[m] if a is None else a) + self.noise * r.standard_normal(self.batch)
+
+    def draw_zeta(self, rng, shape):
+        return rng.integers(0, 2 ** 31, size=tuple(shape))
+
+    def draw_xi(self, rng, shape):
+        return rng.integers(0, 2 ** 31, size=tuple(shape))
+
+    def g(self, m, x, zeta):
+        Z, Y = self._data(m, zeta)
+        return x - self.eta_in * Z.T @ (Z @ x - Y) / self.batch
+
+    def jac_g(self, m, x, zeta):
+        Z, _ = self._data(m, zeta)
+        return np.eye(self.d) - self.eta_in * Z.T @ Z / self.batch
+
+    def grad_f(self, m, y, xi):
+        Z, Y = self._data(m, xi)
+        return Z.T @ (Z @ y - Y) / self.batch
+
+    def g_exact(self, m, x):
+        return x - self.eta_in * (x - self.a[m])
+
+    def jac_g_exact(self, m, x):
+        return (1.0 - self.eta_in) * np.eye(self.d)
+
+    def grad_f_exact(self, m, y):
+        return y - self.a[m]
+
+    def F(self, x):
+        return float(np.mean([0.5 * np.sum((self.g_exact(m, x) - self.a[m]) ** 2) for m in range(self.M)])
+                     + 0.5 * self.noise ** 2)
+
+    def grad_F(self, x):
+        return np.mean([self.jac_g_exact(m, x).T @ self.grad_f_exact(m, self.g_exact(m, x))
+                        for m in range(self.M)], axis=0)
+
+    def post_adaptation_loss(self, x, tasks, rng, support=10, query=100):
+        """Held-out tasks a: one inner step on a support batch, squared error on a query batch."""
+        out = []
+        for a in tasks:
+            Z, Y = self._data(0, rng.integers(2 ** 31), a)
+            Z, Y = Z[:support], Y[:support]
+            xa = x - self.eta_in * Z.T @ (Z @ x - Y) / len(Y)
+            Zq = rng.standard_normal((query, self.d))
+            Yq = Zq @ a + self.noise * rng.standard_normal(query)
+            out.append(0.5 * float(np.mean((Zq @ xa - Yq) ** 2)))
+        return float(np.mean(out))

@@ -1,0 +1,205 @@
+"""Theorems 1 and 2 of seed 002: their conditions, the right-hand sides (14) and (16), and a
+search for parameters that meet every condition (spec mfcgd.md §5).
+
+Theorem 2 (MFCGD, A_t = I) is Theorem 1 with ρ = 1 and without the factor
+sqrt((1/T) Σ E||A_t||²) (seed 002, Remark 3); both are evaluated by the same functions.
+Notation: C_fg² = max(C_f², C_g²), L_fg² = L_f² C_g² + L_g², L = sqrt(2 C_f² L_g² + 2 C_g⁴ L_f²) (Lemma 1).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+FIELDS = ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap")
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Assumption constants and F(x̄_1) − F* (``F_gap``)."""
+
+    C_f: float
+    C_g: float
+    L_f: float
+    L_g: float
+    sigma: float
+    delta_f: float
+    delta_g: float
+    F_gap: float
+
+    def __post_init__(self):
+        for f in FIELDS:
+            v = getattr(self, f)
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"constant {f} must be finite and >= 0, got {v}")
+        for f in ("C_f", "C_g"):
+            if getattr(self, f) <= 0:
+                raise ValueError(f"constant {f} must be > 0, got {getattr(self, f)}")
+        if self.L_f == 0 and self.L_g == 0:
+            raise ValueError("L_f and L_g cannot both be 0 (then L_fg = 0 and the conditions divide by it)")
+
+    @classmethod
+    def from_json(cls, path):
+        with open(path) as fh:
+            doc = json.load(fh)
+        missing = [f for f in FIELDS if f not in doc]
+        if missing:
+            raise ValueError(f"{path}: missing constants {missing}; need {list(FIELDS)}")
+        unknown = sorted(set(doc) - set(FIELDS))
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown}; allowed {list(FIELDS)}")
+        return cls(**{f: float(doc[f]) for f in FIELDS})
+
+    @property
+    def C_fg(self):
+        return max(self.C_f, self.C_g)
+
+    @property
+    def L_fg(self):
+        return float(np.sqrt(self.L_f ** 2 * self.C_g ** 2 + self.L_g ** 2))
+
+    @property
+    def L(self):
+        return float(np.sqrt(2 * self.C_f ** 2 * self.L_g ** 2 + 2 * self.C_g ** 4 * self.L_f ** 2))
+
+
+@dataclass(frozen=True)
+class TheoremParams:
+    k: float
+    n: float
+    c1: float
+    c2: float
+    c3: float
+    gamma: float
+    q: int
+    B: float
+
+
+def _theta(c: Constants, p: TheoremParams, rho):
+    LC = c.L_fg * c.C_fg
+    S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
+    return ((5 * c.C_f ** 2 * c.L_g ** 2 + p.c2 ** 2 * c.C_g ** 2 * c.L_f ** 2 / (864 * p.q ** 3 * p.gamma ** 3 * LC ** 3))
+            * rho ** 2 / (24 ** 2 * LC ** 2) + p.gamma * rho / (6 * p.q * LC) * S)
+
+
+def _B_lower(c, p, rho):
+    LC = c.L_fg * c.C_fg
+    return (20 * c.C_g ** 2 * c.L_f ** 2 + p.c2 ** 2 * c.C_g ** 2 * c.L_f ** 2 / (216 * p.q ** 3 * p.gamma ** 3 * LC ** 3)
+            + _theta(c, p, rho) * rho ** 2 * (p.c1 ** 2 + p.c3 ** 2)
+            / (30 * p.q ** 2 * p.gamma ** 4 * c.C_fg ** 2 * c.L_fg ** 2 * c.C_g ** 2))
+
+
+def theorem_conditions(c: Constants, p: TheoremParams, rho=1.0):
+    """Every condition of Theorem 1 (ρ from Assumption 5) or Theorem 2 (ρ = 1), as a list of
+    dicts {name, lhs, rhs, relation, met}."""
+    LC = c.L_fg * c.C_fg
+    S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
+    k3 = 2.0 / (3.0 * p.k ** 3)
+    th = _theta(c, p, rho)
+    B_low = _B_lower(c, p, rho)
+    n_low = max(2.0, p.k ** 3, (p.c1 * p.k) ** 3, (p.c2 * p.k) ** 3, (p.c3 * p.k) ** 3,
+                (24 * p.k * p.gamma * p.q * LC) ** 3 / rho ** 3)
+    rows = [
+        ("n >= max(2, k³, (c1k)³, (c2k)³, (c3k)³, (24kγqL_fgC_fg)³/ρ³)", p.n, n_low, ">="),
+        ("k > 0", p.k, 0.0, ">"),
+        ("c1 >= 2/(3k³) + B", p.c1, k3 + p.B, ">="),
+        ("c2 >= 2/(3k³) + 5C_f²", p.c2, k3 + 5 * c.C_f ** 2, ">="),
+        ("c1² + c2² <= 24⁴q²γ⁴L_fg⁴C_fg⁴/(9ρ⁴)", p.c1 ** 2 + p.c2 ** 2,
+         24 ** 4 * p.q ** 2 * p.gamma ** 4 * LC ** 4 / (9 * rho ** 4), "<="),
+        ("c3 >= 2/(3k³) + 5C_g²", p.c3, k3 + 5 * c.C_g ** 2, ">="),
+        ("γ >= ρ(c1² + c3²)^{1/4}/(12 sqrt(5q) L_fg C_fg)", p.gamma,
+         rho * (p.c1 ** 2 + p.c3 ** 2) ** 0.25 / (12 * np.sqrt(5 * p.q) * LC), ">="),
+        ("γ <= 3ρqL_fgC_fg/(4(C_g² + L_g² + 2L_f²C_g²))", p.gamma, 3 * rho * p.q * LC / (4 * S), "<="),
+        ("γ <= n^{1/3}ρ/(2Lk)", p.gamma, p.n ** (1 / 3) * rho / (2 * c.L * p.k) if c.L > 0 else np.inf, "<="),
+        ("B >= 20C_g²L_f² + … (Θ term)", p.B, B_low, ">="),
+        ("Θ + BC_g²ρ²/(24²L_fg²C_fg²) <= 5ρ²/48", th + p.B * c.C_g ** 2 * rho ** 2 / (24 ** 2 * c.L_fg ** 2 * c.C_fg ** 2),
+         5 * rho ** 2 / 48, "<="),
+    ]
+    out = []
+    for name, lhs, rhs, rel in rows:
+        met = lhs >= rhs * (1 - 1e-12) if rel == ">=" else lhs > rhs if rel == ">" else lhs <= rhs * (1 + 1e-12)
+        out.append({"name": name, "lhs": float(lhs), "rhs": float(rhs), "relation": rel, "met": bool(met)})
+    return out
+
+
+def theorem1_conditions(c, p, rho):
+    return theorem_conditions(c, p, rho)
+
+
+def theorem2_conditions(c, p):
+    return theorem_conditions(c, p, 1.0)
+
+
+def G_value(c: Constants, p: TheoremParams, T, rho=1.0):
+    """G of Theorems 1–2 (ρ = 1 for Theorem 2)."""
+    s2 = c.sigma ** 2
+    dhat2 = (2 * p.c1 ** 2 * c.L_f ** 2 * s2 + p.c3 ** 2 * s2 + 4 * p.c3 ** 2 * c.delta_f ** 2
+             + 4 * p.c3 ** 2 * c.L_f ** 2 * c.delta_g ** 2 + p.c2 ** 2 * s2 + 3 * p.c2 ** 2 * c.delta_g ** 2)
+    LC = c.L_fg * c.C_fg
+    return (4 * c.F_gap / (p.k * rho * p.gamma) + 12 * p.n ** (1 / 3) * s2 / (p.q * p.k ** 2 * rho ** 2)
+            + 4 * p.k ** 2 * (dhat2 / (4 * p.gamma ** 2 * c.L_fg ** 2)
+                              + (p.c1 ** 2 + p.c2 ** 2 + p.c3 ** 2) * s2 / (3 * rho * p.gamma * p.q * LC)) * np.log(p.n + T))
+
+
+def theorem1_bound(c, p, T, rho, A_rms):
+    """Right side of (14): (sqrt(2G) n^{1/6}/T^{1/2} + sqrt(2G)/T^{1/3}) sqrt((1/T) Σ E||A_t||²)."""
+    G = G_value(c, p, T, rho)
+    return float((np.sqrt(2 * G) * p.n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * G) / T ** (1 / 3)) * A_rms)
+
+
+def theorem2_bound(c, p, T):
+    """Right side of (16)."""
+    G = G_value(c, p, T, 1.0)
+    return float(np.sqrt(2 * G) * p.n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * G) / T ** (1 / 3))
+
+
+def find_theorem_parameters(c: Constants, T, q, rho=1.0, ks=(0.25, 0.5, 1.0, 2.0, 4.0), n_gamma=200):
+    """Parameters meeting every condition, minimising G, or (None, reason).
+
+    For each k and γ on a log grid: c2, c3 at their lower bounds; B and c1 by fixed-point
+    iteration of B's lower bound and c1 = 2/(3k³) + B; n at its smallest admissible value
+    (also n ≥ (2Lkγ/ρ)³ from γ ≤ n^{1/3}ρ/(2Lk)); then every condition is checked."""
+    q = int(q)
+    if q < 1:
+        raise ValueError(f"q must be >= 1, got {q}")
+    LC = c.L_fg * c.C_fg
+    S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
+    gmax = 3 * rho * q * LC / (4 * S)
+    best, reasons = None, {}
+    for k in ks:
+        k3 = 2.0 / (3.0 * k ** 3)
+        c2, c3 = k3 + 5 * c.C_f ** 2, k3 + 5 * c.C_g ** 2
+        for gamma in np.geomspace(gmax * 1e-4, gmax, n_gamma):
+            B = 20 * c.C_g ** 2 * c.L_f ** 2
+            for _ in range(100):
+                c1 = k3 + B
+                p = TheoremParams(k, 2.0, c1, c2, c3, gamma, q, B)
+                B_new = _B_lower(c, p, rho)
+                if B_new > 1e12 or abs(B_new - B) <= 1e-12 * B_new:
+                    B = B_new
+                    break
+                B = B_new
+            if B > 1e12:
+                reasons["B fixed point diverges (γ too small)"] = reasons.get("B fixed point diverges (γ too small)", 0) + 1
+                continue
+            c1 = k3 + B
+            n = max(2.0, k ** 3, (c1 * k) ** 3, (c2 * k) ** 3, (c3 * k) ** 3, (24 * k * gamma * q * LC / rho) ** 3,
+                    (2 * c.L * k * gamma / rho) ** 3 if c.L > 0 else 0.0) * (1 + 1e-9)
+            p = TheoremParams(k, n, c1, c2, c3, gamma, q, B)
+            conds = theorem_conditions(c, p, rho)
+            failed = [r["name"] for r in conds if not r["met"]]
+            if failed:
+                for f in failed:
+                    reasons[f] = reasons.get(f, 0) + 1
+                continue
+            G = G_value(c, p, T, rho)
+            if best is None or G < best[1]:
+                best = (p, G)
+    if best is None:
+        return None, {"failed_conditions_counts": reasons, "searched": {"k": list(ks), "gamma_range": [gmax * 1e-4, gmax]}}
+    return best[0], {"G": best[1]}
+
+
+def params_to_dict(p):
+    return asdict(p)
