@@ -250,3 +250,30 @@ def format_vfl(rows):
         out.append(f"{r['optimizer']:>9} | {r['tau']:>3} | {r['numba_seconds'] * 1e3:8.3f} | "
                    f"{r['numpy_seconds'] * 1e3:8.3f} | {r['speedup']:7.2f}")
     return "\n".join(out)
+
+
+def bench_mfcgd(repeats=3, steps=2000, progress=None):
+    """``refimpl bench mfcgd``: Algorithm 1 on the synthetic problem (M = 10, p = 5), the Numba
+    kernel against the NumPy implementation, d = 20 and 100, same run length; steps per second."""
+    from .compositional import SyntheticComposition
+    from .mfcgd import Identity, MFCGDParams, run_mfcgd, run_mfcgd_synthetic_nb
+    rows = []
+    for d in (20, 100):
+        pr = SyntheticComposition.random(M=10, p=5, d=d, rng=np.random.default_rng(0))
+        par = MFCGDParams(k=1, n=1000, c1=10, c2=10, c3=10, gamma=0.5, q=10, C_g=10.0, C_f=10.0)
+        t_np = _best(lambda: run_mfcgd(pr, np.zeros(d), steps, par, Identity(), np.random.default_rng(1)), repeats)
+        t_nb = _best(lambda: run_mfcgd_synthetic_nb(pr, np.zeros(d), steps, par, Identity(), np.random.default_rng(1)),
+                     repeats)
+        rows.append({"d": d, "M": 10, "steps": steps, "numpy_seconds": t_np, "numba_seconds": t_nb,
+                     "speedup": t_np / t_nb, "numba_steps_per_second": steps / t_nb})
+        if progress:
+            progress(f"d={d}: numpy {t_np:.3f} s, numba {t_nb:.4f} s")
+    return rows
+
+
+def format_mfcgd(rows):
+    out = ["   d |  M | steps | numpy s | numba s | speed-up | numba steps/s", "-" * 66]
+    for r in rows:
+        out.append(f"{r['d']:>4} | {r['M']:>2} | {r['steps']:>5} | {r['numpy_seconds']:7.3f} | {r['numba_seconds']:7.4f} | "
+                   f"{r['speedup']:8.1f} | {r['numba_steps_per_second']:13.0f}")
+    return "\n".join(out)

@@ -15,7 +15,8 @@ def _say(msg):
 
 def _add_run_args(p):
     p.add_argument("algorithm", choices=["ssca", "ssca-constrained", "sgd", "sgdm", "flexvfl", "adaptive-flexvfl",
-                                         "sync-vfl", "async-vfl", "pbcd"])
+                                         "sync-vfl", "async-vfl", "pbcd", "mfcgd", "adamfcgd", "comfedl",
+                                         "local-scgdm", "scgd", "storm"])
     p.add_argument("--setting", choices=["sample", "feature"], default="sample")
     p.add_argument("--batch", type=int, default=100, help="per client (sample) or per round (feature)")
     p.add_argument("--rounds", type=int, default=1000)
@@ -52,6 +53,24 @@ def _add_run_args(p):
     p.add_argument("--out", default=None, help="directory for trace.npz, trace.json, trace.png")
     p.add_argument("--quiet", action="store_true")
     _add_vfl_args(p.add_argument_group("vertical FL (flexvfl, adaptive-flexvfl, sync-vfl, async-vfl, pbcd)"))
+    _add_mfcgd_args(p.add_argument_group("compositional (mfcgd, adamfcgd, comfedl, local-scgdm, scgd, storm)"))
+
+
+def _add_mfcgd_args(g):
+    g.add_argument("--problem", choices=["synthetic", "drfl", "maml"], default="synthetic")
+    g.add_argument("--steps", type=int, default=2000, help="T")
+    g.add_argument("--q", type=int, default=10, help="communication period")
+    g.add_argument("--dim", type=int, default=20, help="d (synthetic, maml)")
+    g.add_argument("--k", type=float, default=1.0)
+    g.add_argument("--n", type=float, default=1000.0)
+    g.add_argument("--c", type=float, default=10.0, help="c1 = c2 = c3")
+    g.add_argument("--gamma", type=float, default=0.5)
+    g.add_argument("--matrix", choices=["adam", "norm", "amsgrad"], default="adam")
+    g.add_argument("--rho", type=float, default=0.2)
+    g.add_argument("--theta", type=float, default=0.9)
+    g.add_argument("--beta", type=float, default=0.5, help="baselines: tracking weight")
+    g.add_argument("--alpha", type=float, default=0.2, help="Local-SCGDM momentum weight")
+    g.add_argument("--heterogeneity", type=float, default=0.5)
 
 
 def _add_vfl_args(g, compare=False):
@@ -124,6 +143,8 @@ def cmd_run_vfl(args):
 
 
 def cmd_compare(args):
+    if args.what == "mfcgd":
+        return cmd_compare_mfcgd(args)
     from .plots import plot_vfl
     from .trace import write_csv
     from .vfl_experiment import compare_vfl
@@ -143,11 +164,88 @@ def cmd_compare(args):
     return 0
 
 
+def _mfcgd_config(args, method):
+    from .mfcgd_experiment import MFCGDConfig
+    eta = float(args.eta) if "," not in str(args.eta) else float(str(args.eta).split(",")[0])
+    return MFCGDConfig(method, args.problem, args.clients, args.dim, args.steps, args.q, args.k, args.n, args.c,
+                       args.gamma, args.matrix, args.rho, args.theta, eta, args.beta, args.alpha,
+                       args.heterogeneity, args.eval_every if args.eval_every > 1 else max(1, args.steps // 100),
+                       args.seed, args.backend)
+
+
+def cmd_run_mfcgd(args):
+    from .mfcgd_experiment import run_mfcgd_config
+    from .plots import plot_mfcgd
+    cfg = _mfcgd_config(args, args.algorithm)
+    tr = run_mfcgd_config(cfg)
+    if not args.quiet:
+        for k in ("grad_norm", "worst_client_accuracy", "average_accuracy", "post_adaptation_loss"):
+            if tr.metrics.get(k):
+                _say(f"[{cfg.method}/{cfg.problem}] final {k} = {tr.metrics[k][-1]:.5g}")
+        if "fedavg" in tr.extra:
+            _say(f"[fedavg/{cfg.problem}] same split: {tr.extra['fedavg']}")
+    if args.out:
+        if "fedavg" in tr.extra:
+            tr.config["fedavg_same_split"] = tr.extra["fedavg"]
+        tr.save(args.out)
+        plot_mfcgd({cfg.method: tr}, os.path.join(args.out, "trace.png"))
+        _say(f"trace written to {args.out}")
+    return 0
+
+
+def cmd_compare_mfcgd(args):
+    from dataclasses import replace
+    from .mfcgd_experiment import run_mfcgd_config
+    from .plots import plot_mfcgd
+    from .trace import write_csv
+    base = _mfcgd_config(args, "mfcgd")
+    traces, rows = {}, []
+    for meth in ("mfcgd", "adamfcgd", "comfedl", "local-scgdm"):
+        # AdaMFCGD's step is γη A_t^{-1} with A_t ⪰ ρI: γρ gives it MFCGD's step where A_t ≈ ρI
+        tr = run_mfcgd_config(replace(base, method=meth, gamma=base.gamma * base.rho if meth == "adamfcgd" else base.gamma))
+        traces[meth] = tr
+        for st, g, smp, rnd in zip(*(tr.series(k) for k in ("step", "grad_norm", "samples", "rounds"))):
+            rows.append({"method": meth, "step": int(st), "grad_norm": float(g), "samples": int(smp), "rounds": int(rnd)})
+        if not args.quiet:
+            _say(f"{meth}: final ||∇F|| {tr.series('grad_norm')[-1]:.4g}")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        write_csv(os.path.join(args.out, "grad_norm.csv"), rows)
+        plot_mfcgd(traces, os.path.join(args.out, "grad_norm.png"))
+        _say(f"comparison written to {args.out}")
+    return 0
+
+
+def cmd_bound(args):
+    from .mfcgd_bounds import (Constants, find_theorem_parameters, theorem1_bound, theorem2_bound,
+                               theorem_conditions, TheoremParams)
+    c = Constants.from_json(args.constants)
+    rho = 1.0 if args.theorem == 2 else args.rho
+    if args.params:
+        with open(args.params) as fh:
+            p = TheoremParams(**json.load(fh))
+    else:
+        p, info = find_theorem_parameters(c, args.T, args.q, rho)
+        if p is None:
+            print(json.dumps({"found": False, **info}, indent=1, default=str))
+            return 1
+    conds = theorem_conditions(c, p, rho)
+    for r in conds:
+        print(f"{'met    ' if r['met'] else 'NOT MET'}  {r['name']}:  {r['lhs']:.6g} {r['relation']} {r['rhs']:.6g}")
+    bound = theorem2_bound(c, p, args.T) if args.theorem == 2 else theorem1_bound(c, p, args.T, rho, args.A_rms)
+    print(json.dumps({"theorem": args.theorem, "T": args.T, "params": {k: float(v) for k, v in p.__dict__.items()},
+                      "right_hand_side": bound, "all_conditions_met": all(r["met"] for r in conds)}, indent=1))
+    return 0 if all(r["met"] for r in conds) else 1
+
+
 def cmd_run(args):
     from .experiment import RunConfig
+    from .mfcgd_experiment import METHODS as MFCGD_METHODS
     from .vfl_experiment import VFL_METHODS
     if args.algorithm in VFL_METHODS:
         return cmd_run_vfl(args)
+    if args.algorithm in MFCGD_METHODS:
+        return cmd_run_mfcgd(args)
     data = _load_data(args)
     snaps = [int(s) for s in args.snapshots.split(",") if s.strip()]
     lams, Us = _floats("lam", args.lam), _floats("U", args.U)
@@ -254,6 +352,10 @@ def cmd_bench(args):
     if args.what == "vfl":
         rows = bench_vfl(repeats=args.repeats, progress=_say)
         print(format_vfl(rows))
+    elif args.what == "mfcgd":
+        from .bench import bench_mfcgd, format_mfcgd
+        rows = bench_mfcgd(repeats=args.repeats, progress=_say)
+        print(format_mfcgd(rows))
     elif args.what == "ssca":
         rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
                           progress=_say)
@@ -298,7 +400,7 @@ def build_parser():
     _add_run_args(r)
     r.set_defaults(fn=cmd_run)
     cp = sub.add_parser("compare", help="run several methods on the same data, speeds and seed")
-    cp.add_argument("what", choices=["vfl"])
+    cp.add_argument("what", choices=["vfl", "mfcgd"])
     cp.add_argument("--rounds", type=int, default=2000, help="cap on rounds per method")
     cp.add_argument("--batch", type=int, default=64)
     cp.add_argument("--hidden", type=int, default=32)
@@ -309,8 +411,21 @@ def build_parser():
     cp.add_argument("--data-dir")
     cp.add_argument("--out")
     cp.add_argument("--quiet", action="store_true")
+    cp.add_argument("--clients", type=int, default=10)
+    cp.add_argument("--backend", choices=["numba", "numpy"], default="numba")
     _add_vfl_args(cp)
+    _add_mfcgd_args(cp)
     cp.set_defaults(fn=cmd_compare, time_budget=None)
+    bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")
+    bd.add_argument("what", choices=["mfcgd"])
+    bd.add_argument("--constants", required=True, help="JSON with C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap")
+    bd.add_argument("--params", help="JSON with k, n, c1, c2, c3, gamma, q, B (default: search)")
+    bd.add_argument("--theorem", type=int, choices=[1, 2], default=2)
+    bd.add_argument("--T", type=int, default=10000)
+    bd.add_argument("--q", type=int, default=10)
+    bd.add_argument("--rho", type=float, default=0.5, help="Theorem 1: ρ of Assumption 5")
+    bd.add_argument("--A-rms", type=float, default=1.0, help="Theorem 1: sqrt((1/T) Σ E||A_t||²)")
+    bd.set_defaults(fn=cmd_bound)
     v = sub.add_parser("verify", help="run the verification checks")
     v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
     v.add_argument("--only", help="comma-separated check ids")
@@ -318,7 +433,7 @@ def build_parser():
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd"])
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)
     b.add_argument("--json")

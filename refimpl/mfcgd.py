@@ -180,11 +180,13 @@ def lemma2_sides(problem, x_bar, W, H, Us, Vs, C_f, C_g, L_f):
     return lhs, rhs / M
 
 
-def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False):
+def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False,
+              eval_every=1, on_eval=None):
     """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
     (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …)) so another implementation can
     be fed the same; otherwise drawn from ``rng``. Samples counted: 2q per client at start, then 2
-    per client per step (seed 002, Remark 1)."""
+    per client per step (seed 002, Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
+    steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems)."""
     M, d, q = problem.M, problem.d, int(params.q)
     if noise is None:
         noise = (problem.draw_zeta(rng, (M, q)), problem.draw_xi(rng, (M, q)),
@@ -204,7 +206,12 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
     for t in range(1, T + 1):
         xb = X.mean(axis=0)
         out.x_bar[t - 1] = xb
-        out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+        if t % eval_every == 0 or t in (1, T):
+            out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+            if on_eval is not None:
+                on_eval(t, xb)
+        else:
+            out.grad_norm[t - 1] = np.nan
         if lemma2:
             out.lemma2_lhs[t - 1], out.lemma2_rhs[t - 1] = lemma2_sides(problem, xb, W, H, Us, Vs,
                                                                          params.C_f, params.C_g, L_f)
@@ -504,7 +511,7 @@ def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None
 
 # ----------------------------------------------------------------------------- baselines
 
-def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None):
+def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_every=1, on_eval=None):
     """ComFedL-style local SCGD (``alpha`` None) and Local-SCGDM (momentum ``alpha``), re-implemented
     from their published update rules (not the authors' code). Per client and step:
 
@@ -530,7 +537,12 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None):
     for t in range(1, T + 1):
         xb = X.mean(axis=0)
         out.x_bar[t - 1] = xb
-        out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+        if t % eval_every == 0 or t in (1, T):
+            out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+            if on_eval is not None:
+                on_eval(t, xb)
+        else:
+            out.grad_norm[t - 1] = np.nan
         for m in range(M):
             z1, z2 = problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ())
             xi = problem.draw_xi(rng, ())

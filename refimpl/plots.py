@@ -71,3 +71,27 @@ def plot_vfl(traces, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_mfcgd(traces, path):
+    """||∇F(x̄_t)|| against samples drawn and against communication rounds."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    import numpy as np
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, tr in traces.items():
+        g = tr.series("grad_norm")
+        ok = np.isfinite(g)
+        ax[0].loglog(tr.series("samples")[ok], g[ok], label=name)
+        ax[1].loglog(np.maximum(tr.series("rounds")[ok], 1), g[ok], label=name)
+    ax[0].set_xlabel("samples drawn")
+    ax[1].set_xlabel("communication rounds")
+    for a in ax:
+        a.set_ylabel("||∇F(x̄_t)||")
+        a.grid(alpha=0.3)
+        a.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

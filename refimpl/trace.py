@@ -37,7 +37,7 @@ class Trace:
     # -- persistence ----------------------------------------------------------------------------
     def save(self, out_dir):
         os.makedirs(out_dir, exist_ok=True)
-        arrays = {f"metric_{k}": np.asarray(v, dtype=np.float64) for k, v in self.metrics.items()}
+        arrays = {f"metric_{k}": np.asarray(v, dtype=np.float64) for k, v in self.metrics.items() if len(v)}
         for r, (W1, W2) in self.snapshots.items():
             arrays[f"W1_{r}"], arrays[f"W2_{r}"] = W1, W2
         if self.batches is not None:
@@ -45,7 +45,7 @@ class Trace:
         for k, v in self.arrays.items():
             arrays[f"array_{k}"] = np.asarray(v)
         _atomic(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays))
-        doc = {"config": self.config, "status": self.status, "metrics": self.metrics,
+        doc = {"config": self.config, "status": self.status, "metrics": {k: v for k, v in self.metrics.items() if len(v)},
                "snapshot_rounds": sorted(self.snapshots), "ledger_round1": self.ledger_round1}
         _atomic(os.path.join(out_dir, "trace.json"),
                 lambda fh: fh.write(json.dumps(doc, indent=1, default=_jsonable).encode()))
