@@ -238,6 +238,26 @@ def cmd_bound(args):
     return 0 if all(r["met"] for r in conds) else 1
 
 
+def cmd_sweep(args):
+    from .sweep import run_sweep
+    counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
+                       progress=None if args.quiet else _say)
+    print(json.dumps(counts))
+    return 0 if counts["failed"] == 0 else 1
+
+
+def cmd_sweep_summary(args):
+    from .sweep import summarize
+    rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
+    for r in rows[:args.top]:
+        print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    if failures:
+        print(f"{len(failures)} failed tasks (see {args.dir}/failures.csv):")
+        for f in failures:
+            print(f"  {f['task']} cell {f['cell']} seed {f['seed']}: {f['error']}")
+    return 0
+
+
 def cmd_run(args):
     from .experiment import RunConfig
     from .mfcgd_experiment import METHODS as MFCGD_METHODS
@@ -426,6 +446,21 @@ def build_parser():
     bd.add_argument("--rho", type=float, default=0.5, help="Theorem 1: ρ of Assumption 5")
     bd.add_argument("--A-rms", type=float, default=1.0, help="Theorem 1: sqrt((1/T) Σ E||A_t||²)")
     bd.set_defaults(fn=cmd_bound)
+    sw = sub.add_parser("sweep", help="run a hyper-parameter grid × seeds (resumable)")
+    sw.add_argument("spec", help="TOML or JSON sweep specification")
+    sw.add_argument("--out", required=True)
+    sw.add_argument("--executor", choices=["local", "dask"], default="local")
+    sw.add_argument("--workers", type=int, default=2)
+    sw.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
+    sw.add_argument("--quiet", action="store_true")
+    sw.set_defaults(fn=cmd_sweep)
+    ss = sub.add_parser("sweep-summary", help="per-cell mean and spread over seeds; best cells")
+    ss.add_argument("dir")
+    ss.add_argument("--criterion", default="final:train_cost",
+                    help="final:METRIC (min), -final:METRIC (max), first:METRIC<=V or first:METRIC>=V")
+    ss.add_argument("--metric", default=None, help="metric plotted for the best cells")
+    ss.add_argument("--top", type=int, default=3)
+    ss.set_defaults(fn=cmd_sweep_summary)
     v = sub.add_parser("verify", help="run the verification checks")
     v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
     v.add_argument("--only", help="comma-separated check ids")
@@ -459,6 +494,6 @@ def main(argv=None):
     tune_allocator()
     try:
         return args.fn(args)
-    except (ValueError, FileNotFoundError, SolverError) as exc:
+    except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")
         return 2

@@ -1,0 +1,144 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.sweep import SweepLock, load_spec, run_sweep, summarize
+
+SPEC = """
+runner = "ssca"
+seeds = 2
+[fixed]
+rounds = {rounds}
+hidden = 8
+eval_every = 5
+batch = 10
+[grid]
+tau = [0.05, 0.2]
+rho_alpha = {{ start = 0.1, stop = 0.6, num = 2 }}
+"""
+
+
+def _spec(tmp_path, rounds=10, text=None, name="spec.toml"):
+    p = tmp_path / name
+    p.write_text(text if text is not None else SPEC.format(rounds=rounds))
+    return str(p)
+
+
+def _contents(out):
+    tdir = os.path.join(out, "tasks")
+    res = {}
+    for t in sorted(os.listdir(tdir)):
+        with np.load(os.path.join(tdir, t, "trace.npz")) as z:
+            res[t] = {k: z[k].copy() for k in z.files}
+    return res
+
+
+def _same(a, b):
+    assert sorted(a) == sorted(b)
+    for t in a:
+        assert sorted(a[t]) == sorted(b[t])
+        for k in a[t]:
+            np.testing.assert_array_equal(a[t][k], b[t][k])
+
+
+def test_local_and_dask_give_identical_results(tmp_path):
+    spec = _spec(tmp_path)
+    c1 = run_sweep(spec, str(tmp_path / "local"), "local", 2)
+    c2 = run_sweep(spec, str(tmp_path / "dask"), "dask", 2)          # a LocalCluster with 2 workers
+    assert c1["done"] == c2["done"] == 8 and c1["failed"] == 0
+    _same(_contents(tmp_path / "local"), _contents(tmp_path / "dask"))
+    again = run_sweep(spec, str(tmp_path / "local"), "local", 2)       # resumable: nothing to do
+    assert again == {"total": 8, "skipped": 8, "done": 0, "failed": 0}
+
+
+def test_killed_sweep_resumes_without_loss_or_duplication(tmp_path):
+    spec = _spec(tmp_path, rounds=150)
+    ref = tmp_path / "ref"
+    run_sweep(spec, str(ref), "local", 1)
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "refimpl", "sweep", spec, "--out", str(out), "--workers", "1",
+                             "--quiet"], start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        done = [n for n in os.listdir(out / "tasks")] if (out / "tasks").exists() else []
+        if len([n for n in done if not n.startswith(".")]) >= 2:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = [n for n in os.listdir(out / "tasks") if not n.startswith(".")]
+    assert 2 <= len(finished) < 8
+    counts = run_sweep(spec, str(out), "local", 2)                   # stale lock taken over, rest redone
+    assert counts["skipped"] == len(finished) and counts["done"] == 8 - len(finished)
+    _same(_contents(ref), _contents(out))
+    assert not [n for n in os.listdir(out / "tasks") if n.startswith(".tmp")]
+
+
+def test_failing_task_is_reported_and_the_rest_finish(tmp_path, capsys):
+    text = SPEC.format(rounds=5).replace("batch = 10\n", "").replace("[grid]", "[grid]\nbatch = [10, 5000]")
+    spec = _spec(tmp_path, text=text)
+    code = main(["sweep", spec, "--out", str(tmp_path / "o"), "--quiet"])
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 1 and counts == {"total": 16, "skipped": 0, "done": 8, "failed": 8}
+    rows, failures = summarize(str(tmp_path / "o"))
+    assert len(rows) == 4 and len(failures) == 8
+    assert all("larger than client" in f["error"] for f in failures)
+    assert (tmp_path / "o" / "failures.csv").exists()
+    assert main(["sweep-summary", str(tmp_path / "o")]) == 0
+    assert "8 failed tasks" in capsys.readouterr().out
+
+
+def test_summary_picks_best_cell_and_writes_files(tmp_path):
+    spec = _spec(tmp_path)
+    run_sweep(spec, str(tmp_path / "s"), "local", 2)
+    rows, failures = summarize(str(tmp_path / "s"), "-final:test_accuracy", top=2)
+    assert not failures and rows[0]["mean"] <= rows[-1]["mean"] and rows[0]["seeds"] == 2
+    for f in ("summary.csv", "curves.csv", "best.png"):
+        assert (tmp_path / "s" / f).exists()
+    header = (tmp_path / "s" / "curves.csv").read_text().splitlines()[0]
+    assert "train_cost_mean" in header and "train_cost_std" in header
+    rows, _ = summarize(str(tmp_path / "s"), "first:train_cost<=1.5")
+    assert rows[0]["mean"] <= rows[-1]["mean"]
+    with pytest.raises(ValueError, match="criterion"):
+        summarize(str(tmp_path / "s"), "best")
+
+
+def test_lock_refuses_a_second_sweep(tmp_path):
+    out = tmp_path / "l"
+    out.mkdir()
+    with SweepLock(str(out)):
+        with pytest.raises(RuntimeError, match="another sweep"):
+            run_sweep(_spec(tmp_path), str(out), "local", 1)
+    (out / ".sweep.lock").write_text(json.dumps({"pid": 999999999, "host": os.uname().nodename}))
+    assert run_sweep(_spec(tmp_path, rounds=5), str(out), "local", 1)["done"] == 8     # stale lock taken over
+
+
+@pytest.mark.parametrize("text, msg", [
+    ('runner = "ssca"\nfoo = 1', "unknown spec keys"),
+    ('runner = "nope"', "unknown runner"),
+    ('runner = "ssca"\n[grid]\ntau = []', "empty list"),
+    ('runner = "ssca"\n[grid]\nwarp = [1]', "unknown grid settings"),
+    ('runner = "ssca"\n[grid]\ntau = [-1.0]', "tau must be finite and > 0"),
+    ('runner = "ssca"\nseeds = 0', "seeds must be"),
+    ('runner = "ssca"\n[fixed]\ntau = 0.1\n[grid]\ntau = [0.2]', "both fixed and in the grid"),
+    ('runner = "ssca"\n[grid]\ntau = { start = 1 }', "needs start, stop, num"),
+])
+def test_spec_validation(tmp_path, text, msg):
+    with pytest.raises(ValueError, match=msg):
+        load_spec(_spec(tmp_path, text=text))
+
+
+def test_json_spec_and_other_runners(tmp_path):
+    spec = {"runner": "mfcgd", "seeds": [3], "fixed": {"steps": 50, "eval_every": 10}, "grid": {"gamma": [0.25, 0.5]}}
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(spec))
+    assert run_sweep(str(p), str(tmp_path / "m"), "local", 2)["done"] == 2
+    rows, _ = summarize(str(tmp_path / "m"), "final:grad_norm")
+    assert len(rows) == 2
