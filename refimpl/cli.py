@@ -177,7 +177,7 @@ def cmd_run_mfcgd(args):
     from .mfcgd_experiment import run_mfcgd_config
     from .plots import plot_mfcgd
     cfg = _mfcgd_config(args, args.algorithm)
-    tr = run_mfcgd_config(cfg)
+    tr = run_mfcgd_config(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
     if not args.quiet:
         for k in ("grad_norm", "worst_client_accuracy", "average_accuracy", "post_adaptation_loss"):
             if tr.metrics.get(k):
@@ -255,6 +255,23 @@ def cmd_sweep_summary(args):
         print(f"{len(failures)} failed tasks (see {args.dir}/failures.csv):")
         for f in failures:
             print(f"  {f['task']} cell {f['cell']} seed {f['seed']}: {f['error']}")
+    return 0
+
+
+def cmd_reproduce(args):
+    from .reproduce import reproduce
+    path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
+                     args.quick, progress=None if args.quiet else _say)
+    _say(f"reproduction written to {args.out} ({path})")
+    return 0
+
+
+def cmd_report(args):
+    from .report import build_report
+    path, records = build_report(args.out, args.quick, args.seeds, progress=None if args.quiet else _say)
+    failed = [r.id for r in records if not r.holds]
+    print(f"{path}: {len(records) - len(failed)} of {len(records)} checks hold"
+          + (f"; not holding: {', '.join(failed)}" if failed else ""))
     return 0
 
 
@@ -372,6 +389,10 @@ def cmd_bench(args):
     if args.what == "vfl":
         rows = bench_vfl(repeats=args.repeats, progress=_say)
         print(format_vfl(rows))
+    elif args.what == "paper-scale":
+        from .bench import bench_paper_scale
+        rows = bench_paper_scale(args.data_dir, progress=None)
+        print(json.dumps(rows, indent=1))
     elif args.what == "mfcgd":
         from .bench import bench_mfcgd, format_mfcgd
         rows = bench_mfcgd(repeats=args.repeats, progress=_say)
@@ -461,6 +482,23 @@ def build_parser():
     ss.add_argument("--metric", default=None, help="metric plotted for the best cells")
     ss.add_argument("--top", type=int, default=3)
     ss.set_defaults(fn=cmd_sweep_summary)
+    rp = sub.add_parser("reproduce", help="the papers' figures, averaged over seeds")
+    rp.add_argument("name", choices=["ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates"])
+    rp.add_argument("--out", required=True)
+    rp.add_argument("--data-dir", default=None)
+    rp.add_argument("--seeds", type=int, default=3)
+    rp.add_argument("--rounds", type=int, default=None, help="rounds (steps for mfcgd-rates); default per NAME")
+    rp.add_argument("--paper", action="store_true", help="the paper's batch sizes and T = 1000 (needs --data-dir)")
+    rp.add_argument("--quick", action="store_true", help="short runs (tests, the quick report)")
+    rp.add_argument("--resume", action="store_true", help="continue an interrupted reproduction in --out")
+    rp.add_argument("--quiet", action="store_true")
+    rp.set_defaults(fn=cmd_reproduce)
+    rr = sub.add_parser("report", help="verification suite + reproductions in one REPORT.md")
+    rr.add_argument("--out", required=True)
+    rr.add_argument("--quick", action="store_true")
+    rr.add_argument("--seeds", type=int, default=2)
+    rr.add_argument("--quiet", action="store_true")
+    rr.set_defaults(fn=cmd_report)
     v = sub.add_parser("verify", help="run the verification checks")
     v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
     v.add_argument("--only", help="comma-separated check ids")
@@ -468,7 +506,8 @@ def build_parser():
     v.add_argument("--quiet", action="store_true")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale"])
+    b.add_argument("--data-dir", default=None, help="paper-scale: MNIST-format IDX files (60,000 training samples)")
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)
     b.add_argument("--json")

@@ -51,12 +51,12 @@ class MFCGDConfig:
         return self
 
 
-def build_problem(cfg: MFCGDConfig, rng):
+def build_problem(cfg: MFCGDConfig, rng, ds=None):
     if cfg.problem == "synthetic":
         return SyntheticComposition.random(M=cfg.clients, p=5, d=cfg.dim, heterogeneity=cfg.heterogeneity, rng=rng)
     if cfg.problem == "maml":
         return LeastSquaresMAML.random(M=cfg.clients, d=cfg.dim, rng=rng)
-    ds = load_embedded_mnist()
+    ds = ds if ds is not None else load_embedded_mnist()
     parts = sample_partition(ds.n_train, cfg.clients, "label_skew", rng, ds.y_train)
     test_parts = sample_partition(len(ds.y_test), cfg.clients, "label_skew", np.random.default_rng(cfg.seed + 1),
                                   ds.y_test)
@@ -64,12 +64,12 @@ def build_problem(cfg: MFCGDConfig, rng):
     return pr, tuple(ds.X_test[p] for p in test_parts), tuple(ds.y_test[p] for p in test_parts)
 
 
-def run_mfcgd_config(cfg: MFCGDConfig, progress=None):
+def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     """Returns a Trace with metrics step, grad_norm, samples, rounds (and, for DRFL, worst/average
     client test accuracy; for MAML, post-adaptation loss on held-out tasks)."""
     cfg.validate()
     rng_prob, rng_run, rng_eval = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
-    built = build_problem(cfg, rng_prob)
+    built = build_problem(cfg, rng_prob, ds)
     pr, test = (built[0], built[1:]) if isinstance(built, tuple) else (built, None)
     x1 = np.zeros(pr.d)
     extra = {}

@@ -1,0 +1,72 @@
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.datasets import load_idx_dir
+from refimpl.reproduce import plan_for, reproduce
+
+FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def test_reproduction_resumes_from_finished_seeds(tmp_path):
+    out = tmp_path / "r"
+    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300)
+    rec = json.load(open(out / "reproduction.json"))
+    assert rec["new_runs"] == 8 and rec["seeds"] == [0, 1] and "numpy" in rec["versions"]
+    before = np.load(out / "runs" / "MFCGD" / "seed1" / "trace.npz")["metric_grad_norm"]
+    shutil.rmtree(out / "runs" / "MFCGD" / "seed1")                   # as if interrupted there
+    (out / "runs" / "MFCGD" / "seed1.tmp").mkdir()                      # a half-written seed
+    with pytest.raises(ValueError, match="--resume"):
+        reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300)
+    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300, resume=True)
+    rec = json.load(open(out / "reproduction.json"))
+    assert rec["new_runs"] == 1 and rec["resumed_runs"] == 7
+    np.testing.assert_array_equal(np.load(out / "runs" / "MFCGD" / "seed1" / "trace.npz")["metric_grad_norm"], before)
+    header = (out / "curves.csv").read_text().splitlines()[0]
+    assert header.startswith("run,samples,grad_norm_mean,grad_norm_std")
+    assert (out / "mfcgd-rates.png").exists()
+
+
+def test_plans_use_paper_settings_by_flag():
+    plan, _ = plan_for("ssca-sample", quick=False, paper=True, n_train=60000)
+    labels = [p[0] for p in plan]
+    assert "SSCA B=6000" in labels and "FedAvg E=5 B=10" in labels
+    assert all(p[2].rounds == 1000 for p in plan)
+    plan, _ = plan_for("ssca-feature", quick=False, paper=True)
+    assert "SSCA B=1000" in [p[0] for p in plan]
+    with pytest.raises(ValueError, match="unknown reproduction"):
+        plan_for("nope")
+
+
+def test_cli_reproduce_and_paper_needs_data(tmp_path):
+    assert main(["reproduce", "vfl-time", "--quick", "--seeds", "1", "--quiet", "--out", str(tmp_path / "v")]) == 0
+    assert (tmp_path / "v" / "time_to_target.csv").exists()
+    assert main(["reproduce", "ssca-sample", "--paper", "--out", str(tmp_path / "p"), "--quiet"]) == 2
+
+
+def _fashion_or_fail():
+    if not os.path.isdir(FASHION):
+        if os.environ.get("CI"):
+            pytest.fail(f"{FASHION} missing: .ci/run installs Debian's dataset-fashion-mnist")
+        pytest.skip(f"{FASHION} not installed (apt-get install dataset-fashion-mnist)")
+    return FASHION
+
+
+def test_full_fashion_mnist_loads():
+    ds = load_idx_dir(_fashion_or_fail())
+    assert ds.X_train.shape == (60000, 784) and ds.X_test.shape == (10000, 784)
+    assert sorted(np.unique(ds.y_train).tolist()) == list(range(10))
+    assert 0.0 <= ds.X_train.min() and ds.X_train.max() <= 1.0
+
+
+def test_quick_run_trains_on_fashion_mnist(tmp_path):
+    d = _fashion_or_fail()
+    assert main(["run", "sgdm", "--data-dir", d, "--rounds", "20", "--eval-every", "10", "--lr", "0.5",
+                 "--lr-decay", "0", "--quiet", "--out", str(tmp_path)]) == 0
+    doc = json.load(open(tmp_path / "trace.json"))
+    assert doc["config"]["data"] == "fashion-mnist"
+    assert doc["metrics"]["test_accuracy"][-1] > 0.5
