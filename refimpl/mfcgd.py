@@ -35,21 +35,26 @@ class Identity:
     def update(self, state, w_bar):
         return state, None          # None stands for I
 
-    @staticmethod
-    def diag(state, d):
-        return np.ones(d)
-
 
 @dataclass(frozen=True)
-class AdamType:
-    """Line 6: a_t = ϑ a_{t−1} + (1 − ϑ) w̄_t² (a_0 = 0), A_t = diag(sqrt(a_t) + ρ)."""
+class _Adaptive:
+    """ρ (Assumption 5: A_t ⪰ ρI) and ϑ of the adaptive-matrix rules."""
 
     rho: float = 0.1
     theta: float = 0.9
-    name = "adam"
 
     def __post_init__(self):
-        _check_rho_theta(self.rho, self.theta)
+        if not (np.isfinite(self.rho) and self.rho > 0):
+            raise ValueError(f"ρ of the adaptive matrix must be > 0 (Assumption 5), got {self.rho}")
+        if not 0.0 < self.theta <= 1.0:
+            raise ValueError(f"ϑ must be in (0, 1], got {self.theta}")
+
+
+@dataclass(frozen=True)
+class AdamType(_Adaptive):
+    """Line 6: a_t = ϑ a_{t−1} + (1 − ϑ) w̄_t² (a_0 = 0), A_t = diag(sqrt(a_t) + ρ)."""
+
+    name = "adam"
 
     def init(self, d):
         return np.zeros(d)
@@ -60,15 +65,10 @@ class AdamType:
 
 
 @dataclass(frozen=True)
-class NormType:
+class NormType(_Adaptive):
     """(6): a_t = ϑ a_{t−1} + (1 − ϑ) ||w̄_t||, A_t = (a_t + ρ) I."""
 
-    rho: float = 0.1
-    theta: float = 0.9
     name = "norm"
-
-    def __post_init__(self):
-        _check_rho_theta(self.rho, self.theta)
 
     def init(self, d):
         return 0.0
@@ -79,15 +79,10 @@ class NormType:
 
 
 @dataclass(frozen=True)
-class AMSGradType:
+class AMSGradType(_Adaptive):
     """Adam type with a_t replaced by its running maximum: â_t = max(â_{t−1}, a_t)."""
 
-    rho: float = 0.1
-    theta: float = 0.9
     name = "amsgrad"
-
-    def __post_init__(self):
-        _check_rho_theta(self.rho, self.theta)
 
     def init(self, d):
         return (np.zeros(d), np.zeros(d))
@@ -97,13 +92,6 @@ class AMSGradType:
         a = self.theta * a + (1 - self.theta) * w_bar * w_bar
         amax = np.maximum(amax, a)
         return (a, amax), np.sqrt(amax) + self.rho
-
-
-def _check_rho_theta(rho, theta):
-    if not (np.isfinite(rho) and rho > 0):
-        raise ValueError(f"ρ of the adaptive matrix must be > 0 (Assumption 5), got {rho}")
-    if not 0.0 < theta <= 1.0:
-        raise ValueError(f"ϑ must be in (0, 1], got {theta}")
 
 
 def make_matrix(kind, rho=0.1, theta=0.9):
@@ -166,6 +154,24 @@ class MFCGDResult:
     output: np.ndarray         # x̄_τ, τ uniform on 1..T
     A_norm: np.ndarray = None  # (T,): ||A_t|| (spectral norm of the diagonal matrix)
 
+    @classmethod
+    def empty(cls, T, d):
+        return cls(np.empty((T, d)), np.empty(T), np.full(T, np.nan), np.full(T, np.nan),
+                   np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64), None, np.empty(T))
+
+
+def _record_step(out, problem, X, t, T, eval_every, on_eval):
+    """x̄_t into the result; ||∇F(x̄_t)|| (and ``on_eval``) every ``eval_every`` steps."""
+    xb = X.mean(axis=0)
+    out.x_bar[t - 1] = xb
+    if t % eval_every == 0 or t in (1, T):
+        out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+        if on_eval is not None:
+            on_eval(t, xb)
+    else:
+        out.grad_norm[t - 1] = np.nan
+    return xb
+
 
 def lemma2_sides(problem, x_bar, W, H, Us, Vs, C_f, C_g, L_f):
     """Both sides of Lemma 2 (13) at x̄ with clients' (w, h, u, v) and the exact g, ∇g, ∇f."""
@@ -200,18 +206,10 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
     state = matrix.init(d)
     state, Adiag = matrix.update(state, W.mean(axis=0))      # A_1 from w̄_1
     Adiag = np.ones(d) if Adiag is None else Adiag
-    out = MFCGDResult(np.empty((T, d)), np.empty(T), np.full(T, np.nan), np.full(T, np.nan),
-                      np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64), None, np.empty(T))
+    out = MFCGDResult.empty(T, d)
     samples, rounds = 2 * q * M, 0
     for t in range(1, T + 1):
-        xb = X.mean(axis=0)
-        out.x_bar[t - 1] = xb
-        if t % eval_every == 0 or t in (1, T):
-            out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
-            if on_eval is not None:
-                on_eval(t, xb)
-        else:
-            out.grad_norm[t - 1] = np.nan
+        xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
         if lemma2:
             out.lemma2_lhs[t - 1], out.lemma2_rhs[t - 1] = lemma2_sides(problem, xb, W, H, Us, Vs,
                                                                          params.C_f, params.C_g, L_f)
@@ -531,18 +529,11 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_ever
     X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
     Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])
     Mom = np.zeros((M, d))
-    out = MFCGDResult(np.empty((T, d)), np.empty(T), np.full(T, np.nan), np.full(T, np.nan),
-                      np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64), None, np.ones(T))
+    out = MFCGDResult.empty(T, d)
+    out.A_norm[:] = 1.0
     samples, rounds = M, 0
     for t in range(1, T + 1):
-        xb = X.mean(axis=0)
-        out.x_bar[t - 1] = xb
-        if t % eval_every == 0 or t in (1, T):
-            out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
-            if on_eval is not None:
-                on_eval(t, xb)
-        else:
-            out.grad_norm[t - 1] = np.nan
+        xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
         for m in range(M):
             z1, z2 = problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ())
             xi = problem.draw_xi(rng, ())

@@ -12,6 +12,29 @@ def _pyplot():
         return None
 
 
+def _finish(fig, axes, path, legend=True):
+    for a in axes:
+        a.grid(alpha=0.3)
+        if legend:
+            a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def band(ax, pts, axis, metric, label):
+    """Mean curve of ``metric`` with a ±1 standard-deviation band from rows holding
+    ``<metric>_mean`` and ``<metric>_std`` (curves.csv of sweeps and reproductions)."""
+    import numpy as np
+    x = np.array([p[axis] for p in pts])
+    mu = np.array([p[f"{metric}_mean"] for p in pts])
+    sd = np.array([p[f"{metric}_std"] for p in pts])
+    ax.plot(x, mu, label=label)
+    ax.fill_between(x, mu - sd, mu + sd, alpha=0.15)
+
+
 def plot_trace(trace, path, title=""):
     """Training cost (log scale) and test accuracy per round. Returns the path, or None."""
     plt = _pyplot()
@@ -25,13 +48,8 @@ def plot_trace(trace, path, title=""):
     ax[1].plot(r, trace.series("test_accuracy"))
     ax[1].set_xlabel("round")
     ax[1].set_ylabel("test accuracy")
-    for a in ax:
-        a.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, legend=False)
 
 
 def plot_tradeoff(rows, name, path):
@@ -47,12 +65,7 @@ def plot_tradeoff(rows, name, path):
         ax.annotate(f"{name}={r[name]:g}", (r["data_loss"], r["sq_norm"]), fontsize=7)
     ax.set_xlabel("training cost (1/N) Σ ℓ")
     ax.set_ylabel("||ω||²")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, [ax], path)
 
 
 def plot_vfl(traces, path):
@@ -65,12 +78,7 @@ def plot_vfl(traces, path):
         ax.plot(tr.series("time"), tr.series("test_accuracy"), label=name)
     ax.set_xlabel("simulated time")
     ax.set_ylabel("test accuracy")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, [ax], path)
 
 
 def plot_mfcgd(traces, path):
@@ -89,9 +97,4 @@ def plot_mfcgd(traces, path):
     ax[1].set_xlabel("communication rounds")
     for a in ax:
         a.set_ylabel("||∇F(x̄_t)||")
-        a.grid(alpha=0.3)
-        a.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path)

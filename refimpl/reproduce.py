@@ -271,7 +271,7 @@ def _time_to_target(out, plan, seeds, targets=(0.8, 0.85)):
 
 
 def _plot(out, name, rows, axis, metrics):
-    from .plots import _pyplot
+    from .plots import _finish, _pyplot, band
     plt = _pyplot()
     if plt is None:
         return
@@ -283,20 +283,12 @@ def _plot(out, name, rows, axis, metrics):
             pts = [r for r in rows if r["run"] == lab and f"{m}_mean" in r]
             if not pts:
                 continue
-            x = np.array([p[axis] for p in pts])
-            mu = np.array([p[f"{m}_mean"] for p in pts])
-            sd = np.array([p[f"{m}_std"] for p in pts])
-            ax.plot(x, mu, label=lab)
-            ax.fill_between(x, mu - sd, mu + sd, alpha=0.15)
+            band(ax, pts, axis, m, lab)
         ax.set_xlabel(axis)
         ax.set_ylabel(m)
         if m in ("train_cost", "grad_norm"):
             ax.set_yscale("log")
         if axis == "samples":
             ax.set_xscale("log")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     fig.suptitle(name)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
-    plt.close(fig)
+    _finish(fig, axes[0], os.path.join(out, f"{name}.png"))

@@ -408,7 +408,7 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
 
 
 def _plot_best(out_dir, best, curves, metric):
-    from .plots import _pyplot
+    from .plots import _finish, _pyplot, band
     plt = _pyplot()
     if plt is None:
         return
@@ -420,17 +420,9 @@ def _plot_best(out_dir, best, curves, metric):
         if not pts:
             continue
         axis = next(k for k in ("round", "step", "time") if k in pts[0])
-        x = np.array([p[axis] for p in pts])
-        m = np.array([p[f"{metric}_mean"] for p in pts])
-        s = np.array([p[f"{metric}_std"] for p in pts])
-        ax.plot(x, m, label=key)
-        ax.fill_between(x, m - s, m + s, alpha=0.2)
+        band(ax, pts, axis, metric, key)
     ax.set_xlabel(axis)
     ax.set_ylabel(metric)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "best.png"), dpi=110)
-    plt.close(fig)
+    _finish(fig, [ax], os.path.join(out_dir, "best.png"))
 
 
