@@ -90,6 +90,8 @@ def _add_vfl_args(g, compare=False):
     g.add_argument("--latency", type=float, default=0.01)
     g.add_argument("--labels", choices=["all", "server"], default="all")
     g.add_argument("--target", type=float, default=None, help="stop when the test accuracy reaches it")
+    g.add_argument("--theory-every", type=int, default=0, help="rounds between evaluations of Σ_k ||∇_k F||²")
+    g.add_argument("--smoothness", default="none", help="condition (14): none | estimate | L,L_0,...,L_K")
 
 
 def _load_data(args):
@@ -118,7 +120,7 @@ def _vfl_config(args, method):
     return VFLConfig(method, args.parties, args.encoder, args.embed_dim, args.hidden if args.hidden != 128 else 32,
                      args.optimizer, args.eta, args.A, args.batch if args.batch != 100 else 64, args.rounds,
                      args.time_budget, args.timeout, args.Q, args.speeds, args.bandwidth, args.latency, args.labels,
-                     args.target, args.seed, args.eval_every)
+                     args.target, args.seed, args.eval_every, args.theory_every, args.smoothness)
 
 
 def cmd_run_vfl(args):
@@ -179,6 +181,10 @@ def cmd_run_mfcgd(args):
     cfg = _mfcgd_config(args, args.algorithm)
     tr = run_mfcgd_config(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
     if not args.quiet:
+        th = tr.config.get("theorem_conditions")
+        if th and not th["all_met"]:
+            _say(f"note: these parameters violate {len(th['failed'])} condition(s) of Theorem {th['theorem']}: "
+                 + "; ".join(th["failed"]))
         for k in ("grad_norm", "worst_client_accuracy", "average_accuracy", "post_adaptation_loss"):
             if tr.metrics.get(k):
                 _say(f"[{cfg.method}/{cfg.problem}] final {k} = {tr.metrics[k][-1]:.5g}")

@@ -313,6 +313,7 @@ class FlexVFL:
             eta = self.A / (tau0 * wb0)
             sched = sched[1:]
         clock, floats = 0.0, 0
+        self._theory_on = theory_every > 0
         self._evaluate(trace, 0, clock, floats, thetas, theory_every > 0)
         if progress:
             progress(0, trace)
@@ -363,6 +364,8 @@ class FlexVFL:
                     train_loss=m.loss(thetas, d.Xs_train, d.y_train))
         if theory:
             vals["grad_sq"] = sum(float(g @ g) for g in m.block_gradients(thetas, d.Xs_train, d.y_train)[1])
+        elif getattr(self, "_theory_on", False):
+            vals["grad_sq"] = np.nan        # keeps every series aligned with "round"
         trace.record(**vals)
 
 

@@ -186,6 +186,20 @@ def lemma2_sides(problem, x_bar, W, H, Us, Vs, C_f, C_g, L_f):
     return lhs, rhs / M
 
 
+def check_problem(problem, x1, rng):
+    """Shapes of the oracles at x1: g (p,), ∇g (p, d), ∇f (p,) — a mismatch is a clear error."""
+    x1 = np.asarray(x1, dtype=np.float64)
+    if x1.shape != (problem.d,):
+        raise ValueError(f"x1 must have shape ({problem.d},), got {x1.shape}")
+    g = np.asarray(problem.g(0, x1, problem.draw_zeta(rng, ())))
+    J = np.asarray(problem.jac_g(0, x1, problem.draw_zeta(rng, ())))
+    f = np.asarray(problem.grad_f(0, g, problem.draw_xi(rng, ())))
+    if g.shape != (problem.p,) or J.shape != (problem.p, problem.d) or f.shape != (problem.p,):
+        raise ValueError(f"oracle shapes do not match p = {problem.p}, d = {problem.d}: g {g.shape}, "
+                         f"∇g {J.shape} (need (p, d)), ∇f {f.shape}")
+    return x1
+
+
 def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False,
               eval_every=1, on_eval=None):
     """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
@@ -194,6 +208,7 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
     per client per step (seed 002, Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
     steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems)."""
     M, d, q = problem.M, problem.d, int(params.q)
+    x1 = check_problem(problem, x1, np.random.default_rng(0))
     if noise is None:
         noise = (problem.draw_zeta(rng, (M, q)), problem.draw_xi(rng, (M, q)),
                  problem.draw_zeta(rng, (T, M)), problem.draw_xi(rng, (T, M)))

@@ -109,6 +109,8 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
             r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval)
             gn, smp, rnd = r.grad_norm, r.samples, r.rounds
     tr = Trace(config={**asdict(cfg)})
+    if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
+        tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
     for t in range(1, cfg.steps + 1):
         if t % cfg.eval_every == 0 or t in (1, cfg.steps):
             vals = dict(step=t, grad_norm=gn[t - 1], samples=smp[t - 1], rounds=rnd[t - 1])
@@ -118,6 +120,21 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     if cfg.problem == "drfl":
         tr.extra["fedavg"] = fedavg_drfl(pr, test, cfg, np.random.default_rng(cfg.seed))
     return tr
+
+
+def theorem_report(pr, cfg, x1):
+    """Which conditions of Theorem 2 (MFCGD) or Theorem 1 (AdaMFCGD, ρ) the run's parameters meet
+    on the synthetic problem (its constants are known); B is taken at its smallest admissible value."""
+    from .mfcgd_bounds import Constants, TheoremParams, _B_lower, theorem_conditions
+    C = pr.constants()
+    c = Constants(C["C_f"], C["C_g"], C["L_f"], C["L_g"], C["sigma"], C["delta_f"], C["delta_g"], pr.F(x1) - C["F_star"])
+    rho = cfg.rho if cfg.method == "adamfcgd" else 1.0
+    q = 1 if cfg.method == "storm" else cfg.q
+    p = TheoremParams(cfg.k, cfg.n, cfg.c, cfg.c, cfg.c, cfg.gamma, q, 0.0)
+    p = TheoremParams(cfg.k, cfg.n, cfg.c, cfg.c, cfg.c, cfg.gamma, q, _B_lower(c, p, rho))
+    conds = theorem_conditions(c, p, rho)
+    return {"theorem": 1 if cfg.method == "adamfcgd" else 2, "rho": rho,
+            "failed": [r["name"] for r in conds if not r["met"]], "all_met": all(r["met"] for r in conds)}
 
 
 def _projection_radii(pr):

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .flexvfl import FlexVFL, VerticalData, quadrant_blocks, run_async, time_to_target
+from .flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, max_change_factor, quadrant_blocks,
+                      run_async, time_to_target)
 from .local_optimizers import make_optimizer
 from .partition import feature_partition
 from .speeds import Network, parse_speeds
@@ -38,6 +39,8 @@ class VFLConfig:
     target: float | None = None
     seed: int = 0
     eval_every: int = 1
+    theory_every: int = 0             # every that many rounds: Σ_k ||∇_k F(Θ^{r,0})||² (left side of (15))
+    smoothness: str = "none"          # "none" | "estimate" | "L,L_0,…,L_K" for condition (14)
 
     def method_key(self):
         if self.method not in VFL_METHODS:
@@ -52,6 +55,19 @@ def _list(text, n, name, conv=str):
     if len(vals) != n:
         raise ValueError(f"--{name} needs 1 or {n} values, got {len(vals)}")
     return vals
+
+
+def _smoothness(cfg, model, thetas, data, K1):
+    if cfg.smoothness == "none":
+        return None
+    if cfg.smoothness == "estimate":
+        sub = np.random.default_rng(cfg.seed).choice(data.n, min(500, data.n), replace=False)
+        return estimate_smoothness(model, thetas, [X[sub] for X in data.Xs_train], data.y_train[sub],
+                                   np.random.default_rng(cfg.seed), iters=20)
+    vals = [float(v) for v in cfg.smoothness.split(",")]
+    if len(vals) != K1 + 1 or min(vals) <= 0:
+        raise ValueError(f"--smoothness needs L and L_0..L_{K1 - 1} ({K1 + 1} positive values), got {cfg.smoothness!r}")
+    return vals[0], np.array(vals[1:])
 
 
 def vertical_data(ds, parties):
@@ -93,10 +109,20 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                        stop_at_accuracy=cfg.target)
     else:
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
+        smooth = _smoothness(cfg, model, thetas, data, K1)
+        A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
         run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if method == "adaptive" else speeds[1:],
-                      timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels,
-                      A=_list(cfg.A, K1, "A", float) if method == "adaptive" else None)
-        tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, stop_at_accuracy=cfg.target)
+                      timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth)
+        tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
+                     stop_at_accuracy=cfg.target)
+        if smooth is not None:
+            tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
+            if "cond14" in tr.arrays:
+                tr.config["condition14_fraction_met"] = float(np.mean(tr.arrays["cond14"]))
+            if method == "adaptive" and "tau" in tr.arrays:
+                alpha = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
+                tr.config["condition20"] = {"alpha": alpha,
+                                            "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
     tr.config.update(asdict(cfg))
     tr.config["data"] = ds.name
     return tr

@@ -169,3 +169,17 @@ def test_cli_mfcgd(tmp_path, capsys):
     assert main(["compare", "mfcgd", "--steps", "100", "--quiet", "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp" / "grad_norm.png").exists()
     assert main(["bench", "mfcgd", "--repeats", "1"]) == 0
+
+
+def test_dimension_mismatch_and_theorem_report(syn, capsys):
+    class Bad(SyntheticComposition):
+        def jac_g(self, m, x, zeta):
+            return self.A[:, :-1]
+    bad = Bad(syn.A, syn.b, syn.c)
+    par = MFCGDParams(k=1, n=8, c1=1, c2=1, c3=1, gamma=0.5, q=2)
+    with pytest.raises(ValueError, match="oracle shapes"):
+        run_mfcgd(bad, np.zeros(syn.d), 5, par, Identity(), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="x1 must have shape"):
+        run_mfcgd(syn, np.zeros(syn.d + 1), 5, par, Identity(), np.random.default_rng(0))
+    assert main(["run", "mfcgd", "--steps", "20"]) == 0
+    assert "violate" in capsys.readouterr().err

@@ -234,3 +234,14 @@ def test_time_to_target_and_cli(tmp_path):
     from refimpl.trace import Trace
     tr = Trace.load(tmp_path / "p")
     assert tr.arrays["tau"].shape == (5, 5) and time_to_target(tr, 2.0) is None
+
+
+def test_cli_theory_quantities(tmp_path):
+    import json
+    assert main(["run", "adaptive-flexvfl", "--rounds", "6", "--smoothness", "estimate", "--theory-every", "3",
+                 "--quiet", "--out", str(tmp_path)]) == 0
+    doc = json.load(open(tmp_path / "trace.json"))
+    assert len(doc["metrics"]["grad_sq"]) == len(doc["metrics"]["round"]) == 7
+    assert doc["config"]["L"] > 0 and len(doc["config"]["L_k"]) == 5
+    assert {"alpha", "met"} <= set(doc["config"]["condition20"])
+    assert main(["run", "flexvfl", "--rounds", "2", "--smoothness", "1,2", "--quiet"]) == 2
