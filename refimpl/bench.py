@@ -1,6 +1,8 @@
 """``refimpl bench ssca``: one sample-based SSCA round (K = 10, 784-128-10, swish) against the
 matrix products it cannot avoid, and against a straightforward PyTorch CPU round when torch is
 installed. All timings come from the same process and run; ratios, not seconds, are the result.
+``gather_seconds`` is the copy of the round's K·B batch rows out of the training set, which the
+products need contiguous (reported beside the floor, not in it).
 ``torch_floor_ratio`` is the time of the same five products in torch (its own BLAS) over ours:
 below 1 means torch's matrix products alone are faster than NumPy's BLAS on this machine.
 
@@ -121,12 +123,16 @@ def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
         state = algo.apply(state, 1, batch)[0]        # round 1 has ρ_1 = 1; time a generic round
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         W1, W2 = model.unpack(theta)
-        Xb = X[np.concatenate(batch)]
+        idx = np.concatenate(batch)
+        Xb = X[idx]
         t_floor = _floor([Xb], W1, W2, repeats)
+        from .kernels import gather_rows_nb
+        t_gather = _best(lambda: gather_rows_nb(X, idx), repeats)
         t_torch = _torch_round(X, y, batch, theta, repeats)
         t_torch_floor = _torch_floor(Xb, repeats)
         row = {"batch_per_client": B, "seconds_per_round": t_round, "floor_seconds": t_floor,
-               "ratio_to_floor": t_round / t_floor,
+               "ratio_to_floor": t_round / t_floor, "gather_seconds": t_gather,
+               "ratio_to_floor_plus_gather": t_round / (t_floor + t_gather),
                "ratio_to_torch": None if t_torch is None else t_round / t_torch,
                "torch_floor_ratio": None if t_torch_floor is None else t_torch_floor / t_floor}
         rows.append(row)
@@ -136,13 +142,16 @@ def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
 
 
 def format_bench(rows):
-    out = ["batch/client | ms/round | floor ms | ratio to floor | ratio to torch | torch products / ours",
-           "-------------+----------+----------+----------------+----------------+----------------------"]
+    out = ["batch/client | ms/round | floor ms | ratio to floor | gather ms | ratio to floor+gather | "
+           "ratio to torch | torch products / ours",
+           "-------------+----------+----------+----------------+-----------+-----------------------+"
+           "----------------+----------------------"]
     for r in rows:
         tt = "-" if r["ratio_to_torch"] is None else f"{r['ratio_to_torch']:.2f}"
         tf = "-" if r["torch_floor_ratio"] is None else f"{r['torch_floor_ratio']:.2f}"
         out.append(f"{r['batch_per_client']:>12} | {r['seconds_per_round'] * 1e3:8.2f} | "
-                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {tt:>14} | {tf:>20}")
+                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {r['gather_seconds'] * 1e3:9.2f} | "
+                   f"{r['ratio_to_floor_plus_gather']:21.2f} | {tt:>14} | {tf:>20}")
     return "\n".join(out)
 
 
