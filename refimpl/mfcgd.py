@@ -270,19 +270,19 @@ def _phi_nb(z):
 
 
 @njit(cache=True)
-def _proj_nb(v, radius):
-    s = 0.0
-    for x in v.ravel():
-        s += x * x
-    nrm = np.sqrt(s)
-    if nrm > radius:
-        v *= radius / nrm
-
-
-@njit(cache=True)
-def _sphere_nb(p, r):
-    z = np.random.standard_normal(p)
-    return r * z / np.sqrt(np.sum(z * z))
+def _fill_xi_nb(xi, r_f, draw, given):
+    """ξ uniform on the sphere of radius r_f (drawn here), or copied from ``given``."""
+    p = xi.size
+    if draw:
+        nz = 0.0
+        for i in range(p):
+            xi[i] = np.random.standard_normal()
+            nz += xi[i] * xi[i]
+        for i in range(p):
+            xi[i] *= r_f / np.sqrt(nz)
+    else:
+        for i in range(p):
+            xi[i] = given[i]
 
 
 @njit(cache=True, fastmath=True)
@@ -328,16 +328,7 @@ def _mfcgd_synthetic_nb(A, b, c, x1, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, ki
             for j in range(d):
                 U[m, i, j] = A[i, j]
         for jj in range(q):
-            if draw:
-                nz = 0.0
-                for i in range(p):
-                    xi[i] = np.random.standard_normal()
-                    nz += xi[i] * xi[i]
-                for i in range(p):
-                    xi[i] *= r_f / np.sqrt(nz)
-            else:
-                for i in range(p):
-                    xi[i] = xi0[m, jj, i]
+            _fill_xi_nb(xi, r_f, draw, xi0[m, jj])
             for i in range(p):
                 Vv[m, i] += (_phi_nb(H[m, i] - c[m, i]) + xi[i]) / q
         for j in range(d):
@@ -452,16 +443,7 @@ def _mfcgd_synthetic_nb(A, b, c, x1, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, ki
         for m in range(M):
             for i in range(p):
                 zeta[i] = s_g * np.random.standard_normal() if draw else Z[t - 1, m, i]
-            if draw:
-                nz = 0.0
-                for i in range(p):
-                    xi[i] = np.random.standard_normal()
-                    nz += xi[i] * xi[i]
-                for i in range(p):
-                    xi[i] *= r_f / np.sqrt(nz)
-            else:
-                for i in range(p):
-                    xi[i] = Xi[t - 1, m, i]
+            _fill_xi_nb(xi, r_f, draw, xi0[m, 0] if draw else Xi[t - 1, m])
             for i in range(p):
                 gxn[i] = AXn[m, i] + b[m, i] + zeta[i]
                 gx[i] = AX[m, i] + b[m, i] + zeta[i]

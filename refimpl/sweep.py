@@ -21,6 +21,7 @@ and a kill at any moment loses at most the tasks in flight. Failures are written
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -245,10 +246,8 @@ class SweepLock:
         raise RuntimeError(f"could not take the lock {self.path}")
 
     def __exit__(self, *exc):
-        try:
+        with contextlib.suppress(OSError):
             os.remove(self.path)
-        except OSError:
-            pass
 
 
 def _alive(pid):
