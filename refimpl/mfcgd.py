@@ -269,7 +269,7 @@ def _phi_nb(z):
     return z / np.sqrt(1.0 + z * z)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fill_xi_nb(xi, r_f, draw, given):
     """ξ uniform on the sphere of radius r_f (drawn here), or copied from ``given``."""
     p = xi.size
@@ -443,7 +443,10 @@ def _mfcgd_synthetic_nb(A, b, c, x1, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, ki
         for m in range(M):
             for i in range(p):
                 zeta[i] = s_g * np.random.standard_normal() if draw else Z[t - 1, m, i]
-            _fill_xi_nb(xi, r_f, draw, xi0[m, 0] if draw else Xi[t - 1, m])
+            if draw:
+                _fill_xi_nb(xi, r_f, True, xi)
+            else:
+                _fill_xi_nb(xi, r_f, False, Xi[t - 1, m])
             for i in range(p):
                 gxn[i] = AXn[m, i] + b[m, i] + zeta[i]
                 gx[i] = AX[m, i] + b[m, i] + zeta[i]
