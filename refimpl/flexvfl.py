@@ -379,10 +379,12 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     (filled once from the initial models). Party k, at its own pace: draws a mini-batch, computes
     h_k(θ_k) (one step of its step time), sends it; the server writes it into the table, takes one
     SGD step on θ_0 with the table's rows of the other parties (possibly stale), and returns
-    ∂l/∂h_k; the party takes one SGD step on θ_k with it. An event of party k lasts its step time,
-    the server's step time and the two messages. ``speeds`` (R, K+1): row i is used for each
-    party's i-th event (cycled). Staleness = simulated-time age of the other parties' rows used,
-    averaged per event. ``eta``: K + 1 SGD learning rates.
+    ∂l/∂h_k; the party takes one SGD step on θ_k with it. The server is one resource: embeddings
+    are served in order of arrival, each for the server's step time, and wait while it is busy.
+    A party's cycle: its step time, the upload, the wait and the server's step, the reply, then the
+    next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled).
+    Staleness = simulated-time age of the other parties' rows used, averaged per event.
+    ``eta``: K + 1 SGD learning rates.
     """
     import heapq
     m, d = model, data
@@ -404,9 +406,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     floats, events, stale_sum = 0, 0, 0.0
     count = np.zeros(K + 1, dtype=int)
     queue = []
+    msg = [0.0] + [network.time(B * (off[k] - off[k - 1])) for k in range(1, K + 1)]
     for k in range(1, K + 1):
-        heapq.heappush(queue, (speeds[0, k], k))
+        heapq.heappush(queue, (speeds[0, k] + msg[k], k))     # arrival of party k's first embedding
         count[k] = 1
+    server_free = 0.0
 
     def evaluate(now):
         trace.record(round=events, time=now, comm_floats=floats,
@@ -419,7 +423,8 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     evaluate(0.0)
     next_eval = eval_dt
     while queue:
-        now, k = heapq.heappop(queue)
+        arrival, k = heapq.heappop(queue)
+        now = max(arrival, server_free)                 # FIFO: wait while the server is busy
         if now > time_budget:
             break
         while now >= next_eval:
@@ -442,8 +447,8 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         events += 1
         row = speeds[count[k] % speeds.shape[0]]
         count[k] += 1
-        dur = row[k] + row[0] + 2 * network.time(B * (off[k] - off[k - 1]))
-        heapq.heappush(queue, (now + dur, k))
+        server_free = now + row[0]
+        heapq.heappush(queue, (server_free + msg[k] + row[k] + msg[k], k))
         if not (np.all(np.isfinite(thetas[0])) and np.all(np.isfinite(thetas[k]))):
             trace.status = f"diverged: event {events} (party {k}) produced non-finite parameters"
             break
