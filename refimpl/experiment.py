@@ -63,6 +63,7 @@ class RunConfig:
     per_client: bool = False
     ball_radius: float | None = None
     cvxpy_solver: str = "CLARABEL"
+    collection: str = "three-step"   # feature-based: Algorithm 3's steps, or Remark 4's one-step
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -114,7 +115,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
                 "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
     else:
         blocks = feature_partition(data.n_features, cfg.clients)
-        protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated)
+        protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated, cfg.collection)
         if batches is None:
             schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch, rng_batch)
         else:

@@ -96,14 +96,19 @@ class FeatureBasedProtocol:
       3. client k sends ∇W1,k = Δ1ᵀ X_k^B to the server.
     """
 
-    def __init__(self, model: TwoLayerNet, X, y, blocks, designated=0):
+    def __init__(self, model: TwoLayerNet, X, y, blocks, designated=0, collection="three-step"):
         if not 0 <= designated < len(blocks):
             raise ValueError(f"designated client must be in 0..{len(blocks) - 1}, got {designated}")
+        if collection not in ("three-step", "one-step"):
+            raise ValueError(f"collection must be 'three-step' (Algorithm 3) or 'one-step' (Remark 4), got {collection!r}")
+        self.collection = collection
         self.model, self.X, self.y, self.blocks, self.d = model, X, y, blocks, designated
         self.X_blocks = [np.ascontiguousarray(X[:, b]) for b in blocks]
         self.col = [b + int(model.bias) for b in blocks]     # columns of W1 owned by client k
 
     def collect(self, theta, batch):
+        if self.collection == "one-step":
+            return self._collect_one_step(theta, batch)
         m, d, B = self.model, self.d, len(batch)
         J, L = m.n_hidden, m.n_classes
         W1, W2 = m.unpack(theta)
@@ -135,4 +140,33 @@ class FeatureBasedProtocol:
         for k, cols in enumerate(self.col):
             gW1[:, cols] = D1.T @ self.X_blocks[k][batch]
             msgs.append(Message(client(k), SERVER, "grad_W1_block", J * len(cols)))
+        return loss, grad, msgs
+
+    def _collect_one_step(self, theta, batch):
+        """Remark 4 of seed 001 (reconstructed): every client sends its partial pre-activations
+        Z_k = X_k^B W1,kᵀ and its feature block X_k^B straight to the server, which forms
+        Z = Σ_k Z_k and computes the whole gradient — one message per client, B(J + D_k) floats
+        against about 2JB + JD_k in Algorithm 3 (fewer when B < J, the paper's regime), and the raw
+        features leave the clients (the higher privacy risk the remark names). Same gradient as the
+        three-step collection. The seed lost the message's formula; this reading follows its
+        footnote ("exposes raw data")."""
+        m, B = self.model, len(batch)
+        J = m.n_hidden
+        W1, W2 = m.unpack(theta)
+        msgs = [Message(SERVER, client(k), "W1_block+batch_ids", J * len(cols) + B) for k, cols in enumerate(self.col)]
+        Z = np.zeros((B, J))
+        Xb = []
+        for k, cols in enumerate(self.col):
+            Xk = self.X_blocks[k][batch]
+            Z += Xk @ W1[:, cols].T
+            Xb.append(Xk)
+            msgs.append(Message(client(k), SERVER, "Z_k+X_k", B * (J + len(cols))))
+        loss, gW2, D1, gb1 = m.head(theta, Z, self.y[batch], np.full(B, 1.0 / B))
+        grad = np.empty(m.n_params)
+        gW1, gW2v = m.unpack(grad)
+        gW2v[...] = gW2
+        if m.bias:
+            gW1[:, 0] = gb1
+        for k, cols in enumerate(self.col):
+            gW1[:, cols] = D1.T @ Xb[k]
         return loss, grad, msgs

@@ -237,3 +237,23 @@ def test_feature_based_ssca_runs(mnist):
     train(SSCA(pr, PowerLaw(1, 0.3), PowerLaw(0.3, 0.35), 0.1), m.init_params(np.random.default_rng(0)), sched, 30,
           Evaluator(m, mnist.X_train, mnist.y_train, mnist.X_test, mnist.y_test, 0.0, 10), tr)
     assert tr.series("train_cost")[-1] < tr.series("train_cost")[0]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_remark4_one_step_collection(bias, mnist, rng):
+    m = TwoLayerNet(mnist.n_features, 32, 10, bias=bias)
+    blocks = feature_partition(784, 4)
+    three = FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, blocks)
+    one = FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, blocks, collection="one-step")
+    theta = m.init_params(rng)
+    batch = rng.choice(mnist.n_train, 10, replace=False)
+    l3, g3, msgs3 = three.collect(theta, batch)
+    l1, g1, msgs1 = one.collect(theta, batch)
+    np.testing.assert_allclose(g1, g3, rtol=1e-12, atol=1e-16)
+    assert l1 == pytest.approx(l3, rel=1e-13)
+    up1 = sum(x.floats for x in msgs1 if x.sender != "server")
+    up3 = sum(x.floats for x in msgs3 if x.sender != "server")
+    assert up1 == 4 * 10 * 32 + 10 * 784 and up1 < up3          # fewer floats when B < J
+    assert {x.payload for x in msgs1 if x.receiver == "server"} == {"Z_k+X_k"}
+    with pytest.raises(ValueError, match="collection"):
+        FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, blocks, collection="two-step")
