@@ -42,6 +42,8 @@ def _add_run_args(p):
     p.add_argument("--momentum", type=float, default=0.9, help="SGD-m momentum m")
     p.add_argument("--local-steps", type=int, default=1, help="FedAvg E")
     p.add_argument("--partition", choices=["contiguous", "iid", "label_skew"], default="contiguous")
+    p.add_argument("--feature-blocks", default=None,
+                   help="feature-based: JSON list of index lists, one per client, covering every feature once")
     p.add_argument("--collection", choices=["three-step", "one-step"], default="three-step",
                    help="feature-based gradient collection: Algorithm 3's steps or Remark 4's one-step")
     p.add_argument("--seed", type=int, default=0)
@@ -303,7 +305,7 @@ def cmd_run(args):
                      args.gamma_a, args.gamma_alpha, args.lr, args.lr_decay, args.momentum,
                      args.local_steps, args.partition, 0, args.seed, args.eval_every, args.backend,
                      snaps, Us[0], args.penalty, args.solver, args.per_client, args.ball_radius,
-                     args.cvxpy_solver, args.collection)
+                     args.cvxpy_solver, args.collection, args.feature_blocks)
     init = None
     if args.init:
         with np.load(args.init, allow_pickle=False) as z:

@@ -64,6 +64,7 @@ class RunConfig:
     ball_radius: float | None = None
     cvxpy_solver: str = "CLARABEL"
     collection: str = "three-step"   # feature-based: Algorithm 3's steps, or Remark 4's one-step
+    feature_blocks: str | None = None  # feature-based: JSON file with one list of feature indices per client
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -114,7 +115,12 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
                 "sgd": lambda: FedAvg(protocol, lr, cfg.lam, 0.0, E),
                 "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
     else:
-        blocks = feature_partition(data.n_features, cfg.clients)
+        if cfg.feature_blocks:
+            import json
+            with open(cfg.feature_blocks) as fh:
+                blocks = feature_partition(data.n_features, blocks=json.load(fh))
+        else:
+            blocks = feature_partition(data.n_features, cfg.clients)
         protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated, cfg.collection)
         if batches is None:
             schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch, rng_batch)

@@ -114,3 +114,15 @@ def test_bench_runs(tmp_path, capsys):
     assert {"batch_per_client", "seconds_per_round", "floor_seconds", "ratio_to_floor",
             "ratio_to_torch"} <= set(rows[0])
     assert rows[0]["ratio_to_floor"] > 0
+
+
+def test_feature_blocks_file(tmp_path, capsys):
+    blocks = [list(range(0, 784, 2)), list(range(1, 784, 2))]
+    (tmp_path / "b.json").write_text(json.dumps(blocks))
+    assert main(["run", "ssca", "--setting", "feature", *SMALL, "--feature-blocks", str(tmp_path / "b.json"),
+                 "--out", str(tmp_path / "o")]) == 0
+    doc = json.load(open(tmp_path / "o" / "trace.json"))
+    assert sum(1 for m in doc["ledger_round1"] if m["payload"] == "grad_W1_block") == 2
+    (tmp_path / "bad.json").write_text(json.dumps([list(range(0, 700))]))
+    assert main(["run", "ssca", "--setting", "feature", *SMALL, "--feature-blocks", str(tmp_path / "bad.json")]) == 2
+    assert "84 missing" in capsys.readouterr().err
