@@ -297,8 +297,9 @@ class FlexVFL:
         the first evaluation whose test accuracy reaches it (time-to-target runs)."""
         m, d = self.model, self.data
         K1 = m.K + 1
-        if rounds > self.speeds.shape[0] + (1 if self.method == "adaptive" else 0):
-            raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {rounds}")
+        need = rounds + (1 if self.method == "adaptive" else 0)      # adaptive: row 0 is the dummy round
+        if need > self.speeds.shape[0]:
+            raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
         thetas = [t.copy() for t in thetas]
         trace = Trace(config={"method": self.method, "batch": self.batch, "timeout": self.timeout, "Q": self.Q,
                               "labels": self.labels, "optimizers": [o.name for o in self.opts]})

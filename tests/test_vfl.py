@@ -245,3 +245,11 @@ def test_cli_theory_quantities(tmp_path):
     assert doc["config"]["L"] > 0 and len(doc["config"]["L_k"]) == 5
     assert {"alpha", "met"} <= set(doc["config"]["condition20"])
     assert main(["run", "flexvfl", "--rounds", "2", "--smoothness", "1,2", "--quiet"]) == 2
+
+
+def test_adaptive_needs_a_dummy_row(model, vdata):
+    sp = ConstantSpeed((0.5, 1, 1, 1, 1)).sample(3, np.random.default_rng(0))
+    run = _runner(model, vdata, "adaptive", sp, timeout=3.0, A=[0.5] * 5)
+    with pytest.raises(ValueError, match="needs 4"):
+        run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
+    assert run.run(model.init(np.random.default_rng(1)), 2, np.random.default_rng(2)).status == "finished"
