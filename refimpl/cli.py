@@ -1,4 +1,5 @@
-"""Command line: ``refimpl run | verify | bench | crosscheck | check-schedule``."""
+"""Command line of refimpl: run, compare, bound, sweep, sweep-summary, reproduce, report, verify, bench,
+crosscheck, check-schedule (``refimpl COMMAND --help`` for each)."""
 from __future__ import annotations
 
 import argparse
