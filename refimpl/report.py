@@ -54,13 +54,15 @@ def build_report(out, quick=True, seeds=2, progress=None):
              f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "
              + ", ".join(f"{k} {v}" for k, v in versions().items())
              + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", "",
-             f"**{held} of {len(records)} checks hold.** A claim that does not reproduce is listed with its "
-             "figures (holds = no); see each record's details in `checks.json`.", "",
+             f"**{held} of {len(records)} checks hold.** A paper's experimental claim that does not reproduce "
+             "here is listed with its figures (holds = no (claim)); every other check is an identity, lemma, "
+             "theorem or implementation check. Each record's details are in `checks.json`.", "",
              "## Checks", "", "| id | claim | measured | bound | ratio | holds | source |", "|---|---|---|---|---|---|---|"]
     for r in records:
         claim = r.claim.replace("|", "\\|")
+        verdict = _fmt(r.holds) + (" (claim)" if not r.holds and r.details.get("kind") == "claim" else "")
         lines.append(f"| `{r.id}` | {claim} | {_fmt(r.measured)} | {_fmt(r.bound)} | {_fmt(r.ratio)} | "
-                     f"{_fmt(r.holds)} | {r.source} |")
+                     f"{verdict} | {r.source} |")
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
         rel = os.path.relpath(d, out)

@@ -31,12 +31,21 @@ class CheckRecord:
     details: dict = field(default_factory=dict)
 
 
-def check(id, claim, source):
-    """Register ``fn(quick) -> {"measured", "bound", ["holds"], ["details"]}`` under ``id``."""
+KINDS = ("theorem", "claim")
+
+
+def check(id, claim, source, kind="theorem"):
+    """Register ``fn(quick) -> {"measured", "bound", ["holds"], ["details"]}`` under ``id``.
+
+    ``kind``: "theorem" for identities, lemmas, theorems and implementation checks (a failure is
+    a defect); "claim" for a paper's experimental claim (it may honestly not reproduce here)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
     def deco(fn):
         if id in REGISTRY:
             raise ValueError(f"check id {id!r} registered twice")
-        REGISTRY[id] = (claim, source, fn)
+        REGISTRY[id] = (claim, source, fn, kind)
         return fn
     return deco
 
@@ -55,13 +64,13 @@ def _num(x):
 
 
 def run_check(cid, quick=True) -> CheckRecord:
-    claim, source, fn = REGISTRY[cid]
+    claim, source, fn, kind = REGISTRY[cid]
     t0 = time.perf_counter()
     try:
         out = fn(quick)
     except Exception as exc:    # a crashed check is a failed check, reported with its error
         return CheckRecord(cid, claim, source, None, None, None, False,
-                           {"error": f"{type(exc).__name__}: {exc}",
+                           {"kind": kind, "error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=5)})
     measured, bound = _num(out.get("measured")), _num(out.get("bound"))
     ratio = None
@@ -71,6 +80,7 @@ def run_check(cid, quick=True) -> CheckRecord:
     if holds is None:
         holds = measured is not None and bound is not None and measured <= bound
     details = dict(out.get("details", {}))
+    details["kind"] = kind
     details["seconds"] = round(time.perf_counter() - t0, 3)
     return CheckRecord(cid, claim, source, measured, bound, ratio, bool(holds), details)
 
@@ -97,11 +107,17 @@ def _fmt(x):
     return f"{x:.4g}"
 
 
+def failing(records, strict=False):
+    """Ids that make ``refimpl verify`` exit 1: every failing check with ``strict``, otherwise the
+    failing theorem-kind checks (a paper's claim that does not reproduce is reported, not fatal)."""
+    return [r.id for r in records if not r.holds and (strict or r.details.get("kind") != "claim")]
+
+
 def format_table(records):
     rows = [("id", "claim", "measured", "bound", "ratio", "holds")]
     for r in records:
-        rows.append((r.id, r.claim[:60], _fmt(r.measured), _fmt(r.bound), _fmt(r.ratio),
-                     "yes" if r.holds else "NO"))
+        verdict = "yes" if r.holds else ("no (claim)" if r.details.get("kind") == "claim" else "NO")
+        rows.append((r.id, r.claim[:60], _fmt(r.measured), _fmt(r.bound), _fmt(r.ratio), verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))

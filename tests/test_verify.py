@@ -14,22 +14,39 @@ REQUIRED = {"grad.fd", "kernels.numba_numpy", "ssca.feature_equals_central", "ss
 CLAIMS = {i for i in REQUIRED if ".claim_" in i} | {"mfcgd.complexity_vs_baselines"}
 
 
+def test_claim_kinds_are_registered():
+    reg = verify.load_checks()
+    assert {cid for cid, entry in reg.items() if entry[3] == "claim"} == CLAIMS
+
+
 def test_registry_has_the_fixed_ids():
     assert REQUIRED <= set(verify.load_checks())
 
 
 def test_failing_and_crashing_checks_are_reported(monkeypatch):
     monkeypatch.setitem(verify.REGISTRY, "test.fails", ("a claim", "nowhere",
-                                                        lambda quick: {"measured": 2.0, "bound": 1.0}))
+                                                        lambda quick: {"measured": 2.0, "bound": 1.0}, "theorem"))
 
     def crash(quick):
         raise RuntimeError("boom")
-    monkeypatch.setitem(verify.REGISTRY, "test.crashes", ("c", "s", crash))
+    monkeypatch.setitem(verify.REGISTRY, "test.crashes", ("c", "s", crash, "theorem"))
     recs = verify.run_checks(["test.fails", "test.crashes"])
     assert recs[0].holds is False and recs[0].ratio == 2.0
     assert recs[1].holds is False and "boom" in recs[1].details["error"]
     assert "NO" in verify.format_table(recs)
     assert main(["verify", "--only", "test.fails", "--quiet"]) == 1
+
+
+def test_failing_claim_is_reported_and_fatal_only_with_strict(monkeypatch, capsys):
+    monkeypatch.setitem(verify.REGISTRY, "test.claim", ("a paper's claim", "nowhere",
+                                                        lambda quick: {"measured": 0.5, "bound": 1.0, "holds": False},
+                                                        "claim"))
+    assert main(["verify", "--only", "test.claim", "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert "no (claim)" in out.out and "not reproduced here" in out.err
+    assert main(["verify", "--only", "test.claim", "--quiet", "--strict"]) == 1
+    with pytest.raises(ValueError, match="kind"):
+        verify.check("x", "c", "s", kind="lemma")
 
 
 def test_unknown_id(capsys):

@@ -138,7 +138,8 @@ def _first_reach(avg, samples, rounds, eps):
 
 @check("mfcgd.complexity_vs_baselines", "samples and communication rounds for the running average of ||∇F(x̄_t)|| to "
        "reach ε: MFCGD and AdaMFCGD need fewer samples than ComFedL-style local SCGD and Local-SCGDM at the smallest "
-       "ε all reach (fitted exponents reported next to Table 1)", "seed 002 Table 1; spec mfcgd.md §5")
+       "ε all reach (fitted exponents reported next to Table 1)", "seed 002 Table 1; spec mfcgd.md §5",
+       kind="claim")
 def complexity_vs_baselines(quick):
     pr, C = synthetic(heterogeneity=0.1)
     T = 30000 if quick else 300000

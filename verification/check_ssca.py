@@ -183,7 +183,7 @@ def rounds_to_target(trace, target):
 @check("ssca.claim_faster_than_sgd",
        "SSCA reaches the training-cost target in fewer rounds than SGD and the best SGD-m of a grid "
        "(equal per-round communication); ratio = SSCA rounds / best baseline rounds",
-       "seed 001 Section VI, Figs. 1–2; spec ssca.md §5, §7")
+       "seed 001 Section VI, Figs. 1–2; spec ssca.md §5, §7", kind="claim")
 def claim_faster_than_sgd(quick):
     d = embedded()
     T = 300 if quick else 1000

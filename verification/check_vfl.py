@@ -212,13 +212,15 @@ def _ratio_check(other, quick):
 
 
 @check("vfl.claim_flex_vs_sync", "under heterogeneous speeds Flex-VFL reaches the target accuracy sooner than "
-       "synchronous VFL (measured: time ratio sync/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8")
+       "synchronous VFL (measured: time ratio sync/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8",
+       kind="claim")
 def claim_flex_vs_sync(quick):
     return _ratio_check("sync", quick)
 
 
 @check("vfl.claim_flex_vs_async", "under heterogeneous speeds Flex-VFL reaches the target accuracy sooner than "
-       "asynchronous VFL (measured: time ratio async/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8")
+       "asynchronous VFL (measured: time ratio async/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8",
+       kind="claim")
 def claim_flex_vs_async(quick):
     return _ratio_check("async", quick)
 
@@ -228,7 +230,7 @@ TIME_VARYING = MarkovSpeed((0.2, 1.0, 1.0, 1.0, 1.0), (0.2, 6.0, 6.0, 6.0, 6.0),
 
 @check("vfl.claim_adaptive", "under time-varying speeds Adaptive Flex-VFL reaches the target sooner than Flex-VFL "
        "with the best fixed learning rate (measured: time ratio fixed/adaptive; the paper reports up to 30 % gain)",
-       "seed 000 Section I, Algorithm 2; spec §6, §8")
+       "seed 000 Section I, Algorithm 2; spec §6, §8", kind="claim")
 def claim_adaptive(quick):
     d = vdata()
     m = linear_model(16)
