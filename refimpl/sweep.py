@@ -260,15 +260,30 @@ def _alive(pid):
 
 # ----------------------------------------------------------------------------- executors
 
+@contextlib.contextmanager
 def _single_threaded_env():
-    # one BLAS thread per task: tasks run in parallel, and a task's arithmetic (hence its trace)
-    # does not depend on how many threads the executor's worker happens to have
-    for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ[v] = "1"
+    """One BLAS thread per task (inherited by the worker processes started inside): tasks run in
+    parallel, and a task's arithmetic (hence its trace) does not depend on how many threads the
+    executor's worker has. The caller's environment is restored afterwards."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+    saved = {v: os.environ.get(v) for v in names}
+    os.environ.update({v: "1" for v in names})
+    try:
+        yield
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
 
 
 def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, progress=None):
     """Run every unfinished task of the spec; returns the counts {done, failed, skipped}."""
+    if executor not in ("local", "dask"):
+        raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
+    if int(workers) < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     runner, fixed, grid, seeds = load_spec(spec_path)
     todo = tasks(runner, fixed, grid, seeds)
     os.makedirs(os.path.join(out_dir, "tasks"), exist_ok=True)
@@ -286,34 +301,36 @@ def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, p
         if progress:
             progress(f"{len(todo)} tasks, {counts['skipped']} already finished, {len(pending)} to run "
                      f"({executor}, {workers} workers)")
-        _single_threaded_env()
-        if executor == "local":
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-            import multiprocessing as mp
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-                futs = {pool.submit(run_task, t, out_dir): t for t in pending}
-                for f in as_completed(futs):
-                    _account(f.result(), futs[f], counts, len(pending), progress)
-        elif executor == "dask":
-            from distributed import Client, LocalCluster, as_completed
-            cluster = None
-            if scheduler:
-                client = Client(scheduler)
-            else:
-                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
-                client = Client(cluster)
-            try:
-                futs = {client.submit(run_task, t, out_dir, key=f"refimpl-{t['id']}", pure=False): t for t in pending}
-                for f in as_completed(list(futs)):
-                    _account(f.result(), futs[f], counts, len(pending), progress)
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-        else:
-            raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
+        with _single_threaded_env():
+            _execute(executor, pending, out_dir, workers, scheduler, counts, progress)
     return counts
+
+
+def _execute(executor, pending, out_dir, workers, scheduler, counts, progress):
+    if executor == "local":
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        import multiprocessing as mp
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(run_task, t, out_dir): t for t in pending}
+            for f in as_completed(futs):
+                _account(f.result(), futs[f], counts, len(pending), progress)
+    else:
+        from distributed import Client, LocalCluster, as_completed
+        cluster = None
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        try:
+            futs = {client.submit(run_task, t, out_dir, key=f"refimpl-{t['id']}", pure=False): t for t in pending}
+            for f in as_completed(list(futs)):
+                _account(f.result(), futs[f], counts, len(pending), progress)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _account(result, task, counts, n, progress):

@@ -56,6 +56,15 @@ def test_local_and_dask_give_identical_results(tmp_path):
     _same(_contents(tmp_path / "local"), _contents(tmp_path / "dask"))
     again = run_sweep(spec, str(tmp_path / "local"), "local", 2)       # resumable: nothing to do
     assert again == {"total": 8, "skipped": 8, "done": 0, "failed": 0}
+    with pytest.raises(ValueError, match="executor"):
+        run_sweep(spec, str(tmp_path / "x"), "ray", 2)
+
+
+def test_sweep_restores_the_thread_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    run_sweep(_spec(tmp_path, rounds=5), str(tmp_path / "e"), "local", 1)
+    assert os.environ["OMP_NUM_THREADS"] == "7" and "MKL_NUM_THREADS" not in os.environ
 
 
 def test_killed_sweep_resumes_without_loss_or_duplication(tmp_path):
