@@ -1,3 +1,3 @@
-from .cli import main
+from refimpl.cli import main
 
 raise SystemExit(main())

@@ -100,7 +100,7 @@ def _add_vfl_args(g, compare=False):
 
 
 def _load_data(args):
-    from .datasets import load_embedded_mnist, load_idx_dir, load_npz_dataset
+    from refimpl.core.data import load_embedded_mnist, load_idx_dir, load_npz_dataset
     if args.data and args.data_dir:
         raise ValueError("give --data or --data-dir, not both")
     if args.data:
@@ -121,7 +121,7 @@ def _floats(name, text):
 
 
 def _vfl_config(args, method):
-    from .vfl_experiment import VFLConfig
+    from refimpl.vfl.experiment import VFLConfig
     return VFLConfig(method, args.parties, args.encoder, args.embed_dim, args.hidden if args.hidden != 128 else 32,
                      args.optimizer, args.eta, args.A, args.batch if args.batch != 100 else 64, args.rounds,
                      args.time_budget, args.timeout, args.Q, args.speeds, args.bandwidth, args.latency, args.labels,
@@ -129,8 +129,8 @@ def _vfl_config(args, method):
 
 
 def cmd_run_vfl(args):
-    from .plots import plot_vfl
-    from .vfl_experiment import run_vfl
+    from refimpl.core.plots import plot_vfl
+    from refimpl.vfl.experiment import run_vfl
     cfg = _vfl_config(args, args.algorithm)
     step = max(1, cfg.rounds // 20)
 
@@ -152,9 +152,9 @@ def cmd_run_vfl(args):
 def cmd_compare(args):
     if args.what == "mfcgd":
         return cmd_compare_mfcgd(args)
-    from .plots import plot_vfl
-    from .trace import write_csv
-    from .vfl_experiment import compare_vfl
+    from refimpl.core.plots import plot_vfl
+    from refimpl.core.trace import write_csv
+    from refimpl.vfl.experiment import compare_vfl
     cfg = _vfl_config(args, "flexvfl")
     targets = [float(t) for t in args.targets.split(",")]
     traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=None if args.quiet else _say)
@@ -172,7 +172,7 @@ def cmd_compare(args):
 
 
 def _mfcgd_config(args, method):
-    from .mfcgd_experiment import MFCGDConfig
+    from refimpl.mfcgd.experiment import MFCGDConfig
     eta = float(args.eta) if "," not in str(args.eta) else float(str(args.eta).split(",")[0])
     return MFCGDConfig(method, args.problem, args.clients, args.dim, args.steps, args.q, args.k, args.n, args.c,
                        args.gamma, args.matrix, args.rho, args.theta, eta, args.beta, args.alpha,
@@ -181,8 +181,8 @@ def _mfcgd_config(args, method):
 
 
 def cmd_run_mfcgd(args):
-    from .mfcgd_experiment import run_mfcgd_config
-    from .plots import plot_mfcgd
+    from refimpl.mfcgd.experiment import run_mfcgd_config
+    from refimpl.core.plots import plot_mfcgd
     cfg = _mfcgd_config(args, args.algorithm)
     tr = run_mfcgd_config(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
     if not args.quiet:
@@ -206,9 +206,9 @@ def cmd_run_mfcgd(args):
 
 def cmd_compare_mfcgd(args):
     from dataclasses import replace
-    from .mfcgd_experiment import run_mfcgd_config
-    from .plots import plot_mfcgd
-    from .trace import write_csv
+    from refimpl.mfcgd.experiment import run_mfcgd_config
+    from refimpl.core.plots import plot_mfcgd
+    from refimpl.core.trace import write_csv
     base = _mfcgd_config(args, "mfcgd")
     traces, rows = {}, []
     for meth in ("mfcgd", "adamfcgd", "comfedl", "local-scgdm"):
@@ -228,7 +228,7 @@ def cmd_compare_mfcgd(args):
 
 
 def cmd_bound(args):
-    from .mfcgd_bounds import (Constants, find_theorem_parameters, theorem1_bound, theorem2_bound,
+    from refimpl.mfcgd.bounds import (Constants, find_theorem_parameters, theorem1_bound, theorem2_bound,
                                theorem_conditions, TheoremParams)
     c = Constants.from_json(args.constants)
     rho = 1.0 if args.theorem == 2 else args.rho
@@ -250,7 +250,7 @@ def cmd_bound(args):
 
 
 def cmd_sweep(args):
-    from .sweep import run_sweep
+    from refimpl.tools.sweep import run_sweep
     counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
                        progress=None if args.quiet else _say)
     print(json.dumps(counts))
@@ -258,7 +258,7 @@ def cmd_sweep(args):
 
 
 def cmd_sweep_summary(args):
-    from .sweep import summarize
+    from refimpl.tools.sweep import summarize
     rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
     for r in rows[:args.top]:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
@@ -270,7 +270,7 @@ def cmd_sweep_summary(args):
 
 
 def cmd_reproduce(args):
-    from .reproduce import reproduce
+    from refimpl.tools.reproduce import reproduce
     path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
                      args.quick, progress=None if args.quiet else _say)
     _say(f"reproduction written to {args.out} ({path})")
@@ -278,7 +278,7 @@ def cmd_reproduce(args):
 
 
 def cmd_report(args):
-    from .report import build_report
+    from refimpl.tools.report import build_report
     path, records = build_report(args.out, args.quick, args.seeds, progress=None if args.quiet else _say)
     failed = [r.id for r in records if not r.holds]
     print(f"{path}: {len(records) - len(failed)} of {len(records)} checks hold"
@@ -287,9 +287,9 @@ def cmd_report(args):
 
 
 def cmd_run(args):
-    from .experiment import RunConfig
-    from .mfcgd_experiment import METHODS as MFCGD_METHODS
-    from .vfl_experiment import VFL_METHODS
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.mfcgd.experiment import METHODS as MFCGD_METHODS
+    from refimpl.vfl.experiment import VFL_METHODS
     if args.algorithm in VFL_METHODS:
         return cmd_run_vfl(args)
     if args.algorithm in MFCGD_METHODS:
@@ -326,8 +326,8 @@ def cmd_run(args):
         code = max(code, c)
         rows.append(_tradeoff_row(name, v, trace))
     if args.out:
-        from .plots import plot_tradeoff
-        from .trace import write_csv
+        from refimpl.core.plots import plot_tradeoff
+        from refimpl.core.trace import write_csv
         write_csv(os.path.join(args.out, "tradeoff.csv"), rows)
         plot_tradeoff(rows, name, os.path.join(args.out, "tradeoff.png"))
         _say(f"trade-off over {name} written to {args.out}/tradeoff.csv")
@@ -350,11 +350,11 @@ def _tradeoff_row(name, value, trace):
 
 
 def _run_one(args, cfg, data, init, batches, out_dir):
-    from .experiment import run_experiment
-    from .plots import plot_trace
+    from refimpl.ssca.experiment import run_experiment
+    from refimpl.core.plots import plot_trace
     step = max(1, cfg.rounds // 20)
     if cfg.algorithm.startswith("ssca") and not args.quiet:
-        from .schedules import PowerLaw, check_step_sizes
+        from refimpl.core.schedules import PowerLaw, check_step_sizes
         failed = [c.name for c in check_step_sizes(PowerLaw(cfg.rho_a, cfg.rho_alpha),
                                                     PowerLaw(cfg.gamma_a, cfg.gamma_alpha)) if not c.met]
         if failed:
@@ -382,13 +382,13 @@ def _run_one(args, cfg, data, init, batches, out_dir):
 
 
 def cmd_verify(args):
-    from .verify import format_table, run_checks, write_json
+    from refimpl.tools.verify import format_table, run_checks, write_json
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     records = run_checks(only, quick=args.quick, progress=None if args.quiet else _say)
     print(format_table(records))
     if args.json:
         write_json(records, args.json)
-    from .verify import failing
+    from refimpl.tools.verify import failing
     claims = [r.id for r in records if not r.holds and r.details.get("kind") == "claim"]
     if claims:
         _say(f"claims of the papers not reproduced here (reported, see the table): {', '.join(claims)}")
@@ -400,16 +400,16 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
-    from .bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
+    from refimpl.tools.bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
     if args.what == "vfl":
         rows = bench_vfl(repeats=args.repeats, progress=_say)
         print(format_vfl(rows))
     elif args.what == "paper-scale":
-        from .bench import bench_paper_scale
+        from refimpl.tools.bench import bench_paper_scale
         rows = bench_paper_scale(args.data_dir, progress=None)
         print(json.dumps(rows, indent=1))
     elif args.what == "mfcgd":
-        from .bench import bench_mfcgd, format_mfcgd
+        from refimpl.tools.bench import bench_mfcgd, format_mfcgd
         rows = bench_mfcgd(repeats=args.repeats, progress=_say)
         print(format_mfcgd(rows))
     elif args.what == "ssca":
@@ -426,7 +426,7 @@ def cmd_bench(args):
 
 
 def cmd_crosscheck(args):
-    from .trace import Trace, crosscheck
+    from refimpl.core.trace import Trace, crosscheck
     rows = crosscheck(Trace.load(args.a), Trace.load(args.b))
     if not rows:
         _say("refimpl: the traces share no snapshot round and no metric")
@@ -441,7 +441,7 @@ def cmd_crosscheck(args):
 
 
 def cmd_check_schedule(args):
-    from .schedules import PowerLaw, check_step_sizes
+    from refimpl.core.schedules import PowerLaw, check_step_sizes
     rho, gamma = PowerLaw(args.rho_a, args.rho_alpha), PowerLaw(args.gamma_a, args.gamma_alpha)
     conds = check_step_sizes(rho, gamma)
     for c in conds:
@@ -543,8 +543,8 @@ def build_parser():
 
 
 def main(argv=None):
-    from ._runtime import tune_allocator
-    from .constrained import SolverError
+    from refimpl.core.runtime import tune_allocator
+    from refimpl.ssca.constrained import SolverError
     args = build_parser().parse_args(argv)
     tune_allocator()
     try:

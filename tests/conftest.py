@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from refimpl.datasets import load_embedded_mnist
+from refimpl.core.data import load_embedded_mnist
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from refimpl.cli import main
-from refimpl.trace import Trace
+from refimpl.core.trace import Trace
 
 SMALL = ["--rounds", "6", "--hidden", "8", "--batch", "10", "--eval-every", "2", "--quiet"]
 

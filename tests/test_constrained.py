@@ -1,17 +1,17 @@
 import numpy as np
 import pytest
 
-from refimpl.algorithms import train
+from refimpl.ssca.algorithms import train
 from refimpl.cli import main
-from refimpl.constrained import QCQPStep, SolverError, closed_form_step, subproblem_kkt_residuals
-from refimpl.constrained_ssca import ConstrainedEvaluator, ConstrainedSSCA, kkt_residuals
-from refimpl.model import TwoLayerNet, full_gradient
-from refimpl.partition import feature_partition, sample_based_schedule, sample_partition
-from refimpl.protocols import FeatureBasedProtocol, SampleBasedProtocol
-from refimpl.schedules import PowerLaw
-from refimpl.ssca import SurrogateState
-from refimpl.trace import Trace
-from verification.check_constrained import random_instance
+from refimpl.ssca.constrained import QCQPStep, SolverError, closed_form_step, subproblem_kkt_residuals
+from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA, kkt_residuals
+from refimpl.core.model import TwoLayerNet, full_gradient
+from refimpl.core.partition import feature_partition, sample_based_schedule, sample_partition
+from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
+from refimpl.core.schedules import PowerLaw
+from refimpl.ssca.surrogate import SurrogateState
+from refimpl.core.trace import Trace
+from refimpl.verification.ssca import random_instance
 
 
 def _kkt_ok(step, st, U, c, tol=1e-9):

@@ -4,8 +4,8 @@ import struct
 import numpy as np
 import pytest
 
-from refimpl.datasets import Dataset, load_idx_dir, load_npz_dataset, read_idx
-from refimpl.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
+from refimpl.core.data import Dataset, load_idx_dir, load_npz_dataset, read_idx
+from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
                                sample_partition)
 
 

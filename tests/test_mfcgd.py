@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from refimpl.cli import main
-from refimpl.compositional import DistributionallyRobustFL, LeastSquaresMAML, SyntheticComposition
-from refimpl.mfcgd import (AdamType, AMSGradType, Identity, MFCGDParams, NormType, make_matrix, project_ball,
+from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, SyntheticComposition
+from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParams, NormType, make_matrix, project_ball,
                            run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
-from refimpl.mfcgd_bounds import Constants, find_theorem_parameters, theorem2_bound, theorem_conditions
+from refimpl.mfcgd.bounds import Constants, find_theorem_parameters, theorem2_bound, theorem_conditions
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from refimpl.kernels import (activation_nb, activation_np, gather_rows_nb, gather_rows_np, softmax_xent_nb,
+from refimpl.core.kernels import (activation_nb, activation_np, gather_rows_nb, gather_rows_np, softmax_xent_nb,
                              softmax_xent_np)
-from refimpl.model import TwoLayerNet, full_gradient, objective
-from verification.check_model import fd_relative_error
+from refimpl.core.model import TwoLayerNet, full_gradient, objective
+from refimpl.verification.core import fd_relative_error
 
 
 @pytest.mark.parametrize("activation", ["swish", "relu"])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from refimpl.cli import main
-from refimpl.datasets import load_idx_dir
-from refimpl.reproduce import plan_for, reproduce
+from refimpl.core.data import load_idx_dir
+from refimpl.tools.reproduce import plan_for, reproduce
 
 FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
 

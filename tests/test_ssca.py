@@ -1,14 +1,14 @@
 import numpy as np
 import pytest
 
-from refimpl.algorithms import SSCA, DivergenceError, Evaluator, FeatureSGD, FedAvg, LearningRate, train
-from refimpl.kernels import ssca_round_nb, ssca_round_np
-from refimpl.model import TwoLayerNet
-from refimpl.partition import feature_based_schedule, feature_partition, sample_based_schedule, sample_partition
-from refimpl.protocols import FeatureBasedProtocol, SampleBasedProtocol, ledger_floats
-from refimpl.schedules import PowerLaw, Sequence, check_step_sizes, meets_conditions
-from refimpl.ssca import SurrogateState, move, surrogate_update, unconstrained_step
-from refimpl.trace import Trace
+from refimpl.ssca.algorithms import SSCA, DivergenceError, Evaluator, FeatureSGD, FedAvg, LearningRate, train
+from refimpl.ssca.kernels import ssca_round_nb, ssca_round_np
+from refimpl.core.model import TwoLayerNet
+from refimpl.core.partition import feature_based_schedule, feature_partition, sample_based_schedule, sample_partition
+from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol, ledger_floats
+from refimpl.core.schedules import PowerLaw, Sequence, check_step_sizes, meets_conditions
+from refimpl.ssca.surrogate import SurrogateState, move, surrogate_update, unconstrained_step
+from refimpl.core.trace import Trace
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from refimpl.cli import main
-from refimpl.sweep import SweepLock, load_spec, run_sweep, summarize
+from refimpl.tools.sweep import SweepLock, load_spec, run_sweep, summarize
 
 SPEC = """
 runner = "ssca"

@@ -1,6 +1,7 @@
 import pytest
 
-from refimpl import verify
+from refimpl.tools import verify
+from refimpl.verification import registry
 from refimpl.cli import main
 
 REQUIRED = {"grad.fd", "kernels.numba_numpy", "ssca.feature_equals_central", "ssca.remark2_momentum",
@@ -46,7 +47,7 @@ def test_failing_claim_is_reported_and_fatal_only_with_strict(monkeypatch, capsy
     assert "no (claim)" in out.out and "not reproduced here" in out.err
     assert main(["verify", "--only", "test.claim", "--quiet", "--strict"]) == 1
     with pytest.raises(ValueError, match="kind"):
-        verify.check("x", "c", "s", kind="lemma")
+        registry.check("x", "c", "s", kind="lemma")
 
 
 def test_unknown_id(capsys):

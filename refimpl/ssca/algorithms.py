@@ -1,0 +1,247 @@
+"""Algorithms 1 and 3 of seed 001 (unconstrained mini-batch SSCA) and the Section VI baselines.
+
+Each algorithm is an object with ``init(theta0) -> state`` and
+``apply(state, t, batch) -> (state, messages, grad_evals)`` (FedJAX style): explicit state in,
+explicit state out; the round's batch comes from a :class:`~refimpl.partition.BatchSchedule`.
+:func:`train` drives any of them and fills a :class:`~refimpl.trace.Trace`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from refimpl.core import validate as V
+from refimpl.core.model import TwoLayerNet, objective
+from refimpl.ssca.protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Message, SampleBasedProtocol, client, ledger_floats
+from refimpl.core.schedules import PowerLaw
+from refimpl.ssca.constrained import SolverError
+from refimpl.ssca.kernels import SERVER_KERNELS
+from refimpl.ssca.surrogate import SurrogateState
+
+
+class DivergenceError(RuntimeError):
+    """Raised inside a round when an iterate or estimate stops being finite."""
+
+
+def _check_finite(t, **arrays):
+    for name, a in arrays.items():
+        if not np.all(np.isfinite(a)):
+            raise DivergenceError(f"round {t}: {name} is not finite (NaN/inf)")
+
+
+# ---------------------------------------------------------------------------------------- SSCA
+
+@dataclass(frozen=True)
+class SSCAState:
+    omega: np.ndarray
+    surrogate: SurrogateState
+    loss_hat: float = np.nan
+
+
+class SSCA:
+    """Unconstrained mini-batch SSCA: Algorithm 1 (sample-based protocol) or Algorithm 3
+    (feature-based protocol), seed 001 Sections III-A and IV-A, spec §3 steps 1–4.
+
+    ``collect(omega, batch) -> (ℓ̂, ĝ, messages)`` is the protocol; ρ_t, γ_t are schedules; τ > 0
+    the proximal weight of surrogate (7); λ ≥ 0 the regulariser of (32).
+    """
+
+    def __init__(self, protocol, rho, gamma, tau, lam=0.0):
+        self.protocol, self.rho, self.gamma = protocol, rho, gamma
+        self.tau = V.positive("tau", tau)
+        self.lam = V.positive("lambda", lam, allow_zero=True)
+        self._round = SERVER_KERNELS[protocol.model.backend]
+
+    def init(self, theta0):
+        return SSCAState(theta0.copy(), SurrogateState.zeros(theta0.size))
+
+    def apply(self, state, t, batch):
+        """Steps 1–4 of one round. Steps 2–4 run as one fused pass over ω
+        (:func:`refimpl.kernels.ssca_round_nb`), equal to :func:`~refimpl.ssca.surrogate_update`,
+        :func:`~refimpl.ssca.unconstrained_step` and :func:`~refimpl.ssca.move` in sequence."""
+        loss_hat, grad_hat, msgs = self.protocol.collect(state.omega, batch)
+        rho, gamma = V.unit_interval("rho_t", self.rho(t)), V.unit_interval("gamma_t", self.gamma(t))
+        s = state.surrogate
+        A, B, C, omega, sq = self._round(s.A, s.B, s.C, loss_hat, grad_hat, state.omega, rho, self.tau,
+                                         gamma, self.lam)
+        if not (np.isfinite(C) and np.isfinite(sq)):
+            # C contains ℓ̂, ⟨ĝ, ω⟩, ||ω||²; sq = ||ω^{t+1}||²: any NaN/inf shows up in one of them
+            _check_finite(t, mini_batch_loss=loss_hat, mini_batch_gradient=grad_hat, omega=omega)
+            raise DivergenceError(f"round {t}: ||omega||^2 overflowed")
+        return SSCAState(omega, SurrogateState(A, B, C), loss_hat), msgs, _n_samples(batch)
+
+
+def _n_samples(batch):
+    return int(np.asarray(batch).size)
+
+
+# ----------------------------------------------------------------------------------- baselines
+
+@dataclass(frozen=True)
+class SGDState:
+    omega: np.ndarray
+    velocity: np.ndarray | None = None
+
+
+class FedAvg:
+    """Sample-based SGD / FedAvg / PR-SGD (spec §5): every client runs E local SGD steps from ω^t
+    with batch B and η_t = η0 / t^β on ℓ + λ||ω||², the server averages models with weights
+    N_k/N. E = 1 is FedSGD. With ``momentum`` m > 0 this is SGD-m: local steps
+    v ← m v + (1 − m) g, ω ← ω − η v, and the server averages models and momentum buffers.
+
+    Communication: for E = 1 every client starts from the same (ω, v), so the averages equal one
+    server-side step with the averaged gradient and the clients send gradients (dim ω + 1 floats,
+    as SSCA); for E > 1 they send their model (and buffer).
+    """
+
+    def __init__(self, protocol: SampleBasedProtocol, lr, lam=0.0, momentum=0.0, local_steps=1):
+        self.protocol, self.lr = protocol, lr
+        self.lam = V.positive("lambda", lam, allow_zero=True)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        self.m = float(momentum)
+        self.E = V.positive_int("local_steps", local_steps)
+
+    def init(self, theta0):
+        return SGDState(theta0.copy(), np.zeros_like(theta0) if self.m > 0 else None)
+
+    def apply(self, state, t, batches):
+        eta = self.lr(t)
+        if self.E == 1:
+            _, g, msgs = self.protocol.collect(state.omega, batches)
+            g = g + 2.0 * self.lam * state.omega
+            _check_finite(t, mini_batch_gradient=g)
+            omega, v = _sgd_step(state.omega, state.velocity, g, eta, self.m)
+            _check_finite(t, omega=omega)
+            return SGDState(omega, v), msgs, _n_samples(batches)
+        P = state.omega.size
+        msgs = [Message(SERVER, ALL_CLIENTS, "omega" + ("+velocity" if self.m else ""), P * (2 if self.m else 1))]
+        omega = np.zeros_like(state.omega)
+        vel = np.zeros_like(state.omega) if self.m else None
+        pr = self.protocol
+        for k, idx in enumerate(batches):
+            B = len(idx) // self.E
+            w, v = state.omega.copy(), None if state.velocity is None else state.velocity.copy()
+            for e in range(self.E):
+                sl = idx[e * B:(e + 1) * B]
+                g = pr.model.loss_grad(w, pr.X[sl], pr.y[sl])[1] + 2.0 * self.lam * w
+                w, v = _sgd_step(w, v, g, eta, self.m)
+            omega += pr.client_weight[k] * w
+            if self.m:
+                vel += pr.client_weight[k] * v
+            msgs.append(Message(client(k), SERVER, "omega_k" + ("+velocity_k" if self.m else ""), P * (2 if self.m else 1)))
+        _check_finite(t, omega=omega)
+        return SGDState(omega, vel), msgs, _n_samples(batches)
+
+
+class FeatureSGD:
+    """Feature-based SGD and SGD-m (spec §5): one global step per round with the gradient
+    collected by the feature-based protocol, ω ← ω − η_t (ĝ + 2λω) (momentum: through v)."""
+
+    def __init__(self, protocol: FeatureBasedProtocol, lr, lam=0.0, momentum=0.0):
+        self.protocol, self.lr = protocol, lr
+        self.lam = V.positive("lambda", lam, allow_zero=True)
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        self.m = float(momentum)
+
+    def init(self, theta0):
+        return SGDState(theta0.copy(), np.zeros_like(theta0) if self.m > 0 else None)
+
+    def apply(self, state, t, batch):
+        _, g, msgs = self.protocol.collect(state.omega, batch)
+        g = g + 2.0 * self.lam * state.omega
+        _check_finite(t, mini_batch_gradient=g)
+        omega, v = _sgd_step(state.omega, state.velocity, g, self.lr(t), self.m)
+        _check_finite(t, omega=omega)
+        return SGDState(omega, v), msgs, _n_samples(batch)
+
+
+def _sgd_step(w, v, g, eta, m):
+    if v is None:
+        return w - eta * g, None
+    v = m * v + (1.0 - m) * g
+    return w - eta * v, v
+
+
+class LearningRate(PowerLaw):
+    """η_t = η0 / t^β; unlike ρ_t, γ_t a learning rate may exceed 1."""
+
+    def __post_init__(self):
+        if not (self.a > 0 and np.isfinite(self.a)):
+            raise ValueError(f"learning rate eta0 = {self.a} must be finite and > 0")
+        if not (self.alpha >= 0 and np.isfinite(self.alpha)):
+            raise ValueError(f"learning-rate decay beta = {self.alpha} must be finite and >= 0")
+
+
+# -------------------------------------------------------------------------------------- driver
+
+@dataclass(frozen=True)
+class Evaluator:
+    """Metrics on the full training set (cost (32)) and the test set, every ``every`` rounds."""
+
+    model: TwoLayerNet
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    lam: float = 0.0
+    every: int = 1
+
+    def __call__(self, theta, state=None):
+        return {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
+                "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test),
+                "sq_norm": float(theta @ theta)}
+
+
+def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
+          progress=None, on_round=None):
+    """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
+
+    Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
+    evaluated. A non-finite iterate stops the run: ``trace.status`` names the round and the
+    quantity, the trace keeps everything up to the last good round, and the final state returned
+    is the last good one. ``progress(t, metrics)`` is called after each evaluation;
+    ``on_round(t, state)`` after every round (used by the verification checks).
+    """
+    model = evaluator.model
+    state = algorithm.init(theta0)
+    comm, evals = 0, 0
+    snaps = set(int(s) for s in snapshots)
+
+    def _snapshot(t, theta):
+        if t in snaps:
+            W1, W2 = model.unpack(theta)
+            trace.snapshots[t] = (W1.copy(), W2.copy())
+
+    def _evaluate(t, st):
+        m = evaluator(st.omega, st)
+        trace.record(round=t, comm_floats=comm, grad_evals=evals, **m)
+        if progress is not None:
+            progress(t, m)
+
+    _evaluate(0, state)
+    _snapshot(0, state.omega)
+    trace.status = "running"
+    for t in range(1, rounds + 1):
+        try:
+            new_state, msgs, n = algorithm.apply(state, t, schedule.indices[t - 1])
+        except (DivergenceError, SolverError) as exc:
+            what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
+            trace.status = f"{what}; trace holds rounds 0..{t - 1}"
+            if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
+                _evaluate(t - 1, state)
+            return state
+        state = new_state
+        if t == 1:
+            trace.ledger_round1 = [m.__dict__ for m in msgs]
+        comm += ledger_floats(msgs)
+        evals += n
+        if on_round is not None:
+            on_round(t, state)
+        if t % evaluator.every == 0 or t == rounds:
+            _evaluate(t, state)
+        _snapshot(t, state.omega)
+    trace.status = "finished"
+    return state

@@ -1,0 +1,157 @@
+"""One run from a configuration: data → partition → protocol → algorithm → trace.
+
+``RunConfig`` holds every setting of a run (the paper's defaults, spec ssca.md §7); ``build``
+assembles the objects and ``run_experiment`` drives them. All randomness derives from
+``RunConfig.seed`` through ``numpy.random.SeedSequence.spawn``: child 0 draws the initial point,
+child 1 the batch schedule, child 2 a random partition.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from refimpl.core import validate as V
+from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate, train
+from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
+from refimpl.core.data import Dataset
+from refimpl.core.model import TwoLayerNet
+from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
+                        sample_partition)
+from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
+from refimpl.core.schedules import PowerLaw
+from refimpl.core.trace import Trace
+
+ALGORITHMS = ("ssca", "ssca-constrained", "sgd", "sgdm")
+SETTINGS = ("sample", "feature")
+
+#: τ and α of the paper's experiments by (setting, batch) (spec ssca.md §7)
+_PAPER_TAU = {"sample": {10: 0.1, 100: 0.05}, "feature": {10: 0.1, 100: 0.1}}
+_PAPER_ALPHA = {"sample": {}, "feature": {10: 0.3}}
+
+
+@dataclass
+class RunConfig:
+    algorithm: str = "ssca"
+    setting: str = "sample"
+    batch: int = 100                 # per client (sample-based) or the server's batch (feature-based)
+    rounds: int = 1000
+    clients: int = 10
+    hidden: int = 128
+    activation: str = "swish"
+    bias: bool = False
+    lam: float = 0.0
+    tau: float | None = None         # None: the paper's value for (setting, batch)
+    rho_a: float = 1.0
+    rho_alpha: float | None = None   # None: the paper's α for (setting, batch)
+    gamma_a: float = 0.3
+    gamma_alpha: float | None = None  # None: α + 0.05
+    lr: float = 0.3
+    lr_decay: float = 0.3
+    momentum: float = 0.9
+    local_steps: int = 1
+    partition: str = "contiguous"
+    designated: int = 0
+    seed: int = 0
+    eval_every: int = 1
+    backend: str = "numba"
+    snapshots: list = field(default_factory=list)
+    # constrained SSCA (Algorithms 2 and 4)
+    U: float = 0.13
+    penalty: float = 1e5
+    solver: str = "closed-form"
+    per_client: bool = False
+    ball_radius: float | None = None
+    cvxpy_solver: str = "CLARABEL"
+    collection: str = "three-step"   # feature-based: Algorithm 3's steps, or Remark 4's one-step
+    feature_blocks: str | None = None  # feature-based: JSON file with one list of feature indices per client
+
+    def resolved(self):
+        """A copy with the paper's defaults filled in and every value validated."""
+        c = RunConfig(**asdict(self))
+        if c.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {c.algorithm!r}")
+        if c.setting not in SETTINGS:
+            raise ValueError(f"setting must be one of {SETTINGS}, got {c.setting!r}")
+        for f in ("batch", "rounds", "clients", "hidden", "local_steps", "eval_every"):
+            V.positive_int(f, getattr(c, f))
+        V.positive("lambda", c.lam, allow_zero=True)
+        if c.tau is None:
+            c.tau = _PAPER_TAU[c.setting].get(c.batch, 0.03 if c.setting == "sample" else 0.05)
+        V.positive("tau", c.tau)
+        if c.rho_alpha is None:
+            c.rho_alpha = _PAPER_ALPHA[c.setting].get(c.batch, 0.1)
+        if c.gamma_alpha is None:
+            c.gamma_alpha = c.rho_alpha + 0.05
+        if c.setting == "feature" and c.local_steps != 1:
+            raise ValueError("local_steps > 1 exists only for sample-based FedAvg")
+        if c.algorithm == "ssca-constrained":
+            if not (np.isfinite(c.U) and c.U > 0):
+                raise ValueError(f"loss bound U must be finite and > 0, got {c.U}")
+            V.positive("penalty c", c.penalty)
+        return c
+
+
+def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
+    """Return ``(algorithm, theta0, schedule, evaluator, model)`` for a resolved configuration."""
+    cfg = cfg.resolved()
+    rng_init, rng_batch, rng_part = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
+    model = TwoLayerNet(data.n_features, cfg.hidden, data.n_classes, cfg.activation, cfg.bias, cfg.backend)
+    theta0 = model.init_params(rng_init) if init is None else model.pack(*init)
+    rho = PowerLaw(cfg.rho_a, cfg.rho_alpha)
+    gamma = PowerLaw(cfg.gamma_a, cfg.gamma_alpha)
+    lr = LearningRate(cfg.lr, cfg.lr_decay)
+    E = cfg.local_steps
+    if cfg.setting == "sample":
+        parts = sample_partition(data.n_train, cfg.clients, cfg.partition, rng_part, data.y_train)
+        protocol = SampleBasedProtocol(model, data.X_train, data.y_train, parts)
+        if batches is None:
+            schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
+        else:
+            schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
+            schedule.validate_sample_based(parts, cfg.rounds, cfg.batch * E)
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
+                "sgd": lambda: FedAvg(protocol, lr, cfg.lam, 0.0, E),
+                "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
+    else:
+        if cfg.feature_blocks:
+            import json
+            with open(cfg.feature_blocks) as fh:
+                blocks = feature_partition(data.n_features, blocks=json.load(fh))
+        else:
+            blocks = feature_partition(data.n_features, cfg.clients)
+        protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated, cfg.collection)
+        if batches is None:
+            schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch, rng_batch)
+        else:
+            schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
+            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch)
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
+                "sgd": lambda: FeatureSGD(protocol, lr, cfg.lam, 0.0),
+                "sgdm": lambda: FeatureSGD(protocol, lr, cfg.lam, cfg.momentum)}[cfg.algorithm]()
+    if cfg.algorithm == "ssca-constrained":
+        evaluator = ConstrainedEvaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, 0.0,
+                                         cfg.eval_every, U=algo.U, parts=protocol.parts if cfg.per_client else None)
+    else:
+        evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every)
+    return algo, theta0, schedule, evaluator, model
+
+
+def _constrained(cfg, protocol, rho, gamma):
+    return ConstrainedSSCA(protocol, rho, gamma, cfg.tau, cfg.U, cfg.penalty, cfg.solver, cfg.per_client,
+                           cfg.ball_radius, cfg.cvxpy_solver)
+
+
+def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None):
+    """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished)."""
+    cfg = cfg.resolved()
+    algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
+    trace = Trace(config={**asdict(cfg), "data": data.name})
+    trace.batches = schedule.indices[:cfg.rounds]
+    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, cfg.snapshots, progress, on_round)
+    trace.extra["final_state"] = final
+    if getattr(final, "note", ""):
+        trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"
+    return trace

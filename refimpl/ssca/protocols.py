@@ -1,0 +1,172 @@
+"""Gradient collection of seed 001 (spec ssca.md §4): who computes what, and the message ledger.
+
+Both protocols return the server's mini-batch estimates (ℓ̂^t, ĝ^t) of the data term at ω^t and
+the list of messages of the round. A message's ``floats`` counts the scalars it carries (sample
+ids count one each).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from refimpl.core.kernels import GATHER
+from refimpl.core.model import TwoLayerNet
+
+SERVER = "server"
+ALL_CLIENTS = "all clients"
+
+
+@dataclass(frozen=True)
+class Message:
+    sender: str
+    receiver: str
+    payload: str
+    floats: int
+
+
+def client(k):
+    return f"client {k}"
+
+
+def ledger_floats(messages):
+    return int(sum(m.floats for m in messages))
+
+
+class SampleBasedProtocol:
+    """Algorithms 1–2: client k holds samples ``parts[k]``.
+
+    Round: the server broadcasts ω^t; client k draws its batch B_k^t and returns
+    Σ_{n∈B_k} ∇ℓ_n and Σ_{n∈B_k} ℓ_n; the server forms the unbiased estimates
+    ĝ^t = Σ_k (N_k/N)(1/B) Σ_{n∈B_k} ∇ℓ_n and ℓ̂^t likewise.
+    Ledger: dim ω down (one broadcast), K × (dim ω + 1) up.
+    """
+
+    def __init__(self, model: TwoLayerNet, X, y, parts):
+        self.model, self.X, self.y, self.parts = model, X, y, parts
+        N = sum(len(p) for p in parts)
+        self.client_weight = np.array([len(p) / N for p in parts])
+
+    def client_sums(self, theta, k, batch):
+        """Client k's work, alone: (Σ ℓ_n, Σ ∇ℓ_n) over its batch."""
+        return self.model.loss_grad(theta, self.X[batch], self.y[batch], np.ones(len(batch)))
+
+    def collect(self, theta, batches):
+        """One round of gradient collection.
+
+        The K clients' weighted sums are evaluated in one stacked pass over the K·B samples, each
+        sample carrying its client's weight N_k/(N B): the same sum Σ_k (N_k/N)(1/B) Σ_n ∇ℓ_n
+        as K separate client passes followed by the server's weighting (equal up to rounding;
+        ``tests/test_ssca.py`` checks it against :meth:`client_sums`), with one product per layer
+        instead of K.
+        """
+        P = self.model.n_params
+        msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
+        msgs += [Message(client(k), SERVER, "grad_sum+loss_sum", P + 1) for k in range(len(batches))]
+        sizes = np.array([len(b) for b in batches])
+        idx = np.concatenate([np.asarray(b) for b in batches])
+        w = np.repeat(self.client_weight / sizes, sizes)
+        Xb = GATHER[self.model.backend](self.X, idx)
+        loss_hat, grad_hat = self.model.loss_grad(theta, Xb, self.y[idx], w)
+        return loss_hat, grad_hat, msgs
+
+
+    def collect_per_client(self, theta, batches):
+        """Per-client estimates for per-client constraints: client k's mini-batch means
+        (ℓ̂_k, ĝ_k) = (1/B) Σ_{n∈B_k} (ℓ_n, ∇ℓ_n), each computed by the client alone, plus the
+        round's messages (same ledger as :meth:`collect`)."""
+        P = self.model.n_params
+        msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
+        ests = []
+        for k, batch in enumerate(batches):
+            lsum, gsum = self.client_sums(theta, k, batch)
+            msgs.append(Message(client(k), SERVER, "grad_sum+loss_sum", P + 1))
+            ests.append((lsum / len(batch), gsum / len(batch)))
+        return ests, msgs
+
+
+class FeatureBasedProtocol:
+    """Algorithms 3–4: client k holds feature block ``blocks[k]`` of every sample and W1,k.
+
+    Round (spec §4): the server sends each client its block W1,k (the designated client also W2,
+    and the first-layer bias when ``bias``) and the batch ids;
+      1. client k sends Z_k = X_k^B W1,kᵀ (B×J) to the designated client d;
+      2. d forms Z = Σ_k Z_k, finishes the forward pass, sends ∇W2 (and ∇b1) and ℓ̂ to the
+         server and Δ1 (B×J) to every other client;
+      3. client k sends ∇W1,k = Δ1ᵀ X_k^B to the server.
+    """
+
+    def __init__(self, model: TwoLayerNet, X, y, blocks, designated=0, collection="three-step"):
+        if not 0 <= designated < len(blocks):
+            raise ValueError(f"designated client must be in 0..{len(blocks) - 1}, got {designated}")
+        if collection not in ("three-step", "one-step"):
+            raise ValueError(f"collection must be 'three-step' (Algorithm 3) or 'one-step' (Remark 4), got {collection!r}")
+        self.collection = collection
+        self.model, self.X, self.y, self.blocks, self.d = model, X, y, blocks, designated
+        self.X_blocks = [np.ascontiguousarray(X[:, b]) for b in blocks]
+        self.col = [b + int(model.bias) for b in blocks]     # columns of W1 owned by client k
+
+    def collect(self, theta, batch):
+        if self.collection == "one-step":
+            return self._collect_one_step(theta, batch)
+        m, d, B = self.model, self.d, len(batch)
+        J, L = m.n_hidden, m.n_classes
+        W1, W2 = m.unpack(theta)
+        msgs = []
+        for k, cols in enumerate(self.col):
+            extra = W2.size + (J if m.bias else 0) if k == d else 0
+            msgs.append(Message(SERVER, client(k), "W1_block+batch_ids" + ("+W2" if k == d else ""),
+                                J * len(cols) + B + extra))
+        # 1. partial pre-activations
+        Zs = [self.X_blocks[k][batch] @ W1[:, cols].T for k, cols in enumerate(self.col)]
+        Z = Zs[d].copy()
+        for k, Zk in enumerate(Zs):
+            if k != d:
+                Z += Zk
+                msgs.append(Message(client(k), client(d), "Z_k", J * B))
+        # 2. designated client: rest of the forward pass and Δ1
+        loss, gW2, D1, gb1 = m.head(theta, Z, self.y[batch], np.full(B, 1.0 / B))
+        grad = np.empty(m.n_params)
+        gW1, gW2v = m.unpack(grad)
+        gW2v[...] = gW2
+        msgs.append(Message(client(d), SERVER, "grad_W2+loss" + ("+grad_b1" if m.bias else ""),
+                            gW2.size + 1 + (J if m.bias else 0)))
+        if m.bias:
+            gW1[:, 0] = gb1
+        for k in range(len(self.col)):
+            if k != d:
+                msgs.append(Message(client(d), client(k), "Delta1", J * B))
+        # 3. block gradients
+        for k, cols in enumerate(self.col):
+            gW1[:, cols] = D1.T @ self.X_blocks[k][batch]
+            msgs.append(Message(client(k), SERVER, "grad_W1_block", J * len(cols)))
+        return loss, grad, msgs
+
+    def _collect_one_step(self, theta, batch):
+        """Remark 4 of seed 001 (reconstructed): every client sends its partial pre-activations
+        Z_k = X_k^B W1,kᵀ and its feature block X_k^B straight to the server, which forms
+        Z = Σ_k Z_k and computes the whole gradient — one message per client, B(J + D_k) floats
+        against about 2JB + JD_k in Algorithm 3 (fewer when B < J, the paper's regime), and the raw
+        features leave the clients (the higher privacy risk the remark names). Same gradient as the
+        three-step collection. The seed lost the message's formula; this reading follows its
+        footnote ("exposes raw data")."""
+        m, B = self.model, len(batch)
+        J = m.n_hidden
+        W1, W2 = m.unpack(theta)
+        msgs = [Message(SERVER, client(k), "W1_block+batch_ids", J * len(cols) + B) for k, cols in enumerate(self.col)]
+        Z = np.zeros((B, J))
+        Xb = []
+        for k, cols in enumerate(self.col):
+            Xk = self.X_blocks[k][batch]
+            Z += Xk @ W1[:, cols].T
+            Xb.append(Xk)
+            msgs.append(Message(client(k), SERVER, "Z_k+X_k", B * (J + len(cols))))
+        loss, gW2, D1, gb1 = m.head(theta, Z, self.y[batch], np.full(B, 1.0 / B))
+        grad = np.empty(m.n_params)
+        gW1, gW2v = m.unpack(grad)
+        gW2v[...] = gW2
+        if m.bias:
+            gW1[:, 0] = gb1
+        for k, cols in enumerate(self.col):
+            gW1[:, cols] = D1.T @ Xb[k]
+        return loss, grad, msgs

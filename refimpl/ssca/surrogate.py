@@ -1,0 +1,78 @@
+"""Mini-batch SSCA server math, seed 001 (spec ssca.md §3): surrogate state, recursion,
+unconstrained closed form and the move. Shared by Algorithms 1–4.
+
+The surrogate of the data term after round t is the quadratic
+    q^t(ω) = A^t ||ω||² + ⟨B^t, ω⟩ + C^t,
+the ρ-weighted running average of the per-round linearisations plus τ||ω − ω^t||² (example (7)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from refimpl.core import validate as V
+
+
+@dataclass(frozen=True)
+class SurrogateState:
+    """(A^t, B^t, C^t); A^0 = 0, B^0 = 0, C^0 = 0."""
+
+    A: float
+    B: np.ndarray
+    C: float
+
+    @classmethod
+    def zeros(cls, n_params):
+        return cls(0.0, np.zeros(n_params), 0.0)
+
+    def value(self, omega):
+        """q^t(ω)."""
+        return self.A * float(omega @ omega) + float(self.B @ omega) + self.C
+
+    def gradient(self, omega):
+        """∇q^t(ω) = 2 A^t ω + B^t."""
+        return 2.0 * self.A * omega + self.B
+
+
+def surrogate_update(state: SurrogateState, loss_hat, grad_hat, omega, rho, tau) -> SurrogateState:
+    """Surrogate recursion, seed 001 (3), (7)–(9), (35)–(37), (42):
+
+        A^t = (1 − ρ_t) A^{t−1} + ρ_t τ
+        B^t = (1 − ρ_t) B^{t−1} + ρ_t (ĝ^t − 2τ ω^t)
+        C^t = (1 − ρ_t) C^{t−1} + ρ_t (ℓ̂^t − ⟨ĝ^t, ω^t⟩ + τ ||ω^t||²)
+    """
+    V.unit_interval("rho_t", rho)
+    V.positive("tau", tau)
+    B = (1.0 - rho) * state.B
+    B += rho * (grad_hat - 2.0 * tau * omega)
+    A = (1.0 - rho) * state.A + rho * tau
+    C = (1.0 - rho) * state.C + rho * (loss_hat - float(grad_hat @ omega) + tau * float(omega @ omega))
+    return SurrogateState(A, B, C)
+
+
+def unconstrained_step(state: SurrogateState, lam):
+    """ω̄^t = argmin_ω q^t(ω) + λ||ω||² = −B^t / (2 (A^t + λ)), seed 001 (10), (24), (38)–(39)."""
+    V.positive("lambda", lam, allow_zero=True)
+    if state.A + lam <= 0:
+        raise ValueError("A^t + λ must be > 0 (run at least one surrogate update, or use λ > 0)")
+    return state.B / (-2.0 * (state.A + lam))
+
+
+def move(omega, omega_bar, gamma):
+    """ω^{t+1} = (1 − γ_t) ω^t + γ_t ω̄^t, seed 001 (5), (18)."""
+    V.unit_interval("gamma_t", gamma)
+    return (1.0 - gamma) * omega + gamma * omega_bar
+
+
+def momentum_form_step(v_prev, omega, grad_hat, rho, gamma_prev, gamma, tau, lam):
+    """Remark 2 of seed 001 (spec §6): SSCA with A^t ≡ τ written as momentum SGD,
+
+        v^t = (1 − ρ_t)(1 − γ_{t−1}) v^{t−1} + ρ_t (ĝ^t + 2λω^t)
+        ω^{t+1} = ω^t − γ_t / (2(τ + λ)) · v^t
+
+    Returns ``(v^t, ω^{t+1})``. Derivation: v^t = 2(τ+λ)(ω^t − ω̄^t) = 2(τ+λ)ω^t + B^t;
+    substitute the B recursion and ω^t = ω^{t−1} − γ_{t−1} v^{t−1} / (2(τ+λ)).
+    """
+    v = (1.0 - rho) * (1.0 - gamma_prev) * v_prev + rho * (grad_hat + 2.0 * lam * omega)
+    return v, omega - gamma / (2.0 * (tau + lam)) * v

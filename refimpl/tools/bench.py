@@ -1,0 +1,314 @@
+"""``refimpl bench ssca``: one sample-based SSCA round (K = 10, 784-128-10, swish) against the
+matrix products it cannot avoid, and against a straightforward PyTorch CPU round when torch is
+installed. All timings come from the same process and run; ratios, not seconds, are the result.
+``gather_seconds`` is the copy of the round's K·B batch rows out of the training set, which the
+products need contiguous (reported beside the floor, not in it).
+``torch_floor_ratio`` is the time of the same five products in torch (its own BLAS) over ours:
+below 1 means torch's matrix products alone are faster than NumPy's BLAS on this machine.
+
+The floor of a round is the five products of the forward/backward pass over the round's K·B
+samples, with the batch already gathered and preallocated outputs: Z = X_b W1ᵀ, O = A W2ᵀ,
+∇W2 = Δ2ᵀ A, G = Δ2 W2, ∇W1 = Δ1ᵀ X_b (one product each over the stacked clients, as the
+round computes them; see :meth:`refimpl.protocols.SampleBasedProtocol.collect`).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from refimpl.ssca.algorithms import SSCA
+from refimpl.core.model import TwoLayerNet
+from refimpl.core.partition import sample_based_schedule, sample_partition
+from refimpl.ssca.protocols import SampleBasedProtocol
+from refimpl.core.schedules import PowerLaw
+
+K, D, J, L = 10, 784, 128, 10
+
+
+def _best(fn, repeats):
+    fn()                                  # warm-up (JIT, caches, thread pools)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def _floor(Xs, W1, W2, repeats):
+    B = Xs[0].shape[0]
+    Z, O, G = np.empty((B, J)), np.empty((B, L)), np.empty((B, J))
+    gW1, gW2 = np.empty((J, D)), np.empty((L, J))
+    A, D2 = np.random.default_rng(0).random((B, J)), np.random.default_rng(1).random((B, L))
+
+    def products():
+        for Xb in Xs:
+            np.matmul(Xb, W1.T, out=Z)
+            np.matmul(A, W2.T, out=O)
+            np.matmul(D2.T, A, out=gW2)
+            np.matmul(D2, W2, out=G)
+            np.matmul(G.T, Xb, out=gW1)
+    return _best(products, repeats)
+
+
+def _torch_floor(Xb, repeats):
+    """The same five products in torch (its own BLAS), for context."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    rng = np.random.default_rng(2)
+    n = Xb.shape[0]
+    X = torch.from_numpy(Xb)
+    W1, W2 = torch.from_numpy(rng.random((J, D))), torch.from_numpy(rng.random((L, J)))
+    A, D2 = torch.from_numpy(rng.random((n, J))), torch.from_numpy(rng.random((n, L)))
+
+    def products():
+        X @ W1.T
+        A @ W2.T
+        D2.T @ A
+        G = D2 @ W2
+        G.T @ X
+    return _best(products, repeats)
+
+
+def _torch_round(X, y, batches, theta, repeats):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_default_dtype(torch.float64)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    W1 = torch.from_numpy(theta[:J * D].reshape(J, D).copy()).requires_grad_()
+    W2 = torch.from_numpy(theta[J * D:].reshape(L, J).copy()).requires_grad_()
+    Bs = torch.zeros(theta.size, dtype=torch.float64)
+    idx = [torch.from_numpy(b) for b in batches]
+    tau, rho, gamma = 0.05, 0.9, 0.3
+
+    def one_round():
+        nonlocal Bs
+        grads = torch.zeros(theta.size, dtype=torch.float64)
+        for b in idx:
+            xb, yb = Xt[b], yt[b]
+            z = xb @ W1.T
+            out = (z * torch.sigmoid(z)) @ W2.T
+            loss = torch.nn.functional.cross_entropy(out, yb, reduction="sum")
+            g1, g2 = torch.autograd.grad(loss, (W1, W2))
+            grads += torch.cat([g1.reshape(-1), g2.reshape(-1)]) / (len(b) * len(idx))
+        with torch.no_grad():
+            omega = torch.cat([W1.reshape(-1), W2.reshape(-1)])
+            Bs = (1 - rho) * Bs + rho * (grads - 2 * tau * omega)
+            new = (1 - gamma) * omega + gamma * (-Bs / (2 * tau))
+            W1.copy_(new[:J * D].reshape(J, D))
+            W2.copy_(new[J * D:].reshape(L, J))
+    return _best(one_round, repeats)
+
+
+def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
+    rows = []
+    for B in batches:
+        rng = np.random.default_rng(B)
+        n_per = max(B, 600)
+        X = rng.random((K * n_per, D))
+        y = rng.integers(0, L, K * n_per)
+        model = TwoLayerNet(D, J, L)
+        parts = sample_partition(X.shape[0], K)
+        protocol = SampleBasedProtocol(model, X, y, parts)
+        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+        sched = sample_based_schedule(parts, 1, B, rng)
+        theta = model.init_params(rng)
+        state = algo.init(theta)
+        batch = sched.indices[0]
+        state = algo.apply(state, 1, batch)[0]        # round 1 has ρ_1 = 1; time a generic round
+        t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
+        W1, W2 = model.unpack(theta)
+        idx = np.concatenate(batch)
+        Xb = X[idx]
+        t_floor = _floor([Xb], W1, W2, repeats)
+        from refimpl.core.kernels import gather_rows_nb
+        t_gather = _best(lambda: gather_rows_nb(X, idx), repeats)
+        t_torch = _torch_round(X, y, batch, theta, repeats)
+        t_torch_floor = _torch_floor(Xb, repeats)
+        row = {"batch_per_client": B, "seconds_per_round": t_round, "floor_seconds": t_floor,
+               "ratio_to_floor": t_round / t_floor, "gather_seconds": t_gather,
+               "ratio_to_floor_plus_gather": t_round / (t_floor + t_gather),
+               "ratio_to_torch": None if t_torch is None else t_round / t_torch,
+               "torch_floor_ratio": None if t_torch_floor is None else t_torch_floor / t_floor}
+        rows.append(row)
+        if progress:
+            progress(f"batch {B}: {t_round * 1e3:.2f} ms/round, floor {t_floor * 1e3:.2f} ms")
+    return rows
+
+
+def format_bench(rows):
+    out = ["batch/client | ms/round | floor ms | ratio to floor | gather ms | ratio to floor+gather | "
+           "ratio to torch | torch products / ours",
+           "-------------+----------+----------+----------------+-----------+-----------------------+"
+           "----------------+----------------------"]
+    for r in rows:
+        tt = "-" if r["ratio_to_torch"] is None else f"{r['ratio_to_torch']:.2f}"
+        tf = "-" if r["torch_floor_ratio"] is None else f"{r['torch_floor_ratio']:.2f}"
+        out.append(f"{r['batch_per_client']:>12} | {r['seconds_per_round'] * 1e3:8.2f} | "
+                   f"{r['floor_seconds'] * 1e3:8.2f} | {r['ratio_to_floor']:14.2f} | {r['gather_seconds'] * 1e3:9.2f} | "
+                   f"{r['ratio_to_floor_plus_gather']:21.2f} | {tt:>14} | {tf:>20}")
+    return "\n".join(out)
+
+
+def bench_constrained(repeats=5, progress=None):
+    """``refimpl bench ssca-constrained``: the constrained step (Step 3) at the MNIST model size
+    (784-128-10, about 1e5 variables) and at a small model (49-16-10), as ratios to one
+    unconstrained sample-based round (K = 10, B = 100 per client) of the same model.
+
+    Timed: the Lemma 1 closed form; the cvxpy QCQP's first solve (building the DPP problem,
+    canonicalisation, solve) and its re-solves with new parameters — span formulation at both
+    sizes, full-space formulation only at the small size (cvxpy's DPP canonicalisation of a cone
+    over 1e5 variables needs an index array of ~1e10 entries).
+    """
+    from refimpl.ssca.constrained import QCQPStep, SolverError, closed_form_step
+    from refimpl.ssca.surrogate import SurrogateState, surrogate_update
+    rows = []
+    for D_, J_ in ((784, 128), (49, 16)):
+        rng = np.random.default_rng(D_)
+        X = rng.random((K * 600, D_))
+        y = rng.integers(0, L, K * 600)
+        model = TwoLayerNet(D_, J_, L)
+        parts = sample_partition(X.shape[0], K)
+        protocol = SampleBasedProtocol(model, X, y, parts)
+        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+        batch = sample_based_schedule(parts, 1, 100, rng).indices[0]
+        theta = model.init_params(rng)
+        state = algo.apply(algo.init(theta), 1, batch)[0]
+        t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
+        loss, g, _ = protocol.collect(theta, batch)
+        sur = surrogate_update(SurrogateState.zeros(theta.size), loss, g, theta, 1.0, 0.05)
+        U = 0.5 * loss
+        t_closed = _best(lambda: closed_form_step(sur, U, 1e5), repeats)
+        row = {"model": f"{D_}-{J_}-{L}", "n_params": model.n_params, "unconstrained_round_s": t_round,
+               "closed_form_s": t_closed, "closed_form_ratio": t_closed / t_round}
+        forms = ("span",) if model.n_params > 5000 else ("span", "full")
+        for form in forms:
+            t0 = time.perf_counter()
+            q = QCQPStep(model.n_params, 1e5, formulation=form)
+            q.solve([sur], U)
+            first = time.perf_counter() - t0
+            failures = []
+
+            def resolve_once():
+                try:
+                    q.solve([SurrogateState(sur.A, sur.B * rng.uniform(0.98, 1.02), sur.C)], U)
+                except SolverError as exc:
+                    failures.append(str(exc))
+            resolve = _best(resolve_once, repeats)
+            row[f"cvxpy_{form}_resolve_failures"] = len(failures)
+            row[f"cvxpy_{form}_first_s"] = first
+            row[f"cvxpy_{form}_resolve_s"] = resolve
+            row[f"cvxpy_{form}_first_ratio"] = first / t_round
+            row[f"cvxpy_{form}_resolve_ratio"] = resolve / t_round
+        rows.append(row)
+        if progress:
+            progress(f"{row['model']}: round {t_round * 1e3:.2f} ms, closed form {t_closed * 1e6:.1f} µs")
+    return rows
+
+
+def format_constrained(rows):
+    out = []
+    for r in rows:
+        out.append(f"model {r['model']} ({r['n_params']} parameters): unconstrained round "
+                   f"{r['unconstrained_round_s'] * 1e3:.2f} ms")
+        out.append(f"  closed form (Lemma 1)        {r['closed_form_s'] * 1e3:9.3f} ms   ratio {r['closed_form_ratio']:.3f}")
+        for form in ("span", "full"):
+            if f"cvxpy_{form}_first_s" in r:
+                out.append(f"  cvxpy {form:<4} first solve      {r[f'cvxpy_{form}_first_s'] * 1e3:9.3f} ms   "
+                           f"ratio {r[f'cvxpy_{form}_first_ratio']:.3f}")
+                out.append(f"  cvxpy {form:<4} re-solve         {r[f'cvxpy_{form}_resolve_s'] * 1e3:9.3f} ms   "
+                           f"ratio {r[f'cvxpy_{form}_resolve_ratio']:.3f}"
+                           + (f"   ({r[f'cvxpy_{form}_resolve_failures']} solver failures)"
+                              if r[f"cvxpy_{form}_resolve_failures"] else ""))
+    return "\n".join(out)
+
+
+def bench_vfl(repeats=5, progress=None):
+    """``refimpl bench vfl``: one party's local phase (linear encoder, 196 inputs → 16, B = 64,
+    10 classes) for τ = 1, 10, 50 local steps: the Numba kernel (whole loop jitted) against the
+    NumPy loop, same inputs, in one run. Returns rows with both times and the speed-up."""
+    from refimpl.vfl.flexvfl import linear_party_phase_nb, party_local_phase
+    from refimpl.vfl.local_optimizers import SGD, LocalMomentum
+    from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
+    rng = np.random.default_rng(0)
+    m = VerticalModel(tuple(LinearEncoder(196, 16) for _ in range(4)), LinearFusion(64, 10))
+    thetas = m.init(rng)
+    Xb = [rng.random((64, 196)) for _ in range(4)]
+    yb = rng.integers(0, 10, 64)
+    H = np.hstack(m.embeddings(thetas, Xb))
+    rows = []
+    for opt in (SGD(), LocalMomentum(0.9)):
+        for tau in (1, 10, 50):
+            t_nb = _best(lambda: linear_party_phase_nb(m, 1, thetas[1], thetas[0], H, Xb[0], yb, opt, 0.05, tau), repeats)
+            t_np = _best(lambda: party_local_phase(m, 1, thetas[1], thetas[0], H, Xb[0], yb, opt, 0.05, tau), repeats)
+            rows.append({"optimizer": opt.name, "tau": tau, "numba_seconds": t_nb, "numpy_seconds": t_np,
+                         "speedup": t_np / t_nb})
+            if progress:
+                progress(f"{opt.name} τ={tau}: numba {t_nb * 1e3:.3f} ms, numpy {t_np * 1e3:.3f} ms")
+    return rows
+
+
+def format_vfl(rows):
+    out = ["optimizer | tau | numba ms | numpy ms | speed-up", "----------+-----+----------+----------+---------"]
+    for r in rows:
+        out.append(f"{r['optimizer']:>9} | {r['tau']:>3} | {r['numba_seconds'] * 1e3:8.3f} | "
+                   f"{r['numpy_seconds'] * 1e3:8.3f} | {r['speedup']:7.2f}")
+    return "\n".join(out)
+
+
+def bench_mfcgd(repeats=3, steps=2000, progress=None):
+    """``refimpl bench mfcgd``: Algorithm 1 on the synthetic problem (M = 10, p = 5), the Numba
+    kernel against the NumPy implementation, d = 20 and 100, same run length; steps per second."""
+    from refimpl.mfcgd.problems import SyntheticComposition
+    from refimpl.mfcgd.algorithm import Identity, MFCGDParams, run_mfcgd, run_mfcgd_synthetic_nb
+    rows = []
+    for d in (20, 100):
+        pr = SyntheticComposition.random(M=10, p=5, d=d, rng=np.random.default_rng(0))
+        par = MFCGDParams(k=1, n=1000, c1=10, c2=10, c3=10, gamma=0.5, q=10, C_g=10.0, C_f=10.0)
+        t_np = _best(lambda: run_mfcgd(pr, np.zeros(d), steps, par, Identity(), np.random.default_rng(1)), repeats)
+        t_nb = _best(lambda: run_mfcgd_synthetic_nb(pr, np.zeros(d), steps, par, Identity(), np.random.default_rng(1)),
+                     repeats)
+        rows.append({"d": d, "M": 10, "steps": steps, "numpy_seconds": t_np, "numba_seconds": t_nb,
+                     "speedup": t_np / t_nb, "numba_steps_per_second": steps / t_nb})
+        if progress:
+            progress(f"d={d}: numpy {t_np:.3f} s, numba {t_nb:.4f} s")
+    return rows
+
+
+def format_mfcgd(rows):
+    out = ["   d |  M | steps | numpy s | numba s | speed-up | numba steps/s", "-" * 66]
+    for r in rows:
+        out.append(f"{r['d']:>4} | {r['M']:>2} | {r['steps']:>5} | {r['numpy_seconds']:7.3f} | {r['numba_seconds']:7.4f} | "
+                   f"{r['speedup']:8.1f} | {r['numba_steps_per_second']:13.0f}")
+    return "\n".join(out)
+
+
+def bench_paper_scale(data_dir=None, rounds=1000, eval_every=10, progress=None):
+    """``refimpl bench paper-scale``: the sample-based SSCA run at the paper's size — 60,000
+    training samples, K = 10, B = 100 per client, 784-128-10 swish, T = 1000 rounds, training
+    cost (32) on all 60,000 samples every 10 rounds. Data: MNIST-format files from ``data_dir``
+    (e.g. Debian's Fashion-MNIST), else 60,000 random images (timing is data-independent).
+    Reports wall time and the process's peak resident memory."""
+    import resource
+    from refimpl.core.data import Dataset, load_idx_dir
+    from refimpl.ssca.experiment import RunConfig, run_experiment
+    if data_dir:
+        ds = load_idx_dir(data_dir)
+    else:
+        rng = np.random.default_rng(0)
+        ds = Dataset(rng.random((60000, 784)), rng.integers(0, 10, 60000), rng.random((10000, 784)),
+                     rng.integers(0, 10, 10000), 10, "random-60k")
+    cfg = RunConfig("ssca", "sample", batch=100, rounds=rounds, clients=10, eval_every=eval_every)
+    t0 = time.perf_counter()
+    tr = run_experiment(cfg, ds, progress=(lambda t, m: progress(f"round {t}: cost {m['train_cost']:.4f}"))
+                        if progress else None)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0      # KiB on Linux → MiB
+    return {"data": ds.name, "n_train": ds.n_train, "rounds": rounds, "eval_every": eval_every,
+            "wall_seconds": wall, "peak_rss_mib": peak, "final_train_cost": tr.series("train_cost")[-1],
+            "final_test_accuracy": tr.series("test_accuracy")[-1], "status": tr.status}

@@ -1,0 +1,444 @@
+"""Hyper-parameter sweeps and seed averaging: ``refimpl sweep SPEC --out DIR`` and
+``refimpl sweep-summary DIR``.
+
+A spec (TOML or JSON; data only, nothing evaluated) names the runner, fixed settings, a grid and
+the seeds:
+
+    runner = "ssca"                     # any `refimpl run` algorithm
+    seeds = [0, 1, 2]                   # or a count: seeds = 3
+    [fixed]
+    setting = "sample"
+    rounds = 200
+    [grid]
+    tau = [0.05, 0.1]
+    rho_alpha = { start = 0.1, stop = 0.5, num = 3 }      # linear range (log = true: geometric)
+
+Every (cell, seed) is one task, named by the SHA-256 of its canonical configuration. A task writes
+into a temporary directory and renames it to ``tasks/<hash>`` when complete (rename is atomic), so
+a directory ``tasks/<hash>`` is always a finished task: a rerun skips those and redoes the rest,
+and a kill at any moment loses at most the tasks in flight. Failures are written to
+``failed/<hash>.json`` and retried on the next run. One sweep at a time per directory (lock file).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+import traceback
+from dataclasses import asdict, fields
+
+import numpy as np
+
+SPEC_KEYS = {"runner", "seeds", "fixed", "grid", "description"}
+
+
+# ----------------------------------------------------------------------------- spec
+
+def _runner_family(runner):
+    from refimpl.ssca.experiment import ALGORITHMS
+    from refimpl.mfcgd.experiment import METHODS as MF
+    from refimpl.vfl.experiment import VFL_METHODS
+    if runner in ALGORITHMS:
+        return "ssca"
+    if runner in VFL_METHODS:
+        return "vfl"
+    if runner in MF:
+        return "mfcgd"
+    raise ValueError(f"unknown runner {runner!r}; allowed: {sorted(ALGORITHMS) + sorted(VFL_METHODS) + sorted(MF)}")
+
+
+def _config_class(family):
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.mfcgd.experiment import MFCGDConfig
+    from refimpl.vfl.experiment import VFLConfig
+    return {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[family]
+
+
+def _method_field(family):
+    return {"ssca": "algorithm", "vfl": "method", "mfcgd": "method"}[family]
+
+
+def _expand(name, v):
+    if isinstance(v, list):
+        if not v:
+            raise ValueError(f"grid entry {name!r} is an empty list")
+        return v
+    if isinstance(v, dict):
+        unknown = set(v) - {"start", "stop", "num", "log"}
+        if unknown or not {"start", "stop", "num"} <= set(v):
+            raise ValueError(f"grid range {name!r} needs start, stop, num (and optionally log), got {sorted(v)}")
+        num = int(v["num"])
+        if num < 1:
+            raise ValueError(f"grid range {name!r}: num must be >= 1, got {num}")
+        vals = (np.geomspace if v.get("log") else np.linspace)(float(v["start"]), float(v["stop"]), num)
+        return [float(x) for x in vals]
+    raise ValueError(f"grid entry {name!r} must be a list or a {{start, stop, num}} range, got {type(v).__name__}")
+
+
+def load_spec(path):
+    """Read and validate a sweep spec; returns (runner, fixed, grid (name → values), seeds)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if str(path).endswith(".toml"):
+        try:
+            import tomllib
+        except ImportError:                     # Python 3.10
+            raise ValueError("TOML specs need Python >= 3.11; use a JSON spec")
+        doc = tomllib.loads(raw.decode())
+    else:
+        doc = json.loads(raw.decode())
+    return validate_spec(doc)
+
+
+def validate_spec(doc):
+    if not isinstance(doc, dict):
+        raise ValueError("a sweep spec is a table/object at the top level")
+    unknown = set(doc) - SPEC_KEYS
+    if unknown:
+        raise ValueError(f"unknown spec keys {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    if "runner" not in doc:
+        raise ValueError("the spec must name a runner, e.g. runner = \"ssca\"")
+    runner = doc["runner"]
+    family = _runner_family(runner)
+    cls = _config_class(family)
+    allowed = {f.name for f in fields(cls)} - {_method_field(family), "seed"}
+    fixed = dict(doc.get("fixed", {}))
+    grid_raw = dict(doc.get("grid", {}))
+    for part, keys in (("fixed", fixed), ("grid", grid_raw)):
+        bad = set(keys) - allowed
+        if bad:
+            raise ValueError(f"unknown {part} settings {sorted(bad)} for runner {runner!r}; allowed: {sorted(allowed)}")
+    both = set(fixed) & set(grid_raw)
+    if both:
+        raise ValueError(f"settings {sorted(both)} are both fixed and in the grid")
+    grid = {k: _expand(k, v) for k, v in grid_raw.items()}
+    seeds = doc.get("seeds", [0])
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ValueError(f"seeds must be a positive count or a list, got {seeds}")
+        seeds = list(range(seeds))
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers or a count, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds repeat: {seeds}")
+    # every cell must build a valid configuration before anything runs
+    for cell in cells(grid):
+        make_config(runner, {**fixed, **cell}, seeds[0])
+    return runner, fixed, grid, seeds
+
+
+def cells(grid):
+    names = sorted(grid)
+    for combo in itertools.product(*(grid[n] for n in names)):
+        yield dict(zip(names, combo))
+
+
+def make_config(runner, settings, seed):
+    family = _runner_family(runner)
+    cls = _config_class(family)
+    try:
+        cfg = cls(**{_method_field(family): runner, **settings, "seed": int(seed)})
+    except TypeError as exc:
+        raise ValueError(f"invalid settings for {runner}: {exc}")
+    if family == "ssca":
+        cfg.resolved()
+    elif family == "vfl":
+        cfg.method_key()
+    else:
+        cfg.validate()
+    return cfg
+
+
+def task_id(runner, cfg):
+    canon = json.dumps({"runner": runner, "config": asdict(cfg)}, sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:20]
+
+
+def tasks(runner, fixed, grid, seeds):
+    out = []
+    for cell in cells(grid):
+        for s in seeds:
+            cfg = make_config(runner, {**fixed, **cell}, s)
+            out.append({"id": task_id(runner, cfg), "runner": runner, "cell": cell, "seed": s,
+                        "settings": {**fixed, **cell}})
+    return out
+
+
+# ----------------------------------------------------------------------------- one task
+
+def run_task(task, out_dir):
+    """Run one task and publish it atomically; returns (id, "done" | "failed", message)."""
+    final = os.path.join(out_dir, "tasks", task["id"])
+    if os.path.isdir(final):
+        return task["id"], "done", "already finished"
+    tmp = os.path.join(out_dir, "tasks", f".tmp-{task['id']}-{os.getpid()}-{socket.gethostname()}")
+    try:
+        cfg = make_config(task["runner"], task["settings"], task["seed"])
+        family = _runner_family(task["runner"])
+        if family == "ssca":
+            from refimpl.core.data import load_embedded_mnist
+            from refimpl.ssca.experiment import run_experiment
+            tr = run_experiment(cfg.resolved(), load_embedded_mnist())
+        elif family == "vfl":
+            from refimpl.core.data import load_embedded_mnist
+            from refimpl.vfl.experiment import run_vfl
+            tr = run_vfl(cfg, load_embedded_mnist())
+        else:
+            from refimpl.mfcgd.experiment import run_mfcgd_config
+            tr = run_mfcgd_config(cfg)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tr.save(tmp)
+        with open(os.path.join(tmp, "task.json"), "w") as fh:
+            json.dump({**task, "status": tr.status}, fh, indent=1, default=str)
+        try:
+            os.rename(tmp, final)                  # atomic publish
+        except OSError:
+            if not os.path.isdir(final):           # another worker published it first otherwise
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+        failed = os.path.join(out_dir, "failed", task["id"] + ".json")
+        if os.path.exists(failed):
+            os.remove(failed)
+        return task["id"], "done", tr.status
+    except Exception as exc:                       # reported, the sweep goes on
+        shutil.rmtree(tmp, ignore_errors=True)
+        rec = {**task, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6)}
+        path = os.path.join(out_dir, "failed", task["id"] + ".json")
+        with open(path + ".tmp", "w") as fh:
+            json.dump(rec, fh, indent=1, default=str)
+        os.replace(path + ".tmp", path)
+        return task["id"], "failed", rec["error"]
+
+
+# ----------------------------------------------------------------------------- lock
+
+class SweepLock:
+    """``DIR/.sweep.lock`` created exclusively; a lock whose process is gone (same host) is stale
+    and taken over; a live one refuses the second sweep with a clear message."""
+
+    def __init__(self, out_dir):
+        self.path = os.path.join(out_dir, ".sweep.lock")
+
+    def __enter__(self):
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+                return self
+            except FileExistsError:
+                try:
+                    other = json.load(open(self.path))
+                except (OSError, ValueError):
+                    other = {}
+                if other.get("host") == me["host"] and not _alive(other.get("pid", -1)):
+                    os.remove(self.path)           # stale: its process is gone
+                    continue
+                raise RuntimeError(f"another sweep (pid {other.get('pid')} on {other.get('host')}) is writing to "
+                                   f"{os.path.dirname(self.path)}; wait for it or remove {self.path} if it is dead")
+        raise RuntimeError(f"could not take the lock {self.path}")
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(OSError):
+            os.remove(self.path)
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+# ----------------------------------------------------------------------------- executors
+
+@contextlib.contextmanager
+def _single_threaded_env():
+    """One BLAS thread per task (inherited by the worker processes started inside): tasks run in
+    parallel, and a task's arithmetic (hence its trace) does not depend on how many threads the
+    executor's worker has. The caller's environment is restored afterwards."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+    saved = {v: os.environ.get(v) for v in names}
+    os.environ.update({v: "1" for v in names})
+    try:
+        yield
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+
+
+def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, progress=None):
+    """Run every unfinished task of the spec; returns the counts {done, failed, skipped}."""
+    if executor not in ("local", "dask"):
+        raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
+    if int(workers) < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    runner, fixed, grid, seeds = load_spec(spec_path)
+    todo = tasks(runner, fixed, grid, seeds)
+    os.makedirs(os.path.join(out_dir, "tasks"), exist_ok=True)
+    os.makedirs(os.path.join(out_dir, "failed"), exist_ok=True)
+    with SweepLock(out_dir):
+        spec_copy = os.path.join(out_dir, "spec.json")
+        with open(spec_copy + ".tmp", "w") as fh:
+            json.dump({"runner": runner, "fixed": fixed, "grid": grid, "seeds": seeds}, fh, indent=1)
+        os.replace(spec_copy + ".tmp", spec_copy)
+        for name in os.listdir(os.path.join(out_dir, "tasks")):
+            if name.startswith(".tmp-"):          # left by a killed run: never published
+                shutil.rmtree(os.path.join(out_dir, "tasks", name), ignore_errors=True)
+        pending = [t for t in todo if not os.path.isdir(os.path.join(out_dir, "tasks", t["id"]))]
+        counts = {"total": len(todo), "skipped": len(todo) - len(pending), "done": 0, "failed": 0}
+        if progress:
+            progress(f"{len(todo)} tasks, {counts['skipped']} already finished, {len(pending)} to run "
+                     f"({executor}, {workers} workers)")
+        with _single_threaded_env():
+            _execute(executor, pending, out_dir, workers, scheduler, counts, progress)
+    return counts
+
+
+def _execute(executor, pending, out_dir, workers, scheduler, counts, progress):
+    if executor == "local":
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        import multiprocessing as mp
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(run_task, t, out_dir): t for t in pending}
+            for f in as_completed(futs):
+                _account(f.result(), futs[f], counts, len(pending), progress)
+    else:
+        from distributed import Client, LocalCluster, as_completed
+        cluster = None
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        try:
+            futs = {client.submit(run_task, t, out_dir, key=f"refimpl-{t['id']}", pure=False): t for t in pending}
+            for f in as_completed(list(futs)):
+                _account(f.result(), futs[f], counts, len(pending), progress)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _account(result, task, counts, n, progress):
+    tid, status, msg = result
+    counts["done" if status == "done" else "failed"] += 1
+    if progress:
+        finished = counts["done"] + counts["failed"]
+        line = f"[{finished}/{n}] done {counts['done']}, failed {counts['failed']}, remaining {n - finished}"
+        if status != "done":
+            line += f" — task {tid} (cell {task['cell']}, seed {task['seed']}) failed: {msg}"
+        progress(line)
+
+
+# ----------------------------------------------------------------------------- summary
+
+def _criterion(name):
+    """'final:METRIC' (minimised; prefix '-' to maximise, e.g. '-final:test_accuracy') or
+    'first:METRIC<=VALUE' / 'first:METRIC>=VALUE' (round or time of first reach, minimised)."""
+    sign = 1.0
+    if name.startswith("-"):
+        sign, name = -1.0, name[1:]
+    kind, _, rest = name.partition(":")
+    if kind == "final" and rest:
+        return lambda m: float(m[rest][-1]) * sign
+    if kind == "first":
+        for op in ("<=", ">="):
+            if op in rest:
+                metric, val = rest.split(op)
+                val = float(val)
+
+                def f(m, metric=metric, op=op, val=val):
+                    x = np.asarray(m[metric])
+                    hit = np.flatnonzero(x <= val if op == "<=" else x >= val)
+                    axis = m.get("round") or m.get("step") or m.get("time")
+                    return float(axis[hit[0]]) * sign if hit.size else np.inf
+                return f
+    raise ValueError(f"criterion must be 'final:METRIC', '-final:METRIC' or 'first:METRIC<=V' / '>=V', got {name!r}")
+
+
+def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
+    """Per cell: mean and spread over seeds of every per-round metric; the best cells by the
+    criterion; CSV files and a PNG of the best cells' curves. Returns (cells table, failures)."""
+    from refimpl.core.trace import Trace, write_csv
+    crit = _criterion(criterion)
+    groups = {}
+    tdir = os.path.join(out_dir, "tasks")
+    for name in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
+        if name.startswith("."):
+            continue
+        task = json.load(open(os.path.join(tdir, name, "task.json")))
+        tr = Trace.load(os.path.join(tdir, name))
+        key = json.dumps(task["cell"], sort_keys=True)
+        groups.setdefault(key, []).append((task, tr))
+    failures = []
+    fdir = os.path.join(out_dir, "failed")
+    for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
+        if name.endswith(".json"):
+            rec = json.load(open(os.path.join(fdir, name)))
+            failures.append({"task": rec["id"], "cell": json.dumps(rec["cell"], sort_keys=True), "seed": rec["seed"],
+                             "error": rec["error"]})
+    if not groups:
+        raise ValueError(f"{out_dir}: no finished tasks")
+    rows, curves = [], []
+    for key, members in groups.items():
+        vals = [crit(tr.metrics) for _, tr in members]
+        cell = json.loads(key)
+        finite = np.all(np.isfinite(vals))          # a cell that never reached a target: mean = inf
+        rows.append({**cell, "seeds": len(members), "criterion": criterion, "mean": float(np.mean(vals)),
+                     "std": float(np.std(vals, ddof=1)) if len(vals) > 1 and finite else 0.0})
+        lengths = {k: min(len(tr.metrics[k]) for _, tr in members) for k in members[0][1].metrics
+                   if all(k in tr.metrics for _, tr in members) and len(members[0][1].metrics[k])}
+        axis = "round" if "round" in lengths else "step" if "step" in lengths else "time"
+        n = min(lengths.values())
+        for i in range(n):
+            row = {"cell": key, axis: members[0][1].metrics[axis][i]}
+            for k in lengths:
+                if k == axis:
+                    continue
+                col = np.array([tr.metrics[k][i] for _, tr in members], dtype=float)
+                row[f"{k}_mean"] = float(np.mean(col))
+                row[f"{k}_std"] = float(np.std(col, ddof=1)) if len(col) > 1 else 0.0
+            curves.append(row)
+    rows.sort(key=lambda r: r["mean"])
+    write_csv(os.path.join(out_dir, "summary.csv"), rows)
+    write_csv(os.path.join(out_dir, "curves.csv"), curves)
+    if failures:
+        write_csv(os.path.join(out_dir, "failures.csv"), failures)
+    metric = metric or criterion.lstrip("-").partition(":")[2].split("<")[0].split(">")[0]
+    _plot_best(out_dir, rows[:top], curves, metric)
+    return rows, failures
+
+
+def _plot_best(out_dir, best, curves, metric):
+    from refimpl.core.plots import _finish, _pyplot, band
+    plt = _pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    axis = "round"
+    for r in best:
+        key = json.dumps({k: v for k, v in r.items() if k not in ("seeds", "criterion", "mean", "std")}, sort_keys=True)
+        pts = [c for c in curves if c["cell"] == key and f"{metric}_mean" in c]
+        if not pts:
+            continue
+        axis = next(k for k in ("round", "step", "time") if k in pts[0])
+        band(ax, pts, axis, metric, key)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(metric)
+    _finish(fig, [ax], os.path.join(out_dir, "best.png"))
+
+

@@ -1,0 +1,151 @@
+"""One Flex-VFL-family run from a configuration (data → parties → speeds → method → trace), and
+the side-by-side comparison of ``refimpl compare vfl``."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from refimpl.vfl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, max_change_factor, quadrant_blocks,
+                      run_async, time_to_target)
+from refimpl.vfl.local_optimizers import make_optimizer
+from refimpl.core.partition import feature_partition
+from refimpl.vfl.speeds import Network, parse_speeds
+from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
+
+VFL_METHODS = {"flexvfl": "flex", "adaptive-flexvfl": "adaptive", "sync-vfl": "sync", "async-vfl": "async",
+               "pbcd": "pbcd"}
+
+
+@dataclass
+class VFLConfig:
+    method: str = "flexvfl"
+    parties: int = 4
+    encoder: str = "linear"          # one value or a comma list, one per party: linear | swish
+    embed_dim: int = 16
+    hidden: int = 32
+    optimizer: str = "sgd"           # one value or a comma list for server + parties
+    eta: str = "0.05"                # one value or a comma list for server + parties
+    A: str = "1.0"                   # adaptive constants A_k
+    batch: int = 64
+    rounds: int = 300
+    time_budget: float | None = None
+    timeout: float = 10.0
+    Q: int = 10
+    speeds: str = "lognormal:0.2,1,1,2,8:0.3"
+    bandwidth: float = 1e8
+    latency: float = 0.01
+    labels: str = "all"
+    target: float | None = None
+    seed: int = 0
+    eval_every: int = 1
+    theory_every: int = 0             # every that many rounds: Σ_k ||∇_k F(Θ^{r,0})||² (left side of (15))
+    smoothness: str = "none"          # "none" | "estimate" | "L,L_0,…,L_K" for condition (14)
+
+    def method_key(self):
+        if self.method not in VFL_METHODS:
+            raise ValueError(f"VFL method must be one of {sorted(VFL_METHODS)}, got {self.method!r}")
+        return VFL_METHODS[self.method]
+
+
+def _list(text, n, name, conv=str):
+    vals = [conv(v) for v in str(text).split(",") if v.strip()]
+    if len(vals) == 1:
+        vals = vals * n
+    if len(vals) != n:
+        raise ValueError(f"--{name} needs 1 or {n} values, got {len(vals)}")
+    return vals
+
+
+def _smoothness(cfg, model, thetas, data, K1):
+    if cfg.smoothness == "none":
+        return None
+    if cfg.smoothness == "estimate":
+        sub = np.random.default_rng(cfg.seed).choice(data.n, min(500, data.n), replace=False)
+        return estimate_smoothness(model, thetas, [X[sub] for X in data.Xs_train], data.y_train[sub],
+                                   np.random.default_rng(cfg.seed), iters=20)
+    vals = [float(v) for v in cfg.smoothness.split(",")]
+    if len(vals) != K1 + 1 or min(vals) <= 0:
+        raise ValueError(f"--smoothness needs L and L_0..L_{K1 - 1} ({K1 + 1} positive values), got {cfg.smoothness!r}")
+    return vals[0], np.array(vals[1:])
+
+
+def vertical_data(ds, parties):
+    blocks = quadrant_blocks() if (ds.n_features == 784 and parties == 4) else feature_partition(ds.n_features, parties)
+    return VerticalData.from_dataset(ds, blocks)
+
+
+def build_model(cfg, data, n_classes):
+    encs = []
+    for k, (kind, X) in enumerate(zip(_list(cfg.encoder, cfg.parties, "encoder"), data.Xs_train)):
+        if kind == "linear":
+            encs.append(LinearEncoder(X.shape[1], cfg.embed_dim))
+        elif kind == "swish":
+            encs.append(SwishEncoder(X.shape[1], cfg.embed_dim, cfg.hidden))
+        else:
+            raise ValueError(f"encoder of party {k + 1} must be 'linear' or 'swish', got {kind!r}")
+    return VerticalModel(tuple(encs), LinearFusion(cfg.parties * cfg.embed_dim, n_classes))
+
+
+def run_vfl(cfg: VFLConfig, ds, progress=None):
+    """Returns the trace; every random stream derives from ``cfg.seed``."""
+    method = cfg.method_key()
+    data = vertical_data(ds, cfg.parties)
+    model = build_model(cfg, data, ds.n_classes)
+    rng_init, rng_speed, rng_run = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
+    thetas = model.init(rng_init)
+    K1 = cfg.parties + 1
+    speeds = parse_speeds(cfg.speeds, K1).sample(cfg.rounds + 1, rng_speed)
+    eta = _list(cfg.eta, K1, "eta", float)
+    net = Network(cfg.bandwidth, cfg.latency)
+    budget = cfg.time_budget
+    if method == "async":
+        if budget is None:
+            raise ValueError("async-vfl runs on simulated time: give --time-budget")
+        if cfg.optimizer not in ("sgd",):
+            raise ValueError("asynchronous VFL uses SGD steps only (--optimizer sgd)")
+        tr = run_async(model, data, thetas, eta, cfg.batch, speeds, rng_run, budget, net,
+                       eval_every_time=budget / max(cfg.rounds // cfg.eval_every, 1), progress=progress,
+                       stop_at_accuracy=cfg.target)
+    else:
+        opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
+        smooth = _smoothness(cfg, model, thetas, data, K1)
+        A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
+        run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if method == "adaptive" else speeds[1:],
+                      timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth)
+        tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
+                     stop_at_accuracy=cfg.target)
+        if smooth is not None:
+            tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
+            if "cond14" in tr.arrays:
+                tr.config["condition14_fraction_met"] = float(np.mean(tr.arrays["cond14"]))
+            if method == "adaptive" and "tau" in tr.arrays:
+                alpha = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
+                tr.config["condition20"] = {"alpha": alpha,
+                                            "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
+    tr.config.update(asdict(cfg))
+    tr.config["data"] = ds.name
+    return tr
+
+
+def compare_vfl(cfg: VFLConfig, ds, methods=("flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd"),
+                targets=(0.8, 0.85, 0.9), progress=None):
+    """Every method on the same data, speeds and seed; returns (traces, curve rows, table rows)."""
+    from dataclasses import replace
+    budget = cfg.time_budget
+    if budget is None:
+        raise ValueError("compare vfl needs --time-budget (simulated time shared by all methods)")
+    traces, curve, table = {}, [], []
+    for meth in methods:
+        tr = run_vfl(replace(cfg, method=meth, target=None, rounds=max(cfg.rounds, 1)), ds)
+        traces[meth] = tr
+        for t, a in zip(tr.series("time"), tr.series("test_accuracy")):
+            curve.append({"method": meth, "time": float(t), "test_accuracy": float(a)})
+        row = {"method": meth}
+        for tgt in targets:
+            row[f"time_to_{tgt:g}"] = time_to_target(tr, tgt)
+        row["final_accuracy"] = float(tr.series("test_accuracy")[-1])
+        table.append(row)
+        if progress:
+            progress(f"{meth}: final accuracy {row['final_accuracy']:.4f} at time {tr.series('time')[-1]:.1f}")
+    return traces, curve, table

@@ -1,0 +1,516 @@
+"""Flex-VFL (Algorithm 1), Adaptive Flex-VFL (Algorithm 2) and the synchronous, asynchronous and
+P-BCD baselines of seed 000, on a simulated clock (spec flexvfl.md §2–§7).
+
+One global round r of Flex-VFL:
+  1. parties agree on a mini-batch B^r (here: drawn from the run's Generator);
+  2. party k ≥ 1 sends h_k(θ_k^{r,0}; X_k^B) to the server, which sends θ_0^{r,0} and the snapshot
+     Φ^r = {θ_0^{r,0}, h_1, …, h_K} back;
+  3. every party (server included) runs τ_k^r local steps on B^r, updating only θ_k and using the
+     stale Φ_{-k}^r:  θ_k^{r,t+1} = θ_k^{r,t} − η_k^r D_k(…)   (6);
+  4. Θ^{r+1,0} collects the last local iterates.
+τ_k^r = max(1, floor(timeout / step_time_k^r)) for Flex-VFL, Q for synchronous VFL, 1 for P-BCD.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from refimpl.core.data import Dataset
+from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_summary
+from refimpl.vfl.speeds import Network
+from refimpl.core.trace import Trace
+from refimpl.vfl.models import LinearEncoder
+
+METHODS = ("flex", "adaptive", "sync", "pbcd")
+
+
+def quadrant_blocks(side=28):
+    """Feature blocks of the four image quadrants (row-major pixels), top-left first."""
+    idx = np.arange(side * side).reshape(side, side)
+    h = side // 2
+    return [idx[:h, :h].ravel(), idx[:h, h:].ravel(), idx[h:, :h].ravel(), idx[h:, h:].ravel()]
+
+
+@dataclass(frozen=True)
+class VerticalData:
+    """Aligned feature blocks of the K parties (rows are the same samples for every party)."""
+
+    Xs_train: tuple
+    y_train: np.ndarray
+    Xs_test: tuple
+    y_test: np.ndarray
+
+    def __post_init__(self):
+        for name, Xs, y in (("training", self.Xs_train, self.y_train), ("test", self.Xs_test, self.y_test)):
+            for k, X in enumerate(Xs):
+                if X.shape[0] != len(y):
+                    raise ValueError(f"party {k + 1}'s {name} features have {X.shape[0]} rows but there are "
+                                     f"{len(y)} labels: the parties' rows must be aligned")
+
+    @classmethod
+    def from_dataset(cls, ds: Dataset, blocks):
+        return cls(tuple(np.ascontiguousarray(ds.X_train[:, b]) for b in blocks), ds.y_train,
+                   tuple(np.ascontiguousarray(ds.X_test[:, b]) for b in blocks), ds.y_test)
+
+    @property
+    def n(self):
+        return len(self.y_train)
+
+
+# ----------------------------------------------------------------------------- local phases
+
+def server_local_phase(model, theta0, H, yb, opt, eta, tau, record=False):
+    """Party 0: τ steps on θ_0 with every embedding stale (Φ^r)."""
+    th, start = theta0.copy(), theta0
+    state, grads = opt.init(th), []
+    for t in range(tau):
+        g = model.fusion.loss_grads(th, H, yb)[1]
+        if record:
+            grads.append(g)
+        th, state = opt.update(g, state, th, start, eta, t)
+    return th, grads
+
+
+def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, dh_stale=None, record=False):
+    """Party k ≥ 1: τ steps on θ_k with θ_0 and the other embeddings from the snapshot.
+    ``dh_stale``: labels only at the server — the party uses the ∂l/∂h_k it received."""
+    enc = model.encoders[k - 1]
+    o0, o1 = model.offsets[k - 1], model.offsets[k]
+    th, start = theta_k.copy(), theta_k
+    state, grads = opt.init(th), []
+    Ht = H.copy()
+    for t in range(tau):
+        h, cache = enc.forward(th, Xb)
+        if dh_stale is None:
+            Ht[:, o0:o1] = h
+            dh = model.fusion.loss_grads(theta0_snap, Ht, yb)[2][:, o0:o1]
+        else:
+            dh = dh_stale
+        g = enc.backward(th, cache, dh)
+        if record:
+            grads.append(g)
+        th, state = opt.update(g, state, th, start, eta, t)
+    return th, grads
+
+
+@njit(cache=True)
+def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param):
+    # X: B×D (C-contiguous), W: O×(D+1) (bias col 0), W0k: L×O, base: B×L logits from the other
+    # parties and the fusion bias. Products go to BLAS (np.dot on contiguous arrays); the
+    # softmax, the bias and the optimizer updates are fused loops; no Python between steps.
+    B, D = X.shape
+    O = W.shape[0]
+    L = W0k.shape[0]
+    Ww = np.ascontiguousarray(W[:, 1:])
+    b = W[:, 0].copy()
+    Ww0, b0 = Ww.copy(), b.copy()
+    Uw, Ub = np.zeros_like(Ww), np.zeros_like(b)
+    XT = np.ascontiguousarray(X.T)
+    WT0k = np.ascontiguousarray(W0k.T)
+    for t in range(tau):
+        h = np.dot(X, Ww.T)
+        for i in range(B):
+            for o in range(O):
+                h[i, o] += b[o]
+        P = base + np.dot(h, WT0k)
+        for i in range(B):
+            mx = P[i, 0]
+            for l in range(1, L):
+                if P[i, l] > mx:
+                    mx = P[i, l]
+            z = 0.0
+            for l in range(L):
+                P[i, l] = np.exp(P[i, l] - mx)
+                z += P[i, l]
+            for l in range(L):
+                P[i, l] = P[i, l] / (z * B)
+            P[i, y[i]] -= 1.0 / B
+        dh = np.dot(P, W0k)
+        Gw = np.dot(dh.T, X)
+        Gb = np.zeros(O)
+        for i in range(B):
+            for o in range(O):
+                Gb[o] += dh[i, o]
+        if kind == 1:
+            Uw = param * Uw + Gw
+            Ub = param * Ub + Gb
+            Ww -= eta * Uw
+            b -= eta * Ub
+        elif kind == 2:
+            Ww -= eta * (Gw + param * (Ww - Ww0))
+            b -= eta * (Gb + param * (b - b0))
+        else:
+            Ww -= eta * Gw
+            b -= eta * Gb
+    out = np.empty((O, D + 1))
+    out[:, 0] = b
+    out[:, 1:] = Ww
+    return out
+
+
+def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau):
+    """Numba twin of :func:`party_local_phase` for a linear encoder with SGD, local momentum or
+    proximal steps (labels at every party): the whole τ-step loop in one kernel."""
+    enc = model.encoders[k - 1]
+    o0, o1 = model.offsets[k - 1], model.offsets[k]
+    W0 = theta0_snap.reshape(model.fusion.n_classes, -1)
+    W0k = np.ascontiguousarray(W0[:, 1 + o0:1 + o1])
+    base = H @ W0[:, 1:].T + W0[:, 0] - H[:, o0:o1] @ W0k.T
+    kind, param = (1, opt.rho) if isinstance(opt, LocalMomentum) else (2, opt.mu) if isinstance(opt, Proximal) else (0, 0.0)
+    W = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(enc.n_out, -1), W0k,
+                              np.ascontiguousarray(base), yb.astype(np.int64), tau, eta, kind, float(param))
+    return W.ravel()
+
+
+def numba_applies(model, k, opt, labels):
+    return (k >= 1 and labels == "all" and isinstance(model.encoders[k - 1], LinearEncoder)
+            and type(opt) in (SGD, LocalMomentum, Proximal))
+
+
+# ----------------------------------------------------------------------------- rounds
+
+@dataclass
+class RoundRecord:
+    tau: np.ndarray
+    eta: np.ndarray
+    w_bar: np.ndarray
+    W: np.ndarray
+    duration: float
+    floats: int
+
+
+class FlexVFL:
+    """Flex-VFL and its round-based relatives on the simulated clock.
+
+    ``method``: "flex" (τ from the timeout), "adaptive" (Algorithm 2: η_k^{r+1} = A_k/(τ_k^r w̄_k^r)),
+    "sync" (every party Q steps, the round waits for the slowest), "pbcd" (τ ≡ 1).
+    ``optimizers``: K + 1 local optimizers (index 0: server); ``eta``: K + 1 learning rates
+    (ignored by "adaptive", which uses ``A``); ``speeds``: (R, K+1) step times; ``labels``: "all"
+    (every party computes ∂l/∂h_k itself) or "server" (parties use the ∂l/∂h_k sent by the server).
+    ``smoothness``: optional (L, [L_0 … L_K]) for condition (14).
+    """
+
+    def __init__(self, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
+                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        K1 = model.K + 1
+        if len(optimizers) != K1:
+            raise ValueError(f"need {K1} local optimizers (server + {model.K} parties), got {len(optimizers)}")
+        if len(data.Xs_train) != model.K:
+            raise ValueError(f"the data have {len(data.Xs_train)} feature blocks for {model.K} parties")
+        for k, (enc, X) in enumerate(zip(model.encoders, data.Xs_train)):
+            if X.shape[1] != enc.n_inputs:
+                raise ValueError(f"party {k + 1} holds {X.shape[1]} features but its encoder takes {enc.n_inputs}")
+        self.eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K1,)).copy()
+        if method != "adaptive":
+            bad = np.flatnonzero(~np.isfinite(self.eta) | (self.eta <= 0))
+            if bad.size:
+                raise ValueError(f"learning rate η of party {bad[0]} is {self.eta[bad[0]]}; must be > 0")
+        if method == "adaptive":
+            if A is None:
+                raise ValueError("adaptive Flex-VFL needs the constants A_k")
+            self.A = np.broadcast_to(np.asarray(A, dtype=np.float64), (K1,)).copy()
+            if np.any(self.A <= 0):
+                raise ValueError(f"A_k must be > 0, got {self.A.tolist()}")
+        if labels not in ("all", "server"):
+            raise ValueError(f"labels must be 'all' or 'server', got {labels!r}")
+        self.speeds = np.asarray(speeds, dtype=np.float64)
+        if self.speeds.ndim != 2 or self.speeds.shape[1] != K1:
+            raise ValueError(f"speeds must have shape (R, {K1}), got {self.speeds.shape}")
+        if method in ("flex", "adaptive"):
+            if timeout is None or not timeout > 0:
+                raise ValueError(f"Flex-VFL needs a timeout > 0, got {timeout}")
+            mean = self.speeds.mean(axis=0)
+            slow = int(np.argmax(mean))
+            if timeout < mean[slow]:
+                raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
+                                 f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
+        if method == "sync" and int(Q) < 1:
+            raise ValueError(f"Q must be >= 1, got {Q}")
+        self.model, self.data, self.method, self.opts = model, data, method, list(optimizers)
+        self.batch, self.timeout, self.Q, self.net, self.labels = int(batch), timeout, int(Q), network, labels
+        self.smoothness, self.use_numba = smoothness, use_numba
+        if not 1 <= self.batch <= data.n:
+            raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
+
+    # -- τ and η of a round --------------------------------------------------------------------
+    def taus(self, step_times):
+        if self.method == "sync":
+            return np.full(step_times.size, self.Q)
+        if self.method == "pbcd":
+            return np.ones(step_times.size, dtype=int)
+        return np.maximum(1, np.floor(self.timeout / step_times).astype(int))
+
+    def round_duration(self, step_times, tau, floats_up, floats_down):
+        compute = float(np.max(tau * step_times))
+        if self.method in ("flex", "adaptive"):
+            compute = max(self.timeout, compute)
+        return compute + self.net.time(floats_up) + self.net.time(floats_down)
+
+    def messages(self):
+        """Floats per round: K (|θ_0| + B Σ O_k) down (spec §2), B Σ O_k up (embeddings), plus
+        B O_k to each party when labels are only at the server."""
+        K, B = self.model.K, self.batch
+        sum_o = int(self.model.offsets[-1])
+        down = K * (self.model.fusion.n_params + B * sum_o) + (B * sum_o if self.labels == "server" else 0)
+        return B * sum_o, down
+
+    def condition14(self, eta, tau, w_bar):
+        """η_k^r ≤ 1 / (16 max{L, L_k} τ_k^r w̄_k^r) per party, or None without constants."""
+        if self.smoothness is None:
+            return None
+        L, Lk = self.smoothness
+        return eta <= 1.0 / (16.0 * np.maximum(L, np.asarray(Lk)) * tau * w_bar)
+
+    # -- one round -------------------------------------------------------------------------------
+    def round(self, thetas, batch_idx, tau, eta, record=False):
+        m, d = self.model, self.data
+        Xb = [X[batch_idx] for X in d.Xs_train]
+        yb = d.y_train[batch_idx]
+        hs = m.embeddings(thetas, Xb)
+        H = np.hstack(hs)
+        dh_stale = None
+        if self.labels == "server":
+            dH = m.fusion.loss_grads(thetas[0], H, yb)[2]
+            dh_stale = [dH[:, m.offsets[k - 1]:m.offsets[k]] for k in range(1, m.K + 1)]
+        new, grads = [None] * (m.K + 1), [None] * (m.K + 1)
+        new[0], grads[0] = server_local_phase(m, thetas[0], H, yb, self.opts[0], eta[0], int(tau[0]), record)
+        for k in range(1, m.K + 1):
+            if self.use_numba and not record and numba_applies(m, k, self.opts[k], self.labels):
+                new[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k],
+                                               eta[k], int(tau[k]))
+            else:
+                new[k], grads[k] = party_local_phase(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k],
+                                                     eta[k], int(tau[k]),
+                                                     None if dh_stale is None else dh_stale[k - 1], record)
+        return new, grads
+
+    def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
+            stop_at_accuracy=None):
+        """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
+        with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
+        ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
+        arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W). ``stop_at_accuracy``: stop after
+        the first evaluation whose test accuracy reaches it (time-to-target runs)."""
+        m, d = self.model, self.data
+        K1 = m.K + 1
+        need = rounds + (1 if self.method == "adaptive" else 0)      # adaptive: row 0 is the dummy round
+        if need > self.speeds.shape[0]:
+            raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
+        thetas = [t.copy() for t in thetas]
+        trace = Trace(config={"method": self.method, "batch": self.batch, "timeout": self.timeout, "Q": self.Q,
+                              "labels": self.labels, "optimizers": [o.name for o in self.opts]})
+        up, down = self.messages()
+        recs = []
+        eta = self.eta.copy()
+        sched = self.speeds
+        if self.method == "adaptive":
+            # dummy round: τ_k^0 from the first row of speeds, w̄_k^0 with η = A_k / τ_k^0
+            tau0 = np.maximum(1, np.floor(self.timeout / sched[0]).astype(int))
+            wb0 = np.array([weight_summary(o, int(t), a / t)[0] for o, t, a in zip(self.opts, tau0, self.A)])
+            eta = self.A / (tau0 * wb0)
+            sched = sched[1:]
+        clock, floats = 0.0, 0
+        self._theory_on = theory_every > 0
+        self._evaluate(trace, 0, clock, floats, thetas, theory_every > 0)
+        if progress:
+            progress(0, trace)
+        for r in range(1, rounds + 1):
+            st = sched[r - 1]
+            tau = self.taus(st)
+            batch_idx = rng.choice(d.n, self.batch, replace=False)
+            thetas, _ = self.round(thetas, batch_idx, tau, eta)
+            wb, W = np.array([weight_summary(o, int(t), e) for o, t, e in zip(self.opts, tau, eta)]).T
+            dur = self.round_duration(st, tau, up, down)
+            clock += dur
+            floats += up + down
+            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down))
+            if not all(np.all(np.isfinite(t)) for t in thetas):
+                trace.status = f"diverged: round {r}: a party's parameters are not finite; trace holds rounds 0..{r - 1}"
+                break
+            if self.method == "adaptive":
+                eta = self.A / (tau * wb)
+            last = r == rounds or (time_budget is not None and clock >= time_budget)
+            if r % eval_every == 0 or last:
+                self._evaluate(trace, r, clock, floats, thetas, theory_every > 0 and r % theory_every == 0)
+                if progress:
+                    progress(r, trace)
+                if stop_at_accuracy is not None and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy:
+                    trace.status = f"finished: reached test accuracy {stop_at_accuracy:g}"
+                    break
+            if last:
+                break
+        else:
+            r = rounds
+        if trace.status == "running":
+            trace.status = "finished"
+        trace.extra["thetas"] = thetas
+        if recs:
+            trace.arrays = {"tau": np.array([x.tau for x in recs]), "eta": np.array([x.eta for x in recs]),
+                            "w_bar": np.array([x.w_bar for x in recs]), "W": np.array([x.W for x in recs]),
+                            "round_time": np.array([x.duration for x in recs]),
+                            "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])}
+            c14 = [self.condition14(x.eta, x.tau, x.w_bar) for x in recs]
+            if c14[0] is not None:
+                trace.arrays["cond14"] = np.array(c14)
+        return trace
+
+    def _evaluate(self, trace, r, clock, floats, thetas, theory):
+        d, m = self.data, self.model
+        vals = dict(round=r, time=clock, comm_floats=floats,
+                    test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
+                    train_loss=m.loss(thetas, d.Xs_train, d.y_train))
+        if theory:
+            vals["grad_sq"] = sum(float(g @ g) for g in m.block_gradients(thetas, d.Xs_train, d.y_train)[1])
+        elif getattr(self, "_theory_on", False):
+            vals["grad_sq"] = np.nan        # keeps every series aligned with "round"
+        trace.record(**vals)
+
+
+# ----------------------------------------------------------------------------- asynchronous VFL
+
+def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
+              eval_every_time=None, progress=None, stop_at_accuracy=None):
+    """Asynchronous VFL (VAFL-style, spec §5) as an event queue on the simulated clock.
+
+    The server keeps a table of every party's latest embedding of every training sample
+    (filled once from the initial models). Party k, at its own pace: draws a mini-batch, computes
+    h_k(θ_k) (one step of its step time), sends it; the server writes it into the table, takes one
+    SGD step on θ_0 with the table's rows of the other parties (possibly stale), and returns
+    ∂l/∂h_k; the party takes one SGD step on θ_k with it. The server is one resource: embeddings
+    are served in order of arrival, each for the server's step time, and wait while it is busy.
+    A party's cycle: its step time, the upload, the wait and the server's step, the reply, then the
+    next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled).
+    Staleness = simulated-time age of the other parties' rows used, averaged per event.
+    ``eta``: K + 1 SGD learning rates.
+    """
+    import heapq
+    m, d = model, data
+    K, B = m.K, int(batch)
+    eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K + 1,))
+    bad = np.flatnonzero(~np.isfinite(eta) | (eta <= 0))
+    if bad.size:
+        raise ValueError(f"learning rate η of party {bad[0]} is {eta[bad[0]]}; must be > 0")
+    speeds = np.asarray(speeds, dtype=np.float64)
+    if speeds.ndim != 2 or speeds.shape[1] != K + 1:
+        raise ValueError(f"speeds must have shape (R, {K + 1}), got {speeds.shape}")
+    eval_dt = eval_every_time or time_budget / 50
+    thetas = [t.copy() for t in thetas]
+    off = m.offsets
+    table = np.hstack(m.embeddings(thetas, d.Xs_train))
+    stamp = np.zeros((d.n, K))                       # time each party's row was last written
+    trace = Trace(config={"method": "async", "batch": B})
+    trace.status = "running"
+    floats, events, stale_sum = 0, 0, 0.0
+    count = np.zeros(K + 1, dtype=int)
+    queue = []
+    msg = [0.0] + [network.time(B * (off[k] - off[k - 1])) for k in range(1, K + 1)]
+    for k in range(1, K + 1):
+        heapq.heappush(queue, (speeds[0, k] + msg[k], k))     # arrival of party k's first embedding
+        count[k] = 1
+    server_free = 0.0
+
+    def evaluate(now):
+        trace.record(round=events, time=now, comm_floats=floats,
+                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
+                     train_loss=m.loss(thetas, d.Xs_train, d.y_train),
+                     staleness=stale_sum / max(events, 1))
+        if progress:
+            progress(events, trace)
+
+    evaluate(0.0)
+    next_eval = eval_dt
+    while queue:
+        arrival, k = heapq.heappop(queue)
+        now = max(arrival, server_free)                 # FIFO: wait while the server is busy
+        if now > time_budget:
+            break
+        while now >= next_eval:
+            evaluate(next_eval)
+            next_eval += eval_dt
+        if stop_at_accuracy is not None and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy:
+            trace.status = f"finished: reached test accuracy {stop_at_accuracy:g}"
+            break
+        idx = rng.choice(d.n, B, replace=False)
+        enc = m.encoders[k - 1]
+        h, cache = enc.forward(thetas[k], d.Xs_train[k - 1][idx])
+        table[idx, off[k - 1]:off[k]] = h
+        others = np.delete(stamp[idx], k - 1, axis=1)
+        stale_sum += float(np.mean(now - others)) if others.size else 0.0
+        stamp[idx, k - 1] = now
+        _, g0, dH = m.fusion.loss_grads(thetas[0], table[idx], d.y_train[idx])
+        thetas[0] = thetas[0] - eta[0] * g0
+        thetas[k] = thetas[k] - eta[k] * enc.backward(thetas[k], cache, dH[:, off[k - 1]:off[k]])
+        floats += 2 * B * (off[k] - off[k - 1])
+        events += 1
+        row = speeds[count[k] % speeds.shape[0]]
+        count[k] += 1
+        server_free = now + row[0]
+        heapq.heappush(queue, (server_free + msg[k] + row[k] + msg[k], k))
+        if not (np.all(np.isfinite(thetas[0])) and np.all(np.isfinite(thetas[k]))):
+            trace.status = f"diverged: event {events} (party {k}) produced non-finite parameters"
+            break
+    if trace.status == "running":
+        evaluate(min(time_budget, next_eval))
+        trace.status = "finished"
+    trace.extra["thetas"] = thetas
+    return trace
+
+
+# ----------------------------------------------------------------------------- theory quantities
+
+def estimate_smoothness(model, thetas, Xs, y, rng, iters=30, eps=1e-5):
+    """(L, [L_0 … L_K]): largest |eigenvalue| of the Hessian of F (full) and of each diagonal
+    block ∇²_kk F at Θ, by power iteration on central-difference Hessian-vector products of the
+    block gradients. A local estimate at Θ (the theorem's L, L_k bound them everywhere)."""
+    sizes = [t.size for t in thetas]
+    cuts = np.cumsum(sizes)[:-1]
+    flat = np.concatenate(thetas)
+
+    def grad(x):
+        return np.concatenate(model.block_gradients(np.split(x, cuts), Xs, y)[1])
+
+    def power(mask):
+        v = rng.standard_normal(flat.size) * mask
+        v /= np.linalg.norm(v)
+        lam = 0.0
+        for _ in range(iters):
+            hv = (grad(flat + eps * v) - grad(flat - eps * v)) / (2 * eps) * mask
+            lam = float(np.linalg.norm(hv))
+            if lam == 0.0:
+                break
+            v = hv / lam
+        return lam
+    L = power(np.ones(flat.size))
+    Lk = []
+    for k in range(len(thetas)):
+        mask = np.zeros(flat.size)
+        start = 0 if k == 0 else cuts[k - 1]
+        mask[start:start + sizes[k]] = 1.0
+        Lk.append(power(mask))
+    return L, np.array(Lk)
+
+
+def condition20(A, L, Lk, alpha):
+    """Adaptive condition (20): A_k ≤ 1 / (16 max{L, L_k} α) keeps (14) true in every round when
+    τ w̄ changes by at most a factor α between rounds. Returns the per-party verdicts."""
+    return np.asarray(A) <= 1.0 / (16.0 * np.maximum(L, np.asarray(Lk)) * alpha)
+
+
+def max_change_factor(tau, w_bar):
+    """α = max over rounds and parties of (τ w̄)^{r+1} / (τ w̄)^r and its inverse."""
+    x = np.asarray(tau) * np.asarray(w_bar)
+    if x.shape[0] < 2:
+        return 1.0
+    ratio = x[1:] / x[:-1]
+    return float(np.max(np.maximum(ratio, 1.0 / ratio)))
+
+
+def time_to_target(trace, target):
+    """First simulated time at which the test accuracy reaches ``target`` (None if never)."""
+    t, a = trace.series("time"), trace.series("test_accuracy")
+    hit = np.flatnonzero(a >= target)
+    return float(t[hit[0]]) if hit.size else None

@@ -1,0 +1,168 @@
+"""Vertical FL models of seed 000 (Flex-VFL), spec flexvfl.md §1: per-party embedding models
+h_k(θ_k; x_k) ∈ R^{O_k} with hand-derived gradients, and the server's fusion model θ_0.
+
+Every parameter vector is flat (float64); bias terms are column 0 of each weight matrix.
+
+- ``LinearEncoder``:  h = X W[:, 1:]ᵀ + W[:, 0]                      (W: O × (D_k + 1))
+- ``SwishEncoder``:   z = X W1[:, 1:]ᵀ + W1[:, 0],  a = swish(z),  h = a W2[:, 1:]ᵀ + W2[:, 0]
+- ``LinearFusion``:   logits = H W0[:, 1:]ᵀ + W0[:, 0],  H = [h_1, …, h_K]  (W0: L × (Σ O_k + 1))
+
+Loss: mean softmax cross-entropy over the mini-batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from refimpl.core import validate as V
+from refimpl.core.kernels import activation_nb, softmax_xent_nb
+
+
+def _affine(X, W):
+    return X @ W[:, 1:].T + W[:, 0]
+
+
+def _affine_grad(X, dY):
+    g = np.empty((dY.shape[1], X.shape[1] + 1))
+    g[:, 0] = dY.sum(axis=0)
+    np.matmul(dY.T, X, out=g[:, 1:])
+    return g
+
+
+@dataclass(frozen=True)
+class LinearEncoder:
+    n_inputs: int
+    n_out: int
+
+    def __post_init__(self):
+        V.positive_int("n_inputs", self.n_inputs)
+        V.positive_int("n_out", self.n_out)
+
+    @property
+    def n_params(self):
+        return self.n_out * (self.n_inputs + 1)
+
+    def init(self, rng):
+        eps = np.sqrt(6.0 / (self.n_inputs + self.n_out))
+        return rng.uniform(-eps, eps, self.n_params)
+
+    def forward(self, theta, X):
+        """Returns (h, cache)."""
+        return _affine(X, theta.reshape(self.n_out, -1)), X
+
+    def backward(self, theta, cache, dh):
+        """∂(loss)/∂θ given dh = ∂(loss)/∂h."""
+        return _affine_grad(cache, dh).ravel()
+
+
+@dataclass(frozen=True)
+class SwishEncoder:
+    n_inputs: int
+    n_out: int
+    n_hidden: int = 32
+
+    def __post_init__(self):
+        for f in ("n_inputs", "n_out", "n_hidden"):
+            V.positive_int(f, getattr(self, f))
+
+    @property
+    def n_params(self):
+        return self.n_hidden * (self.n_inputs + 1) + self.n_out * (self.n_hidden + 1)
+
+    def _split(self, theta):
+        n1 = self.n_hidden * (self.n_inputs + 1)
+        return theta[:n1].reshape(self.n_hidden, -1), theta[n1:].reshape(self.n_out, -1)
+
+    def init(self, rng):
+        e1 = np.sqrt(6.0 / (self.n_inputs + self.n_hidden))
+        e2 = np.sqrt(6.0 / (self.n_hidden + self.n_out))
+        return np.concatenate([rng.uniform(-e1, e1, self.n_hidden * (self.n_inputs + 1)),
+                               rng.uniform(-e2, e2, self.n_out * (self.n_hidden + 1))])
+
+    def forward(self, theta, X):
+        W1, W2 = self._split(theta)
+        Z = X @ W1[:, 1:].T
+        A, dA = activation_nb(Z, W1[:, 0], "swish")
+        return _affine(A, W2), (X, A, dA)
+
+    def backward(self, theta, cache, dh):
+        X, A, dA = cache
+        W2 = self._split(theta)[1]
+        g2 = _affine_grad(A, dh)
+        dZ = (dh @ W2[:, 1:]) * dA
+        g1 = _affine_grad(X, dZ)
+        return np.concatenate([g1.ravel(), g2.ravel()])
+
+
+@dataclass(frozen=True)
+class LinearFusion:
+    """The server's model θ_0 on the concatenated embeddings."""
+
+    n_in: int
+    n_classes: int = 10
+
+    @property
+    def n_params(self):
+        return self.n_classes * (self.n_in + 1)
+
+    def init(self, rng):
+        eps = np.sqrt(6.0 / (self.n_in + self.n_classes))
+        return rng.uniform(-eps, eps, self.n_params)
+
+    def loss_grads(self, theta0, H, y):
+        """Mean cross-entropy, ∂/∂θ_0 and ∂/∂H."""
+        W0 = theta0.reshape(self.n_classes, -1)
+        B = H.shape[0]
+        loss, D2 = softmax_xent_nb(H @ W0[:, 1:].T, W0[:, 0], y, np.full(B, 1.0 / B))
+        return loss, _affine_grad(H, D2).ravel(), D2 @ W0[:, 1:]
+
+    def logits(self, theta0, H):
+        return _affine(H, theta0.reshape(self.n_classes, -1))
+
+
+@dataclass(frozen=True)
+class VerticalModel:
+    """Θ = [θ_0, θ_1, …, θ_K] with the party encoders and the server's fusion model."""
+
+    encoders: tuple
+    fusion: LinearFusion
+
+    @property
+    def K(self):
+        return len(self.encoders)
+
+    @property
+    def offsets(self):
+        """Column offsets of each party's embedding inside H."""
+        return np.concatenate([[0], np.cumsum([e.n_out for e in self.encoders])])
+
+    def init(self, rng):
+        return [self.fusion.init(rng)] + [e.init(rng) for e in self.encoders]
+
+    def embeddings(self, thetas, Xs):
+        return [e.forward(th, X)[0] for e, th, X in zip(self.encoders, thetas[1:], Xs)]
+
+    def loss(self, thetas, Xs, y, chunk=4096):
+        tot = 0.0
+        for s in range(0, len(y), chunk):
+            H = np.hstack(self.embeddings(thetas, [X[s:s + chunk] for X in Xs]))
+            tot += self.fusion.loss_grads(thetas[0], H, y[s:s + chunk])[0] * len(y[s:s + chunk])
+        return tot / len(y)
+
+    def accuracy(self, thetas, Xs, y):
+        H = np.hstack(self.embeddings(thetas, Xs))
+        return float(np.mean(np.argmax(self.fusion.logits(thetas[0], H), axis=1) == y))
+
+    def block_gradients(self, thetas, Xs, y):
+        """∇_k F(Θ) for k = 0..K on the given rows (full-batch partial derivatives)."""
+        caches, hs = [], []
+        for e, th, X in zip(self.encoders, thetas[1:], Xs):
+            h, c = e.forward(th, X)
+            hs.append(h)
+            caches.append(c)
+        loss, g0, dH = self.fusion.loss_grads(thetas[0], np.hstack(hs), y)
+        off = self.offsets
+        grads = [g0] + [e.backward(th, c, dH[:, off[k]:off[k + 1]])
+                        for k, (e, th, c) in enumerate(zip(self.encoders, thetas[1:], caches))]
+        return loss, grads
