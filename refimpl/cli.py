@@ -14,89 +14,119 @@ def _say(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def _add_run_args(p):
-    p.add_argument("algorithm", choices=["ssca", "ssca-constrained", "sgd", "sgdm", "flexvfl", "adaptive-flexvfl",
-                                         "sync-vfl", "async-vfl", "pbcd", "mfcgd", "adamfcgd", "comfedl",
-                                         "local-scgdm", "scgd", "storm"])
-    p.add_argument("--setting", choices=["sample", "feature"], default="sample")
-    p.add_argument("--batch", type=int, default=100, help="per client (sample) or per round (feature)")
-    p.add_argument("--rounds", type=int, default=1000)
-    p.add_argument("--clients", type=int, default=10)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--activation", choices=["swish", "relu"], default="swish")
-    p.add_argument("--bias", action="store_true", help="bias as column 0 of W1 and W2 (authors' layout)")
-    p.add_argument("--lam", default="0", help="λ of (32); a comma list runs the λ trade-off study")
-    p.add_argument("--U", default="0.13", help="loss bound of (40); a comma list runs the U trade-off study")
-    p.add_argument("--penalty", type=float, default=1e5, help="slack penalty c of (41)")
-    p.add_argument("--solver", choices=["closed-form", "cvxpy"], default="closed-form",
-                   help="constrained step: Lemma 1 closed form or the cvxpy QCQP")
-    p.add_argument("--per-client", action="store_true", help="one loss constraint per client (cvxpy)")
-    p.add_argument("--ball-radius", type=float, default=None, help="extra constraint ||ω|| <= r (cvxpy)")
-    p.add_argument("--cvxpy-solver", default="CLARABEL")
-    p.add_argument("--tau", type=float, default=None, help="τ of surrogate (7); default: the paper's")
-    p.add_argument("--rho-a", type=float, default=1.0)
-    p.add_argument("--rho-alpha", type=float, default=None, help="default: the paper's α")
-    p.add_argument("--gamma-a", type=float, default=0.3)
-    p.add_argument("--gamma-alpha", type=float, default=None, help="default: α + 0.05")
-    p.add_argument("--lr", type=float, default=0.3, help="baselines: η0 of η_t = η0 / t^β")
-    p.add_argument("--lr-decay", type=float, default=0.3, help="baselines: β")
-    p.add_argument("--momentum", type=float, default=0.9, help="SGD-m momentum m")
-    p.add_argument("--local-steps", type=int, default=1, help="FedAvg E")
-    p.add_argument("--partition", choices=["contiguous", "iid", "label_skew"], default="contiguous")
-    p.add_argument("--feature-blocks", default=None,
-                   help="feature-based: JSON list of index lists, one per client, covering every feature once")
-    p.add_argument("--collection", choices=["three-step", "one-step"], default="three-step",
-                   help="feature-based gradient collection: Algorithm 3's steps or Remark 4's one-step")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=1, help="cadence of full training-cost evaluation")
-    p.add_argument("--snapshots", default="", help="rounds whose iterates the trace keeps, e.g. 1,10,100")
-    p.add_argument("--backend", choices=["numba", "numpy"], default="numba")
-    p.add_argument("--init", help="FILE.npz with W1, W2 (bias in column 0 with --bias)")
-    p.add_argument("--batches", help="FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature")
-    p.add_argument("--data", help="FILE.npz with X_train, y_train, X_test, y_test")
-    p.add_argument("--data-dir", help="directory with MNIST-format IDX files")
-    p.add_argument("--out", default=None, help="directory for trace.npz, trace.json, trace.png")
-    p.add_argument("--quiet", action="store_true")
-    _add_vfl_args(p.add_argument_group("vertical FL (flexvfl, adaptive-flexvfl, sync-vfl, async-vfl, pbcd)"))
-    _add_mfcgd_args(p.add_argument_group("compositional (mfcgd, adamfcgd, comfedl, local-scgdm, scgd, storm)"))
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=28, width=110)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        d = action.default
+        if d is None or d is False or (isinstance(d, str) and d == "") or d is argparse.SUPPRESS or "default" in text:
+            return text
+        return text + " (default: %(default)s)"
 
 
-def _add_mfcgd_args(g):
-    g.add_argument("--problem", choices=["synthetic", "drfl", "maml"], default="synthetic")
-    g.add_argument("--steps", type=int, default=2000, help="T")
-    g.add_argument("--q", type=int, default=10, help="communication period")
-    g.add_argument("--dim", type=int, default=20, help="d (synthetic, maml)")
-    g.add_argument("--k", type=float, default=1.0)
-    g.add_argument("--n", type=float, default=1000.0)
-    g.add_argument("--c", type=float, default=10.0, help="c1 = c2 = c3")
-    g.add_argument("--gamma", type=float, default=0.5)
-    g.add_argument("--matrix", choices=["adam", "norm", "amsgrad"], default="adam")
-    g.add_argument("--rho", type=float, default=0.2)
-    g.add_argument("--theta", type=float, default=0.9)
-    g.add_argument("--beta", type=float, default=0.5, help="baselines: tracking weight")
-    g.add_argument("--alpha", type=float, default=0.2, help="Local-SCGDM momentum weight")
-    g.add_argument("--heterogeneity", type=float, default=0.5)
+_COMMON = (("out", "directory for trace.npz, trace.json, trace.png"),
+           ("config", "TOML or JSON file of option values (the keys of a sweep spec's [fixed] table); "
+                      "flags override it"),
+           ("data", "FILE.npz with X_train, y_train, X_test, y_test (default: the embedded MNIST subset)"),
+           ("data_dir", "directory with MNIST-format IDX files"))
 
 
-def _add_vfl_args(g, compare=False):
-    g.add_argument("--parties", type=int, default=4, help="K (4: image quadrants of 28×28 data)")
-    g.add_argument("--encoder", default="linear", help="linear|swish, or a comma list per party")
-    g.add_argument("--embed-dim", type=int, default=16, help="O_k")
-    g.add_argument("--optimizer", default="sgd",
-                   help="sgd | momentum[:ρ] | proximal[:μ] | time-varying-lr[:decay], or a list (server, parties)")
-    g.add_argument("--eta", default="0.05", help="learning rate(s) η_k (server first)")
-    g.add_argument("--A", default="1.0", help="Adaptive Flex-VFL constants A_k")
-    g.add_argument("--timeout", type=float, default=10.0, help="Flex-VFL round timeout (simulated time)")
-    g.add_argument("--Q", type=int, default=10, help="synchronous VFL local steps")
-    g.add_argument("--speeds", default="lognormal:0.2,1,1,2,8:0.3",
-                   help="constant:T.. | lognormal:M..[:σ] | markov:FAST..:SLOW..[:p_slow[:p_fast]] | trace:FILE[:BASE]")
-    g.add_argument("--time-budget", type=float, default=None, help="stop at this simulated time")
-    g.add_argument("--bandwidth", type=float, default=1e8, help="bytes per simulated second")
-    g.add_argument("--latency", type=float, default=0.01)
-    g.add_argument("--labels", choices=["all", "server"], default="all")
-    g.add_argument("--target", type=float, default=None, help="stop when the test accuracy reaches it")
-    g.add_argument("--theory-every", type=int, default=0, help="rounds between evaluations of Σ_k ||∇_k F||²")
-    g.add_argument("--smoothness", default="none", help="condition (14): none | estimate | L,L_0,...,L_K")
+def _add_algorithm_parser(sub, algorithm):
+    """``refimpl run ALGORITHM``: only that algorithm's options, each with its help and default."""
+    from .options import family_of, options_for
+    fam = family_of(algorithm)
+    p = sub.add_parser(algorithm, help=_RUN_HELP[algorithm], description=_RUN_HELP[algorithm],
+                       usage=f"refimpl run {algorithm} [options]", formatter_class=_Formatter)
+    for opt, default in options_for(algorithm):
+        _add_option(p, opt, default)
+    if fam == "ssca":
+        p.add_argument("--init", help="FILE.npz with W1, W2 (bias in column 0 with --bias)")
+        p.add_argument("--batches", help="FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature")
+    for dest, text in _COMMON:
+        if dest.startswith("data") and fam == "mfcgd":
+            text += " (problem drfl)"
+        p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(fn=cmd_run, algorithm=algorithm, family=fam)
+    return p
+
+
+_RUN_HELP = {
+    "ssca": "mini-batch SSCA, [SSCA] Algorithms 1 (sample-based) and 3 (feature-based)",
+    "ssca-constrained": "constrained mini-batch SSCA, [SSCA] Algorithms 2 and 4 (problem (40))",
+    "sgd": "SGD / FedAvg baseline of [SSCA] Section VI",
+    "sgdm": "SGD with momentum (SGD-m) baseline of [SSCA] Section VI",
+    "flexvfl": "Flex-VFL, [FlexVFL] Algorithm 1, on a simulated clock",
+    "adaptive-flexvfl": "Adaptive Flex-VFL, [FlexVFL] Algorithm 2",
+    "sync-vfl": "synchronous VFL baseline (Q local steps, the slowest party sets the pace)",
+    "async-vfl": "asynchronous VFL baseline (VAFL-style event queue)",
+    "pbcd": "parallel block coordinate descent baseline (one local step per round)",
+    "mfcgd": "MFCGD, [MFCGD] Algorithm 1 with A_t = I",
+    "adamfcgd": "AdaMFCGD, [MFCGD] Algorithm 1 with an adaptive matrix",
+    "comfedl": "ComFedL-style local SCGD baseline",
+    "local-scgdm": "Local-SCGDM baseline",
+    "scgd": "single-machine SCGD baseline (M = 1)",
+    "storm": "single-machine STORM-compositional baseline",
+}
+
+
+def _add_option(p, opt, default, shown=True):
+    """One option of a config field; ``shown=False`` leaves the default to the Config (None here)."""
+    kw = {"help": opt.help, "dest": opt.field, "default": default if shown else None}
+    if opt.flag:
+        p.add_argument(opt.name, action="store_true", **kw)
+        return
+    if opt.choices:
+        kw["choices"] = opt.choices
+    elif not opt.text:
+        kw["type"] = float if default is None else type(default)
+        kw["metavar"] = opt.field.upper()
+    else:
+        kw["metavar"] = opt.field.upper()
+    p.add_argument(opt.name, **kw)
+
+
+def _add_compare_args(g, family, skip):
+    """Every option of a family for ``refimpl compare`` (unset options keep the Config's defaults)."""
+    from .options import family_options
+    for opt, default in family_options(family):
+        if opt.field not in skip:
+            _add_option(g, opt, default, shown=False)
+
+
+def _load_run_config(path, algorithm):
+    """Option values from a TOML/JSON file whose keys are config field names."""
+    from .options import options_for
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if str(path).endswith(".toml"):
+        import tomllib
+        try:
+            doc = tomllib.loads(raw.decode())
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})")
+    else:
+        try:
+            doc = json.loads(raw.decode())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})")
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a table of option values")
+    doc = doc.get("fixed", doc) if set(doc) <= {"fixed", "runner", "seeds", "grid", "description"} else doc
+    allowed = {o.field: o for o, _ in options_for(algorithm)}
+    allowed_extra = {"init", "batches", "data", "data_dir", "out"}
+    bad = sorted(set(doc) - set(allowed) - allowed_extra)
+    if bad:
+        raise ValueError(f"{path}: {bad} do not apply to {algorithm}; allowed keys: {sorted(set(allowed) | allowed_extra)}")
+    vals = {}
+    for k, v in doc.items():
+        o = allowed.get(k)
+        if isinstance(v, list) and o is not None and o.text:
+            v = ",".join(str(x) for x in v)
+        vals[k] = v
+    return vals
 
 
 def _load_data(args):
@@ -120,12 +150,30 @@ def _floats(name, text):
     return vals
 
 
+def _config(args, family, algorithm, **fixed):
+    """The family's Config from the parsed options (fields the algorithm does not take keep their
+    defaults)."""
+    from dataclasses import fields
+    from .options import CONFIG_DEFAULT, OPTIONS, config_class
+    cls = config_class(family)
+    method_field = "algorithm" if family == "ssca" else "method"
+    # the command line's own defaults hold for every algorithm of the family, offered or not
+    vals = {o.field: o.default for o in OPTIONS[family] if o.default is not CONFIG_DEFAULT and o.default is not None}
+    vals.update({f.name: getattr(args, f.name) for f in fields(cls) if getattr(args, f.name, None) is not None})
+    vals.update(fixed)
+    vals[method_field] = algorithm
+    return cls(**vals)
+
+
+def _ints(name, text):
+    try:
+        return [int(s) for s in str(text).split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--{name} takes a comma-separated list of integers, got {text!r}")
+
+
 def _vfl_config(args, method):
-    from refimpl.vfl.experiment import VFLConfig
-    return VFLConfig(method, args.parties, args.encoder, args.embed_dim, args.hidden if args.hidden != 128 else 32,
-                     args.optimizer, args.eta, args.A, args.batch if args.batch != 100 else 64, args.rounds,
-                     args.time_budget, args.timeout, args.Q, args.speeds, args.bandwidth, args.latency, args.labels,
-                     args.target, args.seed, args.eval_every, args.theory_every, args.smoothness)
+    return _config(args, "vfl", method)
 
 
 def cmd_run_vfl(args):
@@ -172,12 +220,9 @@ def cmd_compare(args):
 
 
 def _mfcgd_config(args, method):
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    eta = float(args.eta) if "," not in str(args.eta) else float(str(args.eta).split(",")[0])
-    return MFCGDConfig(method, args.problem, args.clients, args.dim, args.steps, args.q, args.k, args.n, args.c,
-                       args.gamma, args.matrix, args.rho, args.theta, eta, args.beta, args.alpha,
-                       args.heterogeneity, args.eval_every if args.eval_every > 1 else max(1, args.steps // 100),
-                       args.seed, args.backend)
+    steps = int(args.steps) if getattr(args, "steps", None) is not None else 2000
+    eval_every = getattr(args, "eval_every", None)
+    return _config(args, "mfcgd", method, eval_every=int(eval_every) if eval_every else max(1, steps // 100))
 
 
 def cmd_run_mfcgd(args):
@@ -287,26 +332,15 @@ def cmd_report(args):
 
 
 def cmd_run(args):
-    from refimpl.ssca.experiment import RunConfig
-    from refimpl.mfcgd.experiment import METHODS as MFCGD_METHODS
-    from refimpl.vfl.experiment import VFL_METHODS
-    if args.algorithm in VFL_METHODS:
+    if args.family == "vfl":
         return cmd_run_vfl(args)
-    if args.algorithm in MFCGD_METHODS:
+    if args.family == "mfcgd":
         return cmd_run_mfcgd(args)
     data = _load_data(args)
-    snaps = [int(s) for s in args.snapshots.split(",") if s.strip()]
-    lams, Us = _floats("lam", args.lam), _floats("U", args.U)
-    if len(Us) > 1 and args.algorithm != "ssca-constrained":
-        raise ValueError("a list of --U values needs the ssca-constrained algorithm")
-    if len(lams) > 1 and args.algorithm == "ssca-constrained":
-        raise ValueError("problem (40) has no λ; give a list of --U values instead")
-    base = RunConfig(args.algorithm, args.setting, args.batch, args.rounds, args.clients, args.hidden,
-                     args.activation, args.bias, lams[0], args.tau, args.rho_a, args.rho_alpha,
-                     args.gamma_a, args.gamma_alpha, args.lr, args.lr_decay, args.momentum,
-                     args.local_steps, args.partition, 0, args.seed, args.eval_every, args.backend,
-                     snaps, Us[0], args.penalty, args.solver, args.per_client, args.ball_radius,
-                     args.cvxpy_solver, args.collection, args.feature_blocks)
+    snaps = _ints("snapshots", args.snapshots)
+    lams = _floats("lam", getattr(args, "lam", 0.0))
+    Us = _floats("U", getattr(args, "U", 0.13))
+    base = _config(args, "ssca", args.algorithm, lam=lams[0], U=Us[0], snapshots=snaps)
     init = None
     if args.init:
         with np.load(args.init, allow_pickle=False) as z:
@@ -337,7 +371,7 @@ def cmd_run(args):
 
 
 def _tradeoff_row(name, value, trace):
-    """Final point of a run for the ||ω||² vs training-cost trade-off (seed 001, Fig. 4); the
+    """Final point of a run for the ||ω||² vs training-cost trade-off ([SSCA], Fig. 4); the
     training cost here is the data term (1/N) Σ ℓ, without λ||ω||²."""
     sq = trace.series("sq_norm")[-1]
     lam = trace.config.get("lam", 0.0) if name == "lam" else 0.0
@@ -449,19 +483,44 @@ def cmd_check_schedule(args):
     return 0 if all(c.met for c in conds) else 1
 
 
+RUN_PARSERS = {}
+
+
+def _foreign_option(argv):
+    """``refimpl run ALGORITHM --option`` where the option belongs to other algorithms: say whose it is."""
+    from .options import FAMILIES, options_for, owners
+    if len(argv) < 2 or argv[0] != "run" or argv[1] not in {a for v in FAMILIES.values() for a in v}:
+        return 0
+    own = {o.name for o, _ in options_for(argv[1])} | {"--" + d.replace("_", "-") for d, _ in _COMMON}
+    own |= {"--init", "--batches", "--quiet", "--help"}
+    for tok in argv[2:]:
+        name = tok.split("=", 1)[0]
+        if name.startswith("--") and name not in own:
+            who = owners(name)
+            if who:
+                _say(f"refimpl: error: {name} does not apply to {argv[1]}; it is an option of {', '.join(who)} "
+                     f"(see refimpl run {argv[1]} --help)")
+                return 2
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="refimpl", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run one algorithm and write its trace")
-    _add_run_args(r)
-    r.set_defaults(fn=cmd_run)
+    from .options import FAMILIES
+    r = sub.add_parser("run", help="run one algorithm and write its trace",
+                       description="Run one algorithm; `refimpl run ALGORITHM --help` lists its options.")
+    algs = r.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    for fam_algs in FAMILIES.values():
+        for alg in fam_algs:
+            RUN_PARSERS[alg] = _add_algorithm_parser(algs, alg)
     cp = sub.add_parser("compare", help="run several methods on the same data, speeds and seed")
     cp.add_argument("what", choices=["vfl", "mfcgd"])
     cp.add_argument("--rounds", type=int, default=2000, help="cap on rounds per method")
     cp.add_argument("--batch", type=int, default=64)
     cp.add_argument("--hidden", type=int, default=32)
     cp.add_argument("--seed", type=int, default=0)
-    cp.add_argument("--eval-every", type=int, default=1)
+    cp.add_argument("--eval-every", type=int, default=None)
     cp.add_argument("--targets", default="0.8,0.85,0.9", help="test accuracies for the time-to-target table")
     cp.add_argument("--data")
     cp.add_argument("--data-dir")
@@ -469,8 +528,8 @@ def build_parser():
     cp.add_argument("--quiet", action="store_true")
     cp.add_argument("--clients", type=int, default=10)
     cp.add_argument("--backend", choices=["numba", "numpy"], default="numba")
-    _add_vfl_args(cp)
-    _add_mfcgd_args(cp)
+    _add_compare_args(cp.add_argument_group("vfl"), "vfl", {"rounds", "batch", "hidden", "seed", "eval_every"})
+    _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta"})
     cp.set_defaults(fn=cmd_compare, time_budget=None)
     bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")
     bd.add_argument("what", choices=["mfcgd"])
@@ -545,9 +604,17 @@ def build_parser():
 def main(argv=None):
     from refimpl.core.runtime import tune_allocator
     from refimpl.ssca.constrained import SolverError
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    code = _foreign_option(argv)
+    if code:
+        return code
+    args = parser.parse_args(argv)
     tune_allocator()
     try:
+        if getattr(args, "config", None):
+            RUN_PARSERS[args.algorithm].set_defaults(**_load_run_config(args.config, args.algorithm))
+            args = parser.parse_args(argv)
         return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")

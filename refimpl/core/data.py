@@ -13,7 +13,7 @@ import numpy as np
 
 from refimpl.core import validate as V
 
-#: fixed permutation of the embedded subset (stored sorted by label; spec ssca.md §7)
+#: fixed permutation of the embedded subset (stored sorted by label; docs/ssca.md)
 EMBEDDED_PERMUTATION_SEED = 20240601
 EMBEDDED_N_TRAIN = 4000
 

@@ -17,7 +17,7 @@ from numba import njit
 
 
 # ----------------------------------------------------------------------------------------------
-# activation: A = act(Z + b), dA = act'(Z + b)   (spec ssca.md §1; swish(z) = z σ(z))
+# activation: A = act(Z + b), dA = act'(Z + b)   (docs/ssca.md; swish(z) = z σ(z))
 # ----------------------------------------------------------------------------------------------
 
 @njit(cache=True)

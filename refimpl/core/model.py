@@ -1,4 +1,4 @@
-"""Two-layer network of seed 001, (28), with hand-derived gradients (spec ssca.md §1).
+"""Two-layer network of [SSCA], (28), with hand-derived gradients (docs/ssca.md).
 
     z = W1 x,  a = act(z),  o = W2 a,  p = softmax(o),  ℓ(ω; x, y) = −log p_y
 
@@ -87,7 +87,7 @@ class TwoLayerNet:
         Returns ``(loss, grad_W2, Delta1, grad_b1)`` where loss = Σ_n w_n ℓ_n, grad_W2 has the
         shape of W2 (bias in column 0 when ``bias``), Delta1 = (Δ2 W2) ⊙ act'(Z) and grad_b1 is
         Σ_n Delta1[n] (zeros without bias). This is the designated client's work in the
-        feature-based protocol (spec §4 step 2) and the tail of :meth:`loss_grad`.
+        feature-based protocol (docs/ssca.md step 2) and the tail of :meth:`loss_grad`.
         """
         act, xent = KERNELS[self.backend]
         W1, W2 = self.unpack(theta)
@@ -151,7 +151,7 @@ class TwoLayerNet:
 
 
 def objective(model: TwoLayerNet, theta, X, y, lam):
-    """Training cost of seed 001, (32): F(ω) = (1/N) Σ_n ℓ(ω; x_n, y_n) + λ ||ω||²."""
+    """Training cost of [SSCA], (32): F(ω) = (1/N) Σ_n ℓ(ω; x_n, y_n) + λ ||ω||²."""
     return model.loss(theta, X, y) + lam * float(theta @ theta)
 
 

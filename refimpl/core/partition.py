@@ -1,4 +1,4 @@
-"""Client partitions and batch schedules (spec ssca.md §1, §4).
+"""Client partitions and batch schedules (docs/ssca.md).
 
 A batch schedule is an explicit object holding every sample index a run will use, so that a run
 can be exported, replayed by another implementation, and replayed here from their indices.

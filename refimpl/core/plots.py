@@ -53,7 +53,7 @@ def plot_trace(trace, path, title=""):
 
 
 def plot_tradeoff(rows, name, path):
-    """||ω||² against the training data loss over a list of U or λ values (seed 001, Fig. 4)."""
+    """||ω||² against the training data loss over a list of U or λ values ([SSCA], Fig. 4)."""
     plt = _pyplot()
     if plt is None:
         return None

@@ -1,4 +1,4 @@
-"""Step-size schedules ρ_t, γ_t and the checker of seed 001's rules (4) and (6).
+"""Step-size schedules ρ_t, γ_t and the checker of [SSCA]'s rules (4) and (6).
 
 (4):  ρ_t ∈ (0, 1],  ρ_t → 0,  Σ ρ_t = ∞,  Σ ρ_t² < ∞
 (6):  γ_t ∈ (0, 1],  γ_t → 0,  Σ γ_t = ∞,  Σ γ_t² < ∞,  γ_t / ρ_t → 0

@@ -33,11 +33,11 @@ def positive_int(name, v):
 
 
 def unit_interval(name, v):
-    """Step sizes of seed 001 (4), (6): ρ_t, γ_t ∈ (0, 1]."""
+    """Step sizes of [SSCA] (4), (6): ρ_t, γ_t ∈ (0, 1]."""
     v = float(v)
     if not (0.0 < v <= 1.0):
         raise ValueError(f"{name} = {v} is outside (0, 1]; the step-size rules (4)/(6) of "
-                         "seed 001 require values in (0, 1]")
+                         "[SSCA] require values in (0, 1]")
     return v
 
 

@@ -1,4 +1,4 @@
-"""MFCGD and AdaMFCGD, seed 002 Algorithm 1 (spec mfcgd.md §2), and the baselines of §3.
+"""MFCGD and AdaMFCGD, [MFCGD] Algorithm 1 (docs/mfcgd.md), and its baselines (docs/mfcgd.md §4).
 
 State per client m: x^m (d), h^m (p), u^m (p×d), v^m (p), w^m = (u^m)ᵀ v^m (d). Step t = 1..T:
   - t mod q = 0 (communication): w̄_t, x̄_t averaged; A_t from the adaptive-matrix rule;
@@ -205,7 +205,7 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
     """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
     (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …)) so another implementation can
     be fed the same; otherwise drawn from ``rng``. Samples counted: 2q per client at start, then 2
-    per client per step (seed 002, Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
+    per client per step ([MFCGD], Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
     steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems)."""
     M, d, q = problem.M, problem.d, int(params.q)
     x1 = check_problem(problem, x1, np.random.default_rng(0))

@@ -1,8 +1,8 @@
-"""Theorems 1 and 2 of seed 002: their conditions, the right-hand sides (14) and (16), and a
-search for parameters that meet every condition (spec mfcgd.md §5).
+"""Theorems 1 and 2 of [MFCGD]: their conditions, the right-hand sides (14) and (16), and a
+search for parameters that meet every condition (docs/mfcgd.md).
 
 Theorem 2 (MFCGD, A_t = I) is Theorem 1 with ρ = 1 and without the factor
-sqrt((1/T) Σ E||A_t||²) (seed 002, Remark 3); both are evaluated by the same functions.
+sqrt((1/T) Σ E||A_t||²) ([MFCGD], Remark 3); both are evaluated by the same functions.
 Notation: C_fg² = max(C_f², C_g²), L_fg² = L_f² C_g² + L_g², L = sqrt(2 C_f² L_g² + 2 C_g⁴ L_f²) (Lemma 1).
 """
 from __future__ import annotations

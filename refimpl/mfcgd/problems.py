@@ -1,4 +1,4 @@
-"""Problem classes for federated compositional optimisation, seed 002 problem (5):
+"""Problem classes for federated compositional optimisation, [MFCGD] problem (5):
 
     min_x F(x) = (1/M) Σ_m E_ξ f^m( E_ζ g^m(x; ζ); ξ ),   ∇F(x) = (1/M) Σ_m ∇g^m(x)ᵀ ∇f^m(g^m(x))
 
@@ -22,7 +22,7 @@ def _phi(z):
 
 @dataclass(frozen=True)
 class SyntheticComposition:
-    """Synthetic family with analytically known constants (spec mfcgd.md §4.1):
+    """Synthetic family with analytically known constants (docs/mfcgd.md):
 
         g^m(x; ζ) = A x + b_m + ζ,         ζ ~ N(0, s_g² I_p)       (∇g^m = A for every sample)
         f^m(y; ξ) = Σ_i sqrt(1 + (y_i − c_{m,i})²) + ⟨ξ, y⟩,  ξ uniform on the sphere of radius r_f
@@ -113,7 +113,7 @@ class SyntheticComposition:
 
 @dataclass(frozen=True)
 class DistributionallyRobustFL:
-    """Distributionally robust FL (seed 002 (3), spec §4.2): client m's expected loss is the inner
+    """Distributionally robust FL ([MFCGD] (3), docs/mfcgd.md): client m's expected loss is the inner
     function, g^m(x; ζ) = mean cross-entropy of a multinomial logistic model x (L×(D+1), bias in
     column 0) on the mini-batch ζ of client m (p = 1), ∇g^m its gradient (1×d); the outer
     f(u) = λ softplus((u − u0)/λ) (deterministic, monotone, f' = sigmoid((u − u0)/λ) ∈ (0, 1)),
@@ -197,7 +197,7 @@ class DistributionallyRobustFL:
 
 @dataclass(frozen=True)
 class LeastSquaresMAML:
-    """Task-distributed MAML (seed 002 (2), spec §4.3) on linear-regression tasks: client m is task
+    """Task-distributed MAML ([MFCGD] (2), docs/mfcgd.md) on linear-regression tasks: client m is task
     m with data y = zᵀ a_m + noise; ℓ^m(x; ζ) = (1/2B) ||Z x − Y||² on a mini-batch ζ;
 
         g^m(x; ζ) = x − η_in ∇ℓ^m(x; ζ) = x − η_in Zᵀ(Z x − Y)/B       (p = d)

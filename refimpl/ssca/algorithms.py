@@ -1,4 +1,4 @@
-"""Algorithms 1 and 3 of seed 001 (unconstrained mini-batch SSCA) and the Section VI baselines.
+"""Algorithms 1 and 3 of [SSCA] (unconstrained mini-batch SSCA) and the Section VI baselines.
 
 Each algorithm is an object with ``init(theta0) -> state`` and
 ``apply(state, t, batch) -> (state, messages, grad_evals)`` (FedJAX style): explicit state in,
@@ -41,7 +41,7 @@ class SSCAState:
 
 class SSCA:
     """Unconstrained mini-batch SSCA: Algorithm 1 (sample-based protocol) or Algorithm 3
-    (feature-based protocol), seed 001 Sections III-A and IV-A, spec §3 steps 1–4.
+    (feature-based protocol), [SSCA] Sections III-A and IV-A, docs/ssca.md steps 1–4.
 
     ``collect(omega, batch) -> (ℓ̂, ĝ, messages)`` is the protocol; ρ_t, γ_t are schedules; τ > 0
     the proximal weight of surrogate (7); λ ≥ 0 the regulariser of (32).
@@ -85,7 +85,7 @@ class SGDState:
 
 
 class FedAvg:
-    """Sample-based SGD / FedAvg / PR-SGD (spec §5): every client runs E local SGD steps from ω^t
+    """Sample-based SGD / FedAvg / PR-SGD (docs/ssca.md): every client runs E local SGD steps from ω^t
     with batch B and η_t = η0 / t^β on ℓ + λ||ω||², the server averages models with weights
     N_k/N. E = 1 is FedSGD. With ``momentum`` m > 0 this is SGD-m: local steps
     v ← m v + (1 − m) g, ω ← ω − η v, and the server averages models and momentum buffers.
@@ -136,7 +136,7 @@ class FedAvg:
 
 
 class FeatureSGD:
-    """Feature-based SGD and SGD-m (spec §5): one global step per round with the gradient
+    """Feature-based SGD and SGD-m (docs/ssca.md): one global step per round with the gradient
     collected by the feature-based protocol, ω ← ω − η_t (ĝ + 2λω) (momentum: through v)."""
 
     def __init__(self, protocol: FeatureBasedProtocol, lr, lam=0.0, momentum=0.0):

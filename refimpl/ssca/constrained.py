@@ -1,4 +1,4 @@
-"""Constrained mini-batch SSCA step, seed 001 Problems 4–5 / (41) (spec ssca.md §3):
+"""Constrained mini-batch SSCA step, [SSCA] Problems 4–5 / (41) (docs/ssca.md):
 
     minimise_{ω, s ≥ 0}  ||ω||² + c Σ_k s_k   subject to  q_k^t(ω) ≤ U_k + s_k,  k = 1..m
 
@@ -36,7 +36,7 @@ class SolverError(RuntimeError):
 
 
 def closed_form_step(state: SurrogateState, U, c) -> ConstrainedStep:
-    """Lemma 1 of seed 001, (43)–(45), reconstructed from the dual (spec §3).
+    """Lemma 1 of [SSCA], (43)–(45), reconstructed from the dual (docs/ssca.md).
 
     Dual function on 0 ≤ ν ≤ c:  g(ν) = −ν² b / (4(1 + νA)) + ν(C − U),  b = ||B||².
       - C ≤ U: ν* = 0, ω̄ = 0 (feasible and minimises ||ω||²), s̄ = 0;

@@ -1,6 +1,6 @@
-"""Algorithms 2 (sample-based) and 4 (feature-based) of seed 001: constrained mini-batch SSCA for
+"""Algorithms 2 (sample-based) and 4 (feature-based) of [SSCA]: constrained mini-batch SSCA for
 problem (40), minimise ||ω||² subject to (1/N) Σ_n ℓ(ω; x_n, y_n) ≤ U, through the transformed
-problem with slack s ≥ 0 and penalty c (Problems 4–5, (41)), spec ssca.md §3.
+problem with slack s ≥ 0 and penalty c (Problems 4–5, (41)), docs/ssca.md
 
 Per round: collect (ℓ̂^t, ĝ^t) (Step 1), update the constraint surrogate(s) (Step 2, the same
 recursion as the unconstrained algorithms), solve the round's convex problem for (ω̄^t, s̄^t, ν^t)

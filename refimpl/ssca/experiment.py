@@ -1,6 +1,6 @@
 """One run from a configuration: data → partition → protocol → algorithm → trace.
 
-``RunConfig`` holds every setting of a run (the paper's defaults, spec ssca.md §7); ``build``
+``RunConfig`` holds every setting of a run (the paper's defaults, docs/ssca.md); ``build``
 assembles the objects and ``run_experiment`` drives them. All randomness derives from
 ``RunConfig.seed`` through ``numpy.random.SeedSequence.spawn``: child 0 draws the initial point,
 child 1 the batch schedule, child 2 a random partition.
@@ -25,7 +25,7 @@ from refimpl.core.trace import Trace
 ALGORITHMS = ("ssca", "ssca-constrained", "sgd", "sgdm")
 SETTINGS = ("sample", "feature")
 
-#: τ and α of the paper's experiments by (setting, batch) (spec ssca.md §7)
+#: τ and α of the paper's experiments by (setting, batch) (docs/ssca.md)
 _PAPER_TAU = {"sample": {10: 0.1, 100: 0.05}, "feature": {10: 0.1, 100: 0.1}}
 _PAPER_ALPHA = {"sample": {}, "feature": {10: 0.3}}
 

@@ -11,7 +11,7 @@ from numba import njit
 
 
 # ----------------------------------------------------------------------------------------------
-# SSCA server round (spec ssca.md §3 steps 2–4 for the unconstrained problem), fused into one pass
+# SSCA server round (docs/ssca.md steps 2–4 for the unconstrained problem), fused into one pass
 # ----------------------------------------------------------------------------------------------
 
 @njit(cache=True)

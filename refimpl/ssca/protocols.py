@@ -1,4 +1,4 @@
-"""Gradient collection of seed 001 (spec ssca.md §4): who computes what, and the message ledger.
+"""Gradient collection of [SSCA] (docs/ssca.md): who computes what, and the message ledger.
 
 Both protocols return the server's mini-batch estimates (ℓ̂^t, ĝ^t) of the data term at ω^t and
 the list of messages of the round. A message's ``floats`` counts the scalars it carries (sample
@@ -88,7 +88,7 @@ class SampleBasedProtocol:
 class FeatureBasedProtocol:
     """Algorithms 3–4: client k holds feature block ``blocks[k]`` of every sample and W1,k.
 
-    Round (spec §4): the server sends each client its block W1,k (the designated client also W2,
+    Round (docs/ssca.md): the server sends each client its block W1,k (the designated client also W2,
     and the first-layer bias when ``bias``) and the batch ids;
       1. client k sends Z_k = X_k^B W1,kᵀ (B×J) to the designated client d;
       2. d forms Z = Σ_k Z_k, finishes the forward pass, sends ∇W2 (and ∇b1) and ℓ̂ to the
@@ -143,7 +143,7 @@ class FeatureBasedProtocol:
         return loss, grad, msgs
 
     def _collect_one_step(self, theta, batch):
-        """Remark 4 of seed 001 (reconstructed): every client sends its partial pre-activations
+        """Remark 4 of [SSCA] (reconstructed): every client sends its partial pre-activations
         Z_k = X_k^B W1,kᵀ and its feature block X_k^B straight to the server, which forms
         Z = Σ_k Z_k and computes the whole gradient — one message per client, B(J + D_k) floats
         against about 2JB + JD_k in Algorithm 3 (fewer when B < J, the paper's regime), and the raw

@@ -1,4 +1,4 @@
-"""Mini-batch SSCA server math, seed 001 (spec ssca.md §3): surrogate state, recursion,
+"""Mini-batch SSCA server math, [SSCA] (docs/ssca.md): surrogate state, recursion,
 unconstrained closed form and the move. Shared by Algorithms 1–4.
 
 The surrogate of the data term after round t is the quadratic
@@ -36,7 +36,7 @@ class SurrogateState:
 
 
 def surrogate_update(state: SurrogateState, loss_hat, grad_hat, omega, rho, tau) -> SurrogateState:
-    """Surrogate recursion, seed 001 (3), (7)–(9), (35)–(37), (42):
+    """Surrogate recursion, [SSCA] (3), (7)–(9), (35)–(37), (42):
 
         A^t = (1 − ρ_t) A^{t−1} + ρ_t τ
         B^t = (1 − ρ_t) B^{t−1} + ρ_t (ĝ^t − 2τ ω^t)
@@ -52,7 +52,7 @@ def surrogate_update(state: SurrogateState, loss_hat, grad_hat, omega, rho, tau)
 
 
 def unconstrained_step(state: SurrogateState, lam):
-    """ω̄^t = argmin_ω q^t(ω) + λ||ω||² = −B^t / (2 (A^t + λ)), seed 001 (10), (24), (38)–(39)."""
+    """ω̄^t = argmin_ω q^t(ω) + λ||ω||² = −B^t / (2 (A^t + λ)), [SSCA] (10), (24), (38)–(39)."""
     V.positive("lambda", lam, allow_zero=True)
     if state.A + lam <= 0:
         raise ValueError("A^t + λ must be > 0 (run at least one surrogate update, or use λ > 0)")
@@ -60,13 +60,13 @@ def unconstrained_step(state: SurrogateState, lam):
 
 
 def move(omega, omega_bar, gamma):
-    """ω^{t+1} = (1 − γ_t) ω^t + γ_t ω̄^t, seed 001 (5), (18)."""
+    """ω^{t+1} = (1 − γ_t) ω^t + γ_t ω̄^t, [SSCA] (5), (18)."""
     V.unit_interval("gamma_t", gamma)
     return (1.0 - gamma) * omega + gamma * omega_bar
 
 
 def momentum_form_step(v_prev, omega, grad_hat, rho, gamma_prev, gamma, tau, lam):
-    """Remark 2 of seed 001 (spec §6): SSCA with A^t ≡ τ written as momentum SGD,
+    """Remark 2 of [SSCA] (docs/ssca.md): SSCA with A^t ≡ τ written as momentum SGD,
 
         v^t = (1 − ρ_t)(1 − γ_{t−1}) v^{t−1} + ρ_t (ĝ^t + 2λω^t)
         ω^{t+1} = ω^t − γ_t / (2(τ + λ)) · v^t

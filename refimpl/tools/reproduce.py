@@ -196,7 +196,7 @@ def aggregate(out, plan, seeds, axis, metrics):
 
 def _figure3(out, plan, seeds, target=None):
     """Communication (floats) and computation (sample-gradient evaluations) to reach a training
-    cost, per batch size (seed 001 Fig. 3). Default target: the largest final training cost among
+    cost, per batch size ([SSCA] Fig. 3). Default target: the largest final training cost among
     the batch sizes (mean over seeds), i.e. a cost every batch size reaches within T."""
     if target is None:
         target = max(float(np.mean([tr.series("train_cost")[-1] for tr in _load(out, label, seeds)]))

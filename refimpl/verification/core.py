@@ -32,7 +32,7 @@ def directional_fd_error(model, theta, X, y, rng, n_dirs, h=1e-5):
 
 
 @check("grad.fd", "hand-derived gradients of the two-layer network equal central finite differences",
-       "seed 001 (28); spec ssca.md §1")
+       "[SSCA] (28); docs/ssca.md")
 def grad_fd(quick):
     rng = np.random.default_rng(11)
     errs = {}

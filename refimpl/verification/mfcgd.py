@@ -1,4 +1,4 @@
-"""Checks of MFCGD / AdaMFCGD (seed 002): Lemma 1, Lemma 2, Theorems 1–2, the rate, and the
+"""Checks of MFCGD / AdaMFCGD ([MFCGD]): Lemma 1, Lemma 2, Theorems 1–2, the rate, and the
 complexity claim against ComFedL-style local SCGD and Local-SCGDM."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def constants_of(pr, C, x1):
 
 
 @check("mfcgd.lemma1_smoothness", "||∇F(x1) − ∇F(x2)|| / ||x1 − x2|| ≤ L = sqrt(2C_f²L_g² + 2C_g⁴L_f²) on random pairs",
-       "seed 002 Lemma 1 (12); spec mfcgd.md §5")
+       "[MFCGD] Lemma 1 (12); docs/mfcgd.md")
 def lemma1_smoothness(quick):
     pr, C = synthetic()
     c = constants_of(pr, C, np.zeros(pr.d))
@@ -43,7 +43,7 @@ def lemma1_smoothness(quick):
 
 @check("mfcgd.lemma2", "at every step of a run, ||w̄_t − ∇F(x̄_t)||² ≤ (1/M) Σ_m (2C_f²||u − ∇g(x̄)||² + "
        "4C_g²||v − ∇f(h)||² + 4C_g²L_f²||h − g(x̄)||²) (worst ratio over steps, all four matrices)",
-       "seed 002 Lemma 2 (13); spec mfcgd.md §5")
+       "[MFCGD] Lemma 2 (13); docs/mfcgd.md")
 def lemma2(quick):
     pr, C = synthetic()
     T = 2000 if quick else 20000
@@ -87,13 +87,13 @@ def _bound_check(quick, adaptive):
 
 
 @check("mfcgd.theorem1_bound", "AdaMFCGD (Adam-type A_t, ρ = 0.5) with parameters meeting every condition of "
-       "Theorem 1: (1/T) Σ E||∇F(x̄_t)|| (10 seeds) ≤ the right side of (14)", "seed 002 Theorem 1 (14)")
+       "Theorem 1: (1/T) Σ E||∇F(x̄_t)|| (10 seeds) ≤ the right side of (14)", "[MFCGD] Theorem 1 (14)")
 def theorem1(quick):
     return _bound_check(quick, True)
 
 
 @check("mfcgd.theorem2_bound", "MFCGD with parameters meeting every condition of Theorem 2: (1/T) Σ E||∇F(x̄_t)|| "
-       "(10 seeds) ≤ the right side of (16)", "seed 002 Theorem 2 (16)")
+       "(10 seeds) ≤ the right side of (16)", "[MFCGD] Theorem 2 (16)")
 def theorem2(quick):
     return _bound_check(quick, False)
 
@@ -116,7 +116,7 @@ def _rate(pr, C, Ts, seeds):
 
 @check("mfcgd.rate_slope", "MFCGD with q = T^{1/3}, n = q³: log–log slope of (1/T) Σ E||∇F(x̄_t)|| against T is −1/3 "
        "or steeper (verdict on homogeneous clients; the heterogeneous slope is reported)",
-       "seed 002 Remark 3 (17); spec mfcgd.md §5")
+       "[MFCGD] Remark 3 (17); docs/mfcgd.md")
 def rate_slope(quick):
     Ts = [1000, 3000, 10000, 30000] if quick else [1000, 3000, 10000, 30000, 100000, 300000]
     seeds = 4 if quick else 10
@@ -138,7 +138,7 @@ def _first_reach(avg, samples, rounds, eps):
 
 @check("mfcgd.complexity_vs_baselines", "samples and communication rounds for the running average of ||∇F(x̄_t)|| to "
        "reach ε: MFCGD and AdaMFCGD need fewer samples than ComFedL-style local SCGD and Local-SCGDM at the smallest "
-       "ε all reach (fitted exponents reported next to Table 1)", "seed 002 Table 1; spec mfcgd.md §5",
+       "ε all reach (fitted exponents reported next to Table 1)", "[MFCGD] Table 1; docs/mfcgd.md",
        kind="claim")
 def complexity_vs_baselines(quick):
     pr, C = synthetic(heterogeneity=0.1)

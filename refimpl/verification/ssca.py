@@ -20,7 +20,7 @@ from refimpl.verification.registry import check, embedded
 
 @check("ssca.feature_equals_central",
        "feature-based gradient collection equals the centralised gradient of the same batch",
-       "seed 001 Algorithm 3; spec ssca.md §4")
+       "[SSCA] Algorithm 3; docs/ssca.md")
 def feature_equals_central(quick):
     d = embedded()
     rng = np.random.default_rng(21)
@@ -42,7 +42,7 @@ def feature_equals_central(quick):
 
 @check("ssca.remark2_momentum",
        "SSCA iterates (A^t ≡ τ) equal the momentum-SGD recursion of Remark 2",
-       "seed 001 Remark 2; spec ssca.md §6")
+       "[SSCA] Remark 2; docs/ssca.md")
 def remark2_momentum(quick):
     """Two comparisons over T rounds on the same batches, starting from the same ω^1:
     (a) each recursion computes its own mini-batch gradients, at τ = 0.25 (step γ/(2τ) ≲ 0.6,
@@ -81,7 +81,7 @@ def remark2_momentum(quick):
 
 @check("ssca.surrogate_assumption2",
        "surrogate (7): per-round term matches ℓ̂^t and ĝ^t at ω^t; q^t strongly convex with modulus 2A^t",
-       "seed 001 Assumption 2, (7); spec ssca.md §3, §6")
+       "[SSCA] Assumption 2, (7); docs/ssca.md")
 def surrogate_assumption2(quick):
     """The per-round term f̄^t = (q^t − (1 − ρ_t) q^{t−1}) / ρ_t must satisfy f̄^t(ω^t) = ℓ̂^t and
     ∇f̄^t(ω^t) = ĝ^t (Assumption 2's value/gradient consistency); q^t itself matches them only
@@ -116,7 +116,7 @@ def surrogate_assumption2(quick):
 
 @check("ssca.stepsize_conditions",
        "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged",
-       "seed 001 (4), (6), Section VI; spec ssca.md §3")
+       "[SSCA] (4), (6), Section VI; docs/ssca.md")
 def stepsize_conditions(quick):
     cases = {   # (ρ, γ, expected: meets every condition?)
         "paper sample-based 1/t^0.1, 0.3/t^0.15": (PowerLaw(1, 0.1), PowerLaw(0.3, 0.15), False),
@@ -140,7 +140,7 @@ def stepsize_conditions(quick):
 
 @check("ssca.theorem1_stationarity",
        "along an SSCA run meeting (4) and (6), ||∇F(ω^t)|| decays (last-quarter mean / first-quarter mean < 1, "
-       "negative log–log trend)", "seed 001 Theorem 1; spec ssca.md §6")
+       "negative log–log trend)", "[SSCA] Theorem 1; docs/ssca.md")
 def theorem1_stationarity(quick):
     d = embedded()
     T = 1000 if quick else 4000
@@ -178,7 +178,7 @@ def rounds_to_target(trace, target):
 @check("ssca.claim_faster_than_sgd",
        "SSCA reaches the training-cost target in fewer rounds than SGD and the best SGD-m of a grid "
        "(equal per-round communication); ratio = SSCA rounds / best baseline rounds",
-       "seed 001 Section VI, Figs. 1–2; spec ssca.md §5, §7", kind="claim")
+       "[SSCA] Section VI, Figs. 1–2; docs/ssca.md", kind="claim")
 def claim_faster_than_sgd(quick):
     d = embedded()
     T = 300 if quick else 1000
@@ -242,7 +242,7 @@ def _rel(a, b):
 @check("ssca.lemma1_vs_cvxpy",
        "Lemma 1 closed form equals the cvxpy QCQP solution (ω̄, s̄, ν*, objective) on random instances "
        "of every branch (C ≤ U, constraint active, slack active ν* = c, b = 0)",
-       "seed 001 Lemma 1, (43)–(45); spec ssca.md §3, §6")
+       "[SSCA] Lemma 1, (43)–(45); docs/ssca.md")
 def lemma1_vs_cvxpy(quick):
     rng = np.random.default_rng(31)
     n = 20
@@ -299,7 +299,7 @@ def _kkt_run(setting, T, quick):
        "along constrained runs (sample- and feature-based) meeting (4) and (6), slack → 0 and the KKT residuals of "
        "(40) decay: last-quarter / first-quarter mean of the relative stationarity residual < 1; feasibility "
        "residual decays or stays below 1 % of U",
-       "seed 001 Theorems 2 and 4; spec ssca.md §6")
+       "[SSCA] Theorems 2 and 4; docs/ssca.md")
 def theorem2_kkt(quick):
     T = 600 if quick else 3000
     det, worst, holds = {}, 0.0, True
@@ -355,7 +355,7 @@ def _multiplier(m, th, X, y):
 @check("ssca.theorem5_equivalence",
        "(32) with λ > 0 and (40) with U = data loss at its stationary point share that point with ν* = 1/λ; "
        "conversely a KKT point of (40) with ν° > 0 is stationary for (32) with λ = 1/ν°",
-       "seed 001 Theorem 5; spec ssca.md §6")
+       "[SSCA] Theorem 5; docs/ssca.md")
 def theorem5_equivalence(quick):
     m, X, y = _small_problem()
     lam = 0.01
@@ -391,7 +391,7 @@ def theorem5_equivalence(quick):
 @check("ssca.multi_constraint_qcqp",
        "with per-client constraints the cvxpy solution satisfies the KKT conditions of the multi-constraint "
        "subproblem to solver tolerance; with one constraint it equals the closed form",
-       "seed 001 Problem 5 (41); spec ssca.md §3")
+       "[SSCA] Problem 5 (41); docs/ssca.md")
 def multi_constraint_qcqp(quick):
     rng = np.random.default_rng(36)
     n, m_c = 30, 5

@@ -1,4 +1,4 @@
-"""Checks of Flex-VFL (seed 000): local-optimizer weights (8), condition (14), Corollary 1, and the
+"""Checks of Flex-VFL ([FlexVFL]): local-optimizer weights (8), condition (14), Corollary 1, and the
 claims against synchronous / asynchronous VFL and of the adaptive learning rates."""
 from __future__ import annotations
 
@@ -56,19 +56,19 @@ def _weights_check(opt_factory, quick, alt_weights=None):
 
 
 @check("vfl.weights_sgd", "SGD local steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = 1 and the actual gradients",
-       "seed 000 (6)–(8); spec flexvfl.md §3")
+       "[FlexVFL] (6)–(8); docs/flexvfl.md")
 def weights_sgd(quick):
     return _weights_check(lambda rng: SGD(), quick)
 
 
 @check("vfl.weights_momentum", "local momentum: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ρ^{τ−t})/(1 − ρ)",
-       "seed 000 (8), momentum example; spec flexvfl.md §3")
+       "[FlexVFL] (8), momentum example; docs/flexvfl.md")
 def weights_momentum(quick):
     return _weights_check(lambda rng: LocalMomentum(float(rng.uniform(0.1, 0.95))), quick)
 
 
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
-       "(the seed prints exponent τ − t + 1)", "seed 000 (8), proximal example; spec flexvfl.md §3")
+       "(the seed prints exponent τ − t + 1)", "[FlexVFL] (8), proximal example; docs/flexvfl.md")
 def weights_prox(quick):
     # also measured: the seed's printed exponent τ − t + 1, which does not reproduce the recursion
     def printed(opt, tau, eta):
@@ -77,7 +77,7 @@ def weights_prox(quick):
 
 
 @check("vfl.condition14", "the runner's verdict on (14) η ≤ 1/(16 max{L, L_k} τ w̄) agrees with the inequality "
-       "evaluated independently; a run with large η is flagged", "seed 000 Theorem 1 (14); spec flexvfl.md §7")
+       "evaluated independently; a run with large η is flagged", "[FlexVFL] Theorem 1 (14); docs/flexvfl.md")
 def condition14(quick):
     d = vdata()
     m = linear_model(8)
@@ -104,7 +104,7 @@ def condition14(quick):
 
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "
        "against τR has log–log slope ≈ −1/2 (holds when −1/2 lies in the slope's 95 % interval or within 0.15)",
-       "seed 000 Corollary 1; spec flexvfl.md §7")
+       "[FlexVFL] Corollary 1; docs/flexvfl.md")
 def corollary1_rate(quick):
     d0 = vdata()
     sub = np.random.default_rng(45).choice(d0.n, 1000, replace=False)
@@ -212,14 +212,14 @@ def _ratio_check(other, quick):
 
 
 @check("vfl.claim_flex_vs_sync", "under heterogeneous speeds Flex-VFL reaches the target accuracy sooner than "
-       "synchronous VFL (measured: time ratio sync/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8",
+       "synchronous VFL (measured: time ratio sync/flex; the paper reports up to 4×)", "[FlexVFL] Section I; docs/flexvfl.md",
        kind="claim")
 def claim_flex_vs_sync(quick):
     return _ratio_check("sync", quick)
 
 
 @check("vfl.claim_flex_vs_async", "under heterogeneous speeds Flex-VFL reaches the target accuracy sooner than "
-       "asynchronous VFL (measured: time ratio async/flex; the paper reports up to 4×)", "seed 000 Section I; spec §8",
+       "asynchronous VFL (measured: time ratio async/flex; the paper reports up to 4×)", "[FlexVFL] Section I; docs/flexvfl.md",
        kind="claim")
 def claim_flex_vs_async(quick):
     return _ratio_check("async", quick)
@@ -230,7 +230,7 @@ TIME_VARYING = MarkovSpeed((0.2, 1.0, 1.0, 1.0, 1.0), (0.2, 6.0, 6.0, 6.0, 6.0),
 
 @check("vfl.claim_adaptive", "under time-varying speeds Adaptive Flex-VFL reaches the target sooner than Flex-VFL "
        "with the best fixed learning rate (measured: time ratio fixed/adaptive; the paper reports up to 30 % gain)",
-       "seed 000 Section I, Algorithm 2; spec §6, §8", kind="claim")
+       "[FlexVFL] Section I, Algorithm 2; docs/flexvfl.md", kind="claim")
 def claim_adaptive(quick):
     d = vdata()
     m = linear_model(16)

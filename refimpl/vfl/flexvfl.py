@@ -1,5 +1,5 @@
 """Flex-VFL (Algorithm 1), Adaptive Flex-VFL (Algorithm 2) and the synchronous, asynchronous and
-P-BCD baselines of seed 000, on a simulated clock (spec flexvfl.md §2–§7).
+P-BCD baselines of [FlexVFL], on a simulated clock (docs/flexvfl.md–§7).
 
 One global round r of Flex-VFL:
   1. parties agree on a mini-batch B^r (here: drawn from the run's Generator);
@@ -251,7 +251,7 @@ class FlexVFL:
         return compute + self.net.time(floats_up) + self.net.time(floats_down)
 
     def messages(self):
-        """Floats per round: K (|θ_0| + B Σ O_k) down (spec §2), B Σ O_k up (embeddings), plus
+        """Floats per round: K (|θ_0| + B Σ O_k) down (docs/flexvfl.md), B Σ O_k up (embeddings), plus
         B O_k to each party when labels are only at the server."""
         K, B = self.model.K, self.batch
         sum_o = int(self.model.offsets[-1])
@@ -374,7 +374,7 @@ class FlexVFL:
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
               eval_every_time=None, progress=None, stop_at_accuracy=None):
-    """Asynchronous VFL (VAFL-style, spec §5) as an event queue on the simulated clock.
+    """Asynchronous VFL (VAFL-style, docs/flexvfl.md) as an event queue on the simulated clock.
 
     The server keeps a table of every party's latest embedding of every training sample
     (filled once from the initial models). Party k, at its own pace: draws a mini-batch, computes

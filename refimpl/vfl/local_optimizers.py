@@ -1,4 +1,4 @@
-"""Local optimizers of Flex-VFL parties as (init, update) pairs, seed 000 (6)–(8), spec §3.
+"""Local optimizers of Flex-VFL parties as (init, update) pairs, [FlexVFL] (6)–(8), docs/flexvfl.md
 
 ``init(theta0) -> state`` at the start of each round (state is reset every round);
 ``update(g, state, theta, eta) -> (theta_next, state)`` is one local step (6);

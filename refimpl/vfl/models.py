@@ -1,4 +1,4 @@
-"""Vertical FL models of seed 000 (Flex-VFL), spec flexvfl.md §1: per-party embedding models
+"""Vertical FL models of [FlexVFL] (Flex-VFL), docs/flexvfl.md: per-party embedding models
 h_k(θ_k; x_k) ∈ R^{O_k} with hand-derived gradients, and the server's fusion model θ_0.
 
 Every parameter vector is flat (float64); bias terms are column 0 of each weight matrix.

@@ -1,4 +1,4 @@
-"""Party speeds and the simulated clock of Flex-VFL, spec flexvfl.md §4.
+"""Party speeds and the simulated clock of Flex-VFL, docs/flexvfl.md
 
 A speed model draws, up front and from a seeded Generator, the compute time of one local step
 for every party (server = party 0) in every round: ``sample(R, rng) -> (R, K+1)`` seconds of

@@ -1,0 +1,161 @@
+"""The options of ``refimpl run ALGORITHM``: one table per paper, named after the fields of that
+paper's ``Config`` (the same names a sweep spec's ``[fixed]`` table and ``--config run.toml`` use).
+
+Each row says which algorithms of the family take the option, so ``refimpl run ALGORITHM --help``
+lists only what applies and an option of another algorithm is an error, not silently ignored.
+Defaults come from the family's ``Config`` dataclass, except where the row overrides them for the
+command line (shown in ``--help``).
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, fields
+
+SSCA_ALGORITHMS = ("ssca", "ssca-constrained", "sgd", "sgdm")
+VFL_ALGORITHMS = ("flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd")
+MFCGD_ALGORITHMS = ("mfcgd", "adamfcgd", "comfedl", "local-scgdm", "scgd", "storm")
+FAMILIES = {"ssca": SSCA_ALGORITHMS, "vfl": VFL_ALGORITHMS, "mfcgd": MFCGD_ALGORITHMS}
+
+
+def family_of(algorithm):
+    for fam, algs in FAMILIES.items():
+        if algorithm in algs:
+            return fam
+    raise ValueError(f"unknown algorithm {algorithm!r}; allowed: {', '.join(a for v in FAMILIES.values() for a in v)}")
+
+
+CONFIG_DEFAULT = object()      # the option's default is the Config field's
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: the config field it sets, its help line, the algorithms that take it (None: the
+    whole family), and optionally choices, a command-line default and a boolean-flag marker."""
+    field: str
+    help: str
+    algorithms: tuple | None = None
+    choices: tuple | None = None
+    default: object = CONFIG_DEFAULT
+    flag: bool = False
+    text: bool = False          # parsed later from text (comma lists, specs); type str on the command line
+
+    @property
+    def name(self):
+        return "--" + self.field.replace("_", "-")
+
+
+_BASELINES = ("sgd", "sgdm")
+_SSCA_STEP = ("ssca", "ssca-constrained")
+
+SSCA_OPTIONS = (
+    Opt("setting", "sample-based (Algorithms 1, 2) or feature-based (Algorithms 3, 4) FL", choices=("sample", "feature")),
+    Opt("batch", "mini-batch size: per client (sample-based) or per round (feature-based)"),
+    Opt("rounds", "communication rounds T"),
+    Opt("clients", "number of clients K"),
+    Opt("hidden", "hidden width J of the two-layer network"),
+    Opt("activation", "hidden activation", choices=("swish", "relu")),
+    Opt("bias", "bias as column 0 of W1 and W2 (the authors' MATLAB layout)", flag=True),
+    Opt("lam", "λ of problem (32); a comma list runs the λ trade-off study", ("ssca",) + _BASELINES, text=True),
+    Opt("U", "loss bound U of problem (40); a comma list runs the U trade-off study", ("ssca-constrained",), text=True),
+    Opt("penalty", "slack penalty c of (41)", ("ssca-constrained",)),
+    Opt("solver", "constrained step: Lemma 1's closed form or the cvxpy QCQP", ("ssca-constrained",),
+        choices=("closed-form", "cvxpy")),
+    Opt("per_client", "one loss constraint per client (needs --solver cvxpy)", ("ssca-constrained",), flag=True),
+    Opt("ball_radius", "extra constraint ||ω|| <= r (needs --solver cvxpy)", ("ssca-constrained",)),
+    Opt("cvxpy_solver", "cvxpy solver name", ("ssca-constrained",)),
+    Opt("tau", "τ of surrogate (7) (default: the paper's value for the setting and batch)", _SSCA_STEP),
+    Opt("rho_a", "a1 of ρ_t = a1 / t^α", _SSCA_STEP),
+    Opt("rho_alpha", "α of ρ_t (default: the paper's value for the setting and batch)", _SSCA_STEP),
+    Opt("gamma_a", "a2 of γ_t = a2 / t^(α+0.05)", _SSCA_STEP),
+    Opt("gamma_alpha", "exponent of γ_t (default: α + 0.05)", _SSCA_STEP),
+    Opt("lr", "η0 of the learning rate η_t = η0 / t^β", _BASELINES),
+    Opt("lr_decay", "β of η_t", _BASELINES),
+    Opt("momentum", "momentum m of SGD-m", ("sgdm",)),
+    Opt("local_steps", "local steps E per round (sample-based; E > 1 is FedAvg)", _BASELINES),
+    Opt("partition", "sample-based split of the training data", choices=("contiguous", "iid", "label_skew")),
+    Opt("feature_blocks", "feature-based: JSON file, one list of feature indices per client", text=True),
+    Opt("collection", "feature-based gradient collection: Algorithm 3's steps or Remark 4's one-step",
+        choices=("three-step", "one-step")),
+    Opt("eval_every", "rounds between evaluations of the full training cost"),
+    Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
+    Opt("backend", "kernels", choices=("numba", "numpy")),
+    Opt("seed", "seed of the run's numpy.random.Generator"),
+)
+
+VFL_OPTIONS = (
+    Opt("parties", "number of parties K (4: image quadrants of 28×28 data)"),
+    Opt("encoder", "party encoder: linear | swish, or a comma list, one per party", text=True),
+    Opt("embed_dim", "embedding size O_k"),
+    Opt("hidden", "hidden width of swish encoders"),
+    Opt("optimizer", "sgd | momentum[:ρ] | proximal[:μ] | time-varying-lr[:decay], or a list (server, parties)",
+        text=True),
+    Opt("eta", "learning rate(s) η_k, server first (adaptive: the dummy round's)", text=True),
+    Opt("A", "Adaptive Flex-VFL constants A_k of η_k = A_k / (τ_k w̄_k)", ("adaptive-flexvfl",), text=True),
+    Opt("batch", "mini-batch size"),
+    Opt("rounds", "cap on global rounds (async: events)", default=1000),
+    Opt("time_budget", "stop at this simulated time"),
+    Opt("timeout", "round timeout in simulated time", ("flexvfl", "adaptive-flexvfl")),
+    Opt("Q", "local steps per round of synchronous VFL", ("sync-vfl",)),
+    Opt("speeds", "constant:T.. | lognormal:M..[:σ] | markov:FAST..:SLOW..[:p_slow[:p_fast]] | trace:FILE[:BASE]",
+        text=True),
+    Opt("bandwidth", "bytes per simulated second"),
+    Opt("latency", "simulated seconds per message"),
+    Opt("labels", "who holds the labels", choices=("all", "server")),
+    Opt("target", "stop when the test accuracy reaches this value"),
+    Opt("eval_every", "rounds between test-accuracy evaluations"),
+    Opt("theory_every", "rounds between evaluations of Σ_k ||∇_k F||² (0: never)"),
+    Opt("smoothness", "condition (14): none | estimate | L,L_0,...,L_K", text=True),
+    Opt("seed", "seed of the run's numpy.random.Generator"),
+)
+
+_STORM_LIKE = ("mfcgd", "adamfcgd", "storm")
+_SCGD_LIKE = ("comfedl", "local-scgdm", "scgd")
+
+MFCGD_OPTIONS = (
+    Opt("problem", "problem class", choices=("synthetic", "drfl", "maml")),
+    Opt("clients", "number of clients M"),
+    Opt("dim", "dimension d (synthetic, maml)"),
+    Opt("steps", "steps T"),
+    Opt("q", "communication period q", ("mfcgd", "adamfcgd", "comfedl", "local-scgdm")),
+    Opt("k", "k of η_t = k / (n + t)^(1/3)", _STORM_LIKE),
+    Opt("n", "n of η_t", _STORM_LIKE),
+    Opt("c", "c1 = c2 = c3 of α, β, ϱ = c η_t²", _STORM_LIKE),
+    Opt("gamma", "γ of the step γ η_t A_t^{-1} w", _STORM_LIKE),
+    Opt("matrix", "adaptive matrix A_t", ("adamfcgd",), choices=("adam", "norm", "amsgrad")),
+    Opt("rho", "ρ of A_t ⪰ ρI", ("adamfcgd",)),
+    Opt("theta", "ϑ of the moving average a_t", ("adamfcgd",)),
+    Opt("eta", "step size η of the baselines", _SCGD_LIKE, default=0.05),
+    Opt("beta", "tracking weight β of the baselines", _SCGD_LIKE),
+    Opt("alpha", "momentum weight α of Local-SCGDM", ("local-scgdm",)),
+    Opt("heterogeneity", "client heterogeneity of the synthetic problem"),
+    Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None),
+    Opt("seed", "seed of the run's numpy.random.Generator"),
+    Opt("backend", "numba kernel (synthetic problem) or plain NumPy", choices=("numba", "numpy")),
+)
+
+OPTIONS = {"ssca": SSCA_OPTIONS, "vfl": VFL_OPTIONS, "mfcgd": MFCGD_OPTIONS}
+
+
+def config_class(family):
+    from refimpl.mfcgd.experiment import MFCGDConfig
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.experiment import VFLConfig
+    return {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[family]
+
+
+def family_options(family, algorithm=None):
+    """(option, default) pairs of a family, restricted to what ``algorithm`` takes when given."""
+    defaults = {}
+    for f in fields(config_class(family)):
+        defaults[f.name] = f.default if f.default is not MISSING else f.default_factory()
+    return [(o, defaults[o.field] if o.default is CONFIG_DEFAULT else o.default) for o in OPTIONS[family]
+            if algorithm is None or o.algorithms is None or algorithm in o.algorithms]
+
+
+def options_for(algorithm):
+    """The options ``refimpl run ALGORITHM`` takes, with their resolved defaults."""
+    return family_options(family_of(algorithm), algorithm)
+
+
+def owners(option_name):
+    """The algorithms that take ``--option-name`` (for the message when another one is given)."""
+    return [a for algs in FAMILIES.values() for a in algs if any(o.name == option_name for o, _ in options_for(a))]
