@@ -16,7 +16,7 @@ def _say(msg):
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     def __init__(self, prog):
-        super().__init__(prog, max_help_position=28, width=110)
+        super().__init__(prog, max_help_position=30, width=110)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -27,9 +27,8 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 _COMMON = (("out", "directory for trace.npz, trace.json, trace.png"),
-           ("config", "TOML or JSON file of option values (the keys of a sweep spec's [fixed] table); "
-                      "flags override it"),
-           ("data", "FILE.npz with X_train, y_train, X_test, y_test (default: the embedded MNIST subset)"),
+           ("config", "TOML/JSON of option values (a sweep spec's [fixed] keys); flags override it"),
+           ("data", "FILE.npz with X_train, y_train, X_test, y_test (default: embedded MNIST)"),
            ("data_dir", "directory with MNIST-format IDX files"))
 
 
@@ -177,8 +176,8 @@ def _vfl_config(args, method):
 
 
 def cmd_run_vfl(args):
+    from refimpl import vfl
     from refimpl.core.plots import plot_vfl
-    from refimpl.vfl.experiment import run_vfl
     cfg = _vfl_config(args, args.algorithm)
     step = max(1, cfg.rounds // 20)
 
@@ -186,7 +185,7 @@ def cmd_run_vfl(args):
         if not args.quiet and (r % step == 0 or r == 0):
             _say(f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
                  f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
-    tr = run_vfl(cfg, _load_data(args), progress)
+    tr = vfl.run(cfg, _load_data(args), progress=progress)
     if args.out:
         tr.save(args.out)
         plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
@@ -226,10 +225,10 @@ def _mfcgd_config(args, method):
 
 
 def cmd_run_mfcgd(args):
-    from refimpl.mfcgd.experiment import run_mfcgd_config
+    from refimpl import mfcgd
     from refimpl.core.plots import plot_mfcgd
     cfg = _mfcgd_config(args, args.algorithm)
-    tr = run_mfcgd_config(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
+    tr = mfcgd.run(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
     if not args.quiet:
         th = tr.config.get("theorem_conditions")
         if th and not th["all_met"]:
@@ -384,7 +383,7 @@ def _tradeoff_row(name, value, trace):
 
 
 def _run_one(args, cfg, data, init, batches, out_dir):
-    from refimpl.ssca.experiment import run_experiment
+    from refimpl import ssca
     from refimpl.core.plots import plot_trace
     step = max(1, cfg.rounds // 20)
     if cfg.algorithm.startswith("ssca") and not args.quiet:
@@ -402,7 +401,7 @@ def _run_one(args, cfg, data, init, batches, out_dir):
             _say(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
                  f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
 
-    trace = run_experiment(cfg, data, init, batches, progress)
+    trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress)
     if out_dir:
         trace.save(out_dir)
         png = plot_trace(trace, os.path.join(out_dir, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")

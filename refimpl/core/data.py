@@ -66,6 +66,12 @@ def load_embedded_mnist() -> Dataset:
     return Dataset(X[:n], y[:n], X[n:], y[n:], 10, "mnist-5k-embedded")
 
 
+def mnist_5k() -> Dataset:
+    """The embedded MNIST subset (4,000 training and 1,000 test digits, pixels in [0, 1]); the
+    default data of every run. Same as :func:`load_embedded_mnist`."""
+    return load_embedded_mnist()
+
+
 def load_npz_dataset(path) -> Dataset:
     """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test."""
     with np.load(path, allow_pickle=False) as z:

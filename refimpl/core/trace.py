@@ -34,6 +34,25 @@ class Trace:
     def series(self, name):
         return np.asarray(self.metrics[name], dtype=np.float64)
 
+    def iterate(self, round):
+        """``(W1, W2)`` at ``round`` (0 is the initial point), from the snapshots the run kept."""
+        if round not in self.snapshots:
+            raise KeyError(f"round {round} was not kept; snapshots at rounds {sorted(self.snapshots)} "
+                           "(choose them with Config.snapshots / --snapshots)")
+        return self.snapshots[round]
+
+    def plot(self, path, title=""):
+        """The trace's figure as a PNG at ``path``: training cost and test accuracy per round (SSCA
+        family), test accuracy against simulated time (VFL), or ||∇F(x̄_t)|| against samples and
+        communication rounds (MFCGD). Returns the path, or None without matplotlib."""
+        from refimpl.core.plots import plot_mfcgd, plot_trace, plot_vfl
+        name = self.config.get("algorithm") or self.config.get("method") or "run"
+        if "grad_norm" in self.metrics and "samples" in self.metrics:
+            return plot_mfcgd({name: self}, path)
+        if "time" in self.metrics:
+            return plot_vfl({name: self}, path)
+        return plot_trace(self, path, title or name)
+
     # -- persistence ----------------------------------------------------------------------------
     def save(self, out_dir):
         os.makedirs(out_dir, exist_ok=True)
