@@ -82,3 +82,27 @@ def test_no_reference_outside_the_repository():
     readme = (repo / "README.md").read_text()
     hits += ["README.md"] * bool(pattern.search(readme))
     assert hits == []
+
+
+def test_install_has_no_top_level_verification_package():
+    """setup.cfg's package list: refimpl and its subpackages only (checks ship as refimpl.verification)."""
+    import configparser
+
+    from setuptools import find_packages
+    repo = ROOT.parent
+    cfg = configparser.ConfigParser()
+    cfg.read(repo / "setup.cfg")
+    include = cfg["options.packages.find"]["include"].split()
+    pkgs = find_packages(where=str(repo), include=include)
+    assert "refimpl.verification" in pkgs and {"refimpl.ssca", "refimpl.vfl", "refimpl.mfcgd", "refimpl.core"} <= set(pkgs)
+    assert all(p == "refimpl" or p.startswith("refimpl.") for p in pkgs)
+
+
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    text = (ROOT.parent / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace("rounds=300, snapshots=[0, 300]", "rounds=20, snapshots=[0, 20]").replace(
+        "iterate(300)", "iterate(20)").replace("steps=2000", "steps=200").replace("time_budget=200", "time_budget=20")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert (tmp_path / "runs" / "ssca" / "trace.npz").exists()
