@@ -98,19 +98,8 @@ def _add_compare_args(g, family, skip):
 def _load_run_config(path, algorithm):
     """Option values from a TOML/JSON file whose keys are config field names."""
     from .options import options_for
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if str(path).endswith(".toml"):
-        import tomllib
-        try:
-            doc = tomllib.loads(raw.decode())
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: not valid TOML ({exc})")
-    else:
-        try:
-            doc = json.loads(raw.decode())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})")
+    from .tools.sweep import read_document
+    doc = read_document(path)
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a table of option values")
     doc = doc.get("fixed", doc) if set(doc) <= {"fixed", "runner", "seeds", "grid", "description"} else doc

@@ -81,18 +81,29 @@ def _expand(name, v):
     raise ValueError(f"grid entry {name!r} must be a list or a {{start, stop, num}} range, got {type(v).__name__}")
 
 
-def load_spec(path):
-    """Read and validate a sweep spec; returns (runner, fixed, grid (name → values), seeds)."""
+def read_document(path):
+    """A TOML (``.toml``) or JSON file as a Python object, with an error naming the file when it
+    does not parse (sweep specs and ``refimpl run --config`` files)."""
     with open(path, "rb") as fh:
         raw = fh.read()
     if str(path).endswith(".toml"):
         try:
             import tomllib
         except ImportError:                     # Python 3.10
-            raise ValueError("TOML specs need Python >= 3.11; use a JSON spec")
-        doc = tomllib.loads(raw.decode())
-    else:
-        doc = json.loads(raw.decode())
+            raise ValueError(f"{path}: TOML needs Python >= 3.11; use JSON")
+        try:
+            return tomllib.loads(raw.decode())
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})")
+    try:
+        return json.loads(raw.decode())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})")
+
+
+def load_spec(path):
+    """Read and validate a sweep spec; returns (runner, fixed, grid (name → values), seeds)."""
+    doc = read_document(path)
     return validate_spec(doc)
 
 
