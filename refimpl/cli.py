@@ -14,9 +14,15 @@ def _say(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def _info(args, msg):
+    """A progress or where-it-went line; ``--quiet`` silences it (errors and warnings still print)."""
+    if not getattr(args, "quiet", False):
+        _say(msg)
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     def __init__(self, prog):
-        super().__init__(prog, max_help_position=30, width=110)
+        super().__init__(prog, max_help_position=30, width=120)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -47,6 +53,7 @@ def _add_algorithm_parser(sub, algorithm):
         if dest.startswith("data") and fam == "mfcgd":
             text += " (problem drfl)"
         p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
+    p.add_argument("--overwrite", action="store_true", help="replace a result already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=cmd_run, algorithm=algorithm, family=fam)
     return p
@@ -81,9 +88,9 @@ def _add_option(p, opt, default, shown=True):
         kw["choices"] = opt.choices
     elif not opt.text:
         kw["type"] = float if default is None else type(default)
-        kw["metavar"] = opt.field.upper()
+        kw["metavar"] = opt.field.upper() if len(opt.field) <= 12 else "X"
     else:
-        kw["metavar"] = opt.field.upper()
+        kw["metavar"] = opt.field.upper() if len(opt.field) <= 12 else "X"
     p.add_argument(opt.name, **kw)
 
 
@@ -178,7 +185,7 @@ def cmd_run_vfl(args):
     if args.out:
         tr.save(args.out)
         plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
-        _say(f"trace written to {args.out}")
+        _info(args, f"trace written to {args.out}")
     if not tr.status.startswith("finished"):
         _say(f"refimpl: run stopped: {tr.status}")
         return 3
@@ -203,7 +210,7 @@ def cmd_compare(args):
         plot_vfl(traces, os.path.join(args.out, "accuracy_vs_time.png"))
         for meth, tr in traces.items():
             tr.save(os.path.join(args.out, meth))
-        _say(f"comparison written to {args.out}")
+        _info(args, f"comparison written to {args.out}")
     return 0
 
 
@@ -233,7 +240,10 @@ def cmd_run_mfcgd(args):
             tr.config["fedavg_same_split"] = tr.extra["fedavg"]
         tr.save(args.out)
         plot_mfcgd({cfg.method: tr}, os.path.join(args.out, "trace.png"))
-        _say(f"trace written to {args.out}")
+        _info(args, f"trace written to {args.out}")
+    if not tr.status.startswith("finished"):
+        _say(f"refimpl: run stopped: {tr.status}")
+        return 3
     return 0
 
 
@@ -256,7 +266,7 @@ def cmd_compare_mfcgd(args):
         os.makedirs(args.out, exist_ok=True)
         write_csv(os.path.join(args.out, "grad_norm.csv"), rows)
         plot_mfcgd(traces, os.path.join(args.out, "grad_norm.png"))
-        _say(f"comparison written to {args.out}")
+        _info(args, f"comparison written to {args.out}")
     return 0
 
 
@@ -306,7 +316,7 @@ def cmd_reproduce(args):
     from refimpl.tools.reproduce import reproduce
     path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
                      args.quick, progress=None if args.quiet else _say)
-    _say(f"reproduction written to {args.out} ({path})")
+    _info(args, f"reproduction written to {args.out} ({path})")
     return 0
 
 
@@ -319,7 +329,35 @@ def cmd_report(args):
     return 0
 
 
+def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv")):
+    """Check (and create) an output directory before any work is done: a run that cannot be
+    saved, or would silently replace an earlier one, is refused up front."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    try:
+        os.makedirs(out, exist_ok=True)
+        probe = os.path.join(out, ".refimpl-write-test")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot write there ({exc.strerror or exc})")
+    found = [h for h in holds if os.path.exists(os.path.join(out, h))]
+    if found and not overwrite:
+        raise ValueError(f"--out {out} already holds a result ({', '.join(found)}); "
+                         "pass --overwrite to replace it, or choose another directory")
+
+
 def cmd_run(args):
+    if args.out:
+        _prepare_out(args.out, args.overwrite)
+    code = _dispatch_run(args)
+    if not args.out and not args.quiet:
+        _say("note: no --out given, so nothing was saved (pass --out DIR to keep the trace)")
+    return code
+
+
+def _dispatch_run(args):
     if args.family == "vfl":
         return cmd_run_vfl(args)
     if args.family == "mfcgd":
@@ -352,7 +390,7 @@ def cmd_run(args):
         from refimpl.core.trace import write_csv
         write_csv(os.path.join(args.out, "tradeoff.csv"), rows)
         plot_tradeoff(rows, name, os.path.join(args.out, "tradeoff.png"))
-        _say(f"trade-off over {name} written to {args.out}/tradeoff.csv")
+        _info(args, f"trade-off over {name} written to {args.out}/tradeoff.csv")
     for r in rows:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
     return code
@@ -394,7 +432,7 @@ def _run_one(args, cfg, data, init, batches, out_dir):
     if out_dir:
         trace.save(out_dir)
         png = plot_trace(trace, os.path.join(out_dir, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
-        _say(f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
+        _info(args, f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
     if not trace.status.startswith("finished"):
         _say(f"refimpl: run stopped: {trace.status}")
         return 3, trace
@@ -480,7 +518,7 @@ def _foreign_option(argv):
     if len(argv) < 2 or argv[0] != "run" or argv[1] not in {a for v in FAMILIES.values() for a in v}:
         return 0
     own = {o.name for o, _ in options_for(argv[1])} | {"--" + d.replace("_", "-") for d, _ in _COMMON}
-    own |= {"--init", "--batches", "--quiet", "--help"}
+    own |= {"--init", "--batches", "--quiet", "--help", "--overwrite"}
     for tok in argv[2:]:
         name = tok.split("=", 1)[0]
         if name.startswith("--") and name not in own:
@@ -517,7 +555,7 @@ def build_parser():
     cp.add_argument("--clients", type=int, default=10)
     cp.add_argument("--backend", choices=["numba", "numpy"], default="numba")
     _add_compare_args(cp.add_argument_group("vfl"), "vfl", {"rounds", "batch", "hidden", "seed", "eval_every"})
-    _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta"})
+    _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta", "diverge_cost_factor"})
     cp.set_defaults(fn=cmd_compare, time_budget=None)
     bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")
     bd.add_argument("what", choices=["mfcgd"])

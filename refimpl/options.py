@@ -79,6 +79,8 @@ SSCA_OPTIONS = (
     Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
     Opt("backend", "kernels", choices=("numba", "numpy")),
     Opt("seed", "seed of the run's numpy.random.Generator"),
+    Opt("diverge_cost_factor", "diverged when the training cost exceeds this × its initial value"),
+    Opt("diverge_sq_norm", "diverged when ||ω||² exceeds this"),
 )
 
 VFL_OPTIONS = (
@@ -105,6 +107,8 @@ VFL_OPTIONS = (
     Opt("theory_every", "rounds between evaluations of Σ_k ||∇_k F||² (0: never)"),
     Opt("smoothness", "condition (14): none | estimate | L,L_0,...,L_K", text=True),
     Opt("seed", "seed of the run's numpy.random.Generator"),
+    Opt("diverge_cost_factor", "diverged when the training loss exceeds this × its initial value"),
+    Opt("diverge_sq_norm", "diverged when Σ_k ||θ_k||² exceeds this"),
 )
 
 _STORM_LIKE = ("mfcgd", "adamfcgd", "storm")
@@ -130,6 +134,7 @@ MFCGD_OPTIONS = (
     Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None),
     Opt("seed", "seed of the run's numpy.random.Generator"),
     Opt("backend", "numba kernel (synthetic problem) or plain NumPy", choices=("numba", "numpy")),
+    Opt("diverge_cost_factor", "diverged when ||∇F(x̄_t)|| exceeds this × its value at step 1"),
 )
 
 OPTIONS = {"ssca": SSCA_OPTIONS, "vfl": VFL_OPTIONS, "mfcgd": MFCGD_OPTIONS}

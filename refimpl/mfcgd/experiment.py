@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, SyntheticComposition
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import load_embedded_mnist
 from refimpl.mfcgd.algorithm import (MFCGDParams, make_matrix, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd,
                     run_mfcgd_synthetic_nb)
@@ -39,6 +40,7 @@ class MFCGDConfig:
     eval_every: int = 10
     seed: int = 0
     backend: str = "numba"
+    diverge_cost_factor: float = 1e3   # diverged: ||∇F(x̄_t)|| above this × its value at step 1
 
     def validate(self):
         if self.method not in METHODS:
@@ -111,12 +113,19 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     tr = Trace(config={**asdict(cfg)})
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
+    rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor)
+    tr.status = "finished"
     for t in range(1, cfg.steps + 1):
         if t % cfg.eval_every == 0 or t in (1, cfg.steps):
+            # the runs above are kernels without early exit: a blow-up is found here, and the
+            # trace keeps the evaluations before it
+            reason = rule.cost("||grad F(x_bar)||", gn[t - 1], gn[0]) if t > 1 else None
+            if reason:
+                tr.status = f"diverged: step {t}: {reason}; trace holds steps 1..{t - 1}"
+                break
             vals = dict(step=t, grad_norm=gn[t - 1], samples=smp[t - 1], rounds=rnd[t - 1])
             vals.update(extra.get(t, {}))
             tr.record(**vals)
-    tr.status = "finished"
     if cfg.problem == "drfl":
         tr.extra["fedavg"] = fedavg_drfl(pr, test, cfg, np.random.default_rng(cfg.seed))
     return tr

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from refimpl.core import validate as V
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.model import TwoLayerNet, objective
 from refimpl.ssca.protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Message, SampleBasedProtocol, client, ledger_floats
 from refimpl.core.schedules import PowerLaw
@@ -196,15 +197,18 @@ class Evaluator:
 
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
-          progress=None, on_round=None):
+          progress=None, on_round=None, divergence: DivergenceRule | None = None):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
 
     Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
     evaluated. A non-finite iterate stops the run: ``trace.status`` names the round and the
     quantity, the trace keeps everything up to the last good round, and the final state returned
-    is the last good one. ``progress(t, metrics)`` is called after each evaluation;
+    is the last good one. The same happens, before anything overflows, when ``divergence`` (a
+    :class:`~refimpl.core.divergence.DivergenceRule`; default limits when None) finds ||ω||² or
+    the training cost too large. ``progress(t, metrics)`` is called after each evaluation;
     ``on_round(t, state)`` after every round (used by the verification checks).
     """
+    rule = DivergenceRule() if divergence is None else divergence
     model = evaluator.model
     state = algorithm.init(theta0)
     comm, evals = 0, 0
@@ -217,9 +221,20 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
 
     def _evaluate(t, st):
         m = evaluator(st.omega, st)
+        if trace.metrics["round"]:
+            reason = rule.cost("training cost", m["train_cost"], trace.metrics["train_cost"][0])
+            if reason:
+                return reason
         trace.record(round=t, comm_floats=comm, grad_evals=evals, **m)
         if progress is not None:
             progress(t, m)
+        return None
+
+    def _stop(t, what, last_good):
+        trace.status = f"{what}; trace holds rounds 0..{t - 1}"
+        if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
+            _evaluate(t - 1, last_good)
+        return last_good
 
     _evaluate(0, state)
     _snapshot(0, state.omega)
@@ -229,11 +244,11 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
             new_state, msgs, n = algorithm.apply(state, t, schedule.indices[t - 1])
         except (DivergenceError, SolverError) as exc:
             what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
-            trace.status = f"{what}; trace holds rounds 0..{t - 1}"
-            if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
-                _evaluate(t - 1, state)
-            return state
-        state = new_state
+            return _stop(t, what, state)
+        reason = rule.sq_norm("||omega||^2", float(new_state.omega @ new_state.omega))
+        if reason:
+            return _stop(t, f"diverged: round {t}: {reason}", state)
+        state, last_good = new_state, state
         if t == 1:
             trace.ledger_round1 = [m.__dict__ for m in msgs]
         comm += ledger_floats(msgs)
@@ -241,7 +256,9 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
         if on_round is not None:
             on_round(t, state)
         if t % evaluator.every == 0 or t == rounds:
-            _evaluate(t, state)
+            reason = _evaluate(t, state)
+            if reason:
+                return _stop(t, f"diverged: round {t}: {reason}", last_good)
         _snapshot(t, state.omega)
     trace.status = "finished"
     return state

@@ -14,6 +14,7 @@ import numpy as np
 from refimpl.core import validate as V
 from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate, train
 from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import Dataset
 from refimpl.core.model import TwoLayerNet
 from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
@@ -65,6 +66,8 @@ class RunConfig:
     cvxpy_solver: str = "CLARABEL"
     collection: str = "three-step"   # feature-based: Algorithm 3's steps, or Remark 4's one-step
     feature_blocks: str | None = None  # feature-based: JSON file with one list of feature indices per client
+    diverge_cost_factor: float = 1e3   # diverged: training cost above this × its initial value
+    diverge_sq_norm: float = 1e12      # diverged: ||ω||² above this
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -150,7 +153,8 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     trace = Trace(config={**asdict(cfg), "data": data.name})
     trace.batches = schedule.indices[:cfg.rounds]
-    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, cfg.snapshots, progress, on_round)
+    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, cfg.snapshots, progress, on_round,
+                  DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm))
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"

@@ -9,6 +9,7 @@ import numpy as np
 from refimpl.vfl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, max_change_factor, quadrant_blocks,
                       run_async, time_to_target)
 from refimpl.vfl.local_optimizers import make_optimizer
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.partition import feature_partition
 from refimpl.vfl.speeds import Network, parse_speeds
 from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
@@ -41,6 +42,8 @@ class VFLConfig:
     eval_every: int = 1
     theory_every: int = 0             # every that many rounds: Σ_k ||∇_k F(Θ^{r,0})||² (left side of (15))
     smoothness: str = "none"          # "none" | "estimate" | "L,L_0,…,L_K" for condition (14)
+    diverge_cost_factor: float = 1e3   # diverged: training loss above this × its initial value
+    diverge_sq_norm: float = 1e12      # diverged: Σ_k ||θ_k||² above this
 
     def method_key(self):
         if self.method not in VFL_METHODS:
@@ -99,6 +102,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     eta = _list(cfg.eta, K1, "eta", float)
     net = Network(cfg.bandwidth, cfg.latency)
     budget = cfg.time_budget
+    rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     if method == "async":
         if budget is None:
             raise ValueError("async-vfl runs on simulated time: give --time-budget")
@@ -106,7 +110,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
             raise ValueError("asynchronous VFL uses SGD steps only (--optimizer sgd)")
         tr = run_async(model, data, thetas, eta, cfg.batch, speeds, rng_run, budget, net,
                        eval_every_time=budget / max(cfg.rounds // cfg.eval_every, 1), progress=progress,
-                       stop_at_accuracy=cfg.target)
+                       stop_at_accuracy=cfg.target, divergence=rule)
     else:
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
@@ -114,7 +118,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
         run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if method == "adaptive" else speeds[1:],
                       timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
-                     stop_at_accuracy=cfg.target)
+                     stop_at_accuracy=cfg.target, divergence=rule)
         if smooth is not None:
             tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
             if "cond14" in tr.arrays:

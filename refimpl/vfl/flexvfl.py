@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import Dataset
 from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_summary
 from refimpl.vfl.speeds import Network
@@ -289,13 +290,17 @@ class FlexVFL:
         return new, grads
 
     def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
-            stop_at_accuracy=None):
+            stop_at_accuracy=None, divergence=None):
         """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
         with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
         ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
         arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W). ``stop_at_accuracy``: stop after
-        the first evaluation whose test accuracy reaches it (time-to-target runs)."""
+        the first evaluation whose test accuracy reaches it (time-to-target runs). ``divergence``
+        (a :class:`~refimpl.core.divergence.DivergenceRule`, default limits when None) stops the run
+        with status "diverged: …" at the first round whose parameters or training loss it flags;
+        the trace then holds the rounds before it."""
         m, d = self.model, self.data
+        rule = DivergenceRule() if divergence is None else divergence
         K1 = m.K + 1
         need = rounds + (1 if self.method == "adaptive" else 0)      # adaptive: row 0 is the dummy round
         if need > self.speeds.shape[0]:
@@ -328,14 +333,18 @@ class FlexVFL:
             clock += dur
             floats += up + down
             recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down))
-            if not all(np.all(np.isfinite(t)) for t in thetas):
-                trace.status = f"diverged: round {r}: a party's parameters are not finite; trace holds rounds 0..{r - 1}"
+            reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(t, t)) for t in thetas))
+            last = r == rounds or (time_budget is not None and clock >= time_budget)
+            if reason is None and (r % eval_every == 0 or last):
+                reason = self._evaluate(trace, r, clock, floats, thetas, theory_every > 0 and r % theory_every == 0,
+                                        rule)
+            if reason:
+                trace.status = f"diverged: round {r}: {reason}; trace holds rounds 0..{r - 1}"
+                recs.pop()
                 break
             if self.method == "adaptive":
                 eta = self.A / (tau * wb)
-            last = r == rounds or (time_budget is not None and clock >= time_budget)
             if r % eval_every == 0 or last:
-                self._evaluate(trace, r, clock, floats, thetas, theory_every > 0 and r % theory_every == 0)
                 if progress:
                     progress(r, trace)
                 if stop_at_accuracy is not None and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy:
@@ -358,11 +367,17 @@ class FlexVFL:
                 trace.arrays["cond14"] = np.array(c14)
         return trace
 
-    def _evaluate(self, trace, r, clock, floats, thetas, theory):
+    def _evaluate(self, trace, r, clock, floats, thetas, theory, rule=None):
+        """Record the round's metrics; returns the reason the training loss counts as diverged
+        under ``rule`` (nothing is recorded then), or None."""
         d, m = self.data, self.model
         vals = dict(round=r, time=clock, comm_floats=floats,
                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
                     train_loss=m.loss(thetas, d.Xs_train, d.y_train))
+        if rule is not None and trace.metrics.get("train_loss"):
+            reason = rule.cost("training loss", vals["train_loss"], trace.metrics["train_loss"][0])
+            if reason:
+                return reason
         if theory:
             vals["grad_sq"] = sum(float(g @ g) for g in m.block_gradients(thetas, d.Xs_train, d.y_train)[1])
         elif getattr(self, "_theory_on", False):
@@ -373,7 +388,7 @@ class FlexVFL:
 # ----------------------------------------------------------------------------- asynchronous VFL
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
-              eval_every_time=None, progress=None, stop_at_accuracy=None):
+              eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None):
     """Asynchronous VFL (VAFL-style, docs/flexvfl.md) as an event queue on the simulated clock.
 
     The server keeps a table of every party's latest embedding of every training sample
@@ -413,13 +428,20 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         count[k] = 1
     server_free = 0.0
 
+    rule = DivergenceRule() if divergence is None else divergence
+
     def evaluate(now):
+        loss = m.loss(thetas, d.Xs_train, d.y_train)
+        if trace.metrics.get("train_loss"):
+            reason = rule.cost("training loss", loss, trace.metrics["train_loss"][0])
+            if reason:
+                return reason
         trace.record(round=events, time=now, comm_floats=floats,
-                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
-                     train_loss=m.loss(thetas, d.Xs_train, d.y_train),
+                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test), train_loss=loss,
                      staleness=stale_sum / max(events, 1))
         if progress:
             progress(events, trace)
+        return None
 
     evaluate(0.0)
     next_eval = eval_dt
@@ -428,9 +450,13 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         now = max(arrival, server_free)                 # FIFO: wait while the server is busy
         if now > time_budget:
             break
-        while now >= next_eval:
-            evaluate(next_eval)
+        reason = None
+        while now >= next_eval and reason is None:
+            reason = evaluate(next_eval)
             next_eval += eval_dt
+        if reason:
+            trace.status = f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}"
+            break
         if stop_at_accuracy is not None and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy:
             trace.status = f"finished: reached test accuracy {stop_at_accuracy:g}"
             break
@@ -450,12 +476,14 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         count[k] += 1
         server_free = now + row[0]
         heapq.heappush(queue, (server_free + msg[k] + row[k] + msg[k], k))
-        if not (np.all(np.isfinite(thetas[0])) and np.all(np.isfinite(thetas[k]))):
-            trace.status = f"diverged: event {events} (party {k}) produced non-finite parameters"
+        reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(x, x)) for x in thetas))
+        if reason:
+            trace.status = f"diverged: event {events} (party {k}): {reason}; trace holds events 0..{events - 1}"
             break
     if trace.status == "running":
-        evaluate(min(time_budget, next_eval))
-        trace.status = "finished"
+        reason = evaluate(min(time_budget, next_eval))
+        trace.status = (f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}" if reason
+                        else "finished")
     trace.extra["thetas"] = thetas
     return trace
 
