@@ -87,7 +87,7 @@ def _add_option(p, opt, default, shown=True):
     if opt.choices:
         kw["choices"] = opt.choices
     elif not opt.text:
-        kw["type"] = float if default is None else type(default)
+        kw["type"] = opt.kind or (float if default is None else type(default))
         kw["metavar"] = opt.field.upper() if len(opt.field) <= 12 else "X"
     else:
         kw["metavar"] = opt.field.upper() if len(opt.field) <= 12 else "X"
@@ -129,7 +129,10 @@ def _load_data(args):
     if args.data and args.data_dir:
         raise ValueError("give --data or --data-dir, not both")
     if args.data:
-        return load_npz_dataset(args.data)
+        ds = load_npz_dataset(args.data)
+        _info(args, f"note: --data {args.data}: {ds.n_train} training and {len(ds.y_test)} test samples, "
+                    f"{ds.n_features} features, {ds.n_classes} classes")
+        return ds
     if args.data_dir:
         return load_idx_dir(args.data_dir)
     return load_embedded_mnist()
@@ -273,11 +276,21 @@ def cmd_compare_mfcgd(args):
 def cmd_bound(args):
     from refimpl.mfcgd.bounds import (Constants, find_theorem_parameters, theorem1_bound, theorem2_bound,
                                theorem_conditions, TheoremParams)
+    from refimpl.mfcgd.bounds import check_run
     c = Constants.from_json(args.constants)
-    rho = 1.0 if args.theorem == 2 else args.rho
+    if args.theorem == 2 and (args.rho is not None or args.A_rms is not None):
+        raise ValueError("--rho and --A-rms belong to Theorem 1 (AdaMFCGD); Theorem 2 has A_t = I, ρ = 1")
+    rho = 1.0 if args.theorem == 2 else (0.5 if args.rho is None else args.rho)
+    A_rms = None if args.theorem == 2 else (1.0 if args.A_rms is None else args.A_rms)
+    check_run(args.T, args.q, rho, A_rms)
     if args.params:
-        with open(args.params) as fh:
-            p = TheoremParams(**json.load(fh))
+        from .tools.sweep import read_document
+        doc = read_document(args.params)
+        try:
+            p = TheoremParams(**doc)
+        except TypeError:
+            raise ValueError(f"--params {args.params}: expected exactly the keys k, n, c1, c2, c3, gamma, q, B; "
+                             f"got {sorted(doc) if isinstance(doc, dict) else type(doc).__name__}")
     else:
         p, info = find_theorem_parameters(c, args.T, args.q, rho)
         if p is None:
@@ -286,7 +299,7 @@ def cmd_bound(args):
     conds = theorem_conditions(c, p, rho)
     for r in conds:
         print(f"{'met    ' if r['met'] else 'NOT MET'}  {r['name']}:  {r['lhs']:.6g} {r['relation']} {r['rhs']:.6g}")
-    bound = theorem2_bound(c, p, args.T) if args.theorem == 2 else theorem1_bound(c, p, args.T, rho, args.A_rms)
+    bound = theorem2_bound(c, p, args.T) if args.theorem == 2 else theorem1_bound(c, p, args.T, rho, A_rms)
     print(json.dumps({"theorem": args.theorem, "T": args.T, "params": {k: float(v) for k, v in p.__dict__.items()},
                       "right_hand_side": bound, "all_conditions_met": all(r["met"] for r in conds)}, indent=1))
     return 0 if all(r["met"] for r in conds) else 1
@@ -564,8 +577,8 @@ def build_parser():
     bd.add_argument("--theorem", type=int, choices=[1, 2], default=2)
     bd.add_argument("--T", type=int, default=10000)
     bd.add_argument("--q", type=int, default=10)
-    bd.add_argument("--rho", type=float, default=0.5, help="Theorem 1: ρ of Assumption 5")
-    bd.add_argument("--A-rms", type=float, default=1.0, help="Theorem 1: sqrt((1/T) Σ E||A_t||²)")
+    bd.add_argument("--rho", type=float, default=None, help="Theorem 1: ρ of Assumption 5 (default 0.5)")
+    bd.add_argument("--A-rms", type=float, default=None, help="Theorem 1: sqrt((1/T) Σ E||A_t||²) (default 1)")
     bd.set_defaults(fn=cmd_bound)
     sw = sub.add_parser("sweep", help="run a hyper-parameter grid × seeds (resumable)")
     sw.add_argument("spec", help="TOML or JSON sweep specification")

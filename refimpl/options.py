@@ -37,6 +37,7 @@ class Opt:
     default: object = CONFIG_DEFAULT
     flag: bool = False
     text: bool = False          # parsed later from text (comma lists, specs); type str on the command line
+    kind: type | None = None    # the value's type where the default (None) does not tell it
 
     @property
     def name(self):
@@ -50,7 +51,7 @@ SSCA_OPTIONS = (
     Opt("setting", "sample- or feature-based FL", choices=("sample", "feature")),
     Opt("batch", "mini-batch size, per client (sample) or per round (feature)"),
     Opt("rounds", "communication rounds T"),
-    Opt("clients", "number of clients K"),
+    Opt("clients", "number of clients K (default: 10, or the number of --feature-blocks)", kind=int),
     Opt("hidden", "hidden width J of the two-layer network"),
     Opt("activation", "hidden activation", choices=("swish", "relu")),
     Opt("bias", "bias as column 0 of W1 and W2 (the authors' MATLAB layout)", flag=True),
@@ -131,7 +132,7 @@ MFCGD_OPTIONS = (
     Opt("beta", "tracking weight β of the baselines", _SCGD_LIKE),
     Opt("alpha", "momentum weight α of Local-SCGDM", ("local-scgdm",)),
     Opt("heterogeneity", "client heterogeneity of the synthetic problem"),
-    Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None),
+    Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None, kind=int),
     Opt("seed", "seed of the run's numpy.random.Generator"),
     Opt("backend", "numba kernel (synthetic problem) or plain NumPy", choices=("numba", "numpy")),
     Opt("diverge_cost_factor", "diverged when ||∇F(x̄_t)|| exceeds this × its value at step 1"),

@@ -76,3 +76,134 @@ def test_divergence_stops_with_status_diverged_and_exit_3(tmp_path, capsys, argv
     key = "train_cost" if "train_cost" in tr.metrics else "train_loss" if "train_loss" in tr.metrics else "grad_norm"
     assert np.all(np.isfinite(tr.metrics[key]))                    # the trace stops at the last good round
     assert max(tr.metrics[key]) < 1e3 * max(tr.metrics[key][0], 1e-300) + 1e-12
+
+
+# -- 4: labels of --data FILE.npz ------------------------------------------------------------------
+
+def _npz(tmp_path, name="d.npz", **over):
+    from refimpl.core.data import load_embedded_mnist
+    d = load_embedded_mnist()
+    arrays = dict(X_train=d.X_train[:200], y_train=d.y_train[:200], X_test=d.X_test[:50], y_test=d.y_test[:50])
+    arrays.update(over)
+    np.savez(tmp_path / name, **arrays)
+    return str(tmp_path / name)
+
+
+def _labels_with_gap():
+    from refimpl.core.data import load_embedded_mnist
+    y = load_embedded_mnist().y_train[:200].copy()
+    y[y == 3] = 12
+    return y
+
+
+def _labels_with_nan():
+    from refimpl.core.data import load_embedded_mnist
+    y = load_embedded_mnist().y_train[:200].astype(float)
+    y[5] = np.nan
+    return y
+
+
+@pytest.mark.parametrize("over, words", [
+    (lambda: {"y_train": _labels_with_gap()}, "never occur in y_train"),
+    (lambda: {"y_train": _labels_with_nan()}, "y_train[5] = nan"),
+    (lambda: {"y_train": _labels_with_gap(), "n_classes": np.array(10)}, "n_classes is 10"),
+    (lambda: {"X_test": np.zeros((0, 784)), "y_test": np.zeros(0, int)}, "X_test must be a non-empty"),
+])
+def test_npz_labels_and_shapes_are_validated(tmp_path, capsys, over, words):
+    path = _npz(tmp_path, **over())
+    assert main(["run", "ssca", *TINY, "--data", path]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_npz_classes_are_inferred_and_reported(tmp_path, capsys):
+    path = _npz(tmp_path)
+    assert main(["run", "ssca", "--rounds", "2", "--hidden", "8", "--batch", "5", "--data", path]) == 0
+    assert "10 classes" in capsys.readouterr().err
+
+
+def test_not_an_npz_and_a_corrupt_idx_gz_are_named(tmp_path, capsys):
+    (tmp_path / "x.npz").write_text("hello")
+    assert main(["run", "ssca", *TINY, "--data", str(tmp_path / "x.npz")]) == 2
+    assert "not an .npz archive" in capsys.readouterr().err
+    import gzip
+    blob = gzip.compress(b"\x00\x00\x08\x03" + b"\x00" * 100)
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(blob[:12] + b"garbage-in-the-deflate-stream" + blob[40:])
+    from refimpl.core.data import read_idx
+    with pytest.raises(ValueError, match="corrupt, truncated or not gzip"):
+        read_idx(tmp_path / "train-images-idx3-ubyte.gz")
+
+
+# -- 5, 6: indices must be integers; feature blocks and --clients must agree ------------------------
+
+def test_float_batch_indices_name_the_entry(tmp_path, capsys):
+    out = tmp_path / "a"
+    assert main(["run", "ssca", *TINY, "--snapshots", "0", "--out", str(out)]) == 0
+    b = Trace.load(out).batches.astype(float)
+    b[1, 2, 3] = 13.5
+    np.save(tmp_path / "b.npy", b)
+    assert main(["run", "ssca", *TINY, "--batches", str(tmp_path / "b.npy")]) == 2
+    assert "entry (1, 2, 3) is 13.5" in capsys.readouterr().err
+    b = Trace.load(out).batches.copy()
+    b[2, 0, 1] = 3999                                   # a sample of client 9, given to client 0
+    np.save(tmp_path / "c.npy", b)
+    assert main(["run", "ssca", *TINY, "--batches", str(tmp_path / "c.npy")]) == 2
+    assert "round 3, client 0, position 1 holds sample 3999" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("blocks, words", [
+    ([[0.5] + list(range(1, 392)), list(range(392, 784))], "entry 0 is 0.5"),
+    ([list(range(0, 392)), [2.9] + list(range(393, 784))], "entry 0 is 2.9"),
+    ({"a": [1]}, "expected a non-empty JSON list"),
+    ("[[0, 1], [2", "not valid JSON"),
+])
+def test_feature_blocks_are_validated_and_named(tmp_path, capsys, blocks, words):
+    path = tmp_path / "blocks.json"
+    path.write_text(blocks if isinstance(blocks, str) else json.dumps(blocks))
+    assert main(["run", "ssca", "--setting", "feature", *TINY, "--feature-blocks", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and str(path) in err
+
+
+def test_feature_blocks_set_the_client_count_and_refuse_a_contradiction(tmp_path, capsys):
+    path = tmp_path / "blocks.json"
+    path.write_text(json.dumps([list(range(k * 196, (k + 1) * 196)) for k in range(4)]))
+    out = tmp_path / "f"
+    assert main(["run", "ssca", "--setting", "feature", *TINY, "--feature-blocks", str(path), "--out", str(out)]) == 0
+    doc = json.load(open(out / "trace.json"))
+    assert doc["config"]["clients"] == 4 and len({m["sender"] for m in doc["ledger_round1"]} - {"server"}) >= 4
+    assert main(["run", "ssca", "--setting", "feature", *TINY, "--feature-blocks", str(path), "--clients", "10"]) == 2
+    assert "--clients 10 contradicts" in capsys.readouterr().err
+
+
+# -- 7: refimpl bound mfcgd validates every constant and parameter ---------------------------------
+
+CONSTANTS = {"C_f": 2.3, "C_g": 3.0, "L_f": 1.0, "L_g": 0.0, "sigma": 0.3, "delta_f": 1.0, "delta_g": 1.0, "F_gap": 5.0}
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--A-rms=-1"], "belong to Theorem 1"),
+    (["--theorem", "1", "--A-rms=-1"], "A-rms"),
+    (["--T", "0"], "T must be an integer >= 1"),
+    (["--theorem", "1", "--rho", "0"], "rho must be finite and > 0"),
+    (["--theorem", "1", "--rho=-1"], "rho must be finite and > 0"),
+    (["--params", "P:n=-5"], "parameter n must be"),
+    (["--params", "P:k=0"], "parameter k must be"),
+    (["--params", "P:gamma=-1"], "parameter gamma must be"),
+    (["--constants-override", "C_f=-1"], "constant C_f"),
+    (["--constants-override", "sigma=nan"], "constant sigma"),
+])
+def test_bound_refuses_out_of_range_inputs(tmp_path, capsys, extra, words):
+    consts = dict(CONSTANTS)
+    argv = ["bound", "mfcgd"]
+    if extra[0] == "--constants-override":
+        k, v = extra[1].split("=")
+        consts[k] = float(v)
+        extra = []
+    (tmp_path / "c.json").write_text(json.dumps(consts).replace("NaN", "NaN"))
+    if extra[:1] == ["--params"]:
+        k, v = extra[1][2:].split("=")
+        params = {"k": 1, "n": 1e6, "c1": 1, "c2": 1, "c3": 1, "gamma": 1, "q": 1, "B": 1, k: float(v)}
+        (tmp_path / "p.json").write_text(json.dumps(params))
+        extra = ["--params", str(tmp_path / "p.json")]
+    assert main([*argv, "--constants", str(tmp_path / "c.json"), *extra]) == 2
+    assert words in capsys.readouterr().err

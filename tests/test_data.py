@@ -139,7 +139,7 @@ def test_batch_schedules(tmp_path, rng):
     np.testing.assert_array_equal(BatchSchedule.load(tmp_path / "b.npy").indices, s.indices)
     s.validate_sample_based(parts, 7, 5)
     bad = BatchSchedule(s.indices[:, ::-1].copy())
-    with pytest.raises(ValueError, match="client 0 samples outside"):
+    with pytest.raises(ValueError, match="round 1, client 0, position 0 holds sample"):
         bad.validate_sample_based(parts, 7, 5)
     with pytest.raises(ValueError, match="holds 7 rounds"):
         s.validate_sample_based(parts, 8, 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 
@@ -32,6 +33,9 @@ class Dataset:
     def __post_init__(self):
         Xtr = V.finite_array("X_train", self.X_train, ndim=2)
         Xte = V.finite_array("X_test", self.X_test, ndim=2)
+        for name, X in (("X_train", Xtr), ("X_test", Xte)):
+            if X.shape[0] == 0:
+                raise ValueError(f"{name} is empty: a data set needs at least one training and one test sample")
         if Xte.shape[1] != Xtr.shape[1]:
             raise ValueError(f"X_test has {Xte.shape[1]} features but X_train has {Xtr.shape[1]}")
         object.__setattr__(self, "X_train", np.ascontiguousarray(Xtr))
@@ -73,16 +77,57 @@ def mnist_5k() -> Dataset:
 
 
 def load_npz_dataset(path) -> Dataset:
-    """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test."""
-    with np.load(path, allow_pickle=False) as z:
-        missing = [k for k in ("X_train", "y_train", "X_test", "y_test") if k not in z]
+    """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test and optionally
+    n_classes. Labels must be integer class indices 0..L−1; without ``n_classes`` in the file, L
+    is inferred as 1 + the largest label, and every class 0..L−1 must occur in y_train (a gap
+    means the labels are not class indices: store n_classes if some classes are truly absent)."""
+    import zipfile
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise ValueError(f"--data {path}: not an .npz archive (a zip of arrays as numpy.savez writes it)")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"--data {path}: not a readable .npz file ({exc})")
+    if not hasattr(z, "files"):
+        raise ValueError(f"--data {path}: holds a single array, not an .npz archive with X_train, y_train, "
+                         "X_test, y_test")
+    with z:
+        missing = [k for k in ("X_train", "y_train", "X_test", "y_test") if k not in z.files]
         if missing:
-            raise ValueError(f"{path}: missing arrays {missing}; expected X_train, y_train, "
+            raise ValueError(f"--data {path}: missing arrays {missing}; expected X_train, y_train, "
                              "X_test, y_test")
-        ys = np.concatenate([z["y_train"], z["y_test"]])
-        n_classes = int(ys.max()) + 1 if ys.size else 1
-        return Dataset(z["X_train"], z["y_train"], z["X_test"], z["y_test"],
-                       max(n_classes, 2), os.path.basename(str(path)))
+        arrays = {k: z[k] for k in ("X_train", "y_train", "X_test", "y_test")}
+        given = int(z["n_classes"]) if "n_classes" in z.files else None
+    for k in ("X_train", "X_test"):
+        if arrays[k].ndim != 2 or arrays[k].shape[0] == 0:
+            raise ValueError(f"--data {path}: {k} must be a non-empty 2-d array (samples × features), "
+                             f"got shape {arrays[k].shape}")
+    for k in ("y_train", "y_test"):
+        y = arrays[k]
+        if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+            raise ValueError(f"--data {path}: {k} must hold integer class indices, got dtype {y.dtype}")
+        bad = ~np.isfinite(y) | (y != np.round(y)) | (y < 0) if np.issubdtype(y.dtype, np.floating) else y < 0
+        if np.any(bad):
+            i = int(np.flatnonzero(np.ravel(bad))[0])
+            raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]}; labels must be integer class "
+                             "indices 0..L-1")
+    y_tr, y_te = arrays["y_train"].astype(np.int64), arrays["y_test"].astype(np.int64)
+    if given is None:
+        L = int(max(y_tr.max(), y_te.max())) + 1
+        absent = np.setdiff1d(np.arange(L), y_tr)
+        if absent.size:
+            raise ValueError(f"--data {path}: labels run up to {L - 1} but classes {absent[:10].tolist()} never "
+                             "occur in y_train; labels must be class indices 0..L-1 (store an array n_classes "
+                             "in the file if some classes are truly absent)")
+    else:
+        L = given
+        for k, y in (("y_train", y_tr), ("y_test", y_te)):
+            if y.max() >= L:
+                raise ValueError(f"--data {path}: {k} holds label {int(y.max())} but the file's n_classes is {L}")
+    return Dataset(arrays["X_train"], y_tr, arrays["X_test"], y_te, max(L, 2), os.path.basename(str(path)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -100,8 +145,8 @@ def read_idx(path) -> np.ndarray:
     try:
         with opener(path, "rb") as fh:
             raw = fh.read()
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"{path}: cannot decompress ({exc}); the file is truncated or not gzip")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path}: cannot decompress ({exc}); the file is corrupt, truncated or not gzip")
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES or raw[3] == 0:
         raise ValueError(f"{path}: bad IDX magic number {raw[:4].hex()}; expected 0000 followed "
                          "by a type byte (08 for unsigned bytes) and the number of dimensions")

@@ -55,7 +55,9 @@ def feature_partition(n_features, n_clients=None, blocks=None):
         if K > D:
             raise ValueError(f"n_clients = {K} exceeds the {D} features")
         return [np.asarray(b, dtype=np.int64) for b in np.array_split(np.arange(D), K)]
-    blocks = [np.asarray(b, dtype=np.int64).ravel() for b in blocks]
+    if not isinstance(blocks, (list, tuple)) or not all(isinstance(b, (list, tuple, np.ndarray)) for b in blocks):
+        raise ValueError("feature blocks must be a list of index lists, one per client, e.g. [[0, 1], [2, 3]]")
+    blocks = [V.index_array(f"feature block {k}", b).ravel() for k, b in enumerate(blocks)]
     if any(b.size == 0 for b in blocks):
         raise ValueError("every client's feature block must be non-empty")
     allf = np.concatenate(blocks)
@@ -83,6 +85,9 @@ class BatchSchedule:
 
     indices: np.ndarray
 
+    def __post_init__(self):
+        object.__setattr__(self, "indices", V.index_array("batch schedule", self.indices))
+
     @property
     def rounds(self):
         return self.indices.shape[0]
@@ -106,8 +111,12 @@ class BatchSchedule:
         if idx.shape[0] < rounds:
             raise ValueError(f"batch schedule holds {idx.shape[0]} rounds, the run needs {rounds}")
         for k, p in enumerate(parts):
-            if not np.all(np.isin(idx[:rounds, k], p)):
-                raise ValueError(f"batch schedule gives client {k} samples outside its partition")
+            inside = np.isin(idx[:rounds, k], p)
+            if not np.all(inside):
+                t, j = (int(i) for i in np.argwhere(~inside)[0])
+                raise ValueError(f"batch schedule: round {t + 1}, client {k}, position {j} holds sample "
+                                 f"{int(idx[t, k, j])}, which is not in client {k}'s partition "
+                                 f"({len(p)} samples, ids {int(p.min())}..{int(p.max())})")
 
     def validate_feature_based(self, n_samples, rounds, batch):
         idx = self.indices
@@ -115,8 +124,11 @@ class BatchSchedule:
             raise ValueError(f"feature-based batch schedule must have shape (T, {batch}), got {idx.shape}")
         if idx.shape[0] < rounds:
             raise ValueError(f"batch schedule holds {idx.shape[0]} rounds, the run needs {rounds}")
-        if idx.min() < 0 or idx.max() >= n_samples:
-            raise ValueError(f"batch indices must lie in 0..{n_samples - 1}")
+        bad = (idx[:rounds] < 0) | (idx[:rounds] >= n_samples)
+        if bad.any():
+            t, j = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"batch schedule: round {t + 1}, position {j} holds sample {int(idx[t, j])}; "
+                             f"indices must lie in 0..{n_samples - 1}")
 
 
 def sample_based_schedule(parts, rounds, per_client, rng: np.random.Generator):

@@ -55,3 +55,22 @@ def labels(name, y, n_classes, n=None):
         raise ValueError(f"{name} must lie in 0..{n_classes - 1}, got range "
                          f"{arr.min()}..{arr.max()}")
     return arr
+
+
+def index_array(name, a):
+    """Integer indices: an integer array, or floats holding exactly integral finite values;
+    anything else (13.5, NaN, booleans, strings) is refused, naming the first offending entry."""
+    try:
+        arr = np.asarray(a)
+    except ValueError as exc:           # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular array of integer indices ({exc})")
+    if np.issubdtype(arr.dtype, np.integer):
+        return arr.astype(np.int64)
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} must hold integer indices; entry {at if arr.ndim > 1 else at[0]} "
+                             f"is {arr[at].item()!r}")
+        return arr.astype(np.int64)
+    raise ValueError(f"{name} must hold integer indices, got values of type {arr.dtype}")

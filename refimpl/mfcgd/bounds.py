@@ -41,14 +41,22 @@ class Constants:
 
     @classmethod
     def from_json(cls, path):
-        with open(path) as fh:
-            doc = json.load(fh)
+        try:
+            with open(path) as fh:
+                doc = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})")
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path}: expected a JSON object with {list(FIELDS)}")
         missing = [f for f in FIELDS if f not in doc]
         if missing:
             raise ValueError(f"{path}: missing constants {missing}; need {list(FIELDS)}")
         unknown = sorted(set(doc) - set(FIELDS))
         if unknown:
             raise ValueError(f"{path}: unknown keys {unknown}; allowed {list(FIELDS)}")
+        bad = [f for f in FIELDS if not isinstance(doc[f], (int, float)) or isinstance(doc[f], bool)]
+        if bad:
+            raise ValueError(f"{path}: constants {bad} must be numbers")
         return cls(**{f: float(doc[f]) for f in FIELDS})
 
     @property
@@ -66,6 +74,8 @@ class Constants:
 
 @dataclass(frozen=True)
 class TheoremParams:
+    """Parameters of Theorems 1–2: η_t = k/(n+t)^{1/3}, α, β, ϱ = c1, c2, c3 · η_t², step γ,
+    communication period q, and the constant B of the conditions on c1."""
     k: float
     n: float
     c1: float
@@ -74,6 +84,29 @@ class TheoremParams:
     gamma: float
     q: int
     B: float
+
+    def __post_init__(self):
+        for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v) or v < 0 or \
+                    (v == 0 and f != "B"):
+                rel = ">= 0" if f == "B" else "> 0 (the theorems divide by it or take its roots)"
+                raise ValueError(f"parameter {f} must be a finite number {rel}, got {v!r}")
+        if not float(self.q).is_integer() or self.q < 1:
+            raise ValueError(f"parameter q (communication period) must be an integer >= 1, got {self.q!r}")
+
+
+def check_run(T, q=1, rho=1.0, A_rms=None):
+    """The horizon and the Theorem-1 quantities of a bound evaluation: T and q integers >= 1,
+    ρ > 0 (Assumption 5: A_t ⪰ ρI) and A_rms >= ρ (which A_t ⪰ ρI implies)."""
+    for name, v in (("T", T), ("q", q)):
+        if not float(v).is_integer() or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if not (np.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be finite and > 0 (A_t ⪰ ρI, Assumption 5), got {rho!r}")
+    if A_rms is not None and not (np.isfinite(A_rms) and A_rms >= rho):
+        raise ValueError(f"A-rms = sqrt((1/T) Σ E||A_t||²) must be finite and >= rho = {rho:g} "
+                         f"(A_t ⪰ ρI), got {A_rms!r}")
 
 
 def _theta(c: Constants, p: TheoremParams, rho):

@@ -37,7 +37,7 @@ class RunConfig:
     setting: str = "sample"
     batch: int = 100                 # per client (sample-based) or the server's batch (feature-based)
     rounds: int = 1000
-    clients: int = 10
+    clients: int | None = None       # None: 10, or the number of feature blocks given
     hidden: int = 128
     activation: str = "swish"
     bias: bool = False
@@ -76,6 +76,16 @@ class RunConfig:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {c.algorithm!r}")
         if c.setting not in SETTINGS:
             raise ValueError(f"setting must be one of {SETTINGS}, got {c.setting!r}")
+        if c.feature_blocks:
+            if c.setting != "feature":
+                raise ValueError("--feature-blocks applies to --setting feature only")
+            n_blocks = len(read_feature_blocks(c.feature_blocks))
+            if c.clients is not None and c.clients != n_blocks:
+                raise ValueError(f"--clients {c.clients} contradicts --feature-blocks {c.feature_blocks}, which holds "
+                                 f"{n_blocks} blocks (one per client); drop --clients or make them agree")
+            c.clients = n_blocks
+        elif c.clients is None:
+            c.clients = 10
         for f in ("batch", "rounds", "clients", "hidden", "local_steps", "eval_every"):
             V.positive_int(f, getattr(c, f))
         V.positive("lambda", c.lam, allow_zero=True)
@@ -95,6 +105,23 @@ class RunConfig:
         return c
 
 
+def read_feature_blocks(path):
+    """The feature blocks of ``--feature-blocks FILE.json``: a JSON list of index lists, one per
+    client (validated against the data's features in :func:`~refimpl.core.partition.feature_partition`)."""
+    import json
+    try:
+        with open(path) as fh:
+            blocks = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--feature-blocks {path}: not valid JSON ({exc})")
+    except OSError as exc:
+        raise ValueError(f"--feature-blocks {path}: cannot read it ({exc.strerror or exc})")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, list) for b in blocks):
+        raise ValueError(f"--feature-blocks {path}: expected a non-empty JSON list of index lists, one per client, "
+                         "e.g. [[0, 1, 2], [3, 4]]")
+    return blocks
+
+
 def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
     """Return ``(algorithm, theta0, schedule, evaluator, model)`` for a resolved configuration."""
     cfg = cfg.resolved()
@@ -111,7 +138,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
         if batches is None:
             schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
         else:
-            schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
+            schedule = BatchSchedule(batches)
             schedule.validate_sample_based(parts, cfg.rounds, cfg.batch * E)
         algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
                 "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
@@ -119,16 +146,17 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
                 "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
     else:
         if cfg.feature_blocks:
-            import json
-            with open(cfg.feature_blocks) as fh:
-                blocks = feature_partition(data.n_features, blocks=json.load(fh))
+            try:
+                blocks = feature_partition(data.n_features, blocks=read_feature_blocks(cfg.feature_blocks))
+            except ValueError as exc:
+                raise ValueError(f"--feature-blocks {cfg.feature_blocks}: {exc}")
         else:
             blocks = feature_partition(data.n_features, cfg.clients)
         protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated, cfg.collection)
         if batches is None:
             schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch, rng_batch)
         else:
-            schedule = BatchSchedule(np.asarray(batches, dtype=np.int64))
+            schedule = BatchSchedule(batches)
             schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch)
         algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
                 "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
