@@ -308,7 +308,7 @@ def cmd_bound(args):
 def cmd_sweep(args):
     from refimpl.tools.sweep import run_sweep
     counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
-                       progress=None if args.quiet else _say)
+                       progress=None if args.quiet else _say, overwrite=args.overwrite)
     print(json.dumps(counts))
     return 0 if counts["failed"] == 0 else 1
 
@@ -422,6 +422,23 @@ def _tradeoff_row(name, value, trace):
     return row
 
 
+def _report_constraint(args, cfg, trace):
+    """Whether the true constraint of (40) holds at the end, recorded in the trace and printed; a
+    warning when the surrogate subproblem was feasible (slack 0) while the true constraint is not."""
+    value, slack = trace.metrics["constraint_value"][-1], trace.metrics["slack"][-1]
+    violation = max(0.0, value - cfg.U)
+    check = {"U": cfg.U, "final_constraint_value": value, "holds": violation == 0.0, "violation": violation,
+             "final_slack": slack}
+    trace.config["constraint_check"] = check
+    if violation == 0.0:
+        _info(args, f"constraint of (40): final data loss {value:.4g} <= U = {cfg.U:g}: holds")
+        return
+    _say(f"constraint of (40): final data loss {value:.4g} > U = {cfg.U:g}: violated by {violation:.3g}")
+    if slack == 0.0:
+        _say("warning: the surrogate subproblem was feasible (slack 0) while the true constraint is not: the iterate "
+             "has not reached a feasible point of (40) yet (more rounds, or a larger U)")
+
+
 def _run_one(args, cfg, data, init, batches, out_dir):
     from refimpl import ssca
     from refimpl.core.plots import plot_trace
@@ -436,12 +453,14 @@ def _run_one(args, cfg, data, init, batches, out_dir):
 
     def progress(t, m):
         if not args.quiet and (t % step == 0 or t in (0, cfg.rounds)):
-            extra = (f"  constraint {m['constraint_value']:.4f}  slack {m['slack']:.3g}  ν {m['multiplier']:.4g}"
-                     if "slack" in m else "")
+            extra = (f"  constraint {m['constraint_value']:.4f} (U {cfg.U:g})  slack {m['slack']:.3g}  "
+                     f"ν {m['multiplier']:.4g}" if "slack" in m else "")
             _say(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
                  f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
 
     trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress)
+    if cfg.algorithm == "ssca-constrained" and trace.metrics.get("constraint_value"):
+        _report_constraint(args, cfg, trace)
     if out_dir:
         trace.save(out_dir)
         png = plot_trace(trace, os.path.join(out_dir, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
@@ -586,6 +605,7 @@ def build_parser():
     sw.add_argument("--executor", choices=["local", "dask"], default="local")
     sw.add_argument("--workers", type=int, default=2)
     sw.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
+    sw.add_argument("--overwrite", action="store_true", help="discard the tasks of another spec in --out")
     sw.add_argument("--quiet", action="store_true")
     sw.set_defaults(fn=cmd_sweep)
     ss = sub.add_parser("sweep-summary", help="per-cell mean and spread over seeds; best cells")
@@ -658,3 +678,8 @@ def main(argv=None):
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")
         return 2
+    except KeyboardInterrupt:
+        hint = {"reproduce": "; finished runs are kept, continue with --resume",
+                "sweep": "; finished tasks are kept, rerun the same command to continue"}.get(args.command, "")
+        _say(f"refimpl: interrupted{hint}")
+        return 130

@@ -36,18 +36,30 @@ def band(ax, pts, axis, metric, label):
 
 
 def plot_trace(trace, path, title=""):
-    """Training cost (log scale) and test accuracy per round. Returns the path, or None."""
+    """Training cost (log scale) and test accuracy per round; for constrained runs also ||ω||²,
+    the constraint value against U and the slack. Returns the path, or None."""
     plt = _pyplot()
     if plt is None:
         return None
     r = trace.series("round")
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    constrained = "constraint_value" in trace.metrics
+    fig, ax = plt.subplots(1, 4 if constrained else 2, figsize=(18 if constrained else 10, 3.8))
     ax[0].semilogy(r, trace.series("train_cost"))
     ax[0].set_xlabel("round")
     ax[0].set_ylabel("training cost (32)")
     ax[1].plot(r, trace.series("test_accuracy"))
     ax[1].set_xlabel("round")
     ax[1].set_ylabel("test accuracy")
+    if constrained:
+        ax[2].plot(r, trace.series("sq_norm"))
+        ax[2].set_xlabel("round")
+        ax[2].set_ylabel("||ω||², objective of (40)")
+        ax[3].plot(r, trace.series("constraint_value"), label="data loss (constraint of (40))")
+        if "U" in trace.config:
+            ax[3].axhline(trace.config["U"], color="k", ls="--", lw=1, label=f"U = {trace.config['U']:g}")
+        ax[3].plot(r, trace.series("slack"), label="slack s")
+        ax[3].set_xlabel("round")
+        ax[3].legend(fontsize=7)
     fig.suptitle(title)
     return _finish(fig, ax, path, legend=False)
 

@@ -27,8 +27,12 @@ def positive(name, v, allow_zero=False):
 
 
 def positive_int(name, v):
-    if int(v) != v or int(v) <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
+    try:
+        ok = not isinstance(v, bool) and int(v) == v and int(v) > 0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a positive integer, got {v!r}")
     return int(v)
 
 

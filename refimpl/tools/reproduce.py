@@ -18,6 +18,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from refimpl.core.trace import Trace, write_csv
+from refimpl.tools.sweep import make_out_dir
 
 NAMES = ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates")
 
@@ -115,6 +116,45 @@ def _run_one(family, cfg, ds):
     return run_mfcgd_config(cfg, ds)
 
 
+def _planned_config(family, cfg):
+    """The configuration a run of the plan records (SSCA runs record their resolved settings)."""
+    return asdict(cfg.resolved()) if family == "ssca" else asdict(cfg)
+
+
+def _preflight(plan, ds):
+    """Every run of the plan can start on this data: checked before the first run, not after four."""
+    for label, family, cfg in plan:
+        if family != "ssca":
+            continue
+        c = cfg.resolved()
+        per_round = c.batch * c.local_steps
+        room = ds.n_train // c.clients if c.setting == "sample" else ds.n_train
+        if per_round > room:
+            raise ValueError(f"reproduction run {label!r} needs batches of {per_round} samples but the data give "
+                             f"{'each client' if c.setting == 'sample' else 'the server'} only {room}; use larger data "
+                             "(--data-dir) or another reproduction")
+
+
+def _check_resumable(runs_dir, plan, seeds):
+    """--resume reuses a finished run only when its whole configuration matches the plan's."""
+    diffs = []
+    for label, family, cfg in plan:
+        for s in range(seeds):
+            final = os.path.join(runs_dir, _slug(label), f"seed{s}", "trace.json")
+            if not os.path.exists(final):
+                continue
+            with open(final) as fh:
+                saved = json.load(fh).get("config", {})
+            want = json.loads(json.dumps(_planned_config(family, replace(cfg, seed=s)), default=str))
+            for k, v in want.items():
+                if k in saved and saved[k] != v:
+                    diffs.append(f"{label} seed {s}: {k} = {saved[k]!r} in the finished run, {v!r} now")
+    if diffs:
+        more = f" (and {len(diffs) - 5} more)" if len(diffs) > 5 else ""
+        raise ValueError("--resume would reuse runs made with other settings: " + "; ".join(diffs[:5]) + more +
+                         ". Resume with the original settings, or use another --out")
+
+
 # ----------------------------------------------------------------------------- driver
 
 def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=False, quick=False,
@@ -129,7 +169,10 @@ def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resum
                          "or choose another --out")
     if paper and ds.n_train < 60000 and name.startswith("ssca"):
         raise ValueError("--paper needs the full 60,000-sample training set: give --data-dir with MNIST-format files")
-    os.makedirs(runs_dir, exist_ok=True)
+    _preflight(plan, ds)
+    if resume:
+        _check_resumable(runs_dir, plan, seeds)
+    make_out_dir(out, "runs")
     done_before, ran = 0, 0
     for label, family, cfg in plan:
         for s in range(seeds):

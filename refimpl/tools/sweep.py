@@ -289,20 +289,61 @@ def _single_threaded_env():
                 os.environ[v] = old
 
 
-def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, progress=None):
-    """Run every unfinished task of the spec; returns the counts {done, failed, skipped}."""
+def spec_difference(old, new):
+    """Readable differences between two spec documents (runner, fixed, grid, seeds)."""
+    out = []
+    for part in ("runner", "seeds", "fixed", "grid"):
+        a, b = old.get(part), new.get(part)
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b)):
+                if a.get(k, "<unset>") != b.get(k, "<unset>"):
+                    out.append(f"{part}.{k}: {a.get(k, '<unset>')!r} -> {b.get(k, '<unset>')!r}")
+        elif a != b:
+            out.append(f"{part}: {a!r} -> {b!r}")
+    return out
+
+
+def make_out_dir(out_dir, *subdirs):
+    """Create ``out_dir`` (and subdirectories) or fail with a message naming it."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir}: exists and is not a directory")
+    try:
+        for sub in subdirs or ("",):
+            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+        probe = os.path.join(out_dir, ".refimpl-write-test")
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})")
+
+
+def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, progress=None, overwrite=False):
+    """Run every unfinished task of the spec; returns the counts {done, failed, skipped}.
+
+    A directory holding a sweep of another spec is refused (the difference is shown) unless
+    ``overwrite``, which removes its tasks first: tasks of two specs never mix."""
     if executor not in ("local", "dask"):
         raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
     if int(workers) < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     runner, fixed, grid, seeds = load_spec(spec_path)
     todo = tasks(runner, fixed, grid, seeds)
-    os.makedirs(os.path.join(out_dir, "tasks"), exist_ok=True)
-    os.makedirs(os.path.join(out_dir, "failed"), exist_ok=True)
+    make_out_dir(out_dir, "tasks", "failed")
     with SweepLock(out_dir):
         spec_copy = os.path.join(out_dir, "spec.json")
+        doc = json.loads(json.dumps({"runner": runner, "fixed": fixed, "grid": grid, "seeds": seeds}))
+        if os.path.exists(spec_copy):
+            with open(spec_copy) as fh:
+                diff = spec_difference(json.load(fh), doc)
+            if diff and not overwrite:
+                raise ValueError(f"{out_dir} holds a sweep of another spec ({'; '.join(diff)}); its tasks would mix "
+                                 "with this one's. Use another --out, or --overwrite to discard the old tasks")
+            if diff:
+                for sub in ("tasks", "failed"):
+                    shutil.rmtree(os.path.join(out_dir, sub))
+                    os.makedirs(os.path.join(out_dir, sub))
         with open(spec_copy + ".tmp", "w") as fh:
-            json.dump({"runner": runner, "fixed": fixed, "grid": grid, "seeds": seeds}, fh, indent=1)
+            json.dump(doc, fh, indent=1)
         os.replace(spec_copy + ".tmp", spec_copy)
         for name in os.listdir(os.path.join(out_dir, "tasks")):
             if name.startswith(".tmp-"):          # left by a killed run: never published
