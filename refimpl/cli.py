@@ -316,6 +316,8 @@ def cmd_sweep(args):
 def cmd_sweep_summary(args):
     from refimpl.tools.sweep import summarize
     rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
+    written = [f for f in ("summary.csv", "curves.csv", "failures.csv", "best.png") if os.path.exists(os.path.join(args.dir, f))]
+    _say(f"written to {args.dir}: {', '.join(written)}")
     for r in rows[:args.top]:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
     if failures:
@@ -362,9 +364,15 @@ def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv
 
 
 def cmd_run(args):
+    created = bool(args.out) and not os.path.exists(args.out)
     if args.out:
         _prepare_out(args.out, args.overwrite)
-    code = _dispatch_run(args)
+    try:
+        code = _dispatch_run(args)
+    except BaseException:
+        if created and os.path.isdir(args.out) and not os.listdir(args.out):
+            os.rmdir(args.out)              # refused before anything was written: leave no empty directory
+        raise
     if not args.out and not args.quiet:
         _say("note: no --out given, so nothing was saved (pass --out DIR to keep the trace)")
     return code
@@ -380,6 +388,14 @@ def _dispatch_run(args):
     lams = _floats("lam", getattr(args, "lam", 0.0))
     Us = _floats("U", getattr(args, "U", 0.13))
     base = _config(args, "ssca", args.algorithm, lam=lams[0], U=Us[0], snapshots=snaps)
+    base.resolved()
+    from dataclasses import replace as _replace
+    for name, values in (("lam", lams), ("U", Us)):      # every value of a list is checked before the first run
+        for v in values[1:]:
+            try:
+                _replace(base, **{name: v}).resolved()
+            except ValueError as exc:
+                raise ValueError(f"--{name} {getattr(args, name)}: the value {v:g} is not allowed ({exc})")
     init = None
     if args.init:
         with np.load(args.init, allow_pickle=False) as z:
@@ -519,11 +535,21 @@ def cmd_bench(args):
 
 def cmd_crosscheck(args):
     from refimpl.core.trace import Trace, crosscheck
-    rows = crosscheck(Trace.load(args.a), Trace.load(args.b))
+    a, b = Trace.load(args.a), Trace.load(args.b)
+    differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
+              ("algorithm", "method", "setting", "batch", "clients", "seed", "activation", "bias", "hidden")
+              if k in a.config and k in b.config and a.config[k] != b.config[k]]
+    if differ:
+        _say("note: the two runs were configured differently (" + "; ".join(differ) + "); differences below may "
+             "come from that")
+    rows = crosscheck(a, b)
     if not rows:
         _say("refimpl: the traces share no snapshot round and no metric")
         return 2
-    bad = False
+    if not any("@" in r["what"] for r in rows):
+        _say("refimpl: no iterates were compared (the traces share no snapshot round); only metrics"
+             + ("" if args.metrics_only else " — exit 1 (pass --metrics-only to accept that)"))
+    bad = not args.metrics_only and not any("@" in r["what"] for r in rows)
     for r in rows:
         ok = r["rel"] <= args.tol
         bad |= not ok
@@ -650,6 +676,7 @@ def build_parser():
     c.add_argument("a")
     c.add_argument("b")
     c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
+    c.add_argument("--metrics-only", action="store_true", help="accept a comparison without common iterate snapshots")
     c.set_defaults(fn=cmd_crosscheck)
     s = sub.add_parser("check-schedule", help="which of (4) and (6) the power-law schedules meet")
     s.add_argument("--rho-a", type=float, default=1.0)

@@ -207,3 +207,150 @@ def test_bound_refuses_out_of_range_inputs(tmp_path, capsys, extra, words):
         extra = ["--params", str(tmp_path / "p.json")]
     assert main([*argv, "--constants", str(tmp_path / "c.json"), *extra]) == 2
     assert words in capsys.readouterr().err
+
+
+# -- 8, 9: sweeps and reproductions never mix results of different settings ------------------------
+
+SWEEP = 'runner = "ssca"\nseeds = 1\n[fixed]\nrounds = {rounds}\nhidden = 8\nbatch = 10\neval_every = 2\n[grid]\ntau = [0.1]\n'
+
+
+def test_sweep_with_another_spec_into_the_same_directory_is_refused(tmp_path, capsys):
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text(SWEEP.format(rounds=2))
+    b.write_text(SWEEP.format(rounds=4))
+    out = tmp_path / "s"
+    assert main(["sweep", str(a), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    spec_before, tasks_before = (out / "spec.json").read_text(), sorted(os.listdir(out / "tasks"))
+    assert main(["sweep", str(b), "--out", str(out), "--workers", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "another spec" in err and "fixed.rounds: 2 -> 4" in err and "--overwrite" in err
+    assert (out / "spec.json").read_text() == spec_before and sorted(os.listdir(out / "tasks")) == tasks_before
+    assert main(["sweep", str(b), "--out", str(out), "--workers", "1", "--quiet", "--overwrite"]) == 0
+    assert sorted(os.listdir(out / "tasks")) != tasks_before and len(os.listdir(out / "tasks")) == 1
+
+
+def test_reproduce_resume_refuses_runs_of_other_settings(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--rounds", "40", "--out", str(out),
+                 "--quiet"]) == 0
+    before = (out / "reproduction.json").read_text()
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--rounds", "50", "--out", str(out),
+                 "--resume", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "steps = 40 in the finished run, 50 now" in err
+    assert (out / "reproduction.json").read_text() == before
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "2", "--rounds", "40", "--out", str(out),
+                 "--resume", "--quiet"]) == 0                       # same settings, one more seed: resumes
+    assert json.load(open(out / "reproduction.json"))["resumed_runs"] == 4
+
+
+def test_reproduce_checks_the_data_before_the_first_run(tmp_path, capsys):
+    path = _npz(tmp_path)                                          # 200 samples: 20 per client
+    os.makedirs(tmp_path / "idx")
+    from refimpl.core.data import load_npz_dataset
+    ds = load_npz_dataset(path)
+    from refimpl.tools.reproduce import _preflight, plan_for
+    plan, _ = plan_for("ssca-sample", quick=True, n_train=ds.n_train)
+    with pytest.raises(ValueError, match="needs batches of"):
+        _preflight(plan, ds)
+
+
+def test_unwritable_out_for_sweep_and_reproduce(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    spec = tmp_path / "a.toml"
+    spec.write_text(SWEEP.format(rounds=2))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "f" / "s"), "--quiet"]) == 2
+    assert "cannot write there" in capsys.readouterr().err
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--out", str(tmp_path / "f"), "--quiet"]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+# -- messages: one line naming the flag or file, the value and what is allowed ---------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "flexvfl", "--speeds", "constant:a,b", "--rounds", "2"], "--speeds 'constant:a,b': 'a' is not a number"),
+    (["run", "flexvfl", "--optimizer", "momentum:abc", "--rounds", "2"], "'abc' is not a number"),
+    (["run", "ssca", "--snapshots", "1,abc", "--rounds", "2"], "--snapshots takes a comma-separated list of integers"),
+    (["run", "mfcgd", "--rho", "-0.5"], "it is an option of adamfcgd"),
+    (["run", "mfcgd", "--theta", "1.5"], "it is an option of adamfcgd"),
+    (["run", "adamfcgd", "--theta", "1.5", "--steps", "10"], "ϑ must be in (0, 1]"),
+    (["run", "ssca", "--rho-a", "0", "--rounds", "2"], "rho_a (a1 of ρ_t"),
+    (["run", "ssca", "--gamma-a", "0", "--rounds", "2"], "gamma_a (a2 of γ_t"),
+    (["run", "ssca", "--partition", "label_skew", "--clients", "3000", "--batch", "1", "--rounds", "2"],
+     "at most 2000 clients"),
+    (["run", "ssca", "--lam", "0,-1e-3", "--rounds", "2"], "--lam 0,-1e-3: the value -0.001 is not allowed"),
+    (["run", "ssca-constrained", "--U", "0.5,-0.1", "--rounds", "2"], "--U 0.5,-0.1: the value -0.1"),
+])
+def test_one_line_messages(tmp_path, capsys, argv, words):
+    out = tmp_path / "never"
+    assert main([*argv, "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()                                        # nothing partial is left
+
+
+def test_sweep_field_of_the_wrong_type_is_named(tmp_path, capsys):
+    spec = tmp_path / "a.toml"
+    spec.write_text(SWEEP.format(rounds='"three"'))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "s"), "--quiet"]) == 2
+    assert "rounds must be a positive integer, got 'three'" in capsys.readouterr().err
+
+
+def test_interrupt_exits_130_with_a_resume_hint(monkeypatch, capsys, tmp_path):
+    import refimpl.tools.reproduce as R
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(R, "reproduce", interrupted)
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--out", str(tmp_path / "r")]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "refimpl: interrupted; finished runs are kept, continue with --resume"
+
+
+# -- 10: constrained runs say whether the true constraint holds -----------------------------------
+
+def test_constrained_run_reports_the_true_constraint(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert main(["run", "ssca-constrained", "--rounds", "6", "--hidden", "8", "--batch", "10", "--eval-every", "3",
+                 "--U", "1e-6", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "(U 1e-06)" in err and "violated by" in err
+    check = json.load(open(out / "trace.json"))["config"]["constraint_check"]
+    assert check["holds"] is False and check["violation"] > 0 and check["U"] == 1e-6
+    # the warning appears exactly when the surrogate problem was feasible (no slack) at the end
+    assert ("surrogate subproblem was feasible" in err) == (check["final_slack"] == 0.0)
+
+
+# -- also: traces keep the initial and last iterate; crosscheck and sweep-summary say what they did -
+
+def test_trace_keeps_initial_and_last_iterate_by_default(tmp_path):
+    out = tmp_path / "t"
+    assert main(["run", "ssca", *TINY, "--out", str(out)]) == 0
+    assert sorted(Trace.load(out).snapshots) == [0, 3]
+
+
+def test_crosscheck_says_when_configs_differ_and_when_no_iterate_was_compared(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "ssca", *TINY, "--out", str(a)]) == 0
+    assert main(["run", "ssca", *TINY, "--seed", "1", "--out", str(b)]) == 0
+    main(["crosscheck", str(a), str(b)])
+    assert "seed: 0 vs 1" in capsys.readouterr().err
+    for d in (a, b):                                                # drop the iterates: metrics only
+        tr = Trace.load(d)
+        tr.snapshots = {}
+        tr.save(d)
+    assert main(["crosscheck", str(a), str(a)]) == 1
+    assert "no iterates were compared" in capsys.readouterr().err
+    assert main(["crosscheck", str(a), str(a), "--metrics-only"]) == 0
+
+
+def test_sweep_summary_says_where_it_wrote_and_always_writes_failures_csv(tmp_path, capsys):
+    spec = tmp_path / "a.toml"
+    spec.write_text(SWEEP.format(rounds=2))
+    out = tmp_path / "s"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["sweep-summary", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "summary.csv" in err and "curves.csv" in err and "failures.csv" in err
+    assert (out / "failures.csv").read_text().strip() == "task,cell,seed,error"

@@ -35,6 +35,9 @@ def sample_partition(n_samples, n_clients, kind="contiguous", rng=None, labels=N
     if kind == "label_skew":
         if labels is None or len(labels) != N:
             raise ValueError("label_skew partition needs the N training labels")
+        if K * classes_per_client > N:
+            raise ValueError(f"label_skew with {K} clients needs {K * classes_per_client} shards of the {N} samples; "
+                             f"allowed: at most {N // classes_per_client} clients")
         order = np.argsort(np.asarray(labels), kind="stable")
         shards = np.array_split(order, K * classes_per_client)
         pick = rng.permutation(len(shards)).reshape(K, classes_per_client)

@@ -88,12 +88,13 @@ class Trace:
         return tr
 
 
-def write_csv(path, rows):
-    """Rows (dicts with the same keys) as CSV, written atomically."""
+def write_csv(path, rows, fieldnames=None):
+    """Rows (dicts with the same keys) as CSV, written atomically; with no rows, the header of
+    ``fieldnames`` only."""
     import csv
     import io
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w = csv.DictWriter(buf, fieldnames=list(fieldnames or rows[0]))
     w.writeheader()
     w.writerows(rows)
     _atomic(path, lambda fh: fh.write(buf.getvalue().encode()))

@@ -232,6 +232,9 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
 
     def _stop(t, what, last_good):
         trace.status = f"{what}; trace holds rounds 0..{t - 1}"
+        if t - 1 not in trace.snapshots:                 # the last good iterate, for replay and diagnosis
+            W1, W2 = model.unpack(last_good.omega)
+            trace.snapshots[t - 1] = (W1.copy(), W2.copy())
         if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
             _evaluate(t - 1, last_good)
         return last_good

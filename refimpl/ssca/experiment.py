@@ -88,6 +88,10 @@ class RunConfig:
             c.clients = 10
         for f in ("batch", "rounds", "clients", "hidden", "local_steps", "eval_every"):
             V.positive_int(f, getattr(c, f))
+        for f, what in (("rho_a", "a1 of ρ_t = a1/t^α"), ("gamma_a", "a2 of γ_t = a2/t^(α+0.05)")):
+            v = getattr(c, f)
+            if not (np.isfinite(v) and 0 < v <= 1):
+                raise ValueError(f"{f} ({what}) = {v:g} must be in (0, 1]: the step sizes of (4)/(6) start at it")
         V.positive("lambda", c.lam, allow_zero=True)
         if c.tau is None:
             c.tau = _PAPER_TAU[c.setting].get(c.batch, 0.03 if c.setting == "sample" else 0.05)
@@ -181,7 +185,9 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     trace = Trace(config={**asdict(cfg), "data": data.name})
     trace.batches = schedule.indices[:cfg.rounds]
-    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, cfg.snapshots, progress, on_round,
+    # the initial point and the last iterate are always kept: a trace can be replayed and continued
+    snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
+    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round,
                   DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm))
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):

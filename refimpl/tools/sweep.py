@@ -468,8 +468,7 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
     rows.sort(key=lambda r: r["mean"])
     write_csv(os.path.join(out_dir, "summary.csv"), rows)
     write_csv(os.path.join(out_dir, "curves.csv"), curves)
-    if failures:
-        write_csv(os.path.join(out_dir, "failures.csv"), failures)
+    write_csv(os.path.join(out_dir, "failures.csv"), failures, ("task", "cell", "seed", "error"))
     metric = metric or criterion.lstrip("-").partition(":")[2].split("<")[0].split(">")[0]
     _plot_best(out_dir, rows[:top], curves, metric)
     return rows, failures

@@ -121,4 +121,10 @@ def make_optimizer(spec):
         raise ValueError(f"local optimizer must be one of {sorted(table)} (optionally ':value'), got {spec!r}")
     if name == "sgd":
         return SGD()
-    return table[name](float(arg)) if arg else table[name]()
+    if not arg:
+        return table[name]()
+    try:
+        value = float(arg)
+    except ValueError:
+        raise ValueError(f"local optimizer {spec!r}: {arg!r} is not a number (e.g. momentum:0.9, proximal:0.1)")
+    return table[name](value)

@@ -132,8 +132,14 @@ def parse_speeds(spec, n_parties):
     kind, _, rest = spec.partition(":")
     parts = rest.split(":") if rest else []
 
+    def num(s):
+        try:
+            return float(s)
+        except ValueError:
+            raise ValueError(f"--speeds {spec!r}: {s!r} is not a number; e.g. lognormal:0.2,1,1,2,8:0.3")
+
     def vec(s):
-        v = [float(x) for x in s.split(",")]
+        v = [num(x) for x in s.split(",")]
         if len(v) == 1:
             v = v * n_parties
         if len(v) != n_parties:
@@ -142,9 +148,9 @@ def parse_speeds(spec, n_parties):
     if kind == "constant" and len(parts) == 1:
         return ConstantSpeed(vec(parts[0]))
     if kind == "lognormal" and len(parts) in (1, 2):
-        return LogNormalSpeed(vec(parts[0]), float(parts[1]) if len(parts) == 2 else 0.5)
+        return LogNormalSpeed(vec(parts[0]), num(parts[1]) if len(parts) == 2 else 0.5)
     if kind == "markov" and 2 <= len(parts) <= 4:
-        extra = [float(p) for p in parts[2:]]
+        extra = [num(p) for p in parts[2:]]
         return MarkovSpeed(vec(parts[0]), vec(parts[1]), *extra)
     if kind == "trace" and len(parts) in (1, 2):
         return TraceSpeed.from_file(parts[0], vec(parts[1]) if len(parts) == 2 else (1.0,) * n_parties)
