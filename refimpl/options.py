@@ -64,6 +64,8 @@ SSCA_OPTIONS = (
     Opt("ball_radius", "extra constraint ||ω|| <= r (needs --solver cvxpy)", ("ssca-constrained",)),
     Opt("cvxpy_solver", "cvxpy solver name", ("ssca-constrained",)),
     Opt("tau", "τ of surrogate (7) (default: the paper's for setting and batch)", _SSCA_STEP),
+    Opt("curvature", "A-recursion of the paper, or A^t = τ as in the authors' code", _SSCA_STEP,
+        choices=("recursive", "fixed")),
     Opt("rho_a", "a1 of ρ_t = a1 / t^α", _SSCA_STEP),
     Opt("rho_alpha", "α of ρ_t (default: the paper's for setting and batch)", _SSCA_STEP),
     Opt("gamma_a", "a2 of γ_t = a2 / t^(α+0.05)", _SSCA_STEP),

@@ -18,7 +18,7 @@ from refimpl.ssca.protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Me
 from refimpl.core.schedules import PowerLaw
 from refimpl.ssca.constrained import SolverError
 from refimpl.ssca.kernels import SERVER_KERNELS
-from refimpl.ssca.surrogate import SurrogateState
+from refimpl.ssca.surrogate import SurrogateState, check_curvature
 
 
 class DivergenceError(RuntimeError):
@@ -45,13 +45,15 @@ class SSCA:
     (feature-based protocol), [SSCA] Sections III-A and IV-A, docs/ssca.md steps 1–4.
 
     ``collect(omega, batch) -> (ℓ̂, ĝ, messages)`` is the protocol; ρ_t, γ_t are schedules; τ > 0
-    the proximal weight of surrogate (7); λ ≥ 0 the regulariser of (32).
+    the proximal weight of surrogate (7); λ ≥ 0 the regulariser of (32); ``curvature``
+    "recursive" (the paper's A-recursion) or "fixed" (A^t = τ, the authors' code).
     """
 
-    def __init__(self, protocol, rho, gamma, tau, lam=0.0):
+    def __init__(self, protocol, rho, gamma, tau, lam=0.0, curvature="recursive"):
         self.protocol, self.rho, self.gamma = protocol, rho, gamma
         self.tau = V.positive("tau", tau)
         self.lam = V.positive("lambda", lam, allow_zero=True)
+        self.fixed = check_curvature(curvature) == "fixed"
         self._round = SERVER_KERNELS[protocol.model.backend]
 
     def init(self, theta0):
@@ -65,7 +67,7 @@ class SSCA:
         rho, gamma = V.unit_interval("rho_t", self.rho(t)), V.unit_interval("gamma_t", self.gamma(t))
         s = state.surrogate
         A, B, C, omega, sq = self._round(s.A, s.B, s.C, loss_hat, grad_hat, state.omega, rho, self.tau,
-                                         gamma, self.lam)
+                                         gamma, self.lam, self.fixed)
         if not (np.isfinite(C) and np.isfinite(sq)):
             # C contains ℓ̂, ⟨ĝ, ω⟩, ||ω||²; sq = ||ω^{t+1}||²: any NaN/inf shows up in one of them
             _check_finite(t, mini_batch_loss=loss_hat, mini_batch_gradient=grad_hat, omega=omega)

@@ -21,7 +21,7 @@ from refimpl.ssca.algorithms import DivergenceError, Evaluator, _check_finite, _
 from refimpl.ssca.constrained import ConstrainedStep, QCQPStep, SolverError, closed_form_step
 from refimpl.core.model import full_gradient
 from refimpl.ssca.protocols import SampleBasedProtocol
-from refimpl.ssca.surrogate import SurrogateState, move, surrogate_update
+from refimpl.ssca.surrogate import SurrogateState, check_curvature, move, surrogate_update
 
 SOLVERS = ("closed-form", "cvxpy")
 
@@ -47,9 +47,10 @@ class ConstrainedSSCA:
     """
 
     def __init__(self, protocol, rho, gamma, tau, U, c, solver="closed-form", per_client=False,
-                 ball_radius=None, cvxpy_solver="CLARABEL"):
+                 ball_radius=None, cvxpy_solver="CLARABEL", curvature="recursive"):
         self.protocol, self.rho, self.gamma = protocol, rho, gamma
         self.tau = V.positive("tau", tau)
+        self.curvature = check_curvature(curvature)
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
         self.per_client = bool(per_client)
@@ -103,7 +104,7 @@ class ConstrainedSSCA:
             ests = [(loss_hat, g)]
         for l, g in ests:
             _check_finite(t, mini_batch_loss=l, mini_batch_gradient=g)
-        surs = tuple(surrogate_update(s, l, g, state.omega, rho, self.tau)
+        surs = tuple(surrogate_update(s, l, g, state.omega, rho, self.tau, self.curvature)
                      for s, (l, g) in zip(state.surrogates, ests))
         sol, note = self.step(surs)
         omega = move(state.omega, sol.omega_bar, gamma)

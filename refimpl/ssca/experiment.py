@@ -20,6 +20,7 @@ from refimpl.core.model import TwoLayerNet
 from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
                         sample_partition)
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
+from refimpl.ssca.surrogate import check_curvature
 from refimpl.core.schedules import PowerLaw
 from refimpl.core.trace import Trace
 
@@ -68,6 +69,7 @@ class RunConfig:
     feature_blocks: str | None = None  # feature-based: JSON file with one list of feature indices per client
     diverge_cost_factor: float = 1e3   # diverged: training cost above this × its initial value
     diverge_sq_norm: float = 1e12      # diverged: ||ω||² above this
+    curvature: str = "recursive"       # "recursive": the paper's A-recursion; "fixed": A^t = τ (authors' code)
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -76,6 +78,7 @@ class RunConfig:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {c.algorithm!r}")
         if c.setting not in SETTINGS:
             raise ValueError(f"setting must be one of {SETTINGS}, got {c.setting!r}")
+        check_curvature(c.curvature)
         if c.feature_blocks:
             if c.setting != "feature":
                 raise ValueError("--feature-blocks applies to --setting feature only")
@@ -144,7 +147,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
         else:
             schedule = BatchSchedule(batches)
             schedule.validate_sample_based(parts, cfg.rounds, cfg.batch * E)
-        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam, cfg.curvature),
                 "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
                 "sgd": lambda: FedAvg(protocol, lr, cfg.lam, 0.0, E),
                 "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
@@ -162,7 +165,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
         else:
             schedule = BatchSchedule(batches)
             schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch)
-        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam),
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam, cfg.curvature),
                 "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
                 "sgd": lambda: FeatureSGD(protocol, lr, cfg.lam, 0.0),
                 "sgdm": lambda: FeatureSGD(protocol, lr, cfg.lam, cfg.momentum)}[cfg.algorithm]()
@@ -176,7 +179,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
 
 def _constrained(cfg, protocol, rho, gamma):
     return ConstrainedSSCA(protocol, rho, gamma, cfg.tau, cfg.U, cfg.penalty, cfg.solver, cfg.per_client,
-                           cfg.ball_radius, cfg.cvxpy_solver)
+                           cfg.ball_radius, cfg.cvxpy_solver, cfg.curvature)
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None):

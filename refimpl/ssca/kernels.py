@@ -31,20 +31,21 @@ def _ssca_round_nb(B_prev, g, w, rho, tau, gamma, denom, B_new, w_new):
     return gw, ww, nn
 
 
-def ssca_round_np(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam):
+def ssca_round_np(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam, fixed=False):
     """NumPy twin of :func:`ssca_round_nb`: surrogate recursion, ω̄ = −B/(2(A+λ)), move.
+    ``fixed``: A^t = τ (the authors' curvature) instead of the A-recursion.
 
     Returns ``(A, B, C, ω^{t+1}, ||ω^{t+1}||²)`` (the last for a cheap finiteness check)."""
-    A = (1.0 - rho) * A_prev + rho * tau
+    A = tau if fixed else (1.0 - rho) * A_prev + rho * tau
     B = (1.0 - rho) * B_prev + rho * (g - 2.0 * tau * w)
     C = (1.0 - rho) * C_prev + rho * (loss_hat - float(g @ w) + tau * float(w @ w))
     w_new = (1.0 - gamma) * w + gamma * (-B / (2.0 * (A + lam)))
     return A, B, C, w_new, float(w_new @ w_new)
 
 
-def ssca_round_nb(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam):
+def ssca_round_nb(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam, fixed=False):
     """One pass over ω: the three recursions of (3)/(7)–(9), the closed form (10) and the move (5)."""
-    A = (1.0 - rho) * A_prev + rho * tau
+    A = tau if fixed else (1.0 - rho) * A_prev + rho * tau
     B_new = np.empty_like(w)
     w_new = np.empty_like(w)
     gw, ww, nn = _ssca_round_nb(B_prev, g, w, rho, tau, gamma, -2.0 * (A + lam), B_new, w_new)

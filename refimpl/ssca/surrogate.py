@@ -35,18 +35,31 @@ class SurrogateState:
         return 2.0 * self.A * omega + self.B
 
 
-def surrogate_update(state: SurrogateState, loss_hat, grad_hat, omega, rho, tau) -> SurrogateState:
+CURVATURES = ("recursive", "fixed")
+
+
+def check_curvature(curvature):
+    if curvature not in CURVATURES:
+        raise ValueError(f"curvature must be one of {CURVATURES} ('recursive': the paper's A-recursion from A^0 = 0; "
+                         f"'fixed': A^t = τ as in the authors' code), got {curvature!r}")
+    return curvature
+
+
+def surrogate_update(state: SurrogateState, loss_hat, grad_hat, omega, rho, tau,
+                     curvature="recursive") -> SurrogateState:
     """Surrogate recursion, [SSCA] (3), (7)–(9), (35)–(37), (42):
 
-        A^t = (1 − ρ_t) A^{t−1} + ρ_t τ
+        A^t = (1 − ρ_t) A^{t−1} + ρ_t τ            (curvature "recursive", the paper's analysis)
+        A^t = τ                                    (curvature "fixed", the authors' MATLAB code)
         B^t = (1 − ρ_t) B^{t−1} + ρ_t (ĝ^t − 2τ ω^t)
         C^t = (1 − ρ_t) C^{t−1} + ρ_t (ℓ̂^t − ⟨ĝ^t, ω^t⟩ + τ ||ω^t||²)
-    """
+
+    The two curvatures agree exactly when ρ_1 = 1 (then the recursion gives A^t = τ for all t)."""
     V.unit_interval("rho_t", rho)
     V.positive("tau", tau)
     B = (1.0 - rho) * state.B
     B += rho * (grad_hat - 2.0 * tau * omega)
-    A = (1.0 - rho) * state.A + rho * tau
+    A = tau if check_curvature(curvature) == "fixed" else (1.0 - rho) * state.A + rho * tau
     C = (1.0 - rho) * state.C + rho * (loss_hat - float(grad_hat @ omega) + tau * float(omega @ omega))
     return SurrogateState(A, B, C)
 
