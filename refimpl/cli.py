@@ -233,6 +233,10 @@ def cmd_run_mfcgd(args):
         if th and not th["all_met"]:
             _say(f"note: these parameters violate {len(th['failed'])} condition(s) of Theorem {th['theorem']}: "
                  + "; ".join(th["failed"]))
+        capped = {k: v for k, v in tr.config.get("capped_steps", {}).items() if v}
+        if capped:
+            _say("note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps "
+                 + ", ".join(f"1..{v} ({k})" for k, v in capped.items()) + " (outside the theorems' n >= (c k)^3)")
         for k in ("grad_norm", "worst_client_accuracy", "average_accuracy", "post_adaptation_loss"):
             if tr.metrics.get(k):
                 _say(f"[{cfg.method}/{cfg.problem}] final {k} = {tr.metrics[k][-1]:.5g}")
@@ -330,7 +334,7 @@ def cmd_sweep_summary(args):
 def cmd_reproduce(args):
     from refimpl.tools.reproduce import reproduce
     path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
-                     args.quick, progress=None if args.quiet else _say)
+                     args.quick, progress=None if args.quiet else _say, preset=args.preset)
     _info(args, f"reproduction written to {args.out} ({path})")
     return 0
 
@@ -378,6 +382,17 @@ def cmd_run(args):
     return code
 
 
+def _check_preset(args, cfg):
+    """A flag given explicitly that the preset also sets is a contradiction: name it."""
+    from refimpl.ssca.experiment import preset_values
+    given = {tok.split("=", 1)[0] for tok in getattr(args, "argv", []) if tok.startswith("--")}
+    for key, value in preset_values(cfg.preset, cfg.setting, cfg.algorithm, cfg.batch).items():
+        flag = "--" + key.replace("_", "-")
+        if flag in given and getattr(cfg, key) != value:
+            raise ValueError(f"{flag} {getattr(cfg, key)} conflicts with --preset {cfg.preset}, which sets "
+                             f"{key} = {value}; drop one of them")
+
+
 def _dispatch_run(args):
     if args.family == "vfl":
         return cmd_run_vfl(args)
@@ -388,6 +403,7 @@ def _dispatch_run(args):
     lams = _floats("lam", getattr(args, "lam", 0.0))
     Us = _floats("U", getattr(args, "U", 0.13))
     base = _config(args, "ssca", args.algorithm, lam=lams[0], U=Us[0], snapshots=snaps)
+    _check_preset(args, base)
     base.resolved()
     from dataclasses import replace as _replace
     for name, values in (("lam", lams), ("U", Us)):      # every value of a list is checked before the first run
@@ -649,6 +665,8 @@ def build_parser():
     rp.add_argument("--rounds", type=int, default=None, help="rounds (steps for mfcgd-rates); default per NAME")
     rp.add_argument("--paper", action="store_true", help="the paper's batch sizes and T = 1000 (needs --data-dir)")
     rp.add_argument("--quick", action="store_true", help="short runs (tests, the quick report)")
+    rp.add_argument("--preset", choices=["paper", "authors"], default="paper",
+                    help="SSCA settings: the paper's table, or the authors' scripts (ReLU, bias, their a1/a2/α/τ, A = τ)")
     rp.add_argument("--resume", action="store_true", help="continue an interrupted reproduction in --out")
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(fn=cmd_reproduce)
@@ -696,11 +714,13 @@ def main(argv=None):
     if code:
         return code
     args = parser.parse_args(argv)
+    args.argv = argv
     tune_allocator()
     try:
         if getattr(args, "config", None):
             RUN_PARSERS[args.algorithm].set_defaults(**_load_run_config(args.config, args.algorithm))
             args = parser.parse_args(argv)
+            args.argv = argv
         return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")

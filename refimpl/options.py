@@ -49,6 +49,8 @@ _SSCA_STEP = ("ssca", "ssca-constrained")
 
 SSCA_OPTIONS = (
     Opt("setting", "sample- or feature-based FL", choices=("sample", "feature")),
+    Opt("preset", "paper: the paper's table; authors: the authors' scripts (ReLU, bias, their a1/a2/α/τ, A = τ)",
+        choices=("paper", "authors")),
     Opt("batch", "mini-batch size, per client (sample) or per round (feature)"),
     Opt("rounds", "communication rounds T"),
     Opt("clients", "number of clients K (default: 10, or the number of --feature-blocks)", kind=int),
@@ -119,7 +121,7 @@ _SCGD_LIKE = ("comfedl", "local-scgdm", "scgd")
 
 MFCGD_OPTIONS = (
     Opt("problem", "problem class", choices=("synthetic", "drfl", "maml")),
-    Opt("clients", "number of clients M"),
+    Opt("clients", "number of clients M", ("mfcgd", "adamfcgd", "comfedl", "local-scgdm")),
     Opt("dim", "dimension d (synthetic, maml)"),
     Opt("steps", "steps T"),
     Opt("q", "communication period q", ("mfcgd", "adamfcgd", "comfedl", "local-scgdm")),

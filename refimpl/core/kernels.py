@@ -95,7 +95,9 @@ def activation_nb(Z, b, kind):
 
 
 # ----------------------------------------------------------------------------------------------
-# softmax–cross-entropy: loss = Σ_n w_n (logsumexp(o_n) − o_{n,y_n}),  Δ2 = w_n (softmax(o_n) − e_{y_n})
+# softmax–cross-entropy: loss = Σ_n w_n (logsumexp(o_n) − o_{n,y_n}),  Δ2 = w_n (softmax(o_n) − e_{y_n}),
+# evaluated without cancellation: with m = argmax o and s = Σ_{l≠m} e^{o_l − o_m},
+# ℓ = log1p(s) + (o_m − o_y), and for y = m, Δ2_m = −w Σ_{l≠m} p_l (never 1 − p_m)
 # ----------------------------------------------------------------------------------------------
 
 @njit(cache=True)
@@ -103,31 +105,50 @@ def _softmax_xent_nb(O, b, y, w, D2):
     n, m = O.shape
     loss = 0.0
     for i in range(n):
+        am = 0
         mx = O[i, 0] + b[0]
         for l in range(1, m):
             v = O[i, l] + b[l]
             if v > mx:
                 mx = v
+                am = l
         s = 0.0
         for l in range(m):
-            s += np.exp(O[i, l] + b[l] - mx)
-        lse = mx + np.log(s)
-        loss += w[i] * (lse - (O[i, y[i]] + b[y[i]]))
+            if l != am:
+                e = np.exp(O[i, l] + b[l] - mx)
+                D2[i, l] = e
+                s += e
+        inv = 1.0 / (1.0 + s)
+        yi = y[i]
+        loss += w[i] * (np.log1p(s) + (mx - (O[i, yi] + b[yi])))
+        tot = 0.0
         for l in range(m):
-            D2[i, l] = w[i] * np.exp(O[i, l] + b[l] - lse)
-        D2[i, y[i]] -= w[i]
+            if l != am:
+                pl = D2[i, l] * inv
+                D2[i, l] = w[i] * pl
+                tot += pl
+        if yi == am:
+            D2[i, am] = -w[i] * tot                 # p_m − 1 = −Σ_{l≠m} p_l, without the subtraction
+        else:
+            D2[i, am] = w[i] * inv
+            D2[i, yi] -= w[i]                       # p_y ≤ 1/2 here: no cancellation
     return loss
 
 
 def softmax_xent_np(O, b, y, w):
     """NumPy twin of :func:`softmax_xent_nb`: weighted cross-entropy and its gradient in O."""
     o = O + b
-    mx = o.max(axis=1, keepdims=True)
-    lse = mx + np.log(np.exp(o - mx).sum(axis=1, keepdims=True))
     rows = np.arange(o.shape[0])
-    loss = float(np.sum(w * (lse[:, 0] - o[rows, y])))
-    D2 = np.exp(o - lse)
-    D2[rows, y] -= 1.0
+    am = o.argmax(axis=1)
+    mx = o[rows, am]
+    E = np.exp(o - mx[:, None])
+    E[rows, am] = 0.0
+    s = E.sum(axis=1)
+    loss = float(np.sum(w * (np.log1p(s) + (mx - o[rows, y]))))
+    D2 = E / (1.0 + s)[:, None]
+    top = y == am
+    D2[rows, am] = np.where(top, -D2.sum(axis=1), 1.0 / (1.0 + s))
+    D2[rows[~top], y[~top]] -= 1.0
     D2 *= w[:, None]
     return loss, D2
 

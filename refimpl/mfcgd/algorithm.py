@@ -134,6 +134,14 @@ class MFCGDParams:
         e2 = self.eta(t) ** 2
         return min(1.0, self.c1 * e2), min(1.0, self.c2 * e2), min(1.0, self.c3 * e2)
 
+    def capped_steps(self, T):
+        """For α, β and ϱ: the steps t ≤ T at which c η_t² > 1, so the cap at 1 was used (η_t
+        decreases, so these are the first steps 1..S; S = 0: never). Under the theorems'
+        condition n ≥ (c k)³ the cap never binds."""
+        t = np.arange(1, int(T) + 1)
+        e2 = self.k ** 2 / (self.n + t) ** (2.0 / 3.0)
+        return {name: int(np.sum(c * e2 > 1.0)) for name, c in (("alpha", self.c1), ("beta", self.c2), ("rho", self.c3))}
+
 
 def project_ball(v, radius):
     """Π onto {||v|| ≤ radius} (Frobenius norm for a matrix)."""

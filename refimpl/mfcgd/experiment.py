@@ -2,7 +2,7 @@
 ``refimpl run mfcgd|adamfcgd|comfedl|local-scgdm``, ``refimpl compare mfcgd``)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from refimpl.core.partition import sample_partition
 from refimpl.core.trace import Trace
 
 METHODS = ("mfcgd", "adamfcgd", "comfedl", "local-scgdm", "scgd", "storm")
+SINGLE_MACHINE = ("scgd", "storm")
 PROBLEMS = ("synthetic", "drfl", "maml")
 
 
@@ -70,6 +71,10 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     """Returns a Trace with metrics step, grad_norm, samples, rounds (and, for DRFL, worst/average
     client test accuracy; for MAML, post-adaptation loss on held-out tasks)."""
     cfg.validate()
+    if cfg.method in SINGLE_MACHINE and cfg.clients != 1:
+        # SCGD and the STORM-compositional estimator are single-machine methods: M = 1 (as their
+        # papers define them), not M clients averaging every step
+        cfg = replace(cfg, clients=1)
     rng_prob, rng_run, rng_eval = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     built = build_problem(cfg, rng_prob, ds)
     pr, test = (built[0], built[1:]) if isinstance(built, tuple) else (built, None)
@@ -111,6 +116,9 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
             r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval)
             gn, smp, rnd = r.grad_norm, r.samples, r.rounds
     tr = Trace(config={**asdict(cfg)})
+    if cfg.method in ("mfcgd", "adamfcgd", "storm"):
+        # both kernels use min(1, c η_t²): record the steps where the cap was active
+        tr.config["capped_steps"] = par.capped_steps(cfg.steps)
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
     rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor)

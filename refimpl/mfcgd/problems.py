@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from refimpl.core.kernels import softmax_xent_np
+
 
 def _phi(z):
     """φ(z) = z / sqrt(1 + z²) = d/dz sqrt(1 + z²)."""
@@ -150,18 +152,13 @@ class DistributionallyRobustFL:
         return self.Xs[m][idx], self.ys[m][idx]
 
     def _loss_grad(self, x, X, y):
+        """Mean softmax cross-entropy of the linear model and its gradient (the shared
+        cancellation-free kernel twin)."""
         W = x.reshape(self.n_classes, -1)
-        O = X @ W[:, 1:].T + W[:, 0]
-        O -= O.max(axis=1, keepdims=True)
-        P = np.exp(O)
-        P /= P.sum(axis=1, keepdims=True)
-        rows = np.arange(len(y))
-        loss = float(-np.mean(np.log(P[rows, y] + 1e-300)))
-        P[rows, y] -= 1.0
-        P /= len(y)
+        loss, D2 = softmax_xent_np(X @ W[:, 1:].T, W[:, 0], y, np.full(len(y), 1.0 / len(y)))
         G = np.empty_like(W)
-        G[:, 0] = P.sum(axis=0)
-        G[:, 1:] = P.T @ X
+        G[:, 0] = D2.sum(axis=0)
+        G[:, 1:] = D2.T @ X
         return loss, G.ravel()
 
     def g(self, m, x, zeta):

@@ -65,7 +65,8 @@ def closed_form_step(state: SurrogateState, U, c) -> ConstrainedStep:
     else:
         nu, branch = c, ("b=0" if b == 0.0 else "slack-active")
     w = Bv * (-nu / (2.0 * (1.0 + nu * A)))
-    s = max(0.0, state.value(w) - U) if branch != "constraint-active" else 0.0
+    # evaluated in every branch: a rounding-level violation at an active constraint shows as slack
+    s = max(0.0, state.value(w) - U)
     return ConstrainedStep(w, np.array([s]), np.array([nu]), float(w @ w) + c * s, branch)
 
 

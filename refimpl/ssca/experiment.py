@@ -31,6 +31,36 @@ SETTINGS = ("sample", "feature")
 _PAPER_TAU = {"sample": {10: 0.1, 100: 0.05}, "feature": {10: 0.1, 100: 0.1}}
 _PAPER_ALPHA = {"sample": {}, "feature": {10: 0.3}}
 
+PRESETS = ("paper", "authors")
+#: settings of the authors' MATLAB scripts (docs/ssca.md §7): (a1, a2, α, τ) by (setting, problem) and
+#: batch; γ_t = a2/t^(α+0.05). Their sample-based unconstrained script has no B = 6000: the preset
+#: uses their constrained script's values there (the same as the paper's table).
+_AUTHORS = {
+    ("sample", "ssca"): {10: (0.9, 0.5, 0.1, 0.2), 100: (0.3, 0.3, 0.1, 0.05), 6000: (1.0, 0.3, 0.1, 0.03)},
+    ("feature", "ssca"): {10: (1.0, 0.3, 0.3, 0.1), 100: (1.0, 0.5, 0.1, 0.2), 1000: (1.0, 0.3, 0.1, 0.05)},
+    ("sample", "ssca-constrained"): {10: (1.0, 0.3, 0.1, 0.1), 100: (1.0, 0.3, 0.1, 0.05), 6000: (1.0, 0.3, 0.1, 0.03)},
+    ("feature", "ssca-constrained"): {10: (1.0, 0.3, 0.3, 0.1), 100: (1.0, 0.3, 0.1, 0.1), 1000: (1.0, 0.3, 0.1, 0.05)},
+}
+
+
+def preset_values(preset, setting, algorithm, batch):
+    """The settings a preset fixes. "paper": none (the defaults are the paper's table);
+    "authors": the authors' scripts — their network (ReLU, bias columns) for every algorithm, and
+    for SSCA their a1, a2, α, τ by batch size with the curvature of their code (A^t = τ)."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    if preset == "paper":
+        return {}
+    vals = {"activation": "relu", "bias": True}
+    if algorithm in ("ssca", "ssca-constrained"):
+        table = _AUTHORS[(setting, algorithm)]
+        if batch not in table:
+            raise ValueError(f"--preset authors: the authors' {setting}-based {algorithm} script has no batch {batch}; "
+                             f"allowed: {sorted(table)}")
+        a1, a2, alpha, tau = table[batch]
+        vals.update(rho_a=a1, gamma_a=a2, rho_alpha=alpha, gamma_alpha=alpha + 0.05, tau=tau, curvature="fixed")
+    return vals
+
 
 @dataclass
 class RunConfig:
@@ -70,6 +100,7 @@ class RunConfig:
     diverge_cost_factor: float = 1e3   # diverged: training cost above this × its initial value
     diverge_sq_norm: float = 1e12      # diverged: ||ω||² above this
     curvature: str = "recursive"       # "recursive": the paper's A-recursion; "fixed": A^t = τ (authors' code)
+    preset: str = "paper"              # "paper" (the paper's table) or "authors" (their scripts; its values win)
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
@@ -79,6 +110,8 @@ class RunConfig:
         if c.setting not in SETTINGS:
             raise ValueError(f"setting must be one of {SETTINGS}, got {c.setting!r}")
         check_curvature(c.curvature)
+        for k, v in preset_values(c.preset, c.setting, c.algorithm, c.batch).items():
+            setattr(c, k, v)
         if c.feature_blocks:
             if c.setting != "feature":
                 raise ValueError("--feature-blocks applies to --setting feature only")

@@ -67,7 +67,9 @@ def build_report(out, quick=True, seeds=2, progress=None):
     for name, d in repro.items():
         rel = os.path.relpath(d, out)
         rec = json.load(open(os.path.join(d, "reproduction.json")))
-        lines += [f"### {name}", "", f"Seeds: {len(rec['seeds'])}; data: {rec['data']}; "
+        curv = sorted({r["config"]["curvature"] for r in rec["runs"] if "curvature" in r["config"]})
+        setting = f"settings: {rec.get('preset', 'paper')}" + (f", SSCA curvature: {', '.join(curv)}" if curv else "")
+        lines += [f"### {name}", "", f"Seeds: {len(rec['seeds'])}; data: {rec['data']}; {setting}; "
                   f"runs: {', '.join(r['label'] for r in rec['runs'])}.", "", f"![{name}]({rel}/{name}.png)", ""]
         for extra in ("figure3_comm_vs_computation", "figure4_norm_vs_cost", "time_to_target"):
             p = os.path.join(d, extra + ".csv")

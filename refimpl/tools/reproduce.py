@@ -34,7 +34,7 @@ def versions():
 
 # ----------------------------------------------------------------------------- run plans
 
-def _ssca_plan(setting, quick, rounds, paper, n_train=4000, clients=10):
+def _ssca_plan(setting, quick, rounds, paper, n_train=4000, clients=10, preset="paper"):
     from refimpl.ssca.experiment import RunConfig
     if setting == "sample":
         batches = (10, 100, 6000) if paper else (10, 100)
@@ -44,7 +44,7 @@ def _ssca_plan(setting, quick, rounds, paper, n_train=4000, clients=10):
     every = max(1, T // 50)
     plan = []
     for B in batches:
-        base = dict(setting=setting, batch=B, rounds=T, eval_every=every)
+        base = dict(setting=setting, batch=B, rounds=T, eval_every=every, preset=preset)
         plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", **base)))
         plan.append((f"SGD B={B}", "ssca", RunConfig("sgd", lr=0.3, lr_decay=0.3, **base)))
         plan.append((f"SGD-m B={B}", "ssca", RunConfig("sgdm", lr=1.0, momentum=0.5, lr_decay=0.3, **base)))
@@ -54,15 +54,17 @@ def _ssca_plan(setting, quick, rounds, paper, n_train=4000, clients=10):
     return plan, ("round", ("train_cost", "test_accuracy"))
 
 
-def _tradeoff_plan(quick, rounds, paper):
+def _tradeoff_plan(quick, rounds, paper, preset="paper"):
     from refimpl.ssca.experiment import RunConfig
     T = rounds or (1000 if paper else (80 if quick else 300))
     every = max(5, T // 50)
     plan = []
-    for B in ((10, 100, 6000) if paper else (10, 100, 400)):      # 400: a client's whole data here
-        plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", batch=B, rounds=T, eval_every=every)))
+    # 400: a client's whole data here (not a batch of the authors' scripts)
+    batches = (10, 100, 6000) if paper else ((10, 100) if preset == "authors" else (10, 100, 400))
+    for B in batches:
+        plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", batch=B, rounds=T, eval_every=every, preset=preset)))
     # Fig. 4 compares end points, so both problems use one schedule meeting (4) and (6)
-    conv = dict(rounds=T, eval_every=every, rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6)
+    conv = dict(rounds=T, eval_every=every, rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6, preset=preset)
     for U in (0.1, 0.2, 0.3, 0.5):
         plan.append((f"constrained U={U}", "ssca", RunConfig("ssca-constrained", U=U, **conv)))
     for lam in (1e-4, 1e-3, 1e-2):
@@ -91,13 +93,16 @@ def _mfcgd_plan(quick, rounds, paper):
     return plan, ("samples", ("grad_norm", "rounds"))
 
 
-def plan_for(name, quick=True, rounds=None, paper=False, n_train=4000):
+def plan_for(name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
+    if preset != "paper" and not name.startswith("ssca"):
+        raise ValueError(f"--preset {preset} exists for the SSCA reproductions (ssca-sample, ssca-feature, "
+                         f"ssca-tradeoff), not for {name}")
     if name == "ssca-sample":
-        return _ssca_plan("sample", quick, rounds, paper, n_train)
+        return _ssca_plan("sample", quick, rounds, paper, n_train, preset=preset)
     if name == "ssca-feature":
-        return _ssca_plan("feature", quick, rounds, paper, n_train)
+        return _ssca_plan("feature", quick, rounds, paper, n_train, preset=preset)
     if name == "ssca-tradeoff":
-        return _tradeoff_plan(quick, rounds, paper)
+        return _tradeoff_plan(quick, rounds, paper, preset)
     if name == "vfl-time":
         return _vfl_plan(quick, rounds, paper)
     if name == "mfcgd-rates":
@@ -158,11 +163,11 @@ def _check_resumable(runs_dir, plan, seeds):
 # ----------------------------------------------------------------------------- driver
 
 def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=False, quick=False,
-              progress=None):
+              progress=None, preset="paper"):
     """Run (or continue) a reproduction; returns the path of its JSON record."""
     from refimpl.core.data import load_embedded_mnist, load_idx_dir
     ds = load_idx_dir(data_dir) if data_dir else load_embedded_mnist()
-    plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train)
+    plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train, preset)
     runs_dir = os.path.join(out, "runs")
     if os.path.isdir(runs_dir) and any(os.scandir(runs_dir)) and not resume:
         raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
@@ -189,9 +194,9 @@ def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resum
             if progress:
                 progress(f"{name}: {label} seed {s} finished ({tr.status})")
     rows = aggregate(out, plan, seeds, axis, metrics)
-    record = {"name": name, "paper_settings": paper, "quick": quick, "seeds": list(range(seeds)),
+    record = {"name": name, "preset": preset, "paper_settings": paper, "quick": quick, "seeds": list(range(seeds)),
               "data": ds.name, "n_train": ds.n_train, "versions": versions(), "axis": axis, "metrics": list(metrics),
-              "runs": [{"label": label, "family": family, "config": asdict(cfg)} for label, family, cfg in plan],
+              "runs": [{"label": label, "family": family, "config": _planned_config(family, cfg)} for label, family, cfg in plan],
               "command": " ".join(sys.argv), "resumed_runs": done_before, "new_runs": ran}
     if name == "ssca-tradeoff":
         record["figure3"] = _figure3(out, plan, seeds)
@@ -200,7 +205,7 @@ def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resum
     path = os.path.join(out, "reproduction.json")
     with open(path, "w") as fh:
         json.dump(record, fh, indent=1, default=str)
-    _plot(out, name, rows, axis, metrics)
+    _plot(out, name, rows, axis, metrics, preset)
     return path
 
 
@@ -318,7 +323,7 @@ def _time_to_target(out, plan, seeds, targets=(0.8, 0.85)):
     return rows
 
 
-def _plot(out, name, rows, axis, metrics):
+def _plot(out, name, rows, axis, metrics, preset="paper"):
     from refimpl.core.plots import _finish, _pyplot, band
     plt = _pyplot()
     if plt is None:
@@ -338,5 +343,5 @@ def _plot(out, name, rows, axis, metrics):
             ax.set_yscale("log")
         if axis == "samples":
             ax.set_xscale("log")
-    fig.suptitle(name)
+    fig.suptitle(f"{name} ({preset} settings)")
     _finish(fig, axes[0], os.path.join(out, f"{name}.png"))

@@ -51,6 +51,100 @@ def grad_fd(quick):
     return {"measured": max(errs.values()), "bound": 1e-6, "details": errs}
 
 
+def decimal_loss_grad(model, theta, X, y, digits=50):
+    """Reference loss and gradient of ``model.loss_grad`` (mean over the batch) in Python's
+    ``decimal`` at ``digits`` significant digits, from the float inputs taken exactly: an
+    independent transcription of the forward and backward pass of the two-layer network."""
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = digits
+        one = Decimal(1)
+        W1, W2 = (np.vectorize(lambda v: Decimal(float(v)), otypes=[object])(W) for W in model.unpack(theta))
+        Xd = np.vectorize(lambda v: Decimal(float(v)), otypes=[object])(X)
+        off = 1 if model.bias else 0
+        J, L, B = model.n_hidden, model.n_classes, X.shape[0]
+
+        def act(z):
+            if model.activation == "relu":
+                return (z, one) if z > 0 else (Decimal(0), Decimal(0))
+            s = one / (one + (-z).exp())
+            return z * s, s * (one + z * (one - s))
+
+        loss = Decimal(0)
+        g1 = np.full(W1.shape, Decimal(0), dtype=object)
+        g2 = np.full(W2.shape, Decimal(0), dtype=object)
+        for n in range(B):
+            x = Xd[n]
+            z = [sum((W1[j, off + d] * x[d] for d in range(x.size)), W1[j, 0] if off else Decimal(0)) for j in range(J)]
+            a, da = zip(*(act(zj) for zj in z))
+            o = [sum((W2[l, off + j] * a[j] for j in range(J)), W2[l, 0] if off else Decimal(0)) for l in range(L)]
+            mx = max(o)
+            e = [(ol - mx).exp() for ol in o]
+            se = sum(e, Decimal(0))
+            loss += (se.ln() + mx - o[y[n]]) / B
+            d2 = [(e[l] / se - (one if l == y[n] else 0)) / B for l in range(L)]
+            for l in range(L):
+                if off:
+                    g2[l, 0] += d2[l]
+                for j in range(J):
+                    g2[l, off + j] += d2[l] * a[j]
+            for j in range(J):
+                d1 = sum((W2[l, off + j] * d2[l] for l in range(L)), Decimal(0)) * da[j]
+                if off:
+                    g1[j, 0] += d1
+                for d in range(x.size):
+                    g1[j, off + d] += d1 * x[d]
+        return loss, g1, g2
+
+
+def _relative_to_decimal(computed, reference):
+    """max |computed − reference| / max |reference|, the difference taken in decimal."""
+    from decimal import Decimal
+    diff = max(abs(Decimal(float(c)) - r) for c, r in zip(computed.ravel(), reference.ravel()))
+    return float(diff) / max(float(np.max(np.abs(reference.astype(float)))), 1e-300)
+
+
+def _scaled_instance(model, rng, B, scale):
+    """An input batch and weights whose pre-activations and logits have median |·| ≈ scale; half
+    of the labels are the predicted class (well-classified samples: tiny losses)."""
+    X = rng.random((B, model.n_inputs))
+    theta = model.init_params(rng, eps=1.0)
+    W1, W2 = model.unpack(theta)
+    Xb = np.hstack([np.ones((B, 1)), X]) if model.bias else X
+    W1 *= scale / np.median(np.abs(Xb @ W1.T))
+    act = activation_np(Xb @ W1.T, 0.0, model.activation)[0]
+    Ab = np.hstack([np.ones((B, 1)), act]) if model.bias else act
+    W2 *= scale / np.median(np.abs(Ab @ W2.T))
+    y = rng.integers(0, model.n_classes, B)
+    y[::2] = np.argmax(Ab @ W2.T, axis=1)[::2]
+    return model.pack(W1, W2), X, y
+
+
+@check("grad.high_precision", "loss and gradient of the two-layer network (swish and ReLU, with and without bias, "
+       "batch 1/7/100, pre-activations and logits at |·| ≈ 1, 10, 50) equal a 50-digit decimal reference to "
+       "1e-12 relative; finite at |·| ≈ 1000", "[SSCA] (28); docs/ssca.md §1")
+def grad_high_precision(quick):
+    rng = np.random.default_rng(13)
+    errs, finite = {}, True
+    for act in ("swish", "relu"):
+        for bias in (False, True):
+            model = TwoLayerNet(12 if quick else 20, 6 if quick else 12, 10, act, bias)
+            for B in ((1, 7) if quick else (1, 7, 100)):
+                for scale in (1.0, 10.0, 50.0):
+                    theta, X, y = _scaled_instance(model, rng, B, scale)
+                    loss, g = model.loss_grad(theta, X, y)
+                    ref_loss, r1, r2 = decimal_loss_grad(model, theta, X, y)
+                    e = [_relative_to_decimal(np.array([loss]), np.array([ref_loss], dtype=object))]
+                    e += [_relative_to_decimal(gb, rb) for gb, rb in zip(model.unpack(g), (r1, r2))]
+                    errs[f"{act},bias={bias},B={B},|z|~{scale:g}"] = max(e)
+                theta, X, y = _scaled_instance(model, rng, 7, 1000.0)
+                loss, g = model.loss_grad(theta, X, y)
+                finite &= bool(np.isfinite(loss) and np.all(np.isfinite(g)))
+    worst = max(errs.values())
+    return {"measured": worst, "bound": 1e-12, "holds": worst <= 1e-12 and finite,
+            "details": {**errs, "finite at |z| ~ 1000": finite}}
+
+
 @check("kernels.numba_numpy", "Numba kernels equal their NumPy twins (incl. |z| up to 1e3)",
        "refimpl/kernels.py")
 def kernels_numba_numpy(quick):
