@@ -88,3 +88,66 @@ def test_unknown_curvature_is_refused(capsys):
     from refimpl import ssca
     with pytest.raises(ValueError, match="curvature must be one of"):
         ssca.run(ssca.Config(curvature="flat", rounds=1))
+
+
+@pytest.mark.parametrize("curvature", ["fixed", "recursive"])
+def test_both_curvatures_in_the_constrained_closed_form_and_the_qcqp(curvature):
+    from refimpl import ssca
+    cfg = dict(algorithm="ssca-constrained", rounds=4, hidden=6, batch=10, eval_every=4, rho_a=0.5, tau=0.1,
+               curvature=curvature, snapshots=[4])
+    cf = ssca.run(ssca.Config(**cfg, solver="closed-form"))
+    qp = ssca.run(ssca.Config(**cfg, solver="cvxpy"))
+    A = cf.extra["final_state"].surrogates[0].A
+    if curvature == "fixed":
+        assert A == 0.1 and qp.extra["final_state"].surrogates[0].A == 0.1
+    else:                                            # A^4 = τ(1 − Π_t (1 − ρ_t)) < τ with ρ_1 = 0.5
+        assert 0.0 < A < 0.1
+    assert _relative(qp.iterate(4), cf.iterate(4)) < 1e-5
+
+
+def test_constrained_slack_is_charged_at_an_active_constraint():
+    """In the constraint-active branch the slack is max(0, q(ω̄) − U) at the returned point."""
+    from refimpl.ssca.constrained import closed_form_step
+    from refimpl.ssca.surrogate import SurrogateState
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        B = rng.standard_normal(20)
+        st = SurrogateState(0.3, B, 5.0)
+        step = closed_form_step(st, 1.0, 1e5)
+        assert step.branch == "constraint-active"
+        assert step.slack[0] == max(0.0, st.value(step.omega_bar) - 1.0)
+
+
+def test_mfcgd_cap_steps_are_recorded_and_match_the_schedule():
+    from refimpl import mfcgd
+    from refimpl.mfcgd.algorithm import MFCGDParams
+    par = MFCGDParams(k=1.0, n=8.0, c1=10.0, c2=10.0, c3=10.0)
+    capped = par.capped_steps(100)
+    assert capped["alpha"] == sum(par.momentum(t)[0] == 1.0 for t in range(1, 101)) > 0
+    tr = mfcgd.run(mfcgd.Config(method="mfcgd", steps=50, n=8.0, c=10.0, eval_every=10))
+    assert tr.config["capped_steps"]["alpha"] == MFCGDParams(k=1.0, n=8.0, c1=10, c2=10, c3=10).capped_steps(50)["alpha"]
+    assert mfcgd.run(mfcgd.Config(method="mfcgd", steps=50, n=1e4, eval_every=10)).config["capped_steps"] == \
+        {"alpha": 0, "beta": 0, "rho": 0}
+
+
+@pytest.mark.parametrize("method", ["scgd", "storm"])
+def test_single_machine_baselines_run_with_one_client(method):
+    from refimpl import mfcgd
+    tr = mfcgd.run(mfcgd.Config(method=method, steps=30, eval_every=10))
+    assert tr.config["clients"] == 1 and tr.metrics["rounds"][-1] in (0, 30)
+
+
+def test_authors_preset_sets_their_script_and_refuses_a_conflicting_flag(tmp_path, capsys):
+    out = tmp_path / "p"
+    assert main(["run", "ssca", "--preset", "authors", "--batch", "100", "--rounds", "2", "--hidden", "8",
+                 "--quiet", "--out", str(out)]) == 0
+    import json
+    c = json.load(open(out / "trace.json"))["config"]
+    assert (c["rho_a"], c["gamma_a"], c["rho_alpha"], c["tau"], c["curvature"], c["activation"], c["bias"]) == \
+        (0.3, 0.3, 0.1, 0.05, "fixed", "relu", True)
+    assert main(["run", "ssca", "--preset", "authors", "--curvature", "recursive", "--rounds", "2"]) == 2
+    assert "--curvature recursive conflicts with --preset authors" in capsys.readouterr().err
+    assert main(["run", "ssca", "--preset", "authors", "--batch", "50", "--rounds", "2"]) == 2
+    assert "allowed: [10, 100, 6000]" in capsys.readouterr().err
+    assert main(["reproduce", "vfl-time", "--preset", "authors", "--out", str(tmp_path / "v")]) == 2
+    assert "SSCA reproductions" in capsys.readouterr().err
