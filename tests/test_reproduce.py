@@ -70,3 +70,23 @@ def test_quick_run_trains_on_fashion_mnist(tmp_path):
     doc = json.load(open(tmp_path / "trace.json"))
     assert doc["config"]["data"] == "fashion-mnist"
     assert doc["metrics"]["test_accuracy"][-1] > 0.5
+
+
+def test_reproduce_with_the_authors_preset(tmp_path):
+    out = tmp_path / "a"
+    assert main(["reproduce", "ssca-feature", "--quick", "--seeds", "1", "--rounds", "4", "--preset", "authors",
+                 "--out", str(out), "--quiet"]) == 0
+    rec = json.load(open(out / "reproduction.json"))
+    assert rec["preset"] == "authors"
+    ssca_runs = [r["config"] for r in rec["runs"] if r["config"]["algorithm"] == "ssca"]
+    assert {(c["batch"], c["tau"], c["curvature"], c["activation"], c["bias"]) for c in ssca_runs} == \
+        {(10, 0.1, "fixed", "relu", True), (100, 0.2, "fixed", "relu", True)}
+
+
+@pytest.mark.parametrize("preset", ["paper", "authors"])
+def test_presets_run_on_full_size_data(tmp_path, preset):
+    d = _fashion_or_fail()
+    assert main(["run", "ssca", "--preset", preset, "--data-dir", d, "--batch", "100", "--rounds", "5",
+                 "--eval-every", "5", "--quiet", "--out", str(tmp_path)]) == 0
+    doc = json.load(open(tmp_path / "trace.json"))
+    assert doc["config"]["preset"] == preset and doc["status"] == "finished"
