@@ -351,16 +351,8 @@ def cmd_report(args):
 def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv")):
     """Check (and create) an output directory before any work is done: a run that cannot be
     saved, or would silently replace an earlier one, is refused up front."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"--out {out}: exists and is not a directory")
-    try:
-        os.makedirs(out, exist_ok=True)
-        probe = os.path.join(out, ".refimpl-write-test")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as exc:
-        raise ValueError(f"--out {out}: cannot write there ({exc.strerror or exc})")
+    from .tools.sweep import make_out_dir
+    make_out_dir(out)
     found = [h for h in holds if os.path.exists(os.path.join(out, h))]
     if found and not overwrite:
         raise ValueError(f"--out {out} already holds a result ({', '.join(found)}); "
