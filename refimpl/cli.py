@@ -566,6 +566,32 @@ def cmd_crosscheck(args):
     return 1 if bad else 0
 
 
+def cmd_partition_stats(args):
+    """Per-client sizes and label counts of a sample-based split, and the client × label heat map."""
+    from refimpl.core.partition import partition_stats
+    from refimpl.core.plots import plot_partition
+    from refimpl.core.trace import write_csv
+    from refimpl.ssca.experiment import RunConfig, client_partition
+    data = _load_data(args)
+    cfg = RunConfig(clients=args.clients, partition=args.partition, partition_file=args.partition_file,
+                    seed=args.seed).resolved()
+    stats = partition_stats(client_partition(cfg, data), data.y_train, data.n_classes)
+    header = "client  size  " + " ".join(f"{c:>5}" for c in range(data.n_classes))
+    print(header)
+    for k, (n, row) in enumerate(zip(stats["sizes"], stats["label_counts"])):
+        print(f"{k:>6}  {n:>4}  " + " ".join(f"{int(v):>5}" for v in row))
+    if args.out:
+        from .tools.sweep import make_out_dir
+        make_out_dir(args.out)
+        rows = [{"client": k, "size": n, **{f"label_{c}": int(v) for c, v in enumerate(row)}}
+                for k, (n, row) in enumerate(zip(stats["sizes"], stats["label_counts"]))]
+        write_csv(os.path.join(args.out, "partition_stats.csv"), rows)
+        png = plot_partition(stats["label_counts"], os.path.join(args.out, "partition.png"),
+                             cfg.partition_file or cfg.partition)
+        _info(args, f"written to {args.out}: partition_stats.csv" + (", partition.png" if png else ""))
+    return 0
+
+
 def cmd_check_schedule(args):
     from refimpl.core.schedules import PowerLaw, check_step_sizes
     rho, gamma = PowerLaw(args.rho_a, args.rho_alpha), PowerLaw(args.gamma_a, args.gamma_alpha)
@@ -688,6 +714,18 @@ def build_parser():
     c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
     c.add_argument("--metrics-only", action="store_true", help="accept a comparison without common iterate snapshots")
     c.set_defaults(fn=cmd_crosscheck)
+    ps = sub.add_parser("partition-stats", help="per-client sizes and label counts of a sample-based split",
+                        formatter_class=_Formatter)
+    ps.add_argument("--partition", default="contiguous",
+                    help="contiguous | iid | label_skew | dirichlet:α[:MIN_SIZE] | quantity:σ")
+    ps.add_argument("--partition-file", default=None, help="JSON file, one list of sample ids per client")
+    ps.add_argument("--clients", type=int, default=None, help="number of clients K (default: 10, or the file's)")
+    ps.add_argument("--seed", type=int, default=0, help="the run's seed (the same split as refimpl run --seed)")
+    ps.add_argument("--data", help="FILE.npz (default: the embedded MNIST subset)")
+    ps.add_argument("--data-dir", help="directory with MNIST-format IDX files")
+    ps.add_argument("--out", help="directory for partition_stats.csv and partition.png")
+    ps.add_argument("--quiet", action="store_true")
+    ps.set_defaults(fn=cmd_partition_stats)
     s = sub.add_parser("check-schedule", help="which of (4) and (6) the power-law schedules meet")
     s.add_argument("--rho-a", type=float, default=1.0)
     s.add_argument("--rho-alpha", type=float, required=True)

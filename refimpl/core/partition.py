@@ -15,34 +15,123 @@ from refimpl.core import validate as V
 
 # ---------------------------------------------------------------- sample-based (horizontal)
 
+PARTITION_KINDS = ("contiguous", "iid", "label_skew", "dirichlet:ALPHA[:MIN_SIZE]", "quantity:SIGMA")
+
+
+def parse_partition(kind):
+    """``(name, parameters)`` of a partition spec; errors name the value and what is allowed."""
+    name, _, rest = str(kind).partition(":")
+    args = rest.split(":") if rest else []
+    allowed = f"allowed: {', '.join(PARTITION_KINDS)}"
+    if name in ("contiguous", "iid", "label_skew") and not args:
+        return name, {}
+    try:
+        vals = [float(a) for a in args]
+    except ValueError:
+        raise ValueError(f"partition {kind!r}: {args} are not numbers; {allowed}")
+    if name == "dirichlet" and len(vals) in (1, 2):
+        alpha = vals[0]
+        if not (np.isfinite(alpha) and alpha > 0):
+            raise ValueError(f"partition {kind!r}: the Dirichlet concentration α must be finite and > 0, got {alpha}")
+        min_size = vals[1] if len(vals) == 2 else 1.0
+        if not (np.isfinite(min_size) and min_size >= 0 and float(min_size).is_integer()):
+            raise ValueError(f"partition {kind!r}: MIN_SIZE must be an integer >= 0, got {min_size}")
+        return name, {"alpha": alpha, "min_size": int(min_size)}
+    if name == "quantity" and len(vals) == 1:
+        if not (np.isfinite(vals[0]) and vals[0] >= 0):
+            raise ValueError(f"partition {kind!r}: the log-normal σ must be finite and >= 0, got {vals[0]}")
+        return name, {"sigma": vals[0]}
+    raise ValueError(f"partition kind {kind!r} is not known; {allowed}")
+
+
 def sample_partition(n_samples, n_clients, kind="contiguous", rng=None, labels=None,
-                     classes_per_client=2):
+                     classes_per_client=2, max_tries=100):
     """Split sample ids 0..N−1 among K clients.
 
     ``contiguous``: K consecutive blocks (the authors' split of MNIST); ``iid``: a random
     permutation cut into K blocks; ``label_skew``: samples sorted by label and cut into
-    K·classes_per_client shards, each client receiving ``classes_per_client`` random shards.
+    K·classes_per_client shards, each client receiving ``classes_per_client`` random shards;
+    ``dirichlet:α[:MIN_SIZE]``: for every class, proportions p ~ Dir(α·1_K) split that class's
+    samples among the clients (α → ∞: iid labels; α → 0: one class per client), redrawn until
+    every client holds at least MIN_SIZE samples (at most ``max_tries`` draws);
+    ``quantity:σ``: client sizes ∝ exp(σ·N(0, 1)) (log-normal), labels iid.
     """
     N, K = V.positive_int("n_samples", n_samples), V.positive_int("n_clients", n_clients)
     if K > N:
         raise ValueError(f"n_clients = {K} exceeds the {N} samples")
-    if kind == "contiguous":
+    name, par = parse_partition(kind)
+    if name == "contiguous":
         return [np.asarray(b, dtype=np.int64) for b in np.array_split(np.arange(N), K)]
     if rng is None:
         raise ValueError(f"partition kind {kind!r} needs a numpy.random.Generator")
-    if kind == "iid":
+    if name == "iid":
         return [np.sort(b) for b in np.array_split(rng.permutation(N), K)]
-    if kind == "label_skew":
-        if labels is None or len(labels) != N:
-            raise ValueError("label_skew partition needs the N training labels")
+    if name == "quantity":
+        w = np.exp(par["sigma"] * rng.standard_normal(K))
+        sizes = 1 + np.floor(w / w.sum() * (N - K)).astype(np.int64)       # every client at least one sample
+        sizes[np.argmax(sizes)] += N - sizes.sum()
+        cuts = np.cumsum(sizes)[:-1]
+        return [np.sort(b) for b in np.split(rng.permutation(N), cuts)]
+    if labels is None or len(labels) != N:
+        raise ValueError(f"{name} partition needs the N training labels")
+    labels = np.asarray(labels)
+    if name == "label_skew":
         if K * classes_per_client > N:
             raise ValueError(f"label_skew with {K} clients needs {K * classes_per_client} shards of the {N} samples; "
                              f"allowed: at most {N // classes_per_client} clients")
-        order = np.argsort(np.asarray(labels), kind="stable")
+        order = np.argsort(labels, kind="stable")
         shards = np.array_split(order, K * classes_per_client)
         pick = rng.permutation(len(shards)).reshape(K, classes_per_client)
         return [np.sort(np.concatenate([shards[s] for s in row])) for row in pick]
-    raise ValueError(f"partition kind must be 'contiguous', 'iid' or 'label_skew', got {kind!r}")
+    min_size = par["min_size"]
+    if min_size * K > N:
+        raise ValueError(f"partition {kind!r}: MIN_SIZE {min_size} x {K} clients exceeds the {N} samples; "
+                         f"allowed: MIN_SIZE <= {N // K}")
+    classes = np.unique(labels)
+    for _ in range(max_tries):
+        parts = [[] for _ in range(K)]
+        for c in classes:
+            idx = rng.permutation(np.flatnonzero(labels == c))
+            p = rng.dirichlet(np.full(K, par["alpha"]))
+            cuts = np.floor(np.cumsum(p)[:-1] * idx.size).astype(np.int64)
+            for k, chunk in enumerate(np.split(idx, cuts)):
+                parts[k].append(chunk)
+        parts = [np.sort(np.concatenate(c)).astype(np.int64) for c in parts]
+        if min(len(b) for b in parts) >= max(min_size, 1):
+            return parts
+    raise ValueError(f"partition {kind!r}: no draw in {max_tries} gave every client at least {max(min_size, 1)} "
+                     "samples; raise α or lower MIN_SIZE")
+
+
+def read_partition_file(path, n_samples):
+    """``--partition-file FILE.json``: one list of sample ids per client, covering 0..N−1 once."""
+    import json
+    try:
+        with open(path) as fh:
+            parts = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--partition-file {path}: not valid JSON ({exc})")
+    if not isinstance(parts, list) or not parts or not all(isinstance(b, list) and b for b in parts):
+        raise ValueError(f"--partition-file {path}: expected a JSON list of non-empty index lists, one per client")
+    parts = [V.index_array(f"--partition-file {path}: client {k}", b) for k, b in enumerate(parts)]
+    allp = np.concatenate(parts)
+    if allp.min() < 0 or allp.max() >= n_samples:
+        raise ValueError(f"--partition-file {path}: sample ids must lie in 0..{n_samples - 1}, "
+                         f"got {allp.min()}..{allp.max()}")
+    counts = np.bincount(allp, minlength=n_samples)
+    missing, repeated = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
+    if missing.size or repeated.size:
+        raise ValueError(f"--partition-file {path}: every sample must belong to exactly one client: "
+                         f"{missing.size} missing (first {missing[:5].tolist()}), "
+                         f"{repeated.size} repeated (first {repeated[:5].tolist()})")
+    return [np.sort(b) for b in parts]
+
+
+def partition_stats(parts, labels, n_classes):
+    """Per-client sample counts and the client × class count matrix."""
+    labels = np.asarray(labels)
+    counts = np.array([np.bincount(labels[b], minlength=n_classes) for b in parts])
+    return {"sizes": [int(len(b)) for b in parts], "label_counts": counts}
 
 
 # ---------------------------------------------------------------- feature-based (vertical)

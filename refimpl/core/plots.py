@@ -110,3 +110,22 @@ def plot_mfcgd(traces, path):
     for a in ax:
         a.set_ylabel("||∇F(x̄_t)||")
     return _finish(fig, ax, path)
+
+
+def plot_partition(label_counts, path, title=""):
+    """Client × label heat map of a partition's sample counts."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    import numpy as np
+    counts = np.asarray(label_counts)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.5 * counts.shape[1], 1.0 + 0.35 * counts.shape[0]))
+    im = ax.imshow(counts, aspect="auto", cmap="viridis")
+    fig.colorbar(im, ax=ax, label="samples")
+    ax.set_xlabel("label")
+    ax.set_ylabel("client")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

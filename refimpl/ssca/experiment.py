@@ -17,8 +17,8 @@ from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, Constraine
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import Dataset
 from refimpl.core.model import TwoLayerNet
-from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, sample_based_schedule,
-                        sample_partition)
+from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, parse_partition,
+                                    read_partition_file, sample_based_schedule, sample_partition)
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import check_curvature
 from refimpl.core.schedules import PowerLaw
@@ -82,7 +82,8 @@ class RunConfig:
     lr_decay: float = 0.3
     momentum: float = 0.9
     local_steps: int = 1
-    partition: str = "contiguous"
+    partition: str = "contiguous"    # contiguous | iid | label_skew | dirichlet:α[:MIN_SIZE] | quantity:σ
+    partition_file: str | None = None  # sample-based: JSON file with one list of sample ids per client
     designated: int = 0
     seed: int = 0
     eval_every: int = 1
@@ -112,6 +113,20 @@ class RunConfig:
         check_curvature(c.curvature)
         for k, v in preset_values(c.preset, c.setting, c.algorithm, c.batch).items():
             setattr(c, k, v)
+        parse_partition(c.partition)
+        if c.partition_file:
+            if c.setting != "sample":
+                raise ValueError("--partition-file applies to --setting sample only")
+            import json
+            try:
+                with open(c.partition_file) as fh:
+                    n_parts = len(json.load(fh))
+            except (OSError, json.JSONDecodeError, TypeError) as exc:
+                raise ValueError(f"--partition-file {c.partition_file}: cannot read a JSON list of index lists ({exc})")
+            if c.clients is not None and c.clients != n_parts:
+                raise ValueError(f"--clients {c.clients} contradicts --partition-file {c.partition_file}, which holds "
+                                 f"{n_parts} clients; drop --clients or make them agree")
+            c.clients = n_parts
         if c.feature_blocks:
             if c.setting != "feature":
                 raise ValueError("--feature-blocks applies to --setting feature only")
@@ -162,6 +177,17 @@ def read_feature_blocks(path):
     return blocks
 
 
+def client_partition(cfg: RunConfig, data: Dataset, rng=None):
+    """The sample-based clients' index sets of a resolved configuration: from ``partition_file``,
+    or drawn by ``partition`` with the run's partition stream (child 2 of the seed), so that
+    ``refimpl partition-stats`` shows exactly the split a run with the same seed uses."""
+    if cfg.partition_file:
+        return read_partition_file(cfg.partition_file, data.n_train)
+    if rng is None:
+        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[2])
+    return sample_partition(data.n_train, cfg.clients, cfg.partition, rng, data.y_train)
+
+
 def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
     """Return ``(algorithm, theta0, schedule, evaluator, model)`` for a resolved configuration."""
     cfg = cfg.resolved()
@@ -173,7 +199,7 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
     lr = LearningRate(cfg.lr, cfg.lr_decay)
     E = cfg.local_steps
     if cfg.setting == "sample":
-        parts = sample_partition(data.n_train, cfg.clients, cfg.partition, rng_part, data.y_train)
+        parts = client_partition(cfg, data, rng_part)
         protocol = SampleBasedProtocol(model, data.X_train, data.y_train, parts)
         if batches is None:
             schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
