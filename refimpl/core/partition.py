@@ -103,6 +103,18 @@ def sample_partition(n_samples, n_clients, kind="contiguous", rng=None, labels=N
                      "samples; raise α or lower MIN_SIZE")
 
 
+def _check_exact_cover(index_sets, n, what, cover):
+    """Every index in 0..n−1 in exactly one of the sets; the errors name what is missing or repeated."""
+    allx = np.concatenate(index_sets)
+    if allx.min() < 0 or allx.max() >= n:
+        raise ValueError(f"{what} must lie in 0..{n - 1}, got {allx.min()}..{allx.max()}")
+    counts = np.bincount(allx, minlength=n)
+    missing, repeated = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
+    if missing.size or repeated.size:
+        raise ValueError(f"{cover}: {missing.size} missing (first {missing[:5].tolist()}), "
+                         f"{repeated.size} repeated (first {repeated[:5].tolist()})")
+
+
 def read_partition_file(path, n_samples):
     """``--partition-file FILE.json``: one list of sample ids per client, covering 0..N−1 once."""
     import json
@@ -114,16 +126,8 @@ def read_partition_file(path, n_samples):
     if not isinstance(parts, list) or not parts or not all(isinstance(b, list) and b for b in parts):
         raise ValueError(f"--partition-file {path}: expected a JSON list of non-empty index lists, one per client")
     parts = [V.index_array(f"--partition-file {path}: client {k}", b) for k, b in enumerate(parts)]
-    allp = np.concatenate(parts)
-    if allp.min() < 0 or allp.max() >= n_samples:
-        raise ValueError(f"--partition-file {path}: sample ids must lie in 0..{n_samples - 1}, "
-                         f"got {allp.min()}..{allp.max()}")
-    counts = np.bincount(allp, minlength=n_samples)
-    missing, repeated = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
-    if missing.size or repeated.size:
-        raise ValueError(f"--partition-file {path}: every sample must belong to exactly one client: "
-                         f"{missing.size} missing (first {missing[:5].tolist()}), "
-                         f"{repeated.size} repeated (first {repeated[:5].tolist()})")
+    _check_exact_cover(parts, n_samples, f"--partition-file {path}: sample ids",
+                       f"--partition-file {path}: every sample must belong to exactly one client")
     return [np.sort(b) for b in parts]
 
 
@@ -152,15 +156,7 @@ def feature_partition(n_features, n_clients=None, blocks=None):
     blocks = [V.index_array(f"feature block {k}", b).ravel() for k, b in enumerate(blocks)]
     if any(b.size == 0 for b in blocks):
         raise ValueError("every client's feature block must be non-empty")
-    allf = np.concatenate(blocks)
-    if allf.min() < 0 or allf.max() >= D:
-        raise ValueError(f"feature indices must lie in 0..{D - 1}, got {allf.min()}..{allf.max()}")
-    counts = np.bincount(allf, minlength=D)
-    missing, repeated = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
-    if missing.size or repeated.size:
-        raise ValueError(f"feature blocks must cover every feature exactly once: "
-                         f"{missing.size} missing (first {missing[:5].tolist()}), "
-                         f"{repeated.size} repeated (first {repeated[:5].tolist()})")
+    _check_exact_cover(blocks, D, "feature indices", "feature blocks must cover every feature exactly once")
     return blocks
 
 
