@@ -47,7 +47,7 @@ def _add_algorithm_parser(sub, algorithm):
     for opt, default in options_for(algorithm):
         _add_option(p, opt, default)
     if fam == "ssca":
-        p.add_argument("--init", help="FILE.npz with W1, W2 (bias in column 0 with --bias)")
+        p.add_argument("--init", help="FILE.npz with W1, W2, or the authors' initial_Theta1.mat (bias in column 0)")
         p.add_argument("--batches", help="FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature")
     for dest, text in _COMMON:
         if dest.startswith("data") and fam == "mfcgd":
@@ -405,7 +405,10 @@ def _dispatch_run(args):
             except ValueError as exc:
                 raise ValueError(f"--{name} {getattr(args, name)}: the value {v:g} is not allowed ({exc})")
     init = None
-    if args.init:
+    if args.init and str(args.init).endswith(".mat"):
+        from refimpl.core.matfiles import mat_initial_point
+        init = mat_initial_point(args.init)
+    elif args.init:
         with np.load(args.init, allow_pickle=False) as z:
             if "W1" not in z or "W2" not in z:
                 raise ValueError(f"{args.init}: needs arrays W1 and W2")
@@ -543,7 +546,15 @@ def cmd_bench(args):
 
 def cmd_crosscheck(args):
     from refimpl.core.trace import Trace, crosscheck
-    a, b = Trace.load(args.a), Trace.load(args.b)
+
+    def load(path):
+        if not str(path).endswith(".mat"):
+            return Trace.load(path)
+        from refimpl.core.matfiles import mat_snapshots, parse_map
+        tr = Trace(config={"source": str(path)})
+        tr.snapshots = mat_snapshots(path, parse_map(args.map), args.round)
+        return tr
+    a, b = load(args.a), load(args.b)
     differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
               ("algorithm", "method", "setting", "batch", "clients", "seed", "activation", "bias", "hidden")
               if k in a.config and k in b.config and a.config[k] != b.config[k]]
@@ -713,6 +724,9 @@ def build_parser():
     c.add_argument("b")
     c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
     c.add_argument("--metrics-only", action="store_true", help="accept a comparison without common iterate snapshots")
+    c.add_argument("--map", default="W1=Theta1,W2=Theta2",
+                   help=".mat inputs: the variables holding W1 and W2 (snapshots as NAME_<round>)")
+    c.add_argument("--round", type=int, default=None, help=".mat inputs: the round of plain NAME variables")
     c.set_defaults(fn=cmd_crosscheck)
     ps = sub.add_parser("partition-stats", help="per-client sizes and label counts of a sample-based split",
                         formatter_class=_Formatter)

@@ -1,0 +1,55 @@
+"""Cross-checks from MATLAB files written by scipy.io.savemat (the format of the authors' scripts)."""
+import numpy as np
+import pytest
+from scipy.io import savemat
+
+from refimpl.cli import main
+from refimpl.core.trace import Trace
+
+RUN = ["run", "ssca", "--activation", "relu", "--bias", "--batch", "10", "--rounds", "4", "--hidden", "8",
+       "--eval-every", "4", "--snapshots", "0,2,4", "--quiet"]
+
+
+def test_crosscheck_reads_iterates_from_a_mat_file(tmp_path, capsys):
+    assert main([*RUN, "--out", str(tmp_path / "ours")]) == 0
+    tr = Trace.load(tmp_path / "ours")
+    savemat(tmp_path / "theirs.mat", {f"Theta{i + 1}_{r}": tr.snapshots[r][i] for r in (2, 4) for i in (0, 1)})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs.mat")]) == 0
+    out = capsys.readouterr().out
+    assert "W1@2" in out and "W2@4" in out and "DIFFERS" not in out
+    W2 = tr.snapshots[4][1].copy()
+    W2[0, 0] += 1e-3
+    savemat(tmp_path / "off.mat", {"Theta1": tr.snapshots[4][0], "Theta2": W2})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "off.mat"), "--round", "4"]) == 1
+    assert "DIFFERS" in capsys.readouterr().out
+
+
+def test_mat_variables_are_mapped_and_errors_name_them(tmp_path, capsys):
+    assert main([*RUN, "--out", str(tmp_path / "ours")]) == 0
+    tr = Trace.load(tmp_path / "ours")
+    savemat(tmp_path / "named.mat", {"A_4": tr.snapshots[4][0], "B_4": tr.snapshots[4][1]})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "named.mat"), "--map", "W1=A,W2=B"]) == 0
+    capsys.readouterr()
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "named.mat")]) == 2
+    assert "no variable 'Theta1'" in capsys.readouterr().err
+    savemat(tmp_path / "plain.mat", {"Theta1": tr.snapshots[4][0], "Theta2": tr.snapshots[4][1]})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "plain.mat")]) == 2
+    assert "give --round R" in capsys.readouterr().err
+    savemat(tmp_path / "wrong.mat", {"Theta1_4": tr.snapshots[4][0][:, :5], "Theta2_4": tr.snapshots[4][1]})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "wrong.mat")]) == 1
+    assert "shape" in capsys.readouterr().out
+    # a v7.3 header (MATLAB's HDF5-based format): refused with the way out
+    (tmp_path / "v73.mat").write_bytes(b"MATLAB 7.3 MAT-file".ljust(116) + b"\x00" * 8 + b"\x00\x02IM" + b"\x00" * 512)
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "v73.mat")]) == 2
+    assert "save(FILE, ..., '-v7')" in capsys.readouterr().err
+
+
+def test_init_takes_the_authors_initial_theta_files(tmp_path):
+    assert main([*RUN, "--out", str(tmp_path / "a")]) == 0
+    tr = Trace.load(tmp_path / "a")
+    savemat(tmp_path / "initial_Theta1.mat", {"initial_Theta1": tr.snapshots[0][0]})
+    savemat(tmp_path / "initial_Theta2.mat", {"initial_Theta2": tr.snapshots[0][1]})
+    np.save(tmp_path / "b.npy", tr.batches)
+    assert main([*RUN, "--seed", "9", "--init", str(tmp_path / "initial_Theta1.mat"), "--batches",
+                 str(tmp_path / "b.npy"), "--out", str(tmp_path / "b")]) == 0
+    assert np.array_equal(Trace.load(tmp_path / "b").snapshots[4][0], tr.snapshots[4][0])
