@@ -161,6 +161,10 @@ class MFCGDResult:
     rounds: np.ndarray         # (T,): communication rounds up to step t
     output: np.ndarray         # x̄_τ, τ uniform on 1..T
     A_norm: np.ndarray = None  # (T,): ||A_t|| (spectral norm of the diagonal matrix)
+    bound_u: int = 0           # client-steps at which Π_{C_g} changed u (NumPy runner only)
+    bound_v: int = 0           # client-steps at which Π_{C_f} changed v (NumPy runner only)
+    states: dict = None        # record_states: per step t the state (X, H, U, V) before the update,
+                               # x_{t+1} (X_next) and the diagonal of A_t
 
     @classmethod
     def empty(cls, T, d):
@@ -208,8 +212,23 @@ def check_problem(problem, x1, rng):
     return x1
 
 
+def storm_update(problem, m, x_new, x_old, h, u, v, zeta, xi, alpha, beta, varrho, C_g, C_f):
+    """One client's recursions (7)–(9) on the new sample (ζ_{t+1}, ξ_{t+1}), both oracles of each
+    difference evaluated on the same sample:
+
+        h' = g(x_{t+1}; ζ) + (1 − α)(h − g(x_t; ζ))
+        u' = Π_{C_g}[∇g(x_{t+1}; ζ) + (1 − β)(u − ∇g(x_t; ζ))]
+        v' = Π_{C_f}[∇f(h'; ξ) + (1 − ϱ)(v − ∇f(h; ξ))]
+    Returns (h', u', v', u projected?, v projected?)."""
+    h_new = problem.g(m, x_new, zeta) + (1 - alpha) * (h - problem.g(m, x_old, zeta))
+    u_pre = problem.jac_g(m, x_new, zeta) + (1 - beta) * (u - problem.jac_g(m, x_old, zeta))
+    v_pre = problem.grad_f(m, h_new, xi) + (1 - varrho) * (v - problem.grad_f(m, h, xi))
+    u_new, v_new = project_ball(u_pre, C_g), project_ball(v_pre, C_f)
+    return h_new, u_new, v_new, u_new is not u_pre, v_new is not v_pre
+
+
 def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False,
-              eval_every=1, on_eval=None):
+              eval_every=1, on_eval=None, record_states=False):
     """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
     (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …)) so another implementation can
     be fed the same; otherwise drawn from ``rng``. Samples counted: 2q per client at start, then 2
@@ -230,6 +249,12 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
     state, Adiag = matrix.update(state, W.mean(axis=0))      # A_1 from w̄_1
     Adiag = np.ones(d) if Adiag is None else Adiag
     out = MFCGDResult.empty(T, d)
+    states = None
+    if record_states:
+        p = problem.p
+        states = {"X": np.empty((T, M, d)), "X_next": np.empty((T, M, d)), "H": np.empty((T, M, p)),
+                  "U": np.empty((T, M, p, d)), "V": np.empty((T, M, p)), "A": np.empty((T, d))}
+        out.states = states
     samples, rounds = 2 * q * M, 0
     for t in range(1, T + 1):
         xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
@@ -247,14 +272,14 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
         else:
             X_new = X - step * W / Adiag
         a, b, r = params.momentum(t)
+        if states is not None:
+            states["X"][t - 1], states["H"][t - 1], states["U"][t - 1], states["V"][t - 1] = X, H, Us, Vs
+            states["X_next"][t - 1], states["A"][t - 1] = X_new, Adiag
         for m in range(M):
-            zeta, xi = Z[t - 1, m], Xi[t - 1, m]
-            h_new = problem.g(m, X_new[m], zeta) + (1 - a) * (H[m] - problem.g(m, X[m], zeta))
-            u_new = project_ball(problem.jac_g(m, X_new[m], zeta)
-                                 + (1 - b) * (Us[m] - problem.jac_g(m, X[m], zeta)), params.C_g)
-            v_new = project_ball(problem.grad_f(m, h_new, xi) + (1 - r) * (Vs[m] - problem.grad_f(m, H[m], xi)),
-                                 params.C_f)
-            H[m], Us[m], Vs[m] = h_new, u_new, v_new
+            H[m], Us[m], Vs[m], bu, bv = storm_update(problem, m, X_new[m], X[m], H[m], Us[m], Vs[m],
+                                                      Z[t - 1, m], Xi[t - 1, m], a, b, r, params.C_g, params.C_f)
+            out.bound_u += bu
+            out.bound_v += bv
         W = np.einsum("mpd,mp->md", Us, Vs)
         X = X_new
         samples += 2 * M

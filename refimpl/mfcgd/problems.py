@@ -276,3 +276,121 @@ class LeastSquaresMAML:
             Yq = Zq @ a + self.noise * rng.standard_normal(query)
             out.append(0.5 * float(np.mean((Zq @ xa - Yq) ** 2)))
         return float(np.mean(out))
+
+
+def _dphi(z):
+    """φ'(z) = (1 + z²)^{-3/2} ∈ (0, 1]."""
+    return (1.0 + z * z) ** -1.5
+
+
+# max_z |φ''(z)| = |−3z(1 + z²)^{-5/2}| at z = 1/2: 1.5 · 1.25^{-5/2}
+PHI2_MAX = 1.5 * 1.25 ** -2.5
+
+
+@dataclass(frozen=True)
+class NonlinearComposition:
+    """Synthetic family whose inner Jacobian depends on x and on the sample, so that every
+    recursion of Algorithm 1 — h (7), u (8), v (9) — and both projections act (docs/mfcgd.md):
+
+        g^m(x; ζ) = (A + E) φ(x) + b_m + ε,     ζ = (ε, E): ε ~ N(0, s_g² I_p),
+                                                E uniform on the Frobenius sphere of radius r_g (p×d)
+        ∇g^m(x; ζ) = (A + E) diag(φ'(x))        φ(z) = z/sqrt(1 + z²) element-wise, φ' ∈ (0, 1]
+        f^m(y; ξ) = Σ_i sqrt(1 + (y_i − c_{m,i})²) + ⟨ξ, y⟩,  ξ uniform on the sphere of radius r_f
+
+    Constants, derived (each verified on samples by ``mfcgd.nonlinear_constants``):
+      ||∇g(x; ζ)||_F ≤ ||A + E||_F ≤ ||A||_F + r_g =: C_g     (|φ'| ≤ 1; also g(·; ζ) is C_g-Lipschitz);
+      ||∇g(x) − ∇g(y)||_F = ||A diag(φ'(x) − φ'(y))||_F ≤ max_j ||A_{:,j}|| · max|φ''| · ||x − y||
+          and, per sample, with A + E: ≤ (||A||_F + r_g) max|φ''| ||x − y|| =: L_g ||x − y||,
+          max|φ''| = 1.5 · 1.25^{-5/2} (at z = 1/2);
+      ∇f as in :class:`SyntheticComposition`: C_f = sqrt(p) + r_f, L_f = 1;
+      σ² = max(r_g² + p s_g², r_g², r_f²): E||E φ(x)||² = (r_g²/(pd)) · p ||φ(x)||² ≤ r_g² (|φ| < 1),
+          E||E diag(φ')||_F² ≤ r_g², E||ξ||² = r_f²;
+      δ_g = max_{m,j} ||b_m − b_j|| (shared A), δ_f as for the synthetic family;
+      F ≥ p (every term sqrt(1 + ·) ≥ 1): F* is replaced by this lower bound, which can only
+      enlarge F(x̄_1) − F* and so keeps the theorems' right sides valid.
+    The exact Jacobian norm sup_x ||A diag(φ'(x))||_F = ||A||_F is reached at x = 0.
+    """
+
+    A: np.ndarray
+    b: np.ndarray          # M × p
+    c: np.ndarray          # M × p
+    s_g: float = 0.1
+    r_g: float = 0.5
+    r_f: float = 0.1
+
+    @classmethod
+    def random(cls, M=6, p=4, d=8, heterogeneity=0.3, s_g=0.1, r_g=0.5, r_f=0.1, scale=1.5, rng=None):
+        rng = rng or np.random.default_rng(0)
+        A = scale * rng.standard_normal((p, d)) / np.sqrt(d)
+        b = heterogeneity * rng.standard_normal((M, p))
+        c = heterogeneity * rng.standard_normal((M, p)) + rng.standard_normal(p)
+        return cls(A, b, c, s_g, r_g, r_f)
+
+    @property
+    def M(self):
+        return self.b.shape[0]
+
+    @property
+    def p(self):
+        return self.A.shape[0]
+
+    @property
+    def d(self):
+        return self.A.shape[1]
+
+    # -- noise: ζ packs (ε, vec E) ----------------------------------------------------------------
+    def draw_zeta(self, rng, shape):
+        p, d = self.p, self.d
+        eps = self.s_g * rng.standard_normal(tuple(shape) + (p,))
+        E = rng.standard_normal(tuple(shape) + (p * d,))
+        E = self.r_g * E / np.linalg.norm(E, axis=-1, keepdims=True)
+        return np.concatenate([eps, E], axis=-1)
+
+    def draw_xi(self, rng, shape):
+        z = rng.standard_normal(tuple(shape) + (self.p,))
+        return self.r_f * z / np.linalg.norm(z, axis=-1, keepdims=True)
+
+    def _split(self, zeta):
+        return zeta[:self.p], zeta[self.p:].reshape(self.p, self.d)
+
+    # -- stochastic oracles -------------------------------------------------------------------
+    def g(self, m, x, zeta):
+        eps, E = self._split(zeta)
+        return (self.A + E) @ _phi(x) + self.b[m] + eps
+
+    def jac_g(self, m, x, zeta):
+        _, E = self._split(zeta)
+        return (self.A + E) * _dphi(x)[None, :]
+
+    def grad_f(self, m, y, xi):
+        return _phi(y - self.c[m]) + xi
+
+    # -- exact ----------------------------------------------------------------------------------
+    def g_exact(self, m, x):
+        return self.A @ _phi(x) + self.b[m]
+
+    def jac_g_exact(self, m, x):
+        return self.A * _dphi(x)[None, :]
+
+    def grad_f_exact(self, m, y):
+        return _phi(y - self.c[m])
+
+    def F(self, x):
+        Y = (self.A @ _phi(x))[None, :] + self.b - self.c
+        return float(np.mean(np.sum(np.sqrt(1.0 + Y * Y), axis=1)))
+
+    def grad_F(self, x):
+        Y = (self.A @ _phi(x))[None, :] + self.b - self.c
+        return _dphi(x) * (self.A.T @ np.mean(_phi(Y), axis=0))
+
+    def constants(self):
+        p = self.p
+        nA = float(np.linalg.norm(self.A))
+        C_g = nA + self.r_g
+        diff_b = self.b[:, None, :] - self.b[None, :, :]
+        diff_c = np.minimum(2.0, np.abs(self.c[:, None, :] - self.c[None, :, :]))
+        return {"C_f": float(np.sqrt(p) + self.r_f), "C_g": C_g, "L_f": 1.0, "L_g": C_g * PHI2_MAX,
+                "sigma": float(np.sqrt(max(self.r_g ** 2 + p * self.s_g ** 2, self.r_f ** 2))),
+                "delta_f": float(np.max(np.linalg.norm(diff_c, axis=-1))),
+                "delta_g": float(np.max(np.linalg.norm(diff_b, axis=-1))), "F_star": float(p),
+                "sup_exact_jacobian": nA}

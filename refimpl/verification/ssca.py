@@ -138,35 +138,57 @@ def stepsize_conditions(quick):
     return {"measured": wrong, "bound": 0, "holds": wrong == 0 and flagged, "details": det}
 
 
+def _full_batch_subset(n=1000, seed=0):
+    """A 1,000-sample subset of the embedded data. With every client's whole shard as its mini-batch
+    the rounds are deterministic, so Theorem 1's stationarity (and Theorem 2's KKT conditions) can be
+    approached within seconds, and a wrong gradient shows as a plateau rather than as noise."""
+    import dataclasses
+    d0 = embedded()
+    sub = np.random.default_rng(seed).choice(d0.n_train, n, replace=False)
+    return dataclasses.replace(d0, X_train=d0.X_train[sub], y_train=d0.y_train[sub])
+
+
+THEOREM1_SETTINGS = (("gamma_0.5/t^0.6", 0.6, 0.5, 0.15), ("gamma_0.9/t^0.9", 0.9, 0.9, 0.5))
+
+
 @check("ssca.theorem1_stationarity",
-       "along an SSCA run meeting (4) and (6), ||∇F(ω^t)|| decays (last-quarter mean / first-quarter mean < 1, "
-       "negative log–log trend)", "[SSCA] Theorem 1; docs/ssca.md")
+       "SSCA (sample-based, 10 clients, every client's shard as its batch, ρ_t = t^-0.55) meeting (4) and (6): "
+       "||∇F(ω^T)|| falls below 0.15·||∇F(ω^0)|| with γ_t = 0.5 t^-0.6 and below 0.5·||∇F(ω^0)|| with the slowest "
+       "admissible decay γ_t = 0.9 t^-0.9, and both log–log trends are negative",
+       "[SSCA] Theorem 1; docs/ssca.md")
 def theorem1_stationarity(quick):
-    d = embedded()
-    T = 1000 if quick else 4000
-    lam = 1e-3
-    cfg = RunConfig("ssca", "sample", batch=100, rounds=T, hidden=16, lam=lam, tau=0.05, rho_a=1.0,
-                    rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6, eval_every=T, seed=1)
-    algo, theta0, sched, ev, model = build(cfg, d)
-    rho, gamma = algo.rho, algo.gamma
-    assert meets_conditions(rho, gamma)
-    every = 25
-    rounds, norms = [0], [float(np.linalg.norm(full_gradient(model, theta0, d.X_train, d.y_train, lam)))]
+    d = _full_batch_subset()
+    T = 2000 if quick else 6000
+    lam = 1e-2
+    det, holds, worst = {}, True, 0.0
+    for label, g_alpha, g_a, fraction in THEOREM1_SETTINGS:
+        cfg = RunConfig("ssca", "sample", batch=100, rounds=T, hidden=8, lam=lam, tau=0.05, rho_a=1.0,
+                        rho_alpha=0.55, gamma_a=g_a, gamma_alpha=g_alpha, eval_every=T, seed=1)
+        algo, theta0, sched, ev, model = build(cfg, d)
+        rho, gamma = algo.rho, algo.gamma
+        if not meets_conditions(rho, gamma):
+            raise AssertionError(f"{label}: the step sizes do not meet (4)/(6)")
+        every = T // 20
+        rounds = [0]
+        norms = [float(np.linalg.norm(full_gradient(model, theta0, d.X_train, d.y_train, lam)))]
 
-    def on_round(t, st):
-        if t % every == 0:
-            rounds.append(t)
-            norms.append(float(np.linalg.norm(full_gradient(model, st.omega, d.X_train, d.y_train, lam))))
+        def on_round(t, st):
+            if t % every == 0:
+                rounds.append(t)
+                norms.append(float(np.linalg.norm(full_gradient(model, st.omega, d.X_train, d.y_train, lam))))
 
-    train(algo, theta0, sched, T, ev, Trace({}), on_round=on_round)
-    r, n = np.array(rounds[1:]), np.array(norms[1:])
-    q = len(n) // 4
-    ratio = float(n[-q:].mean() / n[:q].mean())
-    slope = float(np.polyfit(np.log(r), np.log(n), 1)[0])
-    det = {"rounds": T, "rho": rho.describe(), "gamma": gamma.describe(), "lambda": lam,
-           "grad_norm_initial": norms[0], "grad_norm_first_quarter_mean": float(n[:q].mean()),
-           "grad_norm_last_quarter_mean": float(n[-q:].mean()), "loglog_slope": slope}
-    return {"measured": ratio, "bound": 1.0, "holds": ratio < 1.0 and slope < 0, "details": det}
+        train(algo, theta0, sched, T, ev, Trace({}), on_round=on_round)
+        r, n = np.array(rounds[1:]), np.array(norms[1:])
+        ratio = float(n[-1] / norms[0])
+        slope = float(np.polyfit(np.log(r), np.log(n), 1)[0])
+        ok = ratio <= fraction and slope < 0
+        holds &= ok
+        worst = max(worst, ratio / fraction)
+        det[label] = {"rho": rho.describe(), "gamma": gamma.describe(), "final_over_initial": ratio,
+                      "stated_fraction": fraction, "loglog_slope": slope, "grad_norm_initial": norms[0],
+                      "grad_norm_every": every, "grad_norms": n.tolist(), "holds": bool(ok)}
+    det.update(rounds=T, lambda_=lam, samples=d.n_train, hidden=8)
+    return {"measured": worst, "bound": 1.0, "holds": holds, "details": det}
 
 
 def rounds_to_target(trace, target):
@@ -275,51 +297,54 @@ def lemma1_vs_cvxpy(quick):
                         "missing_branches": sorted(missing)}}
 
 
-def _kkt_run(setting, T, quick):
-    d = embedded()
+def _kkt_run(setting, T, U=0.3):
+    """Constrained SSCA (Algorithm 2 / 4) on the 1,000-sample subset with every client's data as its
+    batch (deterministic rounds), ρ_t = t^-0.51, γ_t = 0.5 t^-0.55."""
+    d = _full_batch_subset()
     m = TwoLayerNet(d.n_features, 16, 10)
     rng_s = np.random.default_rng(32)
     if setting == "sample":
         parts = sample_partition(d.n_train, 10)
         pr = SampleBasedProtocol(m, d.X_train, d.y_train, parts)
-        sched = sample_based_schedule(parts, T, 100, rng_s)
+        sched = sample_based_schedule(parts, T, d.n_train // 10, rng_s)
     else:
         pr = FeatureBasedProtocol(m, d.X_train, d.y_train, feature_partition(d.n_features, 10))
-        sched = feature_based_schedule(d.n_train, T, 400, rng_s)
-    rho, gamma = PowerLaw(1.0, 0.55), PowerLaw(0.5, 0.6)
-    assert meets_conditions(rho, gamma)
-    algo = ConstrainedSSCA(pr, rho, gamma, 0.05, 0.3, 1e5)
+        sched = feature_based_schedule(d.n_train, T, d.n_train, rng_s)
+    rho, gamma = PowerLaw(1.0, 0.51), PowerLaw(0.5, 0.55)
+    if not meets_conditions(rho, gamma):
+        raise AssertionError("the step sizes do not meet (4)/(6)")
+    algo = ConstrainedSSCA(pr, rho, gamma, 0.05, U, 1e5)
     ev = ConstrainedEvaluator(m, d.X_train, d.y_train, d.X_test, d.y_test, 0.0, max(1, T // 20), U=algo.U)
     tr = Trace({})
     train(algo, m.init_params(np.random.default_rng(33)), sched, T, ev, tr)
-    return tr
+    return tr, algo
+
+
+KKT_TOL = {"stationarity_rel": 0.05, "feasibility_rel": 1e-3, "complementarity_rel": 1e-2}
 
 
 @check("ssca.theorem2_kkt",
-       "along constrained runs (sample- and feature-based) meeting (4) and (6), slack → 0 and the KKT residuals of "
-       "(40) decay: last-quarter / first-quarter mean of the relative stationarity residual < 1; feasibility "
-       "residual decays or stays below 1 % of U",
+       "constrained SSCA (sample- and feature-based, full-shard batches) meeting (4) and (6) ends near a KKT point "
+       "of (40): slack 0, relative stationarity ||2ω + ν∇f|| / (||2ω|| + ν||∇f||) ≤ 0.05, feasibility "
+       "(f − U)_+ ≤ 1e-3 U and |f − U| ≤ 1e-2 U when ν > 0 (U read from the run)",
        "[SSCA] Theorems 2 and 4; docs/ssca.md")
 def theorem2_kkt(quick):
-    T = 600 if quick else 3000
+    T = 2000 if quick else 6000
     det, worst, holds = {}, 0.0, True
     for setting in ("sample", "feature"):
-        tr = _kkt_run(setting, T, quick)
-        st = tr.series("kkt_stationarity_rel")[1:]
-        feas = tr.series("kkt_feasibility")[1:]
-        q = max(1, len(st) // 4)
-        ratio = float(st[-q:].mean() / st[:q].mean())
+        tr, algo = _kkt_run(setting, T)
+        U = float(np.max(algo.U))
         final = {k: float(tr.series(k)[-1]) for k in ("slack", "kkt_stationarity", "kkt_stationarity_rel",
                                                       "kkt_feasibility", "kkt_complementarity", "multiplier",
                                                       "constraint_value")}
-        # at an active constraint the stochastic iterate sits on the boundary, so the feasibility
-        # residual fluctuates around 0: it must decay, or stay below 1 % of U
-        ok = ratio < 1.0 and final["slack"] <= 1e-9 and feas[-q:].mean() <= max(feas[:q].mean(), 0.01 * 0.3)
+        rel = {"stationarity_rel": final["kkt_stationarity_rel"], "feasibility_rel": final["kkt_feasibility"] / U,
+               "complementarity_rel": (abs(final["constraint_value"] - U) / U if final["multiplier"] > 0 else 0.0)}
+        ok = final["slack"] <= 1e-9 and all(rel[k] <= KKT_TOL[k] for k in KKT_TOL)
         holds &= ok
-        worst = max(worst, ratio)
-        det[setting] = {"stationarity_ratio": ratio, "feasibility_first_quarter": float(feas[:q].mean()),
-                        "feasibility_last_quarter": float(feas[-q:].mean()), "final": final, "holds": bool(ok)}
-    det.update(rounds=T, U=0.3, penalty=1e5, rho="1/t^0.55", gamma="0.5/t^0.6")
+        worst = max(worst, max(rel[k] / KKT_TOL[k] for k in KKT_TOL))
+        det[setting] = {"final": final, "relative": rel, "holds": bool(ok),
+                        "stationarity_rel_every": tr.series("kkt_stationarity_rel").tolist()}
+    det.update(rounds=T, U=U, tolerances=KKT_TOL, penalty=1e5, rho="1/t^0.51", gamma="0.5/t^0.55")
     return {"measured": worst, "bound": 1.0, "holds": holds, "details": det}
 
 

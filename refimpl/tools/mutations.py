@@ -1,0 +1,193 @@
+"""Mutation testing of the verification checks (``refimpl verify --mutations``).
+
+The catalogue (``refimpl/verification/mutations.toml``) lists one-line, paper-derived mutations:
+each names the file, the exact text it replaces (which must occur exactly once), the replacement
+and the equation it breaks, and the checks expected to catch it. For every mutation the runner
+copies the package to a temporary directory (modification times kept, so Numba's on-disk cache
+of untouched modules is reused), applies the replacement, and runs, in a fresh interpreter on
+that copy, the theorem-kind checks of the mutation's paper in quick mode — the expected catchers
+first, then the others until one fails. A mutation is *caught* when a theorem-kind check does not
+hold (a check that crashes on the mutated code counts: the runner reports it as failing); claim
+checks and tests never count.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+PAPERS = ("core", "ssca", "vfl", "mfcgd")
+CATALOGUE = Path(__file__).resolve().parent.parent / "verification" / "mutations.toml"
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    paper: str
+    file: str
+    find: str
+    replace: str
+    equation: str
+    checks: tuple = ()
+
+
+@dataclass
+class Outcome:
+    id: str
+    paper: str
+    equation: str
+    caught_by: list = field(default_factory=list)
+    ran: list = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def caught(self):
+        return bool(self.caught_by)
+
+
+def theorem_checks(paper):
+    """Theorem-kind check ids a mutation of ``paper`` is tested against (core: model and kernels,
+    which every paper's checks exercise)."""
+    from refimpl.tools.verify import load_checks
+    reg = load_checks()
+    prefixes = {"core": ("grad.", "kernels.", "ssca."), "ssca": ("ssca.", "grad.", "kernels."),
+                "vfl": ("vfl.",), "mfcgd": ("mfcgd.",)}[paper]
+    return [cid for cid, (_, _, _, kind) in reg.items() if kind == "theorem" and cid.startswith(prefixes)]
+
+
+def load_catalogue(path=CATALOGUE, package=PACKAGE):
+    """Read and validate the catalogue: unique ids, known papers and check ids, each ``find`` text
+    present exactly once in its file, and the mutated file still compiles."""
+    from refimpl.tools.verify import load_checks
+    reg = load_checks()
+    with open(path, "rb") as fh:
+        doc = tomllib.load(fh)
+    out, seen = [], set()
+    for i, entry in enumerate(doc.get("mutation", [])):
+        where = f"{path}: mutation #{i + 1} ({entry.get('id', '?')})"
+        missing = [k for k in ("id", "paper", "file", "find", "replace", "equation") if k not in entry]
+        if missing:
+            raise ValueError(f"{where}: missing keys {missing}")
+        m = Mutation(entry["id"], entry["paper"], entry["file"], entry["find"], entry["replace"], entry["equation"],
+                     tuple(entry.get("checks", ())))
+        if m.id in seen:
+            raise ValueError(f"{where}: id repeated")
+        seen.add(m.id)
+        if m.paper not in PAPERS:
+            raise ValueError(f"{where}: paper must be one of {PAPERS}, got {m.paper!r}")
+        bad = [c for c in m.checks if c not in reg or reg[c][3] != "theorem"]
+        if bad:
+            raise ValueError(f"{where}: {bad} are not theorem-kind check ids")
+        src_path = package.parent / m.file
+        if not src_path.is_file():
+            raise ValueError(f"{where}: no file {m.file}")
+        src = src_path.read_text()
+        count = src.count(m.find)
+        if count != 1:
+            raise ValueError(f"{where}: the text to replace occurs {count} times in {m.file} (must be once): {m.find!r}")
+        if m.find == m.replace:
+            raise ValueError(f"{where}: replacement equals the original")
+        compile(src.replace(m.find, m.replace), m.file, "exec")
+        out.append(m)
+    return out
+
+
+def _child(ids_json):
+    """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
+    at the first theorem-kind check that does not hold; prints one JSON line."""
+    import refimpl
+    from refimpl.tools.verify import run_check
+    ids = json.loads(ids_json)
+    ran, caught = [], []
+    for cid in ids:
+        rec = run_check(cid, quick=True)
+        ran.append(cid)
+        if not rec.holds:
+            caught.append(cid)
+            break
+    print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught}))
+
+
+def run_mutation(m: Mutation, timeout=900, package=PACKAGE):
+    # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
+    order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
+    t0 = time.perf_counter()
+    out = Outcome(m.id, m.paper, m.equation)
+    with tempfile.TemporaryDirectory(prefix="refimpl-mut-") as tmp:
+        dst = Path(tmp) / "refimpl"
+        shutil.copytree(package, dst, copy_function=shutil.copy2)
+        target = Path(tmp) / m.file
+        target.write_text(target.read_text().replace(m.find, m.replace))
+        env = dict(os.environ, PYTHONPATH=tmp, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        cmd = [sys.executable, "-c", f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"]
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out.error = f"timed out after {timeout} s"
+            out.seconds = time.perf_counter() - t0
+            return out
+        last = proc.stdout.strip().splitlines()[-1:] if proc.stdout.strip() else []
+        try:
+            res = json.loads(last[0])
+        except (IndexError, json.JSONDecodeError):
+            out.error = f"the checks did not run (exit {proc.returncode}): {proc.stderr.strip()[-400:]}"
+            out.seconds = time.perf_counter() - t0
+            return out
+        if not res["package"].startswith(tmp):
+            out.error = f"the child imported {res['package']}, not the mutated copy"
+        else:
+            out.caught_by, out.ran = res["caught_by"], res["ran"]
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def run_catalogue(mutations, workers=2, progress=None, timeout=900):
+    results = [None] * len(mutations)
+
+    def one(i):
+        results[i] = run_mutation(mutations[i], timeout=timeout)
+        if progress:
+            r = results[i]
+            progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
+                     f"{'caught by ' + ', '.join(r.caught_by) if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
+                     f" ({r.seconds:.0f} s)")
+    with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
+        list(ex.map(one, range(len(mutations))))
+    return results
+
+
+def catch_rates(results):
+    rates = {}
+    for r in results:
+        c, n = rates.get(r.paper, (0, 0))
+        rates[r.paper] = (c + r.caught, n + 1)
+    return rates
+
+
+def format_table(results):
+    rows = [("mutation", "equation", "caught by", "seconds")]
+    for r in results:
+        rows.append((r.id, r.equation[:48], ", ".join(r.caught_by) if r.caught else f"NOT CAUGHT{' — ' + r.error if r.error else ''}",
+                     f"{r.seconds:.0f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    lines.append("")
+    for paper, (c, n) in catch_rates(results).items():
+        lines.append(f"catch rate {paper}: {c}/{n} ({100 * c / n:.0f} %)")
+    return "\n".join(lines)
+
+
+def write_json(results, path):
+    with open(path, "w") as fh:
+        json.dump([{**asdict(r), "caught": r.caught} for r in results], fh, indent=1)
