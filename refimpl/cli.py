@@ -500,7 +500,42 @@ def _run_one(args, cfg, data, init, batches, out_dir):
     return 0, trace
 
 
+def cmd_mutations(args):
+    from refimpl.tools import mutations as MU
+    cat = MU.load_catalogue(args.catalogue) if args.catalogue else MU.load_catalogue()
+    if args.only_paper:
+        papers = [p.strip() for p in args.only_paper.split(",")]
+        bad = [p for p in papers if p not in MU.PAPERS]
+        if bad:
+            raise ValueError(f"--only-paper {args.only_paper}: unknown {bad}; allowed {', '.join(MU.PAPERS)}")
+        cat = [m for m in cat if m.paper in papers]
+    if args.only:
+        ids = [i.strip() for i in args.only.split(",")]
+        unknown = sorted(set(ids) - {m.id for m in cat})
+        if unknown:
+            raise ValueError(f"--only: unknown mutation ids {unknown}")
+        cat = [m for m in cat if m.id in ids]
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if not args.quiet:
+        _say(f"{len(cat)} mutations, {args.workers} at a time; each runs its paper's theorem checks (quick) on a mutated copy")
+    results = MU.run_catalogue(cat, workers=args.workers, progress=None if args.quiet else _say)
+    print(MU.format_table(results))
+    if args.json:
+        MU.write_json(results, args.json)
+    missed = [r.id for r in results if not r.caught]
+    if missed:
+        _say(f"mutations no theorem check caught: {', '.join(missed)}")
+        return 1
+    return 0
+
+
 def cmd_verify(args):
+    if args.mutations:
+        return cmd_mutations(args)
+    for flag in ("only_paper", "catalogue"):
+        if getattr(args, flag):
+            raise ValueError(f"--{flag.replace('_', '-')} applies only with --mutations")
     from refimpl.tools.verify import format_table, run_checks, write_json
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     records = run_checks(only, quick=args.quick, progress=None if args.quiet else _say)
@@ -711,6 +746,12 @@ def build_parser():
     v.add_argument("--json", help="write the records to this JSON file")
     v.add_argument("--quiet", action="store_true")
     v.add_argument("--strict", action="store_true", help="exit 1 also when a paper's claim does not reproduce")
+    v.add_argument("--mutations", action="store_true",
+                   help="run the mutation catalogue: each mutation on a copy of the package against its paper's "
+                        "theorem checks (quick); --only then takes mutation ids")
+    v.add_argument("--only-paper", help="with --mutations: core, ssca, vfl and/or mfcgd (comma-separated)")
+    v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
+    v.add_argument("--workers", type=int, default=2, help="with --mutations: mutations run at a time (default 2)")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
     b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale"])

@@ -187,13 +187,27 @@ def test_constrained_bad_input(setup, mnist):
 
 
 def test_kkt_residuals_zero_at_constructed_kkt_point(setup):
+    """A genuine KKT point of min ||ω||² s.t. f(ω) ≤ U: for a fixed ν > 0, the minimiser ω* of
+    ||ω||² + ν f(ω) satisfies 2ω* + ν∇f(ω*) = 0; with U = f(ω*) the constraint is active, so
+    feasibility and complementarity vanish too. The residuals must be ~0 there and not elsewhere."""
+    from scipy.optimize import minimize
     m, X, y = setup[0], setup[1][:200], setup[2][:200]
-    theta = m.init_params(np.random.default_rng(5))
-    g = full_gradient(m, theta, X, y, 0.0)
-    nu = -2 * (theta @ g) / (g @ g)
-    res, f = kkt_residuals(m, theta, np.array([nu]), X, y, m.loss(theta, X, y))
+    nu = 5.0
+
+    def fun(th):
+        return float(th @ th) + nu * m.loss(th, X, y), 2 * th + nu * full_gradient(m, th, X, y, 0.0)
+    res0 = minimize(fun, m.init_params(np.random.default_rng(5)), jac=True, method="L-BFGS-B",
+                    options={"gtol": 1e-11, "ftol": 1e-15, "maxiter": 20000})
+    theta = res0.x
+    U = m.loss(theta, X, y)
+    res, f = kkt_residuals(m, theta, np.array([nu]), X, y, U)
+    assert res["kkt_stationarity_rel"] < 1e-6, res
     assert res["kkt_feasibility"] == 0 and res["kkt_complementarity"] < 1e-12
-    assert res["kkt_stationarity"] == pytest.approx(np.linalg.norm(2 * theta + nu * g))
+    # the same residuals elsewhere: a perturbed point and a wrong multiplier are far from KKT
+    off, _ = kkt_residuals(m, theta * 1.1, np.array([nu]), X, y, U)
+    assert off["kkt_stationarity_rel"] > 1e-3
+    wrong, _ = kkt_residuals(m, theta, np.array([2 * nu]), X, y, U)
+    assert wrong["kkt_stationarity_rel"] > 0.1
 
 
 def test_cli_tradeoff_study(tmp_path):

@@ -87,9 +87,11 @@ def _noise(pr, T, q, rng):
 @pytest.mark.parametrize("mat", [Identity(), AdamType(0.2), NormType(0.2), AMSGradType(0.2)])
 def test_numba_kernel_equals_numpy_on_same_samples(mat, syn):
     C = syn.constants()
-    par = MFCGDParams(k=1, n=8, c1=5, c2=5, c3=5, gamma=0.5, q=3, C_g=C["C_g"], C_f=1.5)   # C_f binds
+    # both projections bind: C_g below ||A||_F (u = A otherwise) and C_f below the typical ||v||
+    par = MFCGDParams(k=1, n=8, c1=5, c2=5, c3=5, gamma=0.5, q=3, C_g=0.9 * C["C_g"], C_f=0.5)
     noise = _noise(syn, 60, 3, np.random.default_rng(1))
     a = run_mfcgd(syn, np.zeros(syn.d), 60, par, mat, np.random.default_rng(2), noise=noise, lemma2=True)
+    assert a.bound_u > 0 and a.bound_v > 0
     b = run_mfcgd_synthetic_nb(syn, np.zeros(syn.d), 60, par, mat, np.random.default_rng(2), noise=noise, lemma2=True)
     np.testing.assert_allclose(b.x_bar, a.x_bar, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(b.lemma2_rhs, a.lemma2_rhs, rtol=1e-10)
@@ -99,15 +101,63 @@ def test_numba_kernel_equals_numpy_on_same_samples(mat, syn):
 
 
 def test_recursions_and_communication(syn):
-    """Between communications clients differ; at t ≡ 0 mod q they are averaged; the STORM
-    recursion with α = 1 is the plain estimator g(x_{t+1}; ζ)."""
+    """Between communications clients differ; at t ≡ 0 mod q every client receives x̄_{t+1}; with
+    α = β = ϱ = 1 the recursions are the plain estimators h = g(x_{t+1}; ζ), v = Π ∇f(h; ξ)."""
     C = syn.constants()
-    par = MFCGDParams(k=1, n=1, c1=1e6, c2=1e6, c3=1e6, gamma=0.5, q=4, C_g=C["C_g"], C_f=C["C_f"])
+    q, T = 4, 12
+    par = MFCGDParams(k=1, n=1, c1=1e6, c2=1e6, c3=1e6, gamma=0.5, q=q, C_g=C["C_g"], C_f=C["C_f"])
     assert par.momentum(1) == (1.0, 1.0, 1.0)
-    r = run_mfcgd(syn, np.zeros(syn.d), 12, par, Identity(), np.random.default_rng(0))
+    noise = _noise(syn, T, q, np.random.default_rng(3))
+    r = run_mfcgd(syn, np.zeros(syn.d), T, par, Identity(), np.random.default_rng(0), noise=noise, record_states=True)
+    st = r.states
     assert list(r.rounds[:8]) == [0, 0, 0, 1, 1, 1, 1, 2]
     assert r.samples[0] == 2 * 4 * syn.M + 2 * syn.M
-    assert np.all(np.isfinite(r.grad_norm)) and r.output.shape == (syn.d,)
+    for t in range(1, T + 1):
+        xn = st["X_next"][t - 1]
+        spread = np.max(np.abs(xn - xn.mean(axis=0)))
+        if t % q == 0:
+            assert spread == 0.0                                   # everyone holds x̄_{t+1}
+            xb = st["X"][t - 1].mean(axis=0)
+            w_bar = np.mean([st["U"][t - 1, m].T @ st["V"][t - 1, m] for m in range(syn.M)], axis=0)
+            np.testing.assert_allclose(xn[0], xb - 0.5 * par.eta(t) * w_bar, rtol=1e-13, atol=1e-15)
+        else:
+            assert spread > 1e-8                                   # local steps on different w^m
+        if t < T:
+            for m in range(syn.M):                                 # state at t+1 from the plain estimators
+                h = syn.g(m, xn[m], noise[2][t - 1, m])
+                np.testing.assert_allclose(st["H"][t, m], h, rtol=1e-13, atol=1e-15)
+                v = project_ball(syn.grad_f(m, h, noise[3][t - 1, m]), par.C_f)
+                np.testing.assert_allclose(st["V"][t, m], v, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["identity", "adam", "norm", "amsgrad"])
+@pytest.mark.parametrize("problem", ["synthetic", "nonlinear", "maml", "drfl"])
+def test_run_mfcgd_equals_literal_algorithm1(kind, problem, syn):
+    """Algorithm 1 transcribed line by line (per-client dictionaries, refimpl.verification.mfcgd_literal)
+    against run_mfcgd on the same sample stream, on every problem class."""
+    from refimpl.mfcgd.problems import NonlinearComposition
+    from refimpl.verification.mfcgd_literal import algorithm1_literal
+    if problem == "synthetic":
+        pr = syn
+    elif problem == "nonlinear":
+        pr = NonlinearComposition.random(rng=np.random.default_rng(5))
+    elif problem == "maml":
+        pr = LeastSquaresMAML.random(M=4, d=5, rng=np.random.default_rng(2))
+    else:
+        rng = np.random.default_rng(4)
+        Xs = tuple(rng.standard_normal((40, 6)) for _ in range(3))
+        ys = tuple(rng.integers(0, 3, 40) for _ in range(3))
+        pr = DistributionallyRobustFL(Xs, ys, n_classes=3, batch=8)
+    q, T = 3, 30 if problem == "drfl" else 60
+    par = MFCGDParams(k=1, n=8, c1=2, c2=5, c3=12, gamma=0.3, q=q, C_g=2.0, C_f=0.8)
+    noise = _noise(pr, T, q, np.random.default_rng(7))
+    x1 = np.full(pr.d, 0.1)
+    a = run_mfcgd(pr, x1, T, par, make_matrix(kind, 0.1, 0.9), np.random.default_rng(0), noise=noise)
+    lit, binds = algorithm1_literal(pr, x1, T, k=1, n=8, c1=2, c2=5, c3=12, gamma=0.3, q=q, C_g=2.0, C_f=0.8,
+                                    matrix=kind, rho=0.1, theta=0.9, noise=noise)
+    lit = np.array(lit)
+    assert np.max(np.abs(a.x_bar - lit)) <= 1e-12 * np.max(np.abs(lit))
+    assert binds["u"] == a.bound_u and binds["v"] == a.bound_v
 
 
 def test_lemma2_holds_along_a_run(syn):
@@ -119,12 +169,23 @@ def test_lemma2_holds_along_a_run(syn):
 
 @pytest.mark.parametrize("alpha", [None, 0.3])
 def test_baselines_numpy_and_numba_statistically_agree(alpha, syn):
-    a = run_local_scgd(syn, np.zeros(syn.d), 1500, 5, 0.1, 0.5, alpha, np.random.default_rng(0))
-    gn, samples, rounds = run_local_scgd_synthetic_nb(syn, np.zeros(syn.d), 1500, 5, 0.1, 0.5, alpha,
-                                                      np.random.default_rng(0))
-    assert a.grad_norm[0] == pytest.approx(gn[0])                      # same start
-    assert np.mean(gn[500:]) == pytest.approx(np.mean(a.grad_norm[500:]), rel=0.3)
-    assert gn[-1] < 0.3 * gn[0] and samples[-1] == a.samples[-1] and rounds[-1] == 300
+    """The two implementations draw from different generators, so they agree in distribution only:
+    the mean over 12 seeds of the average ||∇F|| over the last 100 steps must differ by less than
+    4 standard errors of the difference."""
+    T, S = 300, 12
+    va, vb = [], []
+    for s in range(S):
+        a = run_local_scgd(syn, np.zeros(syn.d), T, 5, 0.1, 0.5, alpha, np.random.default_rng(100 + s))
+        gn, samples, rounds = run_local_scgd_synthetic_nb(syn, np.zeros(syn.d), T, 5, 0.1, 0.5, alpha,
+                                                          np.random.default_rng(200 + s))
+        assert a.grad_norm[0] == pytest.approx(gn[0])                  # same start
+        assert samples[-1] == a.samples[-1] and rounds[-1] == T // 5
+        va.append(np.mean(a.grad_norm[-100:]))
+        vb.append(np.mean(gn[-100:]))
+    va, vb = np.array(va), np.array(vb)
+    se = np.sqrt(va.var(ddof=1) / S + vb.var(ddof=1) / S)
+    assert abs(va.mean() - vb.mean()) <= 4 * se, (va.mean(), vb.mean(), se)
+    assert vb.mean() < 0.5 * gn[0]                                     # and both make progress
     with pytest.raises(ValueError, match="eta"):
         run_local_scgd(syn, np.zeros(syn.d), 5, 5, 0.0, 0.5)
 

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -70,8 +69,8 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE):
     present exactly once in its file, and the mutated file still compiles."""
     from refimpl.tools.verify import load_checks
     reg = load_checks()
-    with open(path, "rb") as fh:
-        doc = tomllib.load(fh)
+    from refimpl.tools.sweep import read_document
+    doc = read_document(path)
     out, seen = [], set()
     for i, entry in enumerate(doc.get("mutation", [])):
         where = f"{path}: mutation #{i + 1} ({entry.get('id', '?')})"
@@ -106,7 +105,8 @@ def _child(ids_json):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
     at the first theorem-kind check that does not hold; prints one JSON line."""
     import refimpl
-    from refimpl.tools.verify import run_check
+    from refimpl.tools.verify import load_checks, run_check
+    load_checks()
     ids = json.loads(ids_json)
     ran, caught = [], []
     for cid in ids:
@@ -140,7 +140,8 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE):
         try:
             res = json.loads(last[0])
         except (IndexError, json.JSONDecodeError):
-            out.error = f"the checks did not run (exit {proc.returncode}): {proc.stderr.strip()[-400:]}"
+            tail = " ".join(proc.stderr.strip().splitlines()[-2:])[-300:]
+            out.error = f"the checks did not run (exit {proc.returncode}): {tail}"
             out.seconds = time.perf_counter() - t0
             return out
         if not res["package"].startswith(tmp):

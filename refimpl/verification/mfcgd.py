@@ -472,7 +472,7 @@ def lemma9_tracking(quick):
 
 @check("mfcgd.theorem_statement_literal", "refimpl's Theorem 1–2 machinery (conditions, G, right sides, Lemma 1's "
        "L) equals a literal transcription of the statements on the parameters the search finds, on each of them "
-       "halved and doubled, and on random parameter sets (verdicts identical, values to 1e-12)",
+       "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, and on random parameter sets (verdicts identical, values to 1e-12)",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -484,7 +484,7 @@ def theorem_statement_literal(quick):
             cands = [] if p is None else [p]
             if p is not None:
                 for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
-                    for fac in (0.5, 2.0):
+                    for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
                         cands.append(type(p)(**{**p.__dict__, f: getattr(p, f) * fac}))
             for _ in range(20 if quick else 200):
                 cands.append(TheoremParams(

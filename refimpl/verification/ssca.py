@@ -443,3 +443,48 @@ def multi_constraint_qcqp(quick):
     return {"measured": max(worst.values()), "bound": 1e-6,
             "details": {**worst, "constraints": m_c, "n": n,
                         "active_constraints_per_instance": np.bincount(active, minlength=m_c + 1).tolist()}}
+
+
+@check("ssca.server_step_equations",
+       "the server step as the paper writes it — (7)–(9) A, B, C recursions, (10) ω̄ = −B/(2(A + λ)), (5) the move, "
+       "the surrogate value q(ω) — transcribed here, equals surrogate_update/unconstrained_step/move/SurrogateState and "
+       "the fused Numba server kernel and its NumPy twin, on random inputs with both curvatures (max relative "
+       "difference ≤ 1e-12)", "[SSCA] (5), (7)–(10); docs/ssca.md")
+def server_step_equations(quick):
+    from refimpl.ssca.kernels import ssca_round_nb, ssca_round_np
+    from refimpl.ssca.surrogate import move, unconstrained_step
+    rng = np.random.default_rng(71)
+    worst = {"functions": 0.0, "numba_kernel": 0.0, "numpy_kernel": 0.0, "surrogate_value": 0.0}
+
+    def rel(a, b):
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+    for trial in range(50 if quick else 500):
+        n = int(rng.integers(1, 300))
+        A0, C0 = float(rng.uniform(0, 2)), float(rng.normal())
+        B0, g, w = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
+        loss = float(rng.uniform(0, 3))
+        rho, gamma = float(rng.uniform(0.01, 1)), float(rng.uniform(0.01, 1))
+        tau, lam = float(rng.uniform(0.01, 1)), float(rng.choice([0.0, rng.uniform(0, 0.1)]))
+        for fixed in (False, True):
+            # the paper's equations, written out
+            A = tau if fixed else (1 - rho) * A0 + rho * tau
+            B = (1 - rho) * B0 + rho * (g - 2 * tau * w)
+            C = (1 - rho) * C0 + rho * (loss - np.dot(g, w) + tau * np.dot(w, w))
+            w_bar = -B / (2 * (A + lam))
+            w_next = (1 - gamma) * w + gamma * w_bar
+            st = surrogate_update(SurrogateState(A0, B0, C0), loss, g, w, rho, tau,
+                                  "fixed" if fixed else "recursive")
+            wb = unconstrained_step(st, lam)
+            wn = move(w, wb, gamma)
+            worst["functions"] = max(worst["functions"], rel(st.A, A), rel(st.B, B), rel(st.C, C), rel(wb, w_bar),
+                                     rel(wn, w_next))
+            probe = rng.standard_normal(n)
+            worst["surrogate_value"] = max(worst["surrogate_value"],
+                                           rel(st.value(probe), A * np.dot(probe, probe) + np.dot(B, probe) + C),
+                                           rel(st.gradient(probe), 2 * A * probe + B))
+            for key, fn in (("numba_kernel", ssca_round_nb), ("numpy_kernel", ssca_round_np)):
+                Ak, Bk, Ck, wk, nn = fn(A0, B0, C0, loss, g, w, rho, tau, gamma, lam, fixed)
+                worst[key] = max(worst[key], rel(Ak, A), rel(Bk, B), rel(Ck, C), rel(wk, w_next),
+                                 rel(nn, np.dot(w_next, w_next)))
+    return {"measured": max(worst.values()), "bound": 1e-12, "details": {"max_relative_difference": worst}}

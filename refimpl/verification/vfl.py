@@ -109,7 +109,7 @@ def _independent_w_bar(opt_kind, param, tau, eta):
 @check("vfl.condition14", "condition (14) η ≤ 1/(16 max{L, L_k} τ_k w̄_k), evaluated here from τ recomputed from the "
        "speed rows and w̄ from the closed-form weights: runs at 0.5× and 0.9× the smallest threshold meet it in every "
        "round and party, runs at 1.1× and 2× violate it somewhere, and the runner's per-round verdicts equal the "
-       "independent ones", "[FlexVFL] Theorem 1 (14); docs/flexvfl.md")
+       "independent ones, as do the τ_k and w̄_k it records", "[FlexVFL] Theorem 1 (14); docs/flexvfl.md")
 def condition14(quick):
     d = vdata()
     m = linear_model(8)
@@ -140,6 +140,11 @@ def condition14(quick):
         tr = run.run(thetas, R, np.random.default_rng(44), eval_every=R)
         independent = eta <= thresholds(eta)
         disagreements += int(np.sum(independent != tr.arrays["cond14"]))
+        # the quantities (14) is built from: τ and w̄ recorded by the runner against the recomputed ones
+        taus = np.array([_independent_tau(speeds[r], timeout) for r in range(R)])
+        wbar = np.array([[_independent_w_bar(kd, par, t, eta) for (kd, par), t in zip(kinds, taus[r])] for r in range(R)])
+        disagreements += int(np.sum(tr.arrays["tau"] != taus))
+        disagreements += int(np.sum(~np.isclose(tr.arrays["w_bar"], wbar, rtol=1e-12, atol=0)))
         met_everywhere = bool(np.all(independent))
         ok &= met_everywhere == (factor < 1.0)
         det[f"x{factor}"] = {"eta": eta, "fraction_meeting_14": float(np.mean(independent)),

@@ -1,0 +1,68 @@
+"""The mutation catalogue and its runner (refimpl verify --mutations)."""
+import json
+
+import pytest
+
+from refimpl.cli import main
+from refimpl.tools import mutations as MU
+
+
+def test_catalogue_is_valid_and_covers_every_paper():
+    cat = MU.load_catalogue()
+    assert len(cat) >= 40
+    papers = {m.paper for m in cat}
+    assert {"ssca", "vfl", "mfcgd"} <= papers
+    for paper in ("ssca", "vfl", "mfcgd"):
+        assert sum(m.paper == paper for m in cat) >= 10
+    assert all(m.equation and m.checks for m in cat)
+
+
+def _write(tmp_path, body):
+    p = tmp_path / "cat.toml"
+    p.write_text(body)
+    return p
+
+
+def test_bad_catalogues_are_refused(tmp_path):
+    entry = '''[[mutation]]
+id = "x"
+paper = "mfcgd"
+file = "refimpl/mfcgd/algorithm.py"
+find = "{find}"
+replace = "y"
+equation = "e"
+checks = [{checks}]
+'''
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        MU.load_catalogue(_write(tmp_path, entry.format(find="no such text anywhere", checks="")))
+    with pytest.raises(ValueError, match="not theorem-kind"):
+        MU.load_catalogue(_write(tmp_path, entry.format(find="def storm_update(", checks='"mfcgd.rate_slope"')))
+    with pytest.raises(ValueError, match="id repeated"):
+        one = entry.format(find="def storm_update(", checks="").replace('replace = "y"', 'replace = "def storm_update2("')
+        MU.load_catalogue(_write(tmp_path, one + "\n" + one))
+    with pytest.raises(ValueError, match="paper must be one of"):
+        MU.load_catalogue(_write(tmp_path, entry.format(find="def storm_update(", checks="").replace('"mfcgd"', '"x"', 1)))
+    assert main(["verify", "--only-paper", "ssca"]) == 2            # --only-paper needs --mutations
+
+
+def test_a_catalogued_mutation_is_caught_on_a_copy():
+    m = next(m for m in MU.load_catalogue() if m.id == "mfcgd-u-momentum-sign")
+    out = MU.run_mutation(m)
+    assert out.error is None and out.caught_by == ["mfcgd.lemma9_tracking"], out
+
+
+def test_a_harmless_edit_is_reported_not_caught(tmp_path, capsys):
+    cat = _write(tmp_path, '''[[mutation]]
+id = "comment-only"
+paper = "mfcgd"
+file = "refimpl/mfcgd/bounds.py"
+find = "def params_to_dict(p):"
+replace = "def params_to_dict(p):  # harmless"
+equation = "none"
+checks = ["mfcgd.theorem_statement_literal"]
+''')
+    js = tmp_path / "m.json"
+    assert main(["verify", "--mutations", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
+    rec = json.loads(js.read_text())[0]
+    assert rec["caught"] is False and rec["error"] is None and "mfcgd.lemma9_tracking" in rec["ran"]
+    assert "NOT CAUGHT" in capsys.readouterr().out
