@@ -66,3 +66,14 @@ checks = ["mfcgd.theorem_statement_literal"]
     rec = json.loads(js.read_text())[0]
     assert rec["caught"] is False and rec["error"] is None and "mfcgd.lemma9_tracking" in rec["ran"]
     assert "NOT CAUGHT" in capsys.readouterr().out
+
+
+def test_every_catalogued_mutation_is_caught_by_a_theorem_check(tmp_path):
+    """The whole catalogue, two mutations at a time (about 6 minutes on 2 cores): every mutation must
+    make at least one theorem-kind check fail."""
+    js = tmp_path / "all.json"
+    rc = main(["verify", "--mutations", "--workers", "2", "--json", str(js), "--quiet"])
+    recs = json.loads(js.read_text())
+    missed = [(r["id"], r["error"]) for r in recs if not r["caught"]]
+    assert rc == 0 and not missed, missed
+    assert len(recs) == len(MU.load_catalogue())

@@ -51,6 +51,33 @@ def grad_fd(quick):
     return {"measured": max(errs.values()), "bound": 1e-6, "details": errs}
 
 
+def plain_objective_grad(n_hidden, n_classes, theta, X, y, lam, bias=False):
+    """∇F(ω) of the SSCA training cost (32) — mean softmax cross-entropy of the two-layer swish
+    network (biases in column 0 of W1 and W2 when ``bias``) plus λ||ω||² — written out in plain
+    NumPy, sharing nothing with :class:`refimpl.core.model.TwoLayerNet`. The checks measure
+    stationarity with it, so that a wrong gradient in the model cannot also hide in the measure."""
+    N, D = X.shape
+    b = int(bias)
+    n1 = n_hidden * (D + b)
+    W1 = theta[:n1].reshape(n_hidden, D + b)
+    W2 = theta[n1:].reshape(n_classes, n_hidden + b)
+    Z = X @ W1[:, b:].T + (W1[:, 0] if bias else 0.0)
+    S = 1.0 / (1.0 + np.exp(-Z))
+    Hh = Z * S                                             # swish
+    O = Hh @ W2[:, b:].T + (W2[:, 0] if bias else 0.0)
+    O = O - O.max(axis=1, keepdims=True)
+    P = np.exp(O)
+    P /= P.sum(axis=1, keepdims=True)
+    P[np.arange(N), y] -= 1.0
+    P /= N                                                 # ∂(mean loss)/∂O
+    Dh = (P @ W2[:, b:]) * (S * (1.0 + Z * (1.0 - S)))     # swish'(z) = σ(z)(1 + z(1 − σ(z)))
+    G2, G1 = P.T @ Hh, Dh.T @ X
+    if bias:
+        G2 = np.hstack([P.sum(axis=0)[:, None], G2])
+        G1 = np.hstack([Dh.sum(axis=0)[:, None], G1])
+    return np.concatenate([G1.ravel(), G2.ravel()]) + 2.0 * lam * theta
+
+
 def decimal_loss_grad(model, theta, X, y, digits=50):
     """Reference loss and gradient of ``model.loss_grad`` (mean over the batch) in Python's
     ``decimal`` at ``digits`` significant digits, from the float inputs taken exactly: an
