@@ -523,6 +523,9 @@ def cmd_mutations(args):
     print(MU.format_table(results))
     if args.json:
         MU.write_json(results, args.json)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(MU.format_markdown(results))
     missed = [r.id for r in results if not r.caught]
     if missed:
         _say(f"mutations no theorem check caught: {', '.join(missed)}")
@@ -533,7 +536,7 @@ def cmd_mutations(args):
 def cmd_verify(args):
     if args.mutations:
         return cmd_mutations(args)
-    for flag in ("only_paper", "catalogue"):
+    for flag in ("only_paper", "catalogue", "markdown"):
         if getattr(args, flag):
             raise ValueError(f"--{flag.replace('_', '-')} applies only with --mutations")
     from refimpl.tools.verify import format_table, run_checks, write_json
@@ -752,6 +755,7 @@ def build_parser():
     v.add_argument("--only-paper", help="with --mutations: core, ssca, vfl and/or mfcgd (comma-separated)")
     v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
     v.add_argument("--workers", type=int, default=2, help="with --mutations: mutations run at a time (default 2)")
+    v.add_argument("--markdown", help="with --mutations: also write the tables as Markdown to this file")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
     b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale"])

@@ -62,7 +62,10 @@ equation = "none"
 checks = ["mfcgd.theorem_statement_literal"]
 ''')
     js = tmp_path / "m.json"
-    assert main(["verify", "--mutations", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
+    mdp = tmp_path / "m.md"
+    assert main(["verify", "--mutations", "--catalogue", str(cat), "--json", str(js), "--markdown", str(mdp),
+                 "--quiet"]) == 1
+    assert "**not caught**" in mdp.read_text() and "| mfcgd | 1 | 0 | 0 % |" in mdp.read_text()
     rec = json.loads(js.read_text())[0]
     assert rec["caught"] is False and rec["error"] is None and "mfcgd.lemma9_tracking" in rec["ran"]
     assert "NOT CAUGHT" in capsys.readouterr().out

@@ -22,8 +22,41 @@ def _phi(z):
     return z / np.sqrt(1.0 + z * z)
 
 
+class _SqrtOuter:
+    """What the two synthetic families share: the outer map f^m(y; ξ) = Σ_i sqrt(1 + (y_i − c_{m,i})²)
+    + ⟨ξ, y⟩ (ξ uniform on the sphere of radius r_f), the sizes M, p, d and the heterogeneity
+    constants δ_g = max ||b_m − b_j|| (shared A) and δ_f = max ||min(2, |c_m − c_j|)||."""
+
+    @property
+    def M(self):
+        return self.b.shape[0]
+
+    @property
+    def p(self):
+        return self.A.shape[0]
+
+    @property
+    def d(self):
+        return self.A.shape[1]
+
+    def draw_xi(self, rng, shape):
+        z = rng.standard_normal(tuple(shape) + (self.p,))
+        return self.r_f * z / np.linalg.norm(z, axis=-1, keepdims=True)
+
+    def grad_f(self, m, y, xi):
+        return _phi(y - self.c[m]) + xi
+
+    def grad_f_exact(self, m, y):
+        return _phi(y - self.c[m])
+
+    def _deltas(self):
+        diff_b = self.b[:, None, :] - self.b[None, :, :]
+        diff_c = np.minimum(2.0, np.abs(self.c[:, None, :] - self.c[None, :, :]))
+        return float(np.max(np.linalg.norm(diff_c, axis=-1))), float(np.max(np.linalg.norm(diff_b, axis=-1)))
+
+
 @dataclass(frozen=True)
-class SyntheticComposition:
+class SyntheticComposition(_SqrtOuter):
     """Synthetic family with analytically known constants (docs/mfcgd.md):
 
         g^m(x; ζ) = A x + b_m + ζ,         ζ ~ N(0, s_g² I_p)       (∇g^m = A for every sample)
@@ -53,25 +86,9 @@ class SyntheticComposition:
         c = heterogeneity * rng.standard_normal((M, p))
         return cls(A, b, c, s_g, r_f)
 
-    @property
-    def M(self):
-        return self.b.shape[0]
-
-    @property
-    def p(self):
-        return self.A.shape[0]
-
-    @property
-    def d(self):
-        return self.A.shape[1]
-
     # -- noise ------------------------------------------------------------------------------
     def draw_zeta(self, rng, shape):
         return self.s_g * rng.standard_normal(tuple(shape) + (self.p,))
-
-    def draw_xi(self, rng, shape):
-        z = rng.standard_normal(tuple(shape) + (self.p,))
-        return self.r_f * z / np.linalg.norm(z, axis=-1, keepdims=True)
 
     # -- stochastic oracles -------------------------------------------------------------------
     def g(self, m, x, zeta):
@@ -80,18 +97,12 @@ class SyntheticComposition:
     def jac_g(self, m, x, zeta):
         return self.A
 
-    def grad_f(self, m, y, xi):
-        return _phi(y - self.c[m]) + xi
-
     # -- exact ----------------------------------------------------------------------------------
     def g_exact(self, m, x):
         return self.A @ x + self.b[m]
 
     def jac_g_exact(self, m, x):
         return self.A
-
-    def grad_f_exact(self, m, y):
-        return _phi(y - self.c[m])
 
     def F(self, x):
         Y = (self.A @ x)[None, :] + self.b - self.c
@@ -103,14 +114,12 @@ class SyntheticComposition:
 
     def constants(self):
         p = self.p
-        diff_b = self.b[:, None, :] - self.b[None, :, :]
-        diff_c = np.minimum(2.0, np.abs(self.c[:, None, :] - self.c[None, :, :]))
+        delta_f, delta_g = self._deltas()
         res = minimize(lambda x: (self.F(x), self.grad_F(x)), np.zeros(self.d), jac=True, method="L-BFGS-B",
                        options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
         return {"C_f": float(np.sqrt(p) + self.r_f), "C_g": float(np.linalg.norm(self.A)),
                 "L_f": 1.0, "L_g": 0.0, "sigma": float(np.sqrt(max(p * self.s_g ** 2, self.r_f ** 2))),
-                "delta_f": float(np.max(np.linalg.norm(diff_c, axis=-1))),
-                "delta_g": float(np.max(np.linalg.norm(diff_b, axis=-1))), "F_star": float(res.fun)}
+                "delta_f": delta_f, "delta_g": delta_g, "F_star": float(res.fun)}
 
 
 @dataclass(frozen=True)
@@ -288,7 +297,7 @@ PHI2_MAX = 1.5 * 1.25 ** -2.5
 
 
 @dataclass(frozen=True)
-class NonlinearComposition:
+class NonlinearComposition(_SqrtOuter):
     """Synthetic family whose inner Jacobian depends on x and on the sample, so that every
     recursion of Algorithm 1 — h (7), u (8), v (9) — and both projections act (docs/mfcgd.md):
 
@@ -326,18 +335,6 @@ class NonlinearComposition:
         c = heterogeneity * rng.standard_normal((M, p)) + rng.standard_normal(p)
         return cls(A, b, c, s_g, r_g, r_f)
 
-    @property
-    def M(self):
-        return self.b.shape[0]
-
-    @property
-    def p(self):
-        return self.A.shape[0]
-
-    @property
-    def d(self):
-        return self.A.shape[1]
-
     # -- noise: ζ packs (ε, vec E) ----------------------------------------------------------------
     def draw_zeta(self, rng, shape):
         p, d = self.p, self.d
@@ -345,10 +342,6 @@ class NonlinearComposition:
         E = rng.standard_normal(tuple(shape) + (p * d,))
         E = self.r_g * E / np.linalg.norm(E, axis=-1, keepdims=True)
         return np.concatenate([eps, E], axis=-1)
-
-    def draw_xi(self, rng, shape):
-        z = rng.standard_normal(tuple(shape) + (self.p,))
-        return self.r_f * z / np.linalg.norm(z, axis=-1, keepdims=True)
 
     def _split(self, zeta):
         return zeta[:self.p], zeta[self.p:].reshape(self.p, self.d)
@@ -362,18 +355,12 @@ class NonlinearComposition:
         _, E = self._split(zeta)
         return (self.A + E) * _dphi(x)[None, :]
 
-    def grad_f(self, m, y, xi):
-        return _phi(y - self.c[m]) + xi
-
     # -- exact ----------------------------------------------------------------------------------
     def g_exact(self, m, x):
         return self.A @ _phi(x) + self.b[m]
 
     def jac_g_exact(self, m, x):
         return self.A * _dphi(x)[None, :]
-
-    def grad_f_exact(self, m, y):
-        return _phi(y - self.c[m])
 
     def F(self, x):
         Y = (self.A @ _phi(x))[None, :] + self.b - self.c
@@ -387,10 +374,8 @@ class NonlinearComposition:
         p = self.p
         nA = float(np.linalg.norm(self.A))
         C_g = nA + self.r_g
-        diff_b = self.b[:, None, :] - self.b[None, :, :]
-        diff_c = np.minimum(2.0, np.abs(self.c[:, None, :] - self.c[None, :, :]))
+        delta_f, delta_g = self._deltas()
         return {"C_f": float(np.sqrt(p) + self.r_f), "C_g": C_g, "L_f": 1.0, "L_g": C_g * PHI2_MAX,
                 "sigma": float(np.sqrt(max(self.r_g ** 2 + p * self.s_g ** 2, self.r_f ** 2))),
-                "delta_f": float(np.max(np.linalg.norm(diff_c, axis=-1))),
-                "delta_g": float(np.max(np.linalg.norm(diff_b, axis=-1))), "F_star": float(p),
+                "delta_f": delta_f, "delta_g": delta_g, "F_star": float(p),
                 "sup_exact_jacobian": nA}

@@ -189,6 +189,19 @@ def format_table(results):
     return "\n".join(lines)
 
 
+def format_markdown(results):
+    """The per-paper catch rates and the per-mutation table as Markdown (README, verification/README.md)."""
+    lines = ["| paper | mutations | caught by a theorem check | catch rate |", "|---|---|---|---|"]
+    for paper, (c, n) in catch_rates(results).items():
+        lines.append(f"| {paper} | {n} | {c} | {100 * c / n:.0f} % |")
+    lines += ["", "| mutation | equation it breaks | caught by | seconds |", "|---|---|---|---|"]
+    for r in results:
+        eq = r.equation.replace("|", "\\|")
+        lines.append(f"| `{r.id}` | {eq} | {', '.join('`' + c + '`' for c in r.caught_by) or '**not caught**'} "
+                     f"| {r.seconds:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_json(results, path):
     with open(path, "w") as fh:
         json.dump([{**asdict(r), "caught": r.caught} for r in results], fh, indent=1)
