@@ -201,6 +201,10 @@ def cmd_compare(args):
     from refimpl.core.plots import plot_vfl
     from refimpl.core.trace import write_csv
     from refimpl.vfl.experiment import compare_vfl
+    if args.server_time is not None:
+        return cmd_compare_regimes(args)
+    if args.protocol is not None:
+        raise ValueError("--protocol applies with --server-time (the regime comparison)")
     cfg = _vfl_config(args, "flexvfl")
     targets = [float(t) for t in args.targets.split(",")]
     traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=None if args.quiet else _say)
@@ -214,6 +218,51 @@ def cmd_compare(args):
         for meth, tr in traces.items():
             tr.save(os.path.join(args.out, meth))
         _info(args, f"comparison written to {args.out}")
+    return 0
+
+
+def cmd_compare_regimes(args):
+    """refimpl compare vfl --server-time S1,S2,… --protocol tuned|authors."""
+    from refimpl.core.plots import plot_vfl_regimes
+    from refimpl.core.trace import write_csv
+    from refimpl.vfl import regime as RG
+    server_times = RG.parse_server_times(args.server_time)
+    protocol = RG.check_protocol(args.protocol or "tuned")
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    targets = [float(t) for t in args.targets.split(",")]
+    target = targets[len(targets) // 2]
+    cfg = _vfl_config(args, "flexvfl")
+    if cfg.time_budget is None:
+        from dataclasses import replace
+        cfg = replace(cfg, time_budget=1000.0)
+    out = args.out
+    if out:
+        _prepare_out(out, getattr(args, "overwrite", False), holds=("regimes.json",))
+    traces = {}
+    rows = RG.regime_table(cfg, _load_data(args), server_times, protocol, target=target, seeds=args.seeds,
+                           progress=None if args.quiet else _say, traces=traces)
+    summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
+    for other in ("sync-vfl", "async-vfl", "pbcd"):
+        r = RG.ratios(rows, other)
+        summary["ratios"][other] = {str(k): v for k, v in r.items()}
+        summary["crossover"][other] = RG.crossover(r)
+    print(f"time to {target:g} (protocol {protocol}; S in units of the fastest party's mean step)")
+    for S in server_times:
+        cells = [f"{r['method']}={'-' if r['time_to_target'] is None else format(r['time_to_target'], '.1f')}"
+                 for r in rows if r["server_time"] == S]
+        print(f"  S = {S:g}: " + "  ".join(cells))
+    for other, c in summary["crossover"].items():
+        r = summary["ratios"][other]
+        print(f"  {other}/flexvfl: " + ", ".join(f"S={k}: {'-' if v is None else format(v, '.3g')}" for k, v in r.items())
+              + ("" if c is None else f"; crossover between S = {c[0]:g} and {c[1]:g}"))
+    if out:
+        flat = [{k: v for k, v in r.items() if k not in ("grid", "per_seed")} for r in rows]
+        write_csv(os.path.join(out, "time_to_target_by_regime.csv"), flat)
+        with open(os.path.join(out, "regimes.json"), "w") as fh:
+            json.dump({"summary": summary, "rows": rows}, fh, indent=1, default=str)
+        plot_vfl_regimes(traces, os.path.join(out, "accuracy_vs_time_by_regime.png"), target)
+        _info(args, f"regime comparison written to {out}")
     return 0
 
 
@@ -695,7 +744,16 @@ def build_parser():
     cp.add_argument("--quiet", action="store_true")
     cp.add_argument("--clients", type=int, default=10)
     cp.add_argument("--backend", choices=["numba", "numpy"], default="numba")
-    _add_compare_args(cp.add_argument_group("vfl"), "vfl", {"rounds", "batch", "hidden", "seed", "eval_every"})
+    _add_compare_args(cp.add_argument_group("vfl"), "vfl", {"rounds", "batch", "hidden", "seed", "eval_every",
+                                                           "server_time", "protocol"})
+    rg = cp.add_argument_group("vfl regimes")
+    rg.add_argument("--server-time", help="vfl: comma list of server round trips S (units of the fastest party's mean "
+                                          "step), e.g. 1,10,50: one panel and one table block per value")
+    rg.add_argument("--protocol", choices=["tuned", "authors"], default=None,
+                    help="vfl with --server-time: tuned (each method's best η, grid widened until interior) or "
+                         "authors (one η, momentum 0.9 re-initialised per round, plain-SGD async, server τ = Q, free "
+                         "server compute); default tuned")
+    rg.add_argument("--seeds", type=int, default=1, help="vfl with --server-time: seeds per time to target")
     _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta", "diverge_cost_factor"})
     cp.set_defaults(fn=cmd_compare, time_budget=None)
     bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")

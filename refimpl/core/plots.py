@@ -93,6 +93,27 @@ def plot_vfl(traces, path):
     return _finish(fig, [ax], path)
 
 
+def plot_vfl_regimes(traces_by_regime, path, target=None):
+    """One panel per server round trip S: test accuracy against simulated time, one curve per method
+    (``traces_by_regime``: {S: {method: trace}}), the target as a dotted line."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    keys = list(traces_by_regime)
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), squeeze=False)
+    axes = list(axes[0])
+    for ax, S in zip(axes, keys):
+        for name, tr in traces_by_regime[S].items():
+            if tr is not None:
+                ax.plot(tr.series("time"), tr.series("test_accuracy"), label=name)
+        if target is not None:
+            ax.axhline(target, color="0.5", ls=":", lw=1)
+        ax.set_title(f"server round trip S = {S:g}")
+        ax.set_xlabel("simulated time")
+    axes[0].set_ylabel("test accuracy")
+    return _finish(fig, axes, path)
+
+
 def plot_mfcgd(traces, path):
     """||∇F(x̄_t)|| against samples drawn and against communication rounds."""
     plt = _pyplot()

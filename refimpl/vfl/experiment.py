@@ -36,6 +36,9 @@ class VFLConfig:
     speeds: str = "lognormal:0.2,1,1,2,8:0.3"
     bandwidth: float = 1e8
     latency: float = 0.01
+    server_time: float = 0.0          # server round trip per round (async: per event), in units of the
+                                      # fastest party's mean step time
+    protocol: str = "refimpl"         # "authors": server τ = Q with free server compute (all methods)
     labels: str = "all"
     target: float | None = None
     seed: int = 0
@@ -98,9 +101,13 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     rng_init, rng_speed, rng_run = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     thetas = model.init(rng_init)
     K1 = cfg.parties + 1
-    speeds = parse_speeds(cfg.speeds, K1).sample(cfg.rounds + 1, rng_speed)
+    model_speeds = parse_speeds(cfg.speeds, K1, cfg.timeout)
+    speeds = model_speeds.sample(cfg.rounds + 1, rng_speed)
     eta = _list(cfg.eta, K1, "eta", float)
-    net = Network(cfg.bandwidth, cfg.latency)
+    net = network_of(cfg, model_speeds)
+    if cfg.protocol not in RUN_PROTOCOLS:
+        raise ValueError(f"protocol must be one of {RUN_PROTOCOLS}, got {cfg.protocol!r}")
+    authors = cfg.protocol == "authors"
     budget = cfg.time_budget
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     if method == "async":
@@ -110,13 +117,14 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
             raise ValueError("asynchronous VFL uses SGD steps only (--optimizer sgd)")
         tr = run_async(model, data, thetas, eta, cfg.batch, speeds, rng_run, budget, net,
                        eval_every_time=budget / max(cfg.rounds // cfg.eval_every, 1), progress=progress,
-                       stop_at_accuracy=cfg.target, divergence=rule)
+                       stop_at_accuracy=cfg.target, divergence=rule, server_free=authors)
     else:
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
         A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
         run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if method == "adaptive" else speeds[1:],
-                      timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth)
+                      timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth,
+                      server_steps=cfg.Q if authors else None)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
                      stop_at_accuracy=cfg.target, divergence=rule)
         if smooth is not None:
@@ -129,7 +137,27 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
     tr.config.update(asdict(cfg))
     tr.config["data"] = ds.name
+    tr.config["server_time_absolute"] = net.server_time
+    note = getattr(model_speeds, "note", None)
+    if note:
+        tr.config["speeds_note"] = note
+        if progress:
+            progress(note)
     return tr
+
+
+RUN_PROTOCOLS = ("refimpl", "authors")
+
+
+def network_of(cfg, speed_model):
+    """The network of a configuration: ``server_time`` is given in units of the fastest party's
+    mean step time (parties 1..K, not the server)."""
+    st = cfg.server_time
+    if not (isinstance(st, (int, float)) and np.isfinite(st) and st >= 0):
+        raise ValueError(f"--server-time must be a finite number >= 0 (units of the fastest party's mean step), "
+                         f"got {st!r}")
+    unit = float(np.min(np.asarray(speed_model.mean(), dtype=np.float64)[1:]))
+    return Network(cfg.bandwidth, cfg.latency, st * unit)
 
 
 def compare_vfl(cfg: VFLConfig, ds, methods=("flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd"),

@@ -180,6 +180,7 @@ class RoundRecord:
     W: np.ndarray
     duration: float
     floats: int
+    overrun: np.ndarray
 
 
 class FlexVFL:
@@ -194,7 +195,7 @@ class FlexVFL:
     """
 
     def __init__(self, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
-                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True):
+                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         K1 = model.K + 1
@@ -234,22 +235,42 @@ class FlexVFL:
         self.model, self.data, self.method, self.opts = model, data, method, list(optimizers)
         self.batch, self.timeout, self.Q, self.net, self.labels = int(batch), timeout, int(Q), network, labels
         self.smoothness, self.use_numba = smoothness, use_numba
+        if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
+            raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
+        # the authors' protocol: the server runs a fixed number of local steps and its compute is free
+        self.server_steps = None if server_steps is None else int(server_steps)
         if not 1 <= self.batch <= data.n:
             raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
 
     # -- τ and η of a round --------------------------------------------------------------------
     def taus(self, step_times):
         if self.method == "sync":
-            return np.full(step_times.size, self.Q)
-        if self.method == "pbcd":
-            return np.ones(step_times.size, dtype=int)
-        return np.maximum(1, np.floor(self.timeout / step_times).astype(int))
+            tau = np.full(step_times.size, self.Q)
+        elif self.method == "pbcd":
+            tau = np.ones(step_times.size, dtype=int)
+        else:
+            tau = np.maximum(1, np.floor(self.timeout / step_times).astype(int))
+        if self.server_steps is not None:
+            tau[0] = self.server_steps
+        return tau
 
     def round_duration(self, step_times, tau, floats_up, floats_down):
-        compute = float(np.max(tau * step_times))
+        """Compute (the slowest party's τ_k s_k; Flex-VFL: at least the timeout; the server's share
+        is free with ``server_steps``) + both messages + the network's server round trip."""
+        work = tau * step_times
+        if self.server_steps is not None:
+            work = work[1:]
+        compute = float(np.max(work))
         if self.method in ("flex", "adaptive"):
             compute = max(self.timeout, compute)
-        return compute + self.net.time(floats_up) + self.net.time(floats_down)
+        return compute + self.net.time(floats_up) + self.net.time(floats_down) + self.net.server_time
+
+    def overruns(self, step_times):
+        """Per party, whether one local step takes longer than the timeout (the party cannot finish
+        the step Flex-VFL's analysis assumes it completes; refimpl still lets it take one)."""
+        if self.method not in ("flex", "adaptive"):
+            return np.zeros(step_times.size, dtype=bool)
+        return step_times > self.timeout
 
     def messages(self):
         """Floats per round: K (|θ_0| + B Σ O_k) down (docs/flexvfl.md), B Σ O_k up (embeddings), plus
@@ -332,7 +353,7 @@ class FlexVFL:
             dur = self.round_duration(st, tau, up, down)
             clock += dur
             floats += up + down
-            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down))
+            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down, self.overruns(st)))
             reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(t, t)) for t in thetas))
             last = r == rounds or (time_budget is not None and clock >= time_budget)
             if reason is None and (r % eval_every == 0 or last):
@@ -361,7 +382,10 @@ class FlexVFL:
             trace.arrays = {"tau": np.array([x.tau for x in recs]), "eta": np.array([x.eta for x in recs]),
                             "w_bar": np.array([x.w_bar for x in recs]), "W": np.array([x.W for x in recs]),
                             "round_time": np.array([x.duration for x in recs]),
+                            "overrun": np.array([x.overrun for x in recs]),
                             "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])}
+            if self.method in ("flex", "adaptive"):
+                trace.config["overrun_fraction"] = trace.arrays["overrun"].mean(axis=0).tolist()
             c14 = [self.condition14(x.eta, x.tau, x.w_bar) for x in recs]
             if c14[0] is not None:
                 trace.arrays["cond14"] = np.array(c14)
@@ -388,7 +412,7 @@ class FlexVFL:
 # ----------------------------------------------------------------------------- asynchronous VFL
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
-              eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None):
+              eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None, server_free=False):
     """Asynchronous VFL (VAFL-style, docs/flexvfl.md) as an event queue on the simulated clock.
 
     The server keeps a table of every party's latest embedding of every training sample
@@ -400,7 +424,9 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     A party's cycle: its step time, the upload, the wait and the server's step, the reply, then the
     next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled).
     Staleness = simulated-time age of the other parties' rows used, averaged per event.
-    ``eta``: K + 1 SGD learning rates.
+    ``eta``: K + 1 SGD learning rates. Every event also pays the network's ``server_time`` (the
+    round trip, before the reply); ``server_free``: the server's step takes no time (the authors'
+    protocol), so only ``server_time`` separates consecutive events of the server.
     """
     import heapq
     m, d = model, data
@@ -426,7 +452,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     for k in range(1, K + 1):
         heapq.heappush(queue, (speeds[0, k] + msg[k], k))     # arrival of party k's first embedding
         count[k] = 1
-    server_free = 0.0
+    server_next = 0.0
 
     rule = DivergenceRule() if divergence is None else divergence
 
@@ -447,7 +473,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     next_eval = eval_dt
     while queue:
         arrival, k = heapq.heappop(queue)
-        now = max(arrival, server_free)                 # FIFO: wait while the server is busy
+        now = max(arrival, server_next)                 # FIFO: wait while the server is busy
         if now > time_budget:
             break
         reason = None
@@ -474,8 +500,9 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         events += 1
         row = speeds[count[k] % speeds.shape[0]]
         count[k] += 1
-        server_free = now + row[0]
-        heapq.heappush(queue, (server_free + msg[k] + row[k] + msg[k], k))
+        server_done = now + (0.0 if server_free else row[0])
+        heapq.heappush(queue, (server_done + network.server_time + msg[k] + row[k] + msg[k], k))
+        server_next = server_done
         reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(x, x)) for x in thetas))
         if reason:
             trace.status = f"diverged: event {events} (party {k}): {reason}; trace holds events 0..{events - 1}"

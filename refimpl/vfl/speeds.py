@@ -116,19 +116,103 @@ class TraceSpeed:
 
 
 @dataclass(frozen=True)
+class CPUTraceSpeed:
+    """The authors' CPU traces: a utilisation matrix ``cpu`` (rows: machines, columns: time), values
+    clipped to [0, 1]. Machines are assigned to the K + 1 parties by a draw from the run's generator
+    (without replacement), column r (cycled) is round r, and the number of local steps follows the
+    authors' formula τ_k^r = floor(10 (1 − cpu) + 1) ∈ [1, 11]. As a step time for the clock:
+    s = timeout / τ · (1 − 1e-12), so that floor(timeout / s) gives τ back exactly in floating point
+    and every method (sync, async, P-BCD) sees the same speeds."""
+
+    cpu: np.ndarray
+    timeout: float
+    source: str = "array"
+
+    @classmethod
+    def from_file(cls, path, timeout):
+        path = str(path)
+        try:
+            if path.endswith(".npy"):
+                arr = np.load(path, allow_pickle=False)
+            else:
+                arr = np.loadtxt(path, delimiter=",", ndmin=2)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"CPU trace {path}: cannot read it as a CSV or NPY utilisation matrix ({exc})")
+        return cls(np.asarray(arr, dtype=np.float64), timeout, path)
+
+    def _checked(self):
+        a = np.asarray(self.cpu, dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+            raise ValueError(f"CPU trace {self.source}: expected a matrix (rows: machines, columns: time), "
+                             f"got shape {a.shape}")
+        bad = np.argwhere(~np.isfinite(a))
+        if bad.size:
+            i, j = bad[0]
+            raise ValueError(f"CPU trace {self.source}: entry (machine {i}, time {j}) is {a[i, j]}; "
+                             "utilisation must be a finite number")
+        if not (np.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"CPU trace speeds need a timeout > 0, got {self.timeout}")
+        return a
+
+    @property
+    def note(self):
+        """A one-line note when values outside [0, 1] were clipped (None otherwise)."""
+        a = self._checked()
+        out = int(np.sum((a < 0) | (a > 1)))
+        if not out:
+            return None
+        return (f"CPU trace {self.source}: {out} of {a.size} values outside [0, 1] clipped "
+                f"(range {a.min():.3g}..{a.max():.3g})")
+
+    def taus(self, R, rng, n_parties):
+        a = np.clip(self._checked(), 0.0, 1.0)
+        if a.shape[0] < n_parties:
+            raise ValueError(f"CPU trace {self.source} has {a.shape[0]} machines for {n_parties} parties "
+                             "(server + K); each party needs its own machine")
+        machines = rng.choice(a.shape[0], n_parties, replace=False)
+        cpu = a[machines][:, np.arange(R) % a.shape[1]].T              # (R, parties)
+        return np.floor(10.0 * (1.0 - cpu) + 1.0).astype(int), machines
+
+    def sample(self, R, rng, n_parties=None):
+        n = n_parties if n_parties is not None else self._n_parties
+        tau, _ = self.taus(R, rng, n)
+        return self.timeout / tau * (1.0 - 1e-12)
+
+    def mean(self):
+        a = np.clip(self._checked(), 0.0, 1.0)
+        return np.full(self._n_parties, self.timeout / np.mean(np.floor(10.0 * (1.0 - a) + 1.0)))
+
+    _n_parties: int = 0
+
+
+@dataclass(frozen=True)
 class Network:
-    """Message time = latency + 8 · floats / bandwidth (bytes per second)."""
+    """Message time = latency + 8 · floats / bandwidth (bytes per second), and ``server_time``: the
+    fixed cost of one round trip with the server, paid once per round by every round-based method
+    and once per event by asynchronous VFL (the axis of the paper's experiments, where it is 1, 10
+    and 50 local-step units)."""
 
     bandwidth: float = 1e8
     latency: float = 0.01
+    server_time: float = 0.0
+
+    def __post_init__(self):
+        for name in ("bandwidth", "latency", "server_time"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float, np.floating)) and np.isfinite(v)) or v < 0 or \
+                    (name == "bandwidth" and v == 0):
+                rel = "> 0" if name == "bandwidth" else ">= 0"
+                raise ValueError(f"network {name.replace('_', ' ')} must be finite and {rel}, got {v!r}")
 
     def time(self, floats):
         return self.latency + 8.0 * floats / self.bandwidth
 
 
-def parse_speeds(spec, n_parties):
+def parse_speeds(spec, n_parties, timeout=10.0):
     """CLI speed models: 'constant:T0,T1,…', 'lognormal:M0,M1,…[:sigma]',
-    'markov:F0,F1,…:S0,S1,…[:p_slow[:p_fast]]', 'trace:FILE[:BASE]'. One value broadcasts."""
+    'markov:F0,F1,…:S0,S1,…[:p_slow[:p_fast]]', 'trace:FILE[:BASE]' (availability per round),
+    'cputrace:FILE' (the authors' utilisation matrix, machines × time; needs the timeout).
+    One value broadcasts."""
     kind, _, rest = spec.partition(":")
     parts = rest.split(":") if rest else []
 
@@ -152,7 +236,10 @@ def parse_speeds(spec, n_parties):
     if kind == "markov" and 2 <= len(parts) <= 4:
         extra = [num(p) for p in parts[2:]]
         return MarkovSpeed(vec(parts[0]), vec(parts[1]), *extra)
+    if kind == "cputrace" and len(parts) == 1:
+        from dataclasses import replace
+        return replace(CPUTraceSpeed.from_file(parts[0], timeout), _n_parties=n_parties)
     if kind == "trace" and len(parts) in (1, 2):
         return TraceSpeed.from_file(parts[0], vec(parts[1]) if len(parts) == 2 else (1.0,) * n_parties)
     raise ValueError(f"unknown speed model {spec!r}; use constant:…, lognormal:…[:σ], markov:FAST:SLOW[:p_slow[:p_fast]] "
-                     "or trace:FILE[:BASE]")
+                     "trace:FILE[:BASE] or cputrace:FILE")

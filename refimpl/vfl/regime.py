@@ -1,0 +1,162 @@
+"""Flex-VFL against its baselines across communication regimes (docs/flexvfl.md §5): the server
+round trip ``server_time`` S as an axis, two named comparison protocols, time to a target test
+accuracy per method and regime, and where the ordering of two methods flips.
+
+Protocols:
+  - ``tuned``: every method keeps the configuration's optimizers and gets its own best η from a
+    grid; the grid is widened (×3 beyond the edge, up to ``max_widen`` times) until the best value
+    is interior, and the grid, the choice and whether it is interior are reported.
+  - ``authors``: one η for every method; round-based methods (Flex-VFL, adaptive, sync, P-BCD) use
+    SGD with momentum 0.9 re-initialised every round at the parties and the server, asynchronous
+    clients plain SGD; the server runs τ_0 = Q local steps and its compute is free; every round
+    (async: every event) waits S.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from refimpl.vfl.flexvfl import time_to_target
+
+PROTOCOLS = ("tuned", "authors")
+REGIME_METHODS = ("flexvfl", "sync-vfl", "async-vfl", "pbcd")
+TUNE_GRID = (0.01, 0.03, 0.1, 0.3)
+
+
+def check_protocol(protocol):
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    return protocol
+
+
+def parse_server_times(text):
+    """'1,10,50' → [1.0, 10.0, 50.0]; each finite and >= 0."""
+    out = []
+    for s in str(text).split(","):
+        if not s.strip():
+            continue
+        try:
+            v = float(s)
+        except ValueError:
+            raise ValueError(f"--server-time takes comma-separated numbers (units of the fastest party's mean "
+                             f"step), got {s!r}")
+        if not np.isfinite(v) or v < 0:
+            raise ValueError(f"--server-time values must be finite and >= 0, got {s!r}")
+        out.append(v)
+    if not out:
+        raise ValueError("--server-time needs at least one value")
+    return out
+
+
+def protocol_config(cfg, method, protocol, eta=None):
+    """The configuration one method runs with under a protocol."""
+    check_protocol(protocol)
+    kw = {"method": method}
+    if eta is not None:
+        kw["eta"] = str(eta)
+    if protocol == "authors":
+        kw.update(protocol="authors", optimizer="sgd" if method == "async-vfl" else "momentum:0.9")
+    elif method == "async-vfl":
+        kw["optimizer"] = "sgd"
+    return replace(cfg, **kw)
+
+
+def time_to(cfg, ds, seeds, target, budget, keep=None):
+    """Per seed the simulated time to ``target``; (mean or None if a seed misses, per-seed list).
+    ``keep``: a dict that receives the first seed's trace under "trace"."""
+    from refimpl.vfl.experiment import run_vfl
+    ts = []
+    for s in range(seeds):
+        tr = run_vfl(replace(cfg, seed=cfg.seed + s, target=target, time_budget=budget), ds)
+        if keep is not None and s == 0:
+            keep["trace"] = tr
+        ts.append(time_to_target(tr, target))
+    return (None if any(t is None for t in ts) else float(np.mean(ts))), ts
+
+
+def tuned_eta(cfg, ds, seeds, target, budget, grid=TUNE_GRID, max_widen=3, keep=None):
+    """Best η of a grid for one method (mean time to target over the seeds), widening the grid
+    beyond an edge that holds the best value. Returns (η, time, table {η: time}, interior?);
+    ``keep`` receives the best η's first-seed trace."""
+    table, traces = {}, {}
+
+    def fill(values):
+        for e in values:
+            if e not in table:
+                k = {}
+                table[e] = time_to(replace(cfg, eta=str(e)), ds, seeds, target, budget, k)[0]
+                traces[e] = k.get("trace")
+    fill(grid)
+    for _ in range(max_widen):
+        ok = {e: t for e, t in table.items() if t is not None}
+        if not ok:
+            break
+        best = min(ok, key=ok.get)
+        keys = sorted(table)
+        if best == keys[0]:
+            fill([keys[0] / 3])
+        elif best == keys[-1]:
+            fill([keys[-1] * 3])
+        else:
+            break
+    ok = {e: t for e, t in table.items() if t is not None}
+    if not ok:
+        return None, None, table, False
+    best = min(ok, key=ok.get)
+    keys = sorted(table)
+    if keep is not None:
+        keep["trace"] = traces[best]
+    return best, ok[best], table, keys[0] < best < keys[-1]
+
+
+def regime_table(cfg, ds, server_times, protocol, methods=REGIME_METHODS, target=0.85, seeds=1,
+                 progress=None, traces=None):
+    """One row per (S, method): protocol, η, mean time to target (None: not reached within the
+    budget), per-seed times and, for ``tuned``, the grid. The budget grows with S:
+    ``cfg.time_budget`` · (1 + S), S in units of the fastest party's mean step. ``traces``: a dict
+    that receives {S: {method: first-seed trace}} (at the chosen η) for plotting."""
+    check_protocol(protocol)
+    if cfg.time_budget is None:
+        raise ValueError("a regime comparison needs --time-budget (simulated time at S = 0)")
+    rows = []
+    for S in server_times:
+        budget = cfg.time_budget * (1.0 + S)
+        for meth in methods:
+            c = protocol_config(replace(cfg, server_time=S), meth, protocol)
+            keep = {}
+            if protocol == "tuned":
+                eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget, keep=keep)
+                row = {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())}, "eta_interior": interior}
+            else:
+                t, per_seed = time_to(c, ds, seeds, target, budget, keep)
+                row = {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": per_seed}
+            if traces is not None:
+                traces.setdefault(S, {})[meth] = keep.get("trace")
+            rows.append({"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t,
+                         "target": target, "time_budget": budget, **row})
+            if progress:
+                progress(f"S = {S:g}, {meth}: time to {target:g} = {t if t is None else round(t, 1)}"
+                         f"{'' if protocol == 'authors' else f' (η = {eta})'}")
+    return rows
+
+
+def ratios(rows, other, reference="flexvfl"):
+    """Per S: time(other) / time(reference) (> 1: the reference is faster; inf: only the reference
+    reached the target; None: the reference did not)."""
+    out = {}
+    for S in sorted({r["server_time"] for r in rows}):
+        t = {r["method"]: r["time_to_target"] for r in rows if r["server_time"] == S}
+        ref, oth = t.get(reference), t.get(other)
+        out[S] = None if ref is None else (np.inf if oth is None else oth / ref)
+    return out
+
+
+def crossover(ratio_by_S):
+    """The first pair of consecutive server times between which the ratio crosses 1, as
+    (S_below, S_above), or None when the ordering never flips on the grid."""
+    keys = [S for S in sorted(ratio_by_S) if ratio_by_S[S] is not None]
+    for a, b in zip(keys, keys[1:]):
+        if (ratio_by_S[a] > 1) != (ratio_by_S[b] > 1):
+            return (a, b)
+    return None
