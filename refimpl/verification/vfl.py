@@ -154,6 +154,49 @@ def condition14(quick):
     return {"measured": disagreements, "bound": 0, "holds": bool(holds), "details": det}
 
 
+@check("vfl.clock", "the simulated clock with a server round trip S, against durations computed by hand on a "
+       "3-participant toy (step times 0.5, 1, 3; timeout 6; S = 10): sync Q·max s + S, Flex-VFL timeout + S (also with "
+       "the authors' server τ = Q and free server compute), P-BCD max s + S, asynchronous events every s_k + s_0 + S "
+       "per party, a slow server's compute counted unless the authors' protocol makes it free; and the authors' "
+       "CPU-trace formula τ = floor(10(1 − cpu) + 1) on hand-checked values",
+       "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
+def clock(quick):
+    from refimpl.vfl.speeds import CPUTraceSpeed, Network
+    from refimpl.vfl.flexvfl import FlexVFL
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.standard_normal((40, 3)), rng.standard_normal((40, 3))
+    y = (X1[:, 0] > 0).astype(int)
+    data = VerticalData((X1, X2), y, (X1[:10], X2[:10]), y[:10])
+    model = VerticalModel((LinearEncoder(3, 2), LinearEncoder(3, 2)), LinearFusion(4, 2))
+    s, timeout, S, Q = np.array([0.5, 1.0, 3.0]), 6.0, 10.0, 4
+    net = Network(bandwidth=1e18, latency=0.0, server_time=S)
+    rows = np.tile(s, (4, 1))
+    slow_server = np.tile([4.0, 1.0, 3.0], (4, 1))     # the server is the slowest: its compute decides sync
+    expected = {"sync": Q * s.max() + S, "flex": timeout + S, "flex/authors": timeout + S, "pbcd": s.max() + S,
+                "sync/slow-server": Q * 4.0 + S, "sync/slow-server/authors": Q * 3.0 + S}
+    errors = {}
+    for label, want in expected.items():
+        method = label.split("/")[0]
+        run = FlexVFL(model, data, method, [SGD()] * 3, 0.1, 8, slow_server if "slow-server" in label else rows,
+                      timeout=timeout, Q=Q, network=net, server_steps=Q if label.endswith("authors") else None)
+        tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
+        errors[label] = float(np.max(np.abs(tr.arrays["round_time"] - want)))
+    # asynchronous: party k's j-th event at s_k + (j − 1)(s_k + s_0 + S) (no contention on this toy)
+    tr = run_async(model, data, model.init(np.random.default_rng(1)), 0.1, 8, rows, np.random.default_rng(2), 40.0,
+                   network=net, eval_every_time=0.25)
+    events = sorted(s[k] + j * (s[k] + s[0] + S) for k in (1, 2) for j in range(4))
+    t, n = tr.series("time"), tr.series("round")
+    miss = 0
+    for i, at in enumerate(e for e in events if e < 39.5):
+        miss += int(n[np.argmin(np.abs(t - (at - 0.25)))] != i) + int(n[np.argmin(np.abs(t - (at + 0.25)))] != i + 1)
+    errors["async_event_count_mismatches"] = float(miss)
+    cpu = np.array([[0.0, 0.05, 0.5, 0.95, 1.0]])
+    got = CPUTraceSpeed(cpu, 1.0).taus(5, np.random.default_rng(0), 1)[0][:, 0]
+    errors["cputrace_tau_mismatches"] = float(np.sum(got != np.array([11, 10, 6, 1, 1])))
+    worst = max(errors.values())
+    return {"measured": worst, "bound": 1e-9, "details": {"errors": errors, "expected_round_time": expected}}
+
+
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "
        "against τR has log–log slope ≈ −1/2 (holds when −1/2 lies in the slope's 95 % interval or within 0.15)",
        "[FlexVFL] Corollary 1; docs/flexvfl.md")
