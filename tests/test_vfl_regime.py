@@ -184,3 +184,12 @@ def test_compare_vfl_by_regime_writes_panels_and_table(tmp_path, capsys):
     lines = (out / "time_to_target_by_regime.csv").read_text().splitlines()
     assert lines[0].startswith("server_time,method,protocol,time_to_target") and len(lines) == 9
     assert (out / "accuracy_vs_time_by_regime.png").exists()
+
+
+def test_compare_vfl_tuned_protocol_runs(tmp_path):
+    out = tmp_path / "tuned"
+    assert main(["compare", "vfl", "--server-time", "2", "--protocol", "tuned", "--rounds", "4",
+                 "--time-budget", "20", "--targets", "0.2", "--quiet", "--out", str(out)]) == 0
+    doc = json.loads((out / "regimes.json").read_text())
+    assert doc["summary"]["protocol"] == "tuned"
+    assert all("grid" in r and r["protocol"] == "tuned" for r in doc["rows"])

@@ -52,7 +52,7 @@ def parse_server_times(text):
 def protocol_config(cfg, method, protocol, eta=None):
     """The configuration one method runs with under a protocol."""
     check_protocol(protocol)
-    kw = {"method": method}
+    kw = {"method": method, "protocol": "refimpl"}
     if eta is not None:
         kw["eta"] = str(eta)
     if protocol == "authors":
