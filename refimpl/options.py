@@ -84,6 +84,8 @@ SSCA_OPTIONS = (
     Opt("eval_every", "rounds between evaluations of the full training cost"),
     Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
     Opt("backend", "kernels", choices=("numba", "numpy")),
+    Opt("engine", "refimpl's loop, or Flower's simulation engine (sample-based; needs refimpl[flower])",
+        choices=("refimpl", "flower")),
     Opt("seed", "seed of the run's numpy.random.Generator"),
     Opt("diverge_cost_factor", "diverged when the training cost exceeds this × its initial value"),
     Opt("diverge_sq_norm", "diverged when ||ω||² exceeds this"),

@@ -354,3 +354,15 @@ def test_sweep_summary_says_where_it_wrote_and_always_writes_failures_csv(tmp_pa
     err = capsys.readouterr().err
     assert "summary.csv" in err and "curves.csv" in err and "failures.csv" in err
     assert (out / "failures.csv").read_text().strip() == "task,cell,seed,error"
+
+
+def test_flower_engine_without_the_extra_says_how_to_install(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "flwr", None)          # as if flwr were not installed
+    monkeypatch.setitem(sys.modules, "flwr.simulation", None)
+    from refimpl.cli import main
+    from refimpl.ssca.flower import INSTALL_HINT, _flwr
+    with pytest.raises(ValueError, match=r"pip install 'refimpl\[flower\]'"):
+        _flwr()
+    assert "refimpl[flower]" in INSTALL_HINT
+    assert main(["run", "ssca", "--engine", "flower", "--rounds", "2", "--quiet"]) == 2

@@ -19,7 +19,7 @@ from refimpl.ssca.experiment import ALGORITHMS
 from refimpl.ssca.experiment import RunConfig as Config
 from refimpl.ssca.experiment import run_experiment
 
-__all__ = ["ALGORITHMS", "Config", "run"]
+__all__ = ["ALGORITHMS", "Config", "run", "flower_apps"]
 
 
 def run(config: Config | None = None, data: Dataset | None = None, *, init=None, batches=None,
@@ -33,3 +33,11 @@ def run(config: Config | None = None, data: Dataset | None = None, *, init=None,
     run finished."""
     config = Config() if config is None else config
     return run_experiment(config.resolved(), mnist_5k() if data is None else data, init, batches, progress)
+
+
+def flower_apps(config: Config | None = None, data: Dataset | None = None, *, init=None, batches=None, progress=None):
+    """Flower ``ServerApp``/``ClientApp`` (and the ``strategy`` inside) running this configuration's
+    sample-based SSCA, constrained SSCA (closed form), SGD or SGD-m with refimpl's server step; see
+    :mod:`refimpl.ssca.flower`. Needs the ``flower`` extra."""
+    from refimpl.ssca.flower import ssca_flower_apps
+    return ssca_flower_apps(config or Config(), mnist_5k() if data is None else data, init, batches, progress)

@@ -198,6 +198,88 @@ class Evaluator:
                 "sq_norm": float(theta @ theta)}
 
 
+class Trainer:
+    """The round loop of :func:`train`, one round at a time, so that another engine (the Flower
+    adapter) can drive it: ``start()``, then ``step(t, batch)`` for t = 1..rounds (False once the
+    run has stopped), the final state in ``state``. Evaluation, snapshots, the communication
+    ledger and the divergence rule are those of :func:`train`."""
+
+    def __init__(self, algorithm, theta0, rounds, evaluator, trace, snapshots=(), progress=None, on_round=None,
+                 divergence: DivergenceRule | None = None):
+        self.algorithm, self.theta0, self.rounds, self.evaluator, self.trace = algorithm, theta0, rounds, evaluator, trace
+        self.snaps = set(int(s) for s in snapshots)
+        self.progress, self.on_round = progress, on_round
+        self.rule = DivergenceRule() if divergence is None else divergence
+        self.model = evaluator.model
+        self.comm, self.evals = 0, 0
+        self.state = None
+        self.running = False
+
+    def _snapshot(self, t, theta):
+        if t in self.snaps:
+            W1, W2 = self.model.unpack(theta)
+            self.trace.snapshots[t] = (W1.copy(), W2.copy())
+
+    def _evaluate(self, t, st):
+        trace = self.trace
+        m = self.evaluator(st.omega, st)
+        if trace.metrics["round"]:
+            reason = self.rule.cost("training cost", m["train_cost"], trace.metrics["train_cost"][0])
+            if reason:
+                return reason
+        trace.record(round=t, comm_floats=self.comm, grad_evals=self.evals, **m)
+        if self.progress is not None:
+            self.progress(t, m)
+        return None
+
+    def _stop(self, t, what, last_good):
+        trace = self.trace
+        trace.status = f"{what}; trace holds rounds 0..{t - 1}"
+        if t - 1 not in trace.snapshots:                 # the last good iterate, for replay and diagnosis
+            W1, W2 = self.model.unpack(last_good.omega)
+            trace.snapshots[t - 1] = (W1.copy(), W2.copy())
+        if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
+            self._evaluate(t - 1, last_good)
+        self.state, self.running = last_good, False
+        return False
+
+    def start(self):
+        self.state = self.algorithm.init(self.theta0)
+        self._evaluate(0, self.state)
+        self._snapshot(0, self.state.omega)
+        self.trace.status = "running"
+        self.running = True
+        return self.state
+
+    def step(self, t, batch):
+        """Round t on ``batch``; returns True while the run goes on."""
+        state = self.state
+        try:
+            new_state, msgs, n = self.algorithm.apply(state, t, batch)
+        except (DivergenceError, SolverError) as exc:
+            what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
+            return self._stop(t, what, state)
+        reason = self.rule.sq_norm("||omega||^2", float(new_state.omega @ new_state.omega))
+        if reason:
+            return self._stop(t, f"diverged: round {t}: {reason}", state)
+        self.state, last_good = new_state, state
+        if t == 1:
+            self.trace.ledger_round1 = [m.__dict__ for m in msgs]
+        self.comm += ledger_floats(msgs)
+        self.evals += n
+        if self.on_round is not None:
+            self.on_round(t, new_state)
+        if t % self.evaluator.every == 0 or t == self.rounds:
+            reason = self._evaluate(t, new_state)
+            if reason:
+                return self._stop(t, f"diverged: round {t}: {reason}", last_good)
+        self._snapshot(t, new_state.omega)
+        if t == self.rounds:
+            self.trace.status = "finished"
+            self.running = False
+        return self.running
+
+
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
           progress=None, on_round=None, divergence: DivergenceRule | None = None):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
@@ -210,60 +292,11 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     the training cost too large. ``progress(t, metrics)`` is called after each evaluation;
     ``on_round(t, state)`` after every round (used by the verification checks).
     """
-    rule = DivergenceRule() if divergence is None else divergence
-    model = evaluator.model
-    state = algorithm.init(theta0)
-    comm, evals = 0, 0
-    snaps = set(int(s) for s in snapshots)
-
-    def _snapshot(t, theta):
-        if t in snaps:
-            W1, W2 = model.unpack(theta)
-            trace.snapshots[t] = (W1.copy(), W2.copy())
-
-    def _evaluate(t, st):
-        m = evaluator(st.omega, st)
-        if trace.metrics["round"]:
-            reason = rule.cost("training cost", m["train_cost"], trace.metrics["train_cost"][0])
-            if reason:
-                return reason
-        trace.record(round=t, comm_floats=comm, grad_evals=evals, **m)
-        if progress is not None:
-            progress(t, m)
-        return None
-
-    def _stop(t, what, last_good):
-        trace.status = f"{what}; trace holds rounds 0..{t - 1}"
-        if t - 1 not in trace.snapshots:                 # the last good iterate, for replay and diagnosis
-            W1, W2 = model.unpack(last_good.omega)
-            trace.snapshots[t - 1] = (W1.copy(), W2.copy())
-        if not trace.metrics["round"] or trace.metrics["round"][-1] != t - 1:
-            _evaluate(t - 1, last_good)
-        return last_good
-
-    _evaluate(0, state)
-    _snapshot(0, state.omega)
-    trace.status = "running"
+    tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence)
+    tr.start()
     for t in range(1, rounds + 1):
-        try:
-            new_state, msgs, n = algorithm.apply(state, t, schedule.indices[t - 1])
-        except (DivergenceError, SolverError) as exc:
-            what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
-            return _stop(t, what, state)
-        reason = rule.sq_norm("||omega||^2", float(new_state.omega @ new_state.omega))
-        if reason:
-            return _stop(t, f"diverged: round {t}: {reason}", state)
-        state, last_good = new_state, state
-        if t == 1:
-            trace.ledger_round1 = [m.__dict__ for m in msgs]
-        comm += ledger_floats(msgs)
-        evals += n
-        if on_round is not None:
-            on_round(t, state)
-        if t % evaluator.every == 0 or t == rounds:
-            reason = _evaluate(t, state)
-            if reason:
-                return _stop(t, f"diverged: round {t}: {reason}", last_good)
-        _snapshot(t, state.omega)
-    trace.status = "finished"
-    return state
+        if not tr.step(t, schedule.indices[t - 1]):
+            break
+    if rounds == 0:
+        trace.status = "finished"
+    return tr.state

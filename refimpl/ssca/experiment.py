@@ -62,6 +62,9 @@ def preset_values(preset, setting, algorithm, batch):
     return vals
 
 
+ENGINES = ("refimpl", "flower")
+
+
 @dataclass
 class RunConfig:
     algorithm: str = "ssca"
@@ -102,12 +105,22 @@ class RunConfig:
     diverge_sq_norm: float = 1e12      # diverged: ||ω||² above this
     curvature: str = "recursive"       # "recursive": the paper's A-recursion; "fixed": A^t = τ (authors' code)
     preset: str = "paper"              # "paper" (the paper's table) or "authors" (their scripts; its values win)
+    engine: str = "refimpl"            # "flower": the same run through Flower's simulation engine
 
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
         c = RunConfig(**asdict(self))
         if c.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {c.algorithm!r}")
+        if c.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {c.engine!r}")
+        if c.engine == "flower":
+            if c.setting != "sample":
+                raise ValueError("--engine flower runs the sample-based protocol only (--setting sample)")
+            if c.local_steps != 1:
+                raise ValueError("--engine flower runs SGD and SGD-m with one local step (--local-steps 1)")
+            if c.algorithm == "ssca-constrained" and (c.solver != "closed-form" or c.per_client):
+                raise ValueError("--engine flower runs constrained SSCA with the closed-form step (one constraint)")
         if c.setting not in SETTINGS:
             raise ValueError(f"setting must be one of {SETTINGS}, got {c.setting!r}")
         check_curvature(c.curvature)
@@ -249,8 +262,14 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     trace.batches = schedule.indices[:cfg.rounds]
     # the initial point and the last iterate are always kept: a trace can be replayed and continued
     snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
-    final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round,
-                  DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm))
+    rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
+    if cfg.engine == "flower":
+        if on_round is not None:
+            raise ValueError("on_round is not available with the Flower engine")
+        from refimpl.ssca.flower import run_flower
+        final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
+    else:
+        final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule)
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"

@@ -33,6 +33,12 @@ def ledger_floats(messages):
     return int(sum(m.floats for m in messages))
 
 
+def sample_round_messages(n_params, n_clients):
+    """The ledger of one sample-based round: ω down (one broadcast), K × (dim ω + 1) up."""
+    msgs = [Message(SERVER, ALL_CLIENTS, "omega", n_params)]
+    return msgs + [Message(client(k), SERVER, "grad_sum+loss_sum", n_params + 1) for k in range(n_clients)]
+
+
 class SampleBasedProtocol:
     """Algorithms 1–2: client k holds samples ``parts[k]``.
 
@@ -60,9 +66,7 @@ class SampleBasedProtocol:
         ``tests/test_ssca.py`` checks it against :meth:`client_sums`), with one product per layer
         instead of K.
         """
-        P = self.model.n_params
-        msgs = [Message(SERVER, ALL_CLIENTS, "omega", P)]
-        msgs += [Message(client(k), SERVER, "grad_sum+loss_sum", P + 1) for k in range(len(batches))]
+        msgs = sample_round_messages(self.model.n_params, len(batches))
         sizes = np.array([len(b) for b in batches])
         idx = np.concatenate([np.asarray(b) for b in batches])
         w = np.repeat(self.client_weight / sizes, sizes)
