@@ -53,6 +53,8 @@ def _add_algorithm_parser(sub, algorithm):
         if dest.startswith("data") and fam == "mfcgd":
             text += " (problem drfl)"
         p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
+    p.add_argument("--label-base", type=int, choices=(0, 1), default=0,
+                   help="--data: the smallest class label in the file (1: MATLAB-style labels 1..L, shifted to 0..L-1)")
     p.add_argument("--overwrite", action="store_true", help="replace a result already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=cmd_run, algorithm=algorithm, family=fam)
@@ -128,8 +130,10 @@ def _load_data(args):
     from refimpl.core.data import load_embedded_mnist, load_idx_dir, load_npz_dataset
     if args.data and args.data_dir:
         raise ValueError("give --data or --data-dir, not both")
+    if getattr(args, "label_base", 0) and not args.data:
+        raise ValueError("--label-base applies to --data FILE.npz only")
     if args.data:
-        ds = load_npz_dataset(args.data)
+        ds = load_npz_dataset(args.data, label_base=getattr(args, "label_base", 0))
         _info(args, f"note: --data {args.data}: {ds.n_train} training and {len(ds.y_test)} test samples, "
                     f"{ds.n_features} features, {ds.n_classes} classes")
         return ds

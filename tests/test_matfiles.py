@@ -53,3 +53,26 @@ def test_init_takes_the_authors_initial_theta_files(tmp_path):
     assert main([*RUN, "--seed", "9", "--init", str(tmp_path / "initial_Theta1.mat"), "--batches",
                  str(tmp_path / "b.npy"), "--out", str(tmp_path / "b")]) == 0
     assert np.array_equal(Trace.load(tmp_path / "b").snapshots[4][0], tr.snapshots[4][0])
+
+
+def test_one_based_labels_of_the_authors_data_are_shifted_by_a_flag(tmp_path):
+    """The authors' MATLAB data label digits 1..10: --label-base 1 reads them as classes 0..9 and
+    gives the same run as the 0-based file; without the flag such a file is refused only if a
+    class is missing, and a 0 label under --label-base 1 is an error naming the entry."""
+    import json
+    rng = np.random.default_rng(0)
+    X, Xt = rng.random((60, 12)), rng.random((20, 12))
+    y, yt = np.arange(60) % 4, np.arange(20) % 4
+    np.savez(tmp_path / "zero.npz", X_train=X, y_train=y, X_test=Xt, y_test=yt)
+    np.savez(tmp_path / "one.npz", X_train=X, y_train=y + 1, X_test=Xt, y_test=yt + 1)
+    args = ["run", "ssca", "--rounds", "3", "--hidden", "4", "--clients", "3", "--batch", "5", "--quiet"]
+    assert main([*args, "--data", str(tmp_path / "zero.npz"), "--out", str(tmp_path / "a")]) == 0
+    assert main([*args, "--data", str(tmp_path / "one.npz"), "--label-base", "1", "--out", str(tmp_path / "b")]) == 0
+    ta = json.loads((tmp_path / "a" / "trace.json").read_text())["metrics"]["train_cost"]
+    tb = json.loads((tmp_path / "b" / "trace.json").read_text())["metrics"]["train_cost"]
+    assert ta == tb
+    assert main([*args, "--data", str(tmp_path / "zero.npz"), "--label-base", "1"]) == 2      # label 0
+    assert main([*args, "--label-base", "1"]) == 2                                             # no --data
+    from refimpl.core.data import load_npz_dataset
+    with pytest.raises(ValueError, match=r"y_train\[0\] = 0 but --label-base 1 expects labels 1..L"):
+        load_npz_dataset(tmp_path / "zero.npz", label_base=1)

@@ -76,11 +76,15 @@ def mnist_5k() -> Dataset:
     return load_embedded_mnist()
 
 
-def load_npz_dataset(path) -> Dataset:
+def load_npz_dataset(path, label_base=0) -> Dataset:
     """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test and optionally
     n_classes. Labels must be integer class indices 0..L−1; without ``n_classes`` in the file, L
     is inferred as 1 + the largest label, and every class 0..L−1 must occur in y_train (a gap
-    means the labels are not class indices: store n_classes if some classes are truly absent)."""
+    means the labels are not class indices: store n_classes if some classes are truly absent).
+    ``label_base`` 1 (``--label-base 1``): the file holds MATLAB-style labels 1..L (as the SSCA
+    authors' scripts do); they are shifted to 0..L−1, and a label 0 is an error."""
+    if label_base not in (0, 1):
+        raise ValueError(f"--label-base must be 0 or 1, got {label_base!r}")
     import zipfile
     with open(path, "rb") as fh:
         if fh.read(4) != b"PK\x03\x04":
@@ -101,6 +105,14 @@ def load_npz_dataset(path) -> Dataset:
                              "X_test, y_test")
         arrays = {k: z[k] for k in ("X_train", "y_train", "X_test", "y_test")}
         given = int(z["n_classes"]) if "n_classes" in z.files else None
+    if label_base:
+        for k in ("y_train", "y_test"):
+            y = arrays[k]
+            if y.size and np.issubdtype(y.dtype, np.number) and np.nanmin(y) < 1:
+                i = int(np.flatnonzero(np.ravel(y) < 1)[0])
+                raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]} but --label-base 1 expects labels "
+                                 "1..L (MATLAB style); drop --label-base for 0-based labels")
+            arrays[k] = y - 1
     for k in ("X_train", "X_test"):
         if arrays[k].ndim != 2 or arrays[k].shape[0] == 0:
             raise ValueError(f"--data {path}: {k} must be a non-empty 2-d array (samples × features), "
