@@ -102,3 +102,36 @@ def test_partition_stats_shows_the_runs_split(tmp_path, capsys):
     assert (tmp_path / "partition_stats.csv").exists()
     pytest.importorskip("matplotlib")
     assert (tmp_path / "partition.png").stat().st_size > 0
+
+
+def test_dirichlet_split_matches_flower_datasets_statistics():
+    """Our dirichlet:α split and Flower Datasets' DirichletPartitioner on the same labels and α
+    (30 seeds each): the mean largest class share per client, the mean number of classes above
+    5 % per client and the spread of client sizes agree within 4 standard errors."""
+    fds = pytest.importorskip("flwr_datasets", reason="flwr-datasets is part of the flower extra installed in CI")
+    from datasets import Dataset as HFDataset
+    from flwr_datasets.partitioner import DirichletPartitioner
+    from refimpl.core.partition import sample_partition
+    from refimpl.verification.registry import embedded
+    y = embedded().y_train
+    K, L, S = 10, 10, 30
+    table = HFDataset.from_dict({"label": y.tolist(), "idx": list(range(len(y)))})
+
+    def stats(parts):
+        counts = np.array([np.bincount(y[np.asarray(p, dtype=int)], minlength=L) for p in parts], dtype=float)
+        sizes = counts.sum(axis=1)
+        prop = counts / sizes[:, None]
+        return [prop.max(axis=1).mean(), (prop > 0.05).sum(axis=1).mean(), sizes.std() / sizes.mean()]
+    assert fds.__version__
+    for alpha in (0.1, 0.5, 5.0):
+        ours = np.array([stats(sample_partition(len(y), K, f"dirichlet:{alpha}:0", np.random.default_rng(s), labels=y))
+                         for s in range(S)])
+        theirs = []
+        for s in range(S):
+            p = DirichletPartitioner(num_partitions=K, partition_by="label", alpha=alpha, min_partition_size=0, seed=s)
+            p.dataset = table
+            theirs.append(stats([p.load_partition(k)["idx"] for k in range(K)]))
+        theirs = np.array(theirs)
+        se = np.sqrt(ours.var(axis=0, ddof=1) / S + theirs.var(axis=0, ddof=1) / S)
+        z = np.abs(ours.mean(axis=0) - theirs.mean(axis=0)) / se
+        assert np.all(z < 4), (alpha, ours.mean(axis=0), theirs.mean(axis=0), z)
