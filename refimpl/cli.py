@@ -22,7 +22,7 @@ def _info(args, msg):
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
     def __init__(self, prog):
-        super().__init__(prog, max_help_position=30, width=120)
+        super().__init__(prog, max_help_position=37, width=130)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -54,7 +54,7 @@ def _add_algorithm_parser(sub, algorithm):
             text += " (problem drfl)"
         p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
     p.add_argument("--label-base", type=int, choices=(0, 1), default=0,
-                   help="--data: the smallest class label in the file (1: MATLAB-style labels 1..L, shifted to 0..L-1)")
+                   help="--data labels start at 0, or at 1 (MATLAB)")
     p.add_argument("--overwrite", action="store_true", help="replace a result already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(fn=cmd_run, algorithm=algorithm, family=fam)

@@ -84,7 +84,7 @@ SSCA_OPTIONS = (
     Opt("eval_every", "rounds between evaluations of the full training cost"),
     Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
     Opt("backend", "kernels", choices=("numba", "numpy")),
-    Opt("engine", "refimpl's loop, or Flower's simulation engine (sample-based; needs refimpl[flower])",
+    Opt("engine", "refimpl, or Flower's simulation engine (extra flower)",
         choices=("refimpl", "flower")),
     Opt("seed", "seed of the run's numpy.random.Generator"),
     Opt("diverge_cost_factor", "diverged when the training cost exceeds this × its initial value"),
