@@ -14,6 +14,13 @@ def _say(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def _progress(args, total=None, desc="", unit="it"):
+    """The progress display of a long command: a bar on a terminal, the plain lines elsewhere,
+    nothing with --quiet (refimpl.core.progress)."""
+    from refimpl.core.progress import Progress
+    return Progress(total, desc, unit, quiet=getattr(args, "quiet", False))
+
+
 def _info(args, msg):
     """A progress or where-it-went line; ``--quiet`` silences it (errors and warnings still print)."""
     if not getattr(args, "quiet", False):
@@ -183,12 +190,17 @@ def cmd_run_vfl(args):
     from refimpl.core.plots import plot_vfl
     cfg = _vfl_config(args, args.algorithm)
     step = max(1, cfg.rounds // 20)
+    bar = _progress(args, cfg.rounds, cfg.method, "event" if cfg.method == "async-vfl" else "round")
 
     def progress(r, tr):
-        if not args.quiet and (r % step == 0 or r == 0):
-            _say(f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
-                 f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
-    tr = vfl.run(cfg, _load_data(args), progress=progress)
+        line = (f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
+                f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
+        if bar.bar_mode:
+            bar(f"time {tr.metrics['time'][-1]:.1f} acc {tr.metrics['test_accuracy'][-1]:.4f}", n=r)
+        elif r % step == 0 or r == 0:
+            bar(line)
+    with bar:
+        tr = vfl.run(cfg, _load_data(args), progress=progress)
     if args.out:
         tr.save(args.out)
         plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
@@ -211,7 +223,8 @@ def cmd_compare(args):
         raise ValueError("--protocol applies with --server-time (the regime comparison)")
     cfg = _vfl_config(args, "flexvfl")
     targets = [float(t) for t in args.targets.split(",")]
-    traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=None if args.quiet else _say)
+    with _progress(args, 5, "compare vfl", "method") as bar:
+        traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=bar)
     for row in table:
         print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     if args.out:
@@ -244,8 +257,9 @@ def cmd_compare_regimes(args):
     if out:
         _prepare_out(out, getattr(args, "overwrite", False), holds=("regimes.json",))
     traces = {}
-    rows = RG.regime_table(cfg, _load_data(args), server_times, protocol, target=target, seeds=args.seeds,
-                           progress=None if args.quiet else _say, traces=traces)
+    with _progress(args, len(server_times) * len(RG.REGIME_METHODS), f"regimes ({protocol})", "run") as bar:
+        rows = RG.regime_table(cfg, _load_data(args), server_times, protocol, target=target, seeds=args.seeds,
+                               progress=bar, traces=traces)
     summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
     for other in ("sync-vfl", "async-vfl", "pbcd"):
         r = RG.ratios(rows, other)
@@ -280,7 +294,14 @@ def cmd_run_mfcgd(args):
     from refimpl import mfcgd
     from refimpl.core.plots import plot_mfcgd
     cfg = _mfcgd_config(args, args.algorithm)
-    tr = mfcgd.run(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None)
+    bar = _progress(args, cfg.steps, cfg.method, "step")
+
+    def progress(t, xb):
+        if bar.bar_mode:            # without a terminal the MFCGD runs print no per-step lines
+            bar("", n=t)
+    with bar:
+        tr = mfcgd.run(cfg, _load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None,
+                       progress=progress)
     if not args.quiet:
         th = tr.config.get("theorem_conditions")
         if th and not th["all_met"]:
@@ -364,8 +385,9 @@ def cmd_bound(args):
 
 def cmd_sweep(args):
     from refimpl.tools.sweep import run_sweep
-    counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
-                       progress=None if args.quiet else _say, overwrite=args.overwrite)
+    with _progress(args, None, "sweep", "msg") as bar:
+        counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
+                           progress=bar, overwrite=args.overwrite)
     print(json.dumps(counts))
     return 0 if counts["failed"] == 0 else 1
 
@@ -386,15 +408,17 @@ def cmd_sweep_summary(args):
 
 def cmd_reproduce(args):
     from refimpl.tools.reproduce import reproduce
-    path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
-                     args.quick, progress=None if args.quiet else _say, preset=args.preset)
+    with _progress(args, None, f"reproduce {args.name}", "msg") as bar:
+        path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
+                         args.quick, progress=bar, preset=args.preset)
     _info(args, f"reproduction written to {args.out} ({path})")
     return 0
 
 
 def cmd_report(args):
     from refimpl.tools.report import build_report
-    path, records = build_report(args.out, args.quick, args.seeds, progress=None if args.quiet else _say)
+    with _progress(args, None, "report", "msg") as bar:
+        path, records = build_report(args.out, args.quick, args.seeds, progress=bar)
     failed = [r.id for r in records if not r.holds]
     print(f"{path}: {len(records) - len(failed)} of {len(records)} checks hold"
           + (f"; not holding: {', '.join(failed)}" if failed else ""))
@@ -531,14 +555,19 @@ def _run_one(args, cfg, data, init, batches, out_dir):
             _say(f"note: ρ_t = {cfg.rho_a:g}/t^{cfg.rho_alpha:g}, γ_t = {cfg.gamma_a:g}/t^{cfg.gamma_alpha:g} "
                  f"violate {', '.join(failed)} of (4)/(6): the run is outside Theorems 1–4's assumptions")
 
+    bar = _progress(args, cfg.rounds, f"{cfg.algorithm}/{cfg.setting}", "round")
+
     def progress(t, m):
-        if not args.quiet and (t % step == 0 or t in (0, cfg.rounds)):
+        if bar.bar_mode:
+            bar(f"cost {m['train_cost']:.4f} acc {m['test_accuracy']:.4f}", n=t)
+        elif t % step == 0 or t in (0, cfg.rounds):
             extra = (f"  constraint {m['constraint_value']:.4f} (U {cfg.U:g})  slack {m['slack']:.3g}  "
                      f"ν {m['multiplier']:.4g}" if "slack" in m else "")
-            _say(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
-                 f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
+            bar(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
+                f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
 
-    trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress)
+    with bar:
+        trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress)
     if cfg.algorithm == "ssca-constrained" and trace.metrics.get("constraint_value"):
         _report_constraint(args, cfg, trace)
     if out_dir:
@@ -572,7 +601,8 @@ def cmd_mutations(args):
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if not args.quiet:
         _say(f"{len(cat)} mutations, {args.workers} at a time; each runs its paper's theorem checks (quick) on a mutated copy")
-    results = MU.run_catalogue(cat, workers=args.workers, progress=None if args.quiet else _say)
+    with _progress(args, len(cat), "mutations", "mutation") as bar:
+        results = MU.run_catalogue(cat, workers=args.workers, progress=bar)
     print(MU.format_table(results))
     if args.json:
         MU.write_json(results, args.json)
@@ -594,7 +624,15 @@ def cmd_verify(args):
             raise ValueError(f"--{flag.replace('_', '-')} applies only with --mutations")
     from refimpl.tools.verify import format_table, run_checks, write_json
     only = [s.strip() for s in args.only.split(",")] if args.only else None
-    records = run_checks(only, quick=args.quick, progress=None if args.quiet else _say)
+    from refimpl.tools.verify import load_checks
+    with _progress(args, len(only) if only else len(load_checks()), "verify", "check") as bar:
+        started = [0]
+
+        def progress(msg):           # called as each check starts: the bar counts finished checks
+            bar(msg, n=started[0])
+            started[0] += 1
+        records = run_checks(only, quick=args.quick, progress=progress)
+        bar("", n=len(records))
     print(format_table(records))
     if args.json:
         write_json(records, args.json)
@@ -612,7 +650,8 @@ def cmd_verify(args):
 def cmd_bench(args):
     from refimpl.tools.bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
     if args.what == "vfl":
-        rows = bench_vfl(repeats=args.repeats, progress=_say)
+        with _progress(args, None, "bench vfl", "msg") as bar:
+            rows = bench_vfl(repeats=args.repeats, progress=bar)
         print(format_vfl(rows))
     elif args.what == "paper-scale":
         from refimpl.tools.bench import bench_paper_scale
@@ -620,14 +659,17 @@ def cmd_bench(args):
         print(json.dumps(rows, indent=1))
     elif args.what == "mfcgd":
         from refimpl.tools.bench import bench_mfcgd, format_mfcgd
-        rows = bench_mfcgd(repeats=args.repeats, progress=_say)
+        with _progress(args, None, "bench mfcgd", "msg") as bar:
+            rows = bench_mfcgd(repeats=args.repeats, progress=bar)
         print(format_mfcgd(rows))
     elif args.what == "ssca":
-        rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
-                          progress=_say)
+        with _progress(args, None, "bench ssca", "msg") as bar:
+            rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
+                              progress=bar)
         print(format_bench(rows))
     else:
-        rows = bench_constrained(repeats=args.repeats, progress=_say)
+        with _progress(args, None, "bench constrained", "msg") as bar:
+            rows = bench_constrained(repeats=args.repeats, progress=bar)
         print(format_constrained(rows))
     if args.json:
         with open(args.json, "w") as fh:
@@ -821,6 +863,7 @@ def build_parser():
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
     b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale"])
+    b.add_argument("--quiet", action="store_true", help="no progress lines or bar")
     b.add_argument("--data-dir", default=None, help="paper-scale: MNIST-format IDX files (60,000 training samples)")
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)

@@ -1,0 +1,56 @@
+"""Progress display: a bar with rate and ETA on a terminal, today's plain lines elsewhere, nothing
+with --quiet."""
+import io
+
+import pytest
+
+from refimpl.cli import main
+from refimpl.core.progress import Progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_bar_on_a_terminal_lines_elsewhere_nothing_when_quiet():
+    tty = _Terminal()
+    with Progress(total=4, desc="verify", unit="check", stream=tty) as p:
+        assert p.bar_mode
+        for i in range(4):
+            p(f"running check {i} ...")
+    out = tty.getvalue()
+    assert "verify" in out and "100%" in out and "4/4" in out and ("check/s" in out or "s/check" in out)
+    plain = io.StringIO()
+    with Progress(total=4, desc="verify", stream=plain) as p:
+        assert not p.bar_mode
+        p("running a ...")
+        p("running b ...", n=2)
+    assert plain.getvalue() == "running a ...\nrunning b ...\n"
+    quiet = _Terminal()
+    with Progress(total=4, quiet=True, stream=quiet) as p:
+        p("x")
+    assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("argv, plain", [
+    (["verify", "--only", "grad.fd,kernels.numba_numpy"], "running grad.fd ..."),
+    (["run", "ssca", "--rounds", "4", "--hidden", "4", "--batch", "5"], "round     4/4"),
+    (["run", "flexvfl", "--rounds", "3"], "round     3"),
+])
+def test_commands_draw_a_bar_on_a_terminal(monkeypatch, capsys, argv, plain):
+    tty = _Terminal()
+    monkeypatch.setattr("sys.stderr", tty)
+    assert main(argv) == 0
+    out = tty.getvalue()
+    assert "100%" in out and "|" in out                                # a bar …
+    assert all(line.strip() != plain for line in out.splitlines())        # … not the lines
+    if argv[0] == "run":
+        assert plain not in out
+    monkeypatch.setattr("sys.stderr", io.StringIO())                   # not a terminal: the lines
+    assert main(argv) == 0
+    import sys
+    assert plain in sys.stderr.getvalue()
+    monkeypatch.setattr("sys.stderr", _Terminal())                     # --quiet: nothing at all
+    assert main([*argv, "--quiet"]) == 0
+    assert sys.stderr.getvalue() == ""
