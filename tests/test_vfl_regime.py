@@ -113,6 +113,8 @@ def test_cpu_trace_bad_input(tmp_path):
     with pytest.raises(ValueError, match="cannot read it"):
         parse_speeds(f"cputrace:{tmp_path / 'missing.csv'}", 2, 6.0)
     assert main(["run", "flexvfl", "--speeds", f"cputrace:{few}", "--rounds", "2", "--parties", "4", "--quiet"]) == 2
+    with pytest.raises(ValueError, match="need the number of parties"):
+        CPUTraceSpeed(np.full((3, 4), 0.5), 6.0).sample(2, np.random.default_rng(0))
 
 
 def test_paired_adaptive_schedule_sees_the_same_rows(toy):

@@ -175,6 +175,9 @@ class CPUTraceSpeed:
 
     def sample(self, R, rng, n_parties=None):
         n = n_parties if n_parties is not None else self._n_parties
+        if n < 1:
+            raise ValueError("CPU trace speeds need the number of parties (server + K): pass n_parties, or "
+                             "build the model with parse_speeds('cputrace:FILE', n_parties, timeout)")
         tau, _ = self.taus(R, rng, n)
         return self.timeout / tau * (1.0 - 1e-12)
 
