@@ -407,10 +407,21 @@ def cmd_sweep_summary(args):
 
 
 def cmd_reproduce(args):
-    from refimpl.tools.reproduce import reproduce
+    from refimpl.tools.reproduce import reproduce, tune_and_reproduce
+    if args.tune:
+        for flag in ("paper", "quick"):
+            if getattr(args, flag):
+                raise ValueError(f"--tune runs its own protocol (K = 10, B = 100, T = --rounds or 1000); drop --{flag}")
+        with _progress(args, None, f"reproduce {args.name} --tune", "msg") as bar:
+            path = tune_and_reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.resume,
+                                      progress=bar, executor=args.executor, workers=args.workers,
+                                      scheduler=args.scheduler)
+        _info(args, f"reproduction written to {args.out} ({path}; tuned_results.csv)")
+        return 0
     with _progress(args, None, f"reproduce {args.name}", "msg") as bar:
         path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
-                         args.quick, progress=bar, preset=args.preset)
+                         args.quick, progress=bar, preset=args.preset, executor=args.executor,
+                         workers=args.workers, scheduler=args.scheduler)
     _info(args, f"reproduction written to {args.out} ({path})")
     return 0
 
@@ -418,7 +429,8 @@ def cmd_reproduce(args):
 def cmd_report(args):
     from refimpl.tools.report import build_report
     with _progress(args, None, "report", "msg") as bar:
-        path, records = build_report(args.out, args.quick, args.seeds, progress=bar)
+        path, records = build_report(args.out, args.quick, args.seeds, progress=bar, executor=args.executor,
+                                     workers=args.workers, scheduler=args.scheduler)
     failed = [r.id for r in records if not r.holds]
     print(f"{path}: {len(records) - len(failed)} of {len(records)} checks hold"
           + (f"; not holding: {', '.join(failed)}" if failed else ""))
@@ -597,8 +609,8 @@ def cmd_mutations(args):
         if unknown:
             raise ValueError(f"--only: unknown mutation ids {unknown}")
         cat = [m for m in cat if m.id in ids]
-    if args.workers < 1:
-        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    from refimpl.tools.engine import resolve_workers
+    args.workers = resolve_workers(args.workers, len(cat), "mutations")
     if not args.quiet:
         _say(f"{len(cat)} mutations, {args.workers} at a time; each runs its paper's theorem checks (quick) on a mutated copy")
     with _progress(args, len(cat), "mutations", "mutation") as bar:
@@ -626,12 +638,8 @@ def cmd_verify(args):
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     from refimpl.tools.verify import load_checks
     with _progress(args, len(only) if only else len(load_checks()), "verify", "check") as bar:
-        started = [0]
-
-        def progress(msg):           # called as each check starts: the bar counts finished checks
-            bar(msg, n=started[0])
-            started[0] += 1
-        records = run_checks(only, quick=args.quick, progress=progress)
+        records = run_checks(only, quick=args.quick, progress=bar, executor=args.executor, workers=args.workers,
+                             scheduler=args.scheduler)
         bar("", n=len(records))
     print(format_table(records))
     if args.json:
@@ -647,7 +655,21 @@ def cmd_verify(args):
     return 0
 
 
+def _batch_list(text):
+    try:
+        out = [int(b) for b in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--batches {text}: expected comma-separated whole numbers, e.g. 10,100,600")
+    if any(b < 1 for b in out):
+        raise ValueError(f"--batches {text}: batch sizes must be >= 1")
+    return out
+
+
 def cmd_bench(args):
+    if args.breakdown and args.what != "ssca":
+        raise ValueError("--breakdown applies to bench ssca only")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     from refimpl.tools.bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
     if args.what == "vfl":
         with _progress(args, None, "bench vfl", "msg") as bar:
@@ -662,9 +684,14 @@ def cmd_bench(args):
         with _progress(args, None, "bench mfcgd", "msg") as bar:
             rows = bench_mfcgd(repeats=args.repeats, progress=bar)
         print(format_mfcgd(rows))
+    elif args.what == "ssca" and args.breakdown:
+        from refimpl.tools.bench import bench_ssca_breakdown, format_breakdown
+        with _progress(args, None, "bench ssca --breakdown", "msg") as bar:
+            rows = bench_ssca_breakdown(batches=_batch_list(args.batches), repeats=args.repeats, progress=bar)
+        print(format_breakdown(rows))
     elif args.what == "ssca":
         with _progress(args, None, "bench ssca", "msg") as bar:
-            rows = bench_ssca(batches=[int(b) for b in args.batches.split(",")], repeats=args.repeats,
+            rows = bench_ssca(batches=_batch_list(args.batches), repeats=args.repeats,
                               progress=bar)
         print(format_bench(rows))
     else:
@@ -766,6 +793,14 @@ def _foreign_option(argv):
     return 0
 
 
+def _engine_options(p, workers_help="worker processes; default: the number of cores"):
+    """--executor, --workers, --scheduler of the task engine (refimpl.tools.engine)."""
+    p.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="local process pool, or Dask (a LocalCluster, or --scheduler)")
+    p.add_argument("--workers", type=int, default=None, help=workers_help)
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="refimpl", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -815,9 +850,7 @@ def build_parser():
     sw = sub.add_parser("sweep", help="run a hyper-parameter grid × seeds (resumable)")
     sw.add_argument("spec", help="TOML or JSON sweep specification")
     sw.add_argument("--out", required=True)
-    sw.add_argument("--executor", choices=["local", "dask"], default="local")
-    sw.add_argument("--workers", type=int, default=2)
-    sw.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
+    _engine_options(sw)
     sw.add_argument("--overwrite", action="store_true", help="discard the tasks of another spec in --out")
     sw.add_argument("--quiet", action="store_true")
     sw.set_defaults(fn=cmd_sweep)
@@ -839,12 +872,16 @@ def build_parser():
     rp.add_argument("--preset", choices=["paper", "authors"], default="paper",
                     help="SSCA settings: the paper's table, or the authors' scripts (ReLU, bias, their a1/a2/α/τ, A = τ)")
     rp.add_argument("--resume", action="store_true", help="continue an interrupted reproduction in --out")
+    rp.add_argument("--tune", action="store_true",
+                    help="ssca-sample/-feature with --data-dir: per-method grids on a validation split, then the best")
+    _engine_options(rp)
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(fn=cmd_reproduce)
     rr = sub.add_parser("report", help="verification suite + reproductions in one REPORT.md")
     rr.add_argument("--out", required=True)
     rr.add_argument("--quick", action="store_true")
     rr.add_argument("--seeds", type=int, default=2)
+    _engine_options(rr)
     rr.add_argument("--quiet", action="store_true")
     rr.set_defaults(fn=cmd_report)
     v = sub.add_parser("verify", help="run the verification checks")
@@ -858,7 +895,7 @@ def build_parser():
                         "theorem checks (quick); --only then takes mutation ids")
     v.add_argument("--only-paper", help="with --mutations: core, ssca, vfl and/or mfcgd (comma-separated)")
     v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
-    v.add_argument("--workers", type=int, default=2, help="with --mutations: mutations run at a time (default 2)")
+    _engine_options(v, "processes running checks (or mutations) at a time; default: the number of cores")
     v.add_argument("--markdown", help="with --mutations: also write the tables as Markdown to this file")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
@@ -867,6 +904,8 @@ def build_parser():
     b.add_argument("--data-dir", default=None, help="paper-scale: MNIST-format IDX files (60,000 training samples)")
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")
     b.add_argument("--repeats", type=int, default=5)
+    b.add_argument("--breakdown", action="store_true",
+                   help="ssca: the round split into phases; ratios to floor, floor+gather, plain NumPy, torch")
     b.add_argument("--json")
     b.set_defaults(fn=cmd_bench)
     c = sub.add_parser("crosscheck", help="compare two traces (iterate snapshots and metrics)")

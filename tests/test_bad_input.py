@@ -229,19 +229,20 @@ def test_sweep_with_another_spec_into_the_same_directory_is_refused(tmp_path, ca
     assert sorted(os.listdir(out / "tasks")) != tasks_before and len(os.listdir(out / "tasks")) == 1
 
 
-def test_reproduce_resume_refuses_runs_of_other_settings(tmp_path, capsys):
+def test_reproduce_resume_never_reuses_runs_of_other_settings(tmp_path):
+    """--resume is the engine's resume: a changed setting is a different task (a new run), never a
+    reused one; the old runs are kept and listed as unused."""
     out = tmp_path / "r"
-    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--rounds", "40", "--out", str(out),
-                 "--quiet"]) == 0
-    before = (out / "reproduction.json").read_text()
-    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--rounds", "50", "--out", str(out),
-                 "--resume", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "steps = 40 in the finished run, 50 now" in err
-    assert (out / "reproduction.json").read_text() == before
-    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "2", "--rounds", "40", "--out", str(out),
-                 "--resume", "--quiet"]) == 0                       # same settings, one more seed: resumes
-    assert json.load(open(out / "reproduction.json"))["resumed_runs"] == 4
+    args = ["reproduce", "mfcgd-rates", "--quick", "--rounds", "40", "--out", str(out), "--quiet", "--workers", "1"]
+    assert main(args + ["--seeds", "1"]) == 0
+    first = json.load(open(out / "reproduction.json"))
+    assert main(args[:4] + ["50"] + args[5:] + ["--seeds", "1", "--resume"]) == 0
+    ex = json.load(open(out / "execution.json"))
+    assert ex["resumed_runs"] == 0 and ex["new_runs"] == 4
+    assert sorted(ex["unused_tasks"]) == sorted(t for r in first["runs"] for t in r["tasks"])
+    assert all(r["config"]["steps"] == 50 for r in json.load(open(out / "reproduction.json"))["runs"])
+    assert main(args + ["--seeds", "2", "--resume"]) == 0              # same settings, one more seed: resumes
+    assert json.load(open(out / "execution.json"))["resumed_runs"] == 4
 
 
 def test_reproduce_checks_the_data_before_the_first_run(tmp_path, capsys):

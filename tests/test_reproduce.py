@@ -14,18 +14,22 @@ FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mni
 
 def test_reproduction_resumes_from_finished_seeds(tmp_path):
     out = tmp_path / "r"
-    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300)
+    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300, workers=1)
     rec = json.load(open(out / "reproduction.json"))
-    assert rec["new_runs"] == 8 and rec["seeds"] == [0, 1] and "numpy" in rec["versions"]
-    before = np.load(out / "runs" / "MFCGD" / "seed1" / "trace.npz")["metric_grad_norm"]
-    shutil.rmtree(out / "runs" / "MFCGD" / "seed1")                   # as if interrupted there
-    (out / "runs" / "MFCGD" / "seed1.tmp").mkdir()                      # a half-written seed
+    ex = json.load(open(out / "execution.json"))
+    assert ex["new_runs"] == 8 and rec["seeds"] == [0, 1] and "numpy" in rec["versions"]
+    tid = rec["runs"][0]["tasks"][1]                                    # MFCGD, seed 1
+    assert rec["runs"][0]["label"] == "MFCGD"
+    before = np.load(out / "tasks" / tid / "trace.npz")["metric_grad_norm"]
+    shutil.rmtree(out / "tasks" / tid)                                  # as if interrupted there
+    (out / "tasks" / f".tmp-{tid}-1-host").mkdir()                      # a half-written run
     with pytest.raises(ValueError, match="--resume"):
         reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300)
-    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300, resume=True)
-    rec = json.load(open(out / "reproduction.json"))
-    assert rec["new_runs"] == 1 and rec["resumed_runs"] == 7
-    np.testing.assert_array_equal(np.load(out / "runs" / "MFCGD" / "seed1" / "trace.npz")["metric_grad_norm"], before)
+    reproduce("mfcgd-rates", str(out), seeds=2, quick=True, rounds=300, resume=True, workers=1)
+    ex = json.load(open(out / "execution.json"))
+    assert ex["new_runs"] == 1 and ex["resumed_runs"] == 7
+    np.testing.assert_array_equal(np.load(out / "tasks" / tid / "trace.npz")["metric_grad_norm"], before)
+    assert not [n for n in os.listdir(out / "tasks") if n.startswith(".")]
     header = (out / "curves.csv").read_text().splitlines()[0]
     assert header.startswith("run,samples,grad_norm_mean,grad_norm_std")
     assert (out / "mfcgd-rates.png").exists()

@@ -123,7 +123,7 @@ def test_lock_refuses_a_second_sweep(tmp_path):
     out = tmp_path / "l"
     out.mkdir()
     with SweepLock(str(out)):
-        with pytest.raises(RuntimeError, match="another sweep"):
+        with pytest.raises(RuntimeError, match="another refimpl process"):
             run_sweep(_spec(tmp_path), str(out), "local", 1)
     (out / ".sweep.lock").write_text(json.dumps({"pid": 999999999, "host": os.uname().nodename}))
     assert run_sweep(_spec(tmp_path, rounds=5), str(out), "local", 1)["done"] == 8     # stale lock taken over

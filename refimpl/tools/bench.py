@@ -141,6 +141,177 @@ def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
     return rows
 
 
+# ----------------------------------------------------------------------------- phase breakdown
+
+def plain_numpy_round(X, y, batches, W1, W2, Bsur, tau, rho, gamma):
+    """The obvious transcription of one sample-based SSCA round (swish, no bias, recursive
+    curvature after round 1 is irrelevant to the cost), written as a reader would from the paper:
+    gather, forward, softmax–cross-entropy, backward, mean over clients, surrogate recursion of
+    the linear term, closed form, move. A reference point for speed, not used by the library;
+    ``tests/test_bench.py`` checks it computes the library's gradient."""
+    K = len(batches)
+    idx = np.concatenate(batches)
+    w = np.repeat(1.0 / (K * np.array([len(b) for b in batches])), [len(b) for b in batches])
+    Xb, yb = X[idx], y[idx]
+    Z = Xb @ W1.T
+    S = 1.0 / (1.0 + np.exp(-Z))
+    A = Z * S
+    O = A @ W2.T
+    O = O - O.max(axis=1, keepdims=True)
+    P = np.exp(O)
+    P /= P.sum(axis=1, keepdims=True)
+    loss = float(np.sum(w * -np.log(P[np.arange(len(yb)), yb])))
+    P[np.arange(len(yb)), yb] -= 1.0
+    D2 = P * w[:, None]
+    g2 = D2.T @ A
+    D1 = (D2 @ W2) * (S * (1.0 + Z * (1.0 - S)))
+    g1 = D1.T @ Xb
+    g = np.concatenate([g1.ravel(), g2.ravel()])
+    omega = np.concatenate([W1.ravel(), W2.ravel()])
+    Bnew = (1.0 - rho) * Bsur + rho * (g - 2.0 * tau * omega)
+    omega_new = (1.0 - gamma) * omega + gamma * (-Bnew / (2.0 * tau))
+    return loss, g, omega_new, Bnew
+
+
+def _torch_stacked_round(X, y, batches, theta, repeats):
+    """PyTorch, float64, the K clients stacked into one batch and one autograd call (per-sample
+    weights 1/(K B)), then the same server update."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_default_dtype(torch.float64)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    W1 = torch.from_numpy(theta[:J * D].reshape(J, D).copy()).requires_grad_()
+    W2 = torch.from_numpy(theta[J * D:].reshape(L, J).copy()).requires_grad_()
+    Bs = torch.zeros(theta.size, dtype=torch.float64)
+    idx = torch.from_numpy(np.concatenate(batches))
+    tau, rho, gamma = 0.05, 0.9, 0.3
+
+    def one_round():
+        nonlocal Bs
+        xb, yb = Xt[idx], yt[idx]
+        z = xb @ W1.T
+        out = (z * torch.sigmoid(z)) @ W2.T
+        loss = torch.nn.functional.cross_entropy(out, yb, reduction="sum") / (len(idx))
+        g1, g2 = torch.autograd.grad(loss, (W1, W2))
+        with torch.no_grad():
+            grads = torch.cat([g1.reshape(-1), g2.reshape(-1)])
+            omega = torch.cat([W1.reshape(-1), W2.reshape(-1)])
+            Bs = (1 - rho) * Bs + rho * (grads - 2 * tau * omega)
+            new = (1 - gamma) * omega + gamma * (-Bs / (2 * tau))
+            W1.copy_(new[:J * D].reshape(J, D))
+            W2.copy_(new[J * D:].reshape(L, J))
+    return _best(one_round, repeats)
+
+
+PHASES = ("gather", "Z = X W1^T", "activation", "O = A W2^T", "softmax-xent", "gW2 = D2^T A", "G = D2 W2",
+          "D1 = G * act'", "gW1 = D1^T X", "server step", "rest")
+PRODUCTS = ("Z = X W1^T", "O = A W2^T", "gW2 = D2^T A", "G = D2 W2", "gW1 = D1^T X")
+
+
+def round_breakdown(model, protocol, algo, state, batch, repeats):
+    """Each phase of :meth:`SSCA.apply` timed alone on the round's own inputs (best of
+    ``repeats``); ``rest`` = the round minus the phases (Python dispatch, allocations, the
+    weight vector, the message ledger, validation)."""
+    from refimpl.core.kernels import GATHER, KERNELS
+    act, xent = KERNELS[model.backend]
+    gather = GATHER[model.backend]
+    theta = state.omega
+    W1, W2 = model.unpack(theta)
+    idx = np.concatenate([np.asarray(b) for b in batch])
+    sizes = np.array([len(b) for b in batch])
+    w = np.repeat(protocol.client_weight / sizes, sizes)
+    Xb = gather(protocol.X, idx)
+    yb = protocol.y[idx]
+    b1, b2 = np.zeros(J), np.zeros(L)
+    Z = Xb @ W1.T
+    A, dA = act(Z, b1, model.activation)
+    O = A @ W2.T
+    loss, D2 = xent(O, b2, yb, w)
+    G = D2 @ W2
+    n = idx.size
+    outs = {"Z": np.empty((n, J)), "O": np.empty((n, L)), "gW2": np.empty((L, J)), "G": np.empty((n, J)),
+            "gW1": np.empty((J, D))}
+    _, g, _ = protocol.collect(theta, batch)
+    s = state.surrogate
+    t = {
+        "gather": _best(lambda: gather(protocol.X, idx), repeats),
+        "Z = X W1^T": _best(lambda: np.matmul(Xb, W1.T, out=outs["Z"]), repeats),
+        "activation": _best(lambda: act(Z, b1, model.activation), repeats),
+        "O = A W2^T": _best(lambda: np.matmul(A, W2.T, out=outs["O"]), repeats),
+        "softmax-xent": _best(lambda: xent(O, b2, yb, w), repeats),
+        "gW2 = D2^T A": _best(lambda: np.matmul(D2.T, A, out=outs["gW2"]), repeats),
+        "G = D2 W2": _best(lambda: np.matmul(D2, W2, out=outs["G"]), repeats),
+        "D1 = G * act'": _best(lambda: np.multiply(G, dA, out=outs["G"]), repeats),
+        "gW1 = D1^T X": _best(lambda: np.matmul(G.T, Xb, out=outs["gW1"]), repeats),
+        "server step": _best(lambda: algo._round(s.A, s.B, s.C, loss, g, theta, 0.5, algo.tau, 0.3, algo.lam,
+                                                 algo.fixed), repeats),
+    }
+    return t
+
+
+def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
+    """``refimpl bench ssca --breakdown``: per batch size, the round's time split into phases, and
+    the ratios of the round to the floor (the five products), floor + gather, the plain-NumPy
+    round, PyTorch with the K clients stacked (one autograd call) and PyTorch per client — all
+    measured in this one process and run."""
+    rows = []
+    for B in batches:
+        rng = np.random.default_rng(B)
+        n_per = max(B, 600)
+        X = rng.random((K * n_per, D))
+        y = rng.integers(0, L, K * n_per)
+        model = TwoLayerNet(D, J, L)
+        parts = sample_partition(X.shape[0], K)
+        protocol = SampleBasedProtocol(model, X, y, parts)
+        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+        batch = sample_based_schedule(parts, 1, B, rng).indices[0]
+        theta = model.init_params(rng)
+        state = algo.apply(algo.init(theta), 1, batch)[0]
+        t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
+        phases = round_breakdown(model, protocol, algo, state, batch, repeats)
+        phases["rest"] = max(0.0, t_round - sum(phases.values()))
+        floor = sum(phases[p] for p in PRODUCTS)
+        W1, W2 = model.unpack(state.omega)
+        Bsur = state.surrogate.B
+        t_plain = _best(lambda: plain_numpy_round(X, y, batch, W1, W2, Bsur, 0.05, 0.5, 0.3), repeats)
+        t_stacked = _torch_stacked_round(X, y, batch, state.omega, repeats)
+        t_torch = _torch_round(X, y, batch, state.omega, repeats)
+        row = {"batch_per_client": B, "round_s": t_round, "phases_s": phases,
+               "phase_share": {k: v / t_round for k, v in phases.items()},
+               "floor_s": floor, "plain_numpy_s": t_plain, "torch_stacked_s": t_stacked, "torch_per_client_s": t_torch,
+               "ratio_to_floor": t_round / floor,
+               "ratio_to_floor_plus_gather": t_round / (floor + phases["gather"]),
+               "ratio_to_plain_numpy": t_round / t_plain,
+               "ratio_to_torch_stacked": None if t_stacked is None else t_round / t_stacked,
+               "ratio_to_torch_per_client": None if t_torch is None else t_round / t_torch}
+        rows.append(row)
+        if progress:
+            progress(f"batch {B}: {t_round * 1e3:.2f} ms/round, floor+gather {(floor + phases['gather']) * 1e3:.2f} ms")
+    return rows
+
+
+def format_breakdown(rows):
+    def r2(x):
+        return "-" if x is None else f"{x:.2f}"
+    head = ["phase"] + [f"B={r['batch_per_client']} ms" for r in rows] + [f"B={r['batch_per_client']} %" for r in rows]
+    lines = [" | ".join(head), "-|-".join("-" * len(h) for h in head)]
+    for p in PHASES:
+        lines.append(" | ".join([p] + [f"{r['phases_s'][p] * 1e3:.3f}" for r in rows]
+                                + [f"{100 * r['phase_share'][p]:.1f}" for r in rows]))
+    lines.append(" | ".join(["round"] + [f"{r['round_s'] * 1e3:.3f}" for r in rows] + ["100.0" for _ in rows]))
+    lines.append("")
+    keys = [("floor (5 products)", "ratio_to_floor"), ("floor + gather", "ratio_to_floor_plus_gather"),
+            ("plain NumPy round", "ratio_to_plain_numpy"), ("torch, clients stacked", "ratio_to_torch_stacked"),
+            ("torch, per-client loop", "ratio_to_torch_per_client")]
+    lines.append(" | ".join(["round time / ..."] + [f"B={r['batch_per_client']}" for r in rows]))
+    lines.append("-|-".join(["-" * 16] + ["-" * 6 for _ in rows]))
+    for name, k in keys:
+        lines.append(" | ".join([name] + [r2(r[k]) for r in rows]))
+    return "\n".join(lines)
+
+
 def format_bench(rows):
     out = ["batch/client | ms/round | floor ms | ratio to floor | gather ms | ratio to floor+gather | "
            "ratio to torch | torch products / ours",

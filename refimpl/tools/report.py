@@ -7,8 +7,8 @@ import datetime
 import json
 import os
 
-from refimpl.tools.reproduce import NAMES, reproduce, versions
-from refimpl.tools.verify import run_checks, write_json
+from refimpl.tools.reproduce import NAMES, versions
+from refimpl.tools.verify import write_json
 
 
 def _fmt(x):
@@ -40,15 +40,43 @@ def _is_num(c):
         return False
 
 
-def build_report(out, quick=True, seeds=2, progress=None):
+def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None):
+    """Every check and every run of the five reproductions as tasks of one engine execution (so
+    the workers stay busy across them); the reproductions resume from their finished runs, the
+    checks always run afresh. Returns (path of REPORT.md, check records)."""
+    import shutil
+    import time
+
+    from refimpl.tools.engine import resolve_workers
+    from refimpl.tools.reproduce import finish, prepare, run_tasks
+    from refimpl.tools.verify import check_tasks, load_checks, records_of
+    t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    records = run_checks(quick=quick, progress=progress)
+    reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True)
+            for name in NAMES}
+    checks_root = os.path.join(out, "checks")
+    shutil.rmtree(checks_root, ignore_errors=True)          # checks are never reused
+    ids = list(load_checks())
+    n_tasks = len(check_tasks(ids, quick, checks_root)) + sum(len(rep.tasks) for rep in reps.values())
+    w = resolve_workers(workers, n_tasks, "tasks")
+    ctasks = check_tasks(ids, quick, checks_root, part_workers=w)
+    tasks = ctasks + [t for rep in reps.values() for t in rep.tasks]
+    counts, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="tasks")
+    records = records_of(ids, ctasks, results, failures)
+    shutil.rmtree(checks_root, ignore_errors=True)
+    run_failures = [f for f in failures if not any(f.startswith(t["label"] + ":") for t in ctasks)]
+    if run_failures:
+        raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
+                           "retry): " + "; ".join(run_failures[:3]))
     write_json(records, os.path.join(out, "checks.json"))
     repro = {}
-    for name in NAMES:
-        d = os.path.join(out, "reproductions", name)
-        reproduce(name, d, seeds=seeds, quick=quick, resume=True, progress=progress)
-        repro[name] = d
+    for name, rep in reps.items():
+        finish(rep, None, None, executor, workers)
+        repro[name] = rep.out
+    seconds = round(time.perf_counter() - t0, 1)
+    with open(os.path.join(out, "execution.json"), "w") as fh:
+        json.dump({"executor": executor, "workers": counts["workers"], "tasks": counts, "seconds": seconds,
+                   "check_seconds": {r.id: r.details.get("seconds") for r in records}}, fh, indent=1)
     held = sum(r.holds for r in records)
     lines = [f"# refimpl verification report", "",
              f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "

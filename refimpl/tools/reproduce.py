@@ -8,17 +8,18 @@ exact configuration, the seeds and the package versions.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
-import shutil
 import sys
+import time
 from dataclasses import asdict, replace
 
 import numpy as np
 
 from refimpl.core.trace import Trace, write_csv
-from refimpl.tools.sweep import make_out_dir
+from refimpl.tools.engine import content_id, make_out_dir
 
 NAMES = ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates")
 
@@ -110,6 +111,13 @@ def plan_for(name, quick=True, rounds=None, paper=False, n_train=4000, preset="p
     raise ValueError(f"unknown reproduction {name!r}; one of {NAMES}")
 
 
+def _config_class(family):
+    from refimpl.mfcgd.experiment import MFCGDConfig
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.experiment import VFLConfig
+    return {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[family]
+
+
 def _run_one(family, cfg, ds):
     if family == "ssca":
         from refimpl.ssca.experiment import run_experiment
@@ -140,89 +148,189 @@ def _preflight(plan, ds):
                              "(--data-dir) or another reproduction")
 
 
-def _check_resumable(runs_dir, plan, seeds):
-    """--resume reuses a finished run only when its whole configuration matches the plan's."""
-    diffs = []
-    for label, family, cfg in plan:
-        for s in range(seeds):
-            final = os.path.join(runs_dir, _slug(label), f"seed{s}", "trace.json")
-            if not os.path.exists(final):
-                continue
-            with open(final) as fh:
-                saved = json.load(fh).get("config", {})
-            want = json.loads(json.dumps(_planned_config(family, replace(cfg, seed=s)), default=str))
-            for k, v in want.items():
-                if k in saved and saved[k] != v:
-                    diffs.append(f"{label} seed {s}: {k} = {saved[k]!r} in the finished run, {v!r} now")
-    if diffs:
-        more = f" (and {len(diffs) - 5} more)" if len(diffs) > 5 else ""
-        raise ValueError("--resume would reuse runs made with other settings: " + "; ".join(diffs[:5]) + more +
-                         ". Resume with the original settings, or use another --out")
+# ----------------------------------------------------------------------------- data in the workers
+
+_DATA_CACHE = {}
+VALIDATION_SEED = 20240607           # the permutation that holds out the validation split
+
+
+def data_key(data_dir=None, split="full"):
+    """What a task needs to load its data in a worker: the IDX directory (None = the embedded
+    subset) and the split (``full``: train/test; ``validation``: a held-out part of the training
+    data as the evaluation set, see :func:`validation_split`)."""
+    return {"dir": os.path.abspath(data_dir) if data_dir else None, "split": split}
+
+
+def load_data(key):
+    """The data set of ``key``, loaded once per process."""
+    k = json.dumps(key, sort_keys=True)
+    if k not in _DATA_CACHE:
+        from refimpl.core.data import load_embedded_mnist, load_idx_dir
+        ds = load_idx_dir(key["dir"]) if key["dir"] else load_embedded_mnist()
+        if key.get("split", "full") == "validation":
+            ds = validation_split(ds)
+        elif key.get("split", "full") != "full":
+            raise ValueError(f"unknown data split {key['split']!r}; allowed: full, validation")
+        _DATA_CACHE[k] = ds
+    return _DATA_CACHE[k]
+
+
+def validation_split(ds, fraction=1 / 6):
+    """Hold out ``fraction`` of the training samples (a fixed seeded permutation) as the evaluation
+    set: tuning never sees the test set. 60,000 → 50,000 train + 10,000 validation."""
+    from refimpl.core.data import Dataset
+    perm = np.random.default_rng(VALIDATION_SEED).permutation(ds.n_train)
+    n_val = int(round(ds.n_train * fraction))
+    tr, va = np.sort(perm[n_val:]), np.sort(perm[:n_val])
+    return Dataset(ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va], ds.n_classes,
+                   ds.name + "-validation")
+
+
+# ----------------------------------------------------------------------------- engine tasks
+
+def run_task(task, tmp):
+    """The engine's work function of one (run, seed): the trace saved into ``tmp``."""
+    cfg = _config_class(task["family"])(**task["config"])
+    tr = _run_one(task["family"], cfg, load_data(task["data"]))
+    tr.save(tmp)
+    return tr.status, None
+
+
+def _cost(family, cfg):
+    """A rough relative cost (for scheduling the longest runs first), not a prediction."""
+    if family == "ssca":
+        c = cfg.resolved()
+        return c.rounds * (c.batch * c.local_steps * (c.clients if c.setting == "sample" else 1) + 2000) * 1e-6
+    if family == "vfl":
+        return cfg.rounds * 0.05
+    return cfg.steps * 2e-4
+
+
+def make_task(root, label, family, cfg, seed, data):
+    """One (run, seed) as an engine task, named by the hash of its family, resolved configuration
+    and data: a changed setting is a different task, never a reused one."""
+    c = replace(cfg, seed=seed)
+    ident = {"kind": "reproduce-run", "family": family, "config": _planned_config(family, c), "data": data}
+    return {"id": content_id(ident), "root": root, "fn": "refimpl.tools.reproduce:run_task", "label": label,
+            "seed": seed, "family": family, "config": asdict(c), "data": data, "cost": _cost(family, c)}
+
+
+class Reproduction:
+    """A prepared reproduction: its plan, tasks and the record's fixed fields."""
+
+    def __init__(self, name, out, plan, axis, metrics, seeds, ds, data, tasks, header):
+        self.name, self.out, self.plan, self.axis, self.metrics = name, out, plan, axis, metrics
+        self.seeds, self.ds, self.data, self.tasks, self.header = seeds, ds, data, tasks, header
+
+    def task_of(self, label, seed):
+        return next(t for t in self.tasks if t["label"] == label and t["seed"] == seed)
+
+
+def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=False, quick=False,
+            preset="paper"):
+    """Check the inputs and build the tasks of a reproduction (nothing runs)."""
+    if int(seeds) < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    data = data_key(data_dir)
+    ds = load_data(data)
+    plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train, preset)
+    if paper and ds.n_train < 60000 and name.startswith("ssca"):
+        raise ValueError("--paper needs the full 60,000-sample training set: give --data-dir with MNIST-format files")
+    _preflight(plan, ds)
+    tdir = os.path.join(out, "tasks")
+    held = [n for n in os.listdir(tdir) if not n.startswith(".")] if os.path.isdir(tdir) else []
+    if held and not resume:
+        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
+                         "or choose another --out")
+    tasks = [make_task(out, label, family, cfg, s, data) for label, family, cfg in plan for s in range(seeds)]
+    header = {"name": name, "preset": preset, "paper_settings": paper, "quick": quick, "seeds": list(range(seeds)),
+              "data": ds.name, "n_train": ds.n_train, "versions": versions(), "axis": axis, "metrics": list(metrics)}
+    return Reproduction(name, out, plan, axis, metrics, seeds, ds, data, tasks, header)
+
+
+def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs"):
+    """Run the unfinished ``tasks`` on the engine (their roots locked, partial directories of a
+    killed run removed first); returns (counts, failures, results by task id)."""
+    from refimpl.tools.engine import RootLock, clean_partial, execute, finished, resolve_workers
+    roots = sorted({t["root"] for t in tasks})
+    workers = resolve_workers(workers, len(tasks), what)
+    for r in roots:
+        make_out_dir(r, "tasks", "failed")
+    with contextlib.ExitStack() as stack:
+        for r in roots:
+            stack.enter_context(RootLock(r))
+            clean_partial(r)
+        pending = [t for t in tasks if not finished(t["root"], t["id"])]
+        counts = {"total": len(tasks), "reused": len(tasks) - len(pending), "ran": 0, "failed": 0,
+                  "workers": workers}
+        failures, results = [], {}
+
+        def on_result(task, status, msg, result):
+            counts["ran" if status == "done" else "failed"] += 1
+            results[task["id"]] = result
+            name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
+            if status != "done":
+                failures.append(f"{name}: {msg}")
+            if progress:
+                progress(f"{name} {'finished' if status == 'done' else 'FAILED'} "
+                         f"({counts['ran'] + counts['failed']}/{len(pending)})")
+        if progress and counts["reused"]:
+            progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
+        execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result)
+    return counts, failures, results
+
+
+def finish(rep, counts=None, seconds=None, executor="local", workers=None):
+    """Aggregate the finished runs of a reproduction: curves, figures, ``reproduction.json``
+    (identical for identical settings, however the runs were executed) and ``execution.json``
+    (the command, the executor and what was reused)."""
+    out = rep.out
+    rows = aggregate(rep, rep.plan, rep.seeds, rep.axis, rep.metrics)
+    record = dict(rep.header)
+    record["runs"] = [{"label": label, "family": family, "config": _planned_config(family, cfg),
+                       "tasks": [rep.task_of(label, s)["id"] for s in range(rep.seeds)]} for label, family, cfg in rep.plan]
+    if rep.name == "ssca-tradeoff":
+        record["figure3"] = _figure3(rep, rep.plan, rep.seeds)
+    if rep.name == "vfl-time":
+        record["time_to_target"] = _time_to_target(rep, rep.plan, rep.seeds)
+    path = os.path.join(out, "reproduction.json")
+    with open(path, "w") as fh:
+        json.dump(record, fh, indent=1, default=str)
+    held = {n for n in os.listdir(os.path.join(out, "tasks")) if not n.startswith(".")}
+    unused = sorted(held - {t["id"] for t in rep.tasks})
+    with open(os.path.join(out, "execution.json"), "w") as fh:
+        json.dump({"command": " ".join(sys.argv), "executor": executor, "workers": (counts or {}).get("workers", workers),
+                   "new_runs": (counts or {}).get("ran"), "resumed_runs": (counts or {}).get("reused"),
+                   "seconds": seconds, "unused_tasks": unused}, fh, indent=1)
+    _plot(out, rep.name, rows, rep.axis, rep.metrics, rep.header["preset"])
+    return path
 
 
 # ----------------------------------------------------------------------------- driver
 
 def reproduce(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=False, quick=False,
-              progress=None, preset="paper"):
-    """Run (or continue) a reproduction; returns the path of its JSON record."""
-    from refimpl.core.data import load_embedded_mnist, load_idx_dir
-    ds = load_idx_dir(data_dir) if data_dir else load_embedded_mnist()
-    plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train, preset)
-    runs_dir = os.path.join(out, "runs")
-    if os.path.isdir(runs_dir) and any(os.scandir(runs_dir)) and not resume:
-        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
-                         "or choose another --out")
-    if paper and ds.n_train < 60000 and name.startswith("ssca"):
-        raise ValueError("--paper needs the full 60,000-sample training set: give --data-dir with MNIST-format files")
-    _preflight(plan, ds)
-    if resume:
-        _check_resumable(runs_dir, plan, seeds)
-    make_out_dir(out, "runs")
-    done_before, ran = 0, 0
-    for label, family, cfg in plan:
-        for s in range(seeds):
-            final = os.path.join(runs_dir, _slug(label), f"seed{s}")
-            if os.path.isdir(final):
-                done_before += 1
-                continue
-            tr = _run_one(family, replace(cfg, seed=s), ds)
-            tmp = final + ".tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tr.save(tmp)
-            os.rename(tmp, final)
-            ran += 1
-            if progress:
-                progress(f"{name}: {label} seed {s} finished ({tr.status})")
-    rows = aggregate(out, plan, seeds, axis, metrics)
-    record = {"name": name, "preset": preset, "paper_settings": paper, "quick": quick, "seeds": list(range(seeds)),
-              "data": ds.name, "n_train": ds.n_train, "versions": versions(), "axis": axis, "metrics": list(metrics),
-              "runs": [{"label": label, "family": family, "config": _planned_config(family, cfg)} for label, family, cfg in plan],
-              "command": " ".join(sys.argv), "resumed_runs": done_before, "new_runs": ran}
-    if name == "ssca-tradeoff":
-        record["figure3"] = _figure3(out, plan, seeds)
-    if name == "vfl-time":
-        record["time_to_target"] = _time_to_target(out, plan, seeds)
-    path = os.path.join(out, "reproduction.json")
-    with open(path, "w") as fh:
-        json.dump(record, fh, indent=1, default=str)
-    _plot(out, name, rows, axis, metrics, preset)
-    return path
+              progress=None, preset="paper", executor="local", workers=None, scheduler=None):
+    """Run (or continue) a reproduction on the task engine; returns the path of its JSON record."""
+    t0 = time.perf_counter()
+    rep = prepare(name, out, data_dir, seeds, rounds, paper, resume, quick, preset)
+    counts, failures, _ = run_tasks(rep.tasks, executor, workers, scheduler, progress)
+    if failures:
+        raise RuntimeError(f"{len(failures)} runs of {name} failed (finished runs are kept; rerun with --resume "
+                           f"to retry): " + "; ".join(failures[:3]))
+    return finish(rep, counts, round(time.perf_counter() - t0, 1), executor, workers)
 
 
-def _slug(label):
-    return "".join(c if c.isalnum() or c in "-_=." else "_" for c in label)
+def _load(rep, label, seeds):
+    return [Trace.load(os.path.join(rep.out, "tasks", rep.task_of(label, s)["id"])) for s in range(seeds)]
 
 
-def _load(out, label, seeds):
-    return [Trace.load(os.path.join(out, "runs", _slug(label), f"seed{s}")) for s in range(seeds)]
-
-
-def aggregate(out, plan, seeds, axis, metrics):
+def aggregate(rep, plan, seeds, axis, metrics):
     """curves.csv: per run label and point of the axis, mean and std of each metric over seeds
     (time-axis runs are interpolated onto a common grid)."""
+    out = rep.out
     rows = []
     for label, _, _ in plan:
-        trs = _load(out, label, seeds)
+        trs = _load(rep, label, seeds)
         if axis == "time":
             end = min(tr.series("time")[-1] for tr in trs)
             grid = np.linspace(0.0, end, 60)
@@ -242,19 +350,20 @@ def aggregate(out, plan, seeds, axis, metrics):
     return rows
 
 
-def _figure3(out, plan, seeds, target=None):
+def _figure3(rep, plan, seeds, target=None):
     """Communication (floats) and computation (sample-gradient evaluations) to reach a training
     cost, per batch size ([SSCA] Fig. 3). Default target: the largest final training cost among
     the batch sizes (mean over seeds), i.e. a cost every batch size reaches within T."""
+    out = rep.out
     if target is None:
-        target = max(float(np.mean([tr.series("train_cost")[-1] for tr in _load(out, label, seeds)]))
+        target = max(float(np.mean([tr.series("train_cost")[-1] for tr in _load(rep, label, seeds)]))
                      for label, _, _ in plan if label.startswith("SSCA B="))
     rows = []
     for label, _, cfg in plan:
         if not label.startswith("SSCA B="):
             continue
         hits = []
-        for tr in _load(out, label, seeds):
+        for tr in _load(rep, label, seeds):
             c = tr.series("train_cost")
             h = np.flatnonzero(c <= target)
             hits.append(None if not h.size else (tr.series("comm_floats")[h[0]], tr.series("grad_evals")[h[0]],
@@ -284,7 +393,7 @@ def _figure3(out, plan, seeds, target=None):
     f4 = []
     for label, _, cfg in plan:
         if label.startswith(("constrained", "regularised")):
-            trs = _load(out, label, seeds)
+            trs = _load(rep, label, seeds)
             lam = getattr(cfg, "lam", 0.0) if label.startswith("regularised") else 0.0
             sq = [tr.series("sq_norm")[-1] for tr in trs]
             loss = [tr.series("train_cost")[-1] - lam * q for tr, q in zip(trs, sq)]
@@ -307,11 +416,12 @@ def _figure3(out, plan, seeds, target=None):
     return {"figure3": rows, "figure4": f4}
 
 
-def _time_to_target(out, plan, seeds, targets=(0.8, 0.85)):
+def _time_to_target(rep, plan, seeds, targets=(0.8, 0.85)):
+    out = rep.out
     from refimpl.vfl.flexvfl import time_to_target
     rows = []
     for label, _, _ in plan:
-        trs = _load(out, label, seeds)
+        trs = _load(rep, label, seeds)
         row = {"method": label}
         for t in targets:
             ts = [time_to_target(tr, t) for tr in trs]
@@ -345,3 +455,127 @@ def _plot(out, name, rows, axis, metrics, preset="paper"):
             ax.set_xscale("log")
     fig.suptitle(f"{name} ({preset} settings)")
     _finish(fig, axes[0], os.path.join(out, f"{name}.png"))
+
+
+# ----------------------------------------------------------------------------- --tune
+
+TUNE_POINTS = 6          # grid points per method: the same budget for every method
+
+
+def tune_grids(setting, batch, rounds, every, local_steps=5):
+    """Per method, ``TUNE_POINTS`` configurations around the paper's settings (all other settings
+    as in the paper's MNIST experiments). SSCA: τ × a2 (γ_t = a2/t^(α+0.05)); SGD and FedAvg: η0
+    (η_t = η0/t^0.3); SGD-m: η0 × momentum."""
+    from refimpl.ssca.experiment import RunConfig
+    base = dict(setting=setting, batch=batch, rounds=rounds, eval_every=every)
+    lrs = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+    grids = {
+        "SSCA": [RunConfig("ssca", tau=tau, gamma_a=a2, **base) for tau in (0.01, 0.05, 0.2) for a2 in (0.3, 0.9)],
+        "SGD": [RunConfig("sgd", lr=lr, lr_decay=0.3, **base) for lr in lrs],
+        "SGD-m": [RunConfig("sgdm", lr=lr, momentum=m, lr_decay=0.3, **base) for lr in (0.1, 0.3, 1.0)
+                  for m in (0.5, 0.9)],
+    }
+    if setting == "sample":
+        grids[f"FedAvg E={local_steps}"] = [RunConfig("sgd", lr=lr, lr_decay=0.3, local_steps=local_steps, **base)
+                                            for lr in lrs]
+    assert all(len(g) == TUNE_POINTS for g in grids.values())
+    return grids
+
+
+def _tuned_settings(cfg):
+    c = cfg.resolved()
+    keys = ("tau", "gamma_a") if c.algorithm == "ssca" else ("lr", "momentum") if c.algorithm == "sgdm" else ("lr",)
+    return {k: getattr(c, k) for k in keys}
+
+
+def _pick(tr):
+    """Selection score on the validation split: final validation accuracy (higher is better),
+    ties broken by the final training cost; a diverged run is never picked."""
+    if tr.status != "finished":
+        return (-np.inf, np.inf)
+    return (float(tr.series("test_accuracy")[-1]), -float(tr.series("train_cost")[-1]))
+
+
+def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, progress=None,
+                       executor="local", workers=None, scheduler=None, batch=100):
+    """``reproduce ssca-sample|ssca-feature --tune``: every method gets the same number of grid
+    points, each run once (seed 0) on the training data minus a held-out validation split and
+    judged on that split; each method's best setting then runs over the seeds on the full data
+    (test set untouched until then). Both stages are engine tasks (resumable, any executor)."""
+    if name not in ("ssca-sample", "ssca-feature"):
+        raise ValueError(f"--tune exists for ssca-sample and ssca-feature, not {name}")
+    if not data_dir:
+        raise ValueError("--tune needs --data-dir (a full-size data set in IDX format): the embedded subset has "
+                         "no room for a validation split at the paper's batch sizes")
+    if int(seeds) < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    t0 = time.perf_counter()
+    setting = name.split("-")[1]
+    T = rounds or 1000
+    every = max(1, T // 50)
+    val, full = data_key(data_dir, "validation"), data_key(data_dir)
+    vds, ds = load_data(val), load_data(full)
+    grids = tune_grids(setting, batch, T, every)
+    _preflight([(m, "ssca", c) for m, g in grids.items() for c in g], vds)
+    tdir = os.path.join(out, "tasks")
+    if os.path.isdir(tdir) and any(not n.startswith(".") for n in os.listdir(tdir)) and not resume:
+        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
+                         "or choose another --out")
+    stage1 = [make_task(out, f"{m} #{i}", "ssca", c, 0, val) for m, g in grids.items() for i, c in enumerate(g)]
+    if progress:
+        progress(f"tuning: {len(stage1)} runs ({TUNE_POINTS} per method) on {vds.name} "
+                 f"({vds.n_train} train / {vds.X_test.shape[0]} validation)")
+    c1, failures, _ = run_tasks(stage1, executor, workers, scheduler, progress)
+    if failures:
+        raise RuntimeError(f"{len(failures)} tuning runs failed (finished runs are kept; rerun with --resume): "
+                           + "; ".join(failures[:3]))
+    tuning, plan = {}, []
+    for m, g in grids.items():
+        rows = []
+        for i, c in enumerate(g):
+            tr = Trace.load(os.path.join(out, "tasks", next(t["id"] for t in stage1 if t["label"] == f"{m} #{i}")))
+            rows.append({"settings": _tuned_settings(c), "status": tr.status,
+                         "validation_accuracy": float(tr.series("test_accuracy")[-1]),
+                         "train_cost": float(tr.series("train_cost")[-1]), "score": _pick(tr)})
+        best = max(range(len(g)), key=lambda i: rows[i]["score"])
+        for r in rows:
+            del r["score"]
+        tuning[m] = {"grid": rows, "chosen": rows[best]["settings"], "chosen_index": best}
+        label = f"{m} (" + ", ".join(f"{k}={v:g}" for k, v in rows[best]["settings"].items()) + ")"
+        plan.append((label, "ssca", g[best]))
+    rep = Reproduction(name, out, plan, "round", ("train_cost", "test_accuracy"), seeds, ds, full,
+                       [make_task(out, label, fam, cfg, s, full) for label, fam, cfg in plan for s in range(seeds)],
+                       {"name": name, "preset": "paper", "paper_settings": False, "quick": False, "tuned": True,
+                        "seeds": list(range(seeds)), "data": ds.name, "n_train": ds.n_train, "versions": versions(),
+                        "axis": "round", "metrics": ["train_cost", "test_accuracy"],
+                        "tuning": {"selection": "final validation accuracy (ties: final training cost); diverged "
+                                                "runs excluded", "validation_split": {"train": vds.n_train,
+                                                "validation": int(vds.X_test.shape[0]), "seed": VALIDATION_SEED},
+                                   "points_per_method": TUNE_POINTS, "methods": tuning}})
+    if progress:
+        progress("chosen: " + "; ".join(label for label, _, _ in plan) + f"; {seeds} seeds on the full data")
+    c2, failures, _ = run_tasks(rep.tasks, executor, workers, scheduler, progress)
+    if failures:
+        raise RuntimeError(f"{len(failures)} runs failed (finished runs are kept; rerun with --resume): "
+                           + "; ".join(failures[:3]))
+    counts = {k: c1[k] + c2[k] for k in ("ran", "reused")}
+    counts["workers"] = c2["workers"]
+    path = finish(rep, counts, round(time.perf_counter() - t0, 1), executor, workers)
+    _tuned_table(rep)
+    return path
+
+
+def _tuned_table(rep):
+    """tuned_results.csv: per method the chosen setting, final training cost and test accuracy
+    (mean and standard deviation over seeds, full data)."""
+    rows = []
+    for label, _, _ in rep.plan:
+        trs = _load(rep, label, rep.seeds)
+        cost = [float(tr.series("train_cost")[-1]) for tr in trs]
+        acc = [float(tr.series("test_accuracy")[-1]) for tr in trs]
+        rows.append({"method": label, "final_train_cost_mean": float(np.mean(cost)),
+                     "final_train_cost_std": float(np.std(cost)), "test_accuracy_mean": float(np.mean(acc)),
+                     "test_accuracy_std": float(np.std(acc)), "seeds": len(trs),
+                     "statuses": ";".join(sorted({tr.status for tr in trs}))})
+    write_csv(os.path.join(rep.out, "tuned_results.csv"), rows)
+    return rows

@@ -21,19 +21,16 @@ and a kill at any moment loses at most the tasks in flight. Failures are written
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import itertools
 import json
 import os
 import shutil
-import socket
-import sys
-import time
-import traceback
 from dataclasses import asdict, fields
 
 import numpy as np
+
+from refimpl.tools.engine import (EXECUTORS, RootLock, clean_partial, content_id, execute, finished, make_out_dir,
+                                  resolve_workers)
 
 SPEC_KEYS = {"runner", "seeds", "fixed", "grid", "description"}
 
@@ -167,8 +164,7 @@ def make_config(runner, settings, seed):
 
 
 def task_id(runner, cfg):
-    canon = json.dumps({"runner": runner, "config": asdict(cfg)}, sort_keys=True, default=str)
-    return hashlib.sha256(canon.encode()).hexdigest()[:20]
+    return content_id({"runner": runner, "config": asdict(cfg)})
 
 
 def tasks(runner, fixed, grid, seeds):
@@ -183,110 +179,26 @@ def tasks(runner, fixed, grid, seeds):
 
 # ----------------------------------------------------------------------------- one task
 
-def run_task(task, out_dir):
-    """Run one task and publish it atomically; returns (id, "done" | "failed", message)."""
-    final = os.path.join(out_dir, "tasks", task["id"])
-    if os.path.isdir(final):
-        return task["id"], "done", "already finished"
-    tmp = os.path.join(out_dir, "tasks", f".tmp-{task['id']}-{os.getpid()}-{socket.gethostname()}")
-    try:
-        cfg = make_config(task["runner"], task["settings"], task["seed"])
-        family = _runner_family(task["runner"])
-        if family == "ssca":
-            from refimpl.core.data import load_embedded_mnist
-            from refimpl.ssca.experiment import run_experiment
-            tr = run_experiment(cfg.resolved(), load_embedded_mnist())
-        elif family == "vfl":
-            from refimpl.core.data import load_embedded_mnist
-            from refimpl.vfl.experiment import run_vfl
-            tr = run_vfl(cfg, load_embedded_mnist())
-        else:
-            from refimpl.mfcgd.experiment import run_mfcgd_config
-            tr = run_mfcgd_config(cfg)
-        shutil.rmtree(tmp, ignore_errors=True)
-        tr.save(tmp)
-        with open(os.path.join(tmp, "task.json"), "w") as fh:
-            json.dump({**task, "status": tr.status}, fh, indent=1, default=str)
-        try:
-            os.rename(tmp, final)                  # atomic publish
-        except OSError:
-            if not os.path.isdir(final):           # another worker published it first otherwise
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-        failed = os.path.join(out_dir, "failed", task["id"] + ".json")
-        if os.path.exists(failed):
-            os.remove(failed)
-        return task["id"], "done", tr.status
-    except Exception as exc:                       # reported, the sweep goes on
-        shutil.rmtree(tmp, ignore_errors=True)
-        rec = {**task, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=6)}
-        path = os.path.join(out_dir, "failed", task["id"] + ".json")
-        with open(path + ".tmp", "w") as fh:
-            json.dump(rec, fh, indent=1, default=str)
-        os.replace(path + ".tmp", path)
-        return task["id"], "failed", rec["error"]
+def sweep_task(task, tmp):
+    """The engine's work function of a sweep task: one run, its trace saved into ``tmp``."""
+    cfg = make_config(task["runner"], task["settings"], task["seed"])
+    family = _runner_family(task["runner"])
+    if family == "ssca":
+        from refimpl.core.data import load_embedded_mnist
+        from refimpl.ssca.experiment import run_experiment
+        tr = run_experiment(cfg.resolved(), load_embedded_mnist())
+    elif family == "vfl":
+        from refimpl.core.data import load_embedded_mnist
+        from refimpl.vfl.experiment import run_vfl
+        tr = run_vfl(cfg, load_embedded_mnist())
+    else:
+        from refimpl.mfcgd.experiment import run_mfcgd_config
+        tr = run_mfcgd_config(cfg)
+    tr.save(tmp)
+    return tr.status, None
 
 
-# ----------------------------------------------------------------------------- lock
-
-class SweepLock:
-    """``DIR/.sweep.lock`` created exclusively; a lock whose process is gone (same host) is stale
-    and taken over; a live one refuses the second sweep with a clear message."""
-
-    def __init__(self, out_dir):
-        self.path = os.path.join(out_dir, ".sweep.lock")
-
-    def __enter__(self):
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                with os.fdopen(fd, "w") as fh:
-                    json.dump(me, fh)
-                return self
-            except FileExistsError:
-                try:
-                    other = json.load(open(self.path))
-                except (OSError, ValueError):
-                    other = {}
-                if other.get("host") == me["host"] and not _alive(other.get("pid", -1)):
-                    os.remove(self.path)           # stale: its process is gone
-                    continue
-                raise RuntimeError(f"another sweep (pid {other.get('pid')} on {other.get('host')}) is writing to "
-                                   f"{os.path.dirname(self.path)}; wait for it or remove {self.path} if it is dead")
-        raise RuntimeError(f"could not take the lock {self.path}")
-
-    def __exit__(self, *exc):
-        with contextlib.suppress(OSError):
-            os.remove(self.path)
-
-
-def _alive(pid):
-    try:
-        os.kill(int(pid), 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-# ----------------------------------------------------------------------------- executors
-
-@contextlib.contextmanager
-def _single_threaded_env():
-    """One BLAS thread per task (inherited by the worker processes started inside): tasks run in
-    parallel, and a task's arithmetic (hence its trace) does not depend on how many threads the
-    executor's worker has. The caller's environment is restored afterwards."""
-    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-    saved = {v: os.environ.get(v) for v in names}
-    os.environ.update({v: "1" for v in names})
-    try:
-        yield
-    finally:
-        for v, old in saved.items():
-            if old is None:
-                os.environ.pop(v, None)
-            else:
-                os.environ[v] = old
+SweepLock = RootLock
 
 
 def spec_difference(old, new):
@@ -303,31 +215,16 @@ def spec_difference(old, new):
     return out
 
 
-def make_out_dir(out_dir, *subdirs):
-    """Create ``out_dir`` (and subdirectories) or fail with a message naming it."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir}: exists and is not a directory")
-    try:
-        for sub in subdirs or ("",):
-            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
-        probe = os.path.join(out_dir, ".refimpl-write-test")
-        open(probe, "w").close()
-        os.remove(probe)
-    except OSError as exc:
-        raise ValueError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})")
-
-
-def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, progress=None, overwrite=False):
+def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None, progress=None, overwrite=False):
     """Run every unfinished task of the spec; returns the counts {done, failed, skipped}.
 
     A directory holding a sweep of another spec is refused (the difference is shown) unless
     ``overwrite``, which removes its tasks first: tasks of two specs never mix."""
-    if executor not in ("local", "dask"):
+    if executor not in EXECUTORS:
         raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
-    if int(workers) < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
     runner, fixed, grid, seeds = load_spec(spec_path)
     todo = tasks(runner, fixed, grid, seeds)
+    workers = resolve_workers(workers, len(todo))
     make_out_dir(out_dir, "tasks", "failed")
     with SweepLock(out_dir):
         spec_copy = os.path.join(out_dir, "spec.json")
@@ -345,44 +242,19 @@ def run_sweep(spec_path, out_dir, executor="local", workers=2, scheduler=None, p
         with open(spec_copy + ".tmp", "w") as fh:
             json.dump(doc, fh, indent=1)
         os.replace(spec_copy + ".tmp", spec_copy)
-        for name in os.listdir(os.path.join(out_dir, "tasks")):
-            if name.startswith(".tmp-"):          # left by a killed run: never published
-                shutil.rmtree(os.path.join(out_dir, "tasks", name), ignore_errors=True)
-        pending = [t for t in todo if not os.path.isdir(os.path.join(out_dir, "tasks", t["id"]))]
+        clean_partial(out_dir)                     # left by a killed run: never published
+        pending = [t for t in todo if not finished(out_dir, t["id"])]
         counts = {"total": len(todo), "skipped": len(todo) - len(pending), "done": 0, "failed": 0}
         if progress:
             progress(f"{len(todo)} tasks, {counts['skipped']} already finished, {len(pending)} to run "
                      f"({executor}, {workers} workers)")
-        with _single_threaded_env():
-            _execute(executor, pending, out_dir, workers, scheduler, counts, progress)
+        for t in pending:
+            t.update(root=out_dir, fn="refimpl.tools.sweep:sweep_task")
+
+        def on_result(task, status, msg, result):
+            _account((task["id"], status, msg), task, counts, len(pending), progress)
+        execute(pending, executor, workers, scheduler, on_result)
     return counts
-
-
-def _execute(executor, pending, out_dir, workers, scheduler, counts, progress):
-    if executor == "local":
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        import multiprocessing as mp
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-            futs = {pool.submit(run_task, t, out_dir): t for t in pending}
-            for f in as_completed(futs):
-                _account(f.result(), futs[f], counts, len(pending), progress)
-    else:
-        from distributed import Client, LocalCluster, as_completed
-        cluster = None
-        if scheduler:
-            client = Client(scheduler)
-        else:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
-            client = Client(cluster)
-        try:
-            futs = {client.submit(run_task, t, out_dir, key=f"refimpl-{t['id']}", pure=False): t for t in pending}
-            for f in as_completed(list(futs)):
-                _account(f.result(), futs[f], counts, len(pending), progress)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
 
 
 def _account(result, task, counts, n, progress):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import math
 import time
 import traceback
 from dataclasses import asdict
 
+from refimpl.tools.engine import content_id
 from refimpl.verification.registry import REGISTRY, CheckRecord
 
 CHECK_MODULES = ("refimpl.verification.core", "refimpl.verification.ssca", "refimpl.verification.vfl",
@@ -53,18 +55,99 @@ def run_check(cid, quick=True) -> CheckRecord:
     return CheckRecord(cid, claim, source, measured, bound, ratio, bool(holds), details)
 
 
-def run_checks(only=None, quick=True, progress=None):
+def check_costs(quick):
+    """Seconds each check took in a recorded run (``verification/check_seconds.json``, package
+    data, refreshed with ``refimpl verify --json``): used only to start the longest checks first;
+    results never depend on it."""
+    from importlib import resources
+    try:
+        with resources.files("refimpl.verification").joinpath("check_seconds.json").open() as fh:
+            return json.load(fh).get("quick" if quick else "full", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def check_task(task, tmp):
+    """The engine's work function of one check, or of a group of checks sharing a computation:
+    their records, as dicts. ``part_workers``: processes a check may use for its parts."""
+    from refimpl.verification.registry import PARTS_WORKERS_ENV
+    os.environ[PARTS_WORKERS_ENV] = str(task.get("part_workers", 1))
+    load_checks()
+    recs = [run_check(cid, task["quick"]) for cid in task["checks"]]
+    status = "holds" if all(r.holds for r in recs) else "does not hold"
+    return status, [json.loads(json.dumps(asdict(r), default=_plain)) for r in recs]
+
+
+def _plain(o):
+    try:
+        return o.item()              # NumPy scalars
+    except AttributeError:
+        return str(o)
+
+
+def check_tasks(ids, quick, root, part_workers=1):
+    """The engine tasks of the checks ``ids``: one per check, or one per group of checks sharing
+    a computation (:data:`refimpl.verification.registry.GROUPS`), longest first by the recorded
+    seconds."""
+    from refimpl.verification.registry import GROUPS
+    cost = check_costs(quick)
+    units = {}
+    for cid in ids:
+        units.setdefault(GROUPS.get(cid, cid), []).append(cid)
+    return [{"id": content_id({"checks": members, "quick": bool(quick)}), "root": root, "label": name,
+             "fn": "refimpl.tools.verify:check_task", "checks": members, "quick": bool(quick),
+             "part_workers": int(part_workers), "cost": sum(cost.get(c, 1.0) for c in members)}
+            for name, members in units.items()]
+
+
+def records_of(ids, tasks, results, failures):
+    """The records of ``ids`` in that order from the tasks' results; a check whose task died is a
+    failed check with the reason."""
+    got = {}
+    for t in tasks:
+        for d in results.get(t["id"]) or []:
+            got[d["id"]] = CheckRecord(**d)
+    out = []
+    for cid in ids:
+        if cid in got:
+            out.append(got[cid])
+            continue
+        claim, source, _, kind = REGISTRY[cid]
+        why = next((f for t in tasks if cid in t["checks"] for f in failures if f.startswith(t["label"] + ":")),
+                   "no result")
+        out.append(CheckRecord(cid, claim, source, None, None, None, False, {"kind": kind, "error": why}))
+    return out
+
+
+def run_checks(only=None, quick=True, progress=None, executor=None, workers=None, scheduler=None):
+    """Run the checks (all, or the ids in ``only``) and return their records in registry order.
+
+    ``executor=None`` runs them one after another in this process; ``"local"`` or ``"dask"``
+    runs them as tasks of the engine (:mod:`refimpl.tools.engine`) on ``workers`` single-threaded
+    processes, longest first, and lets a check with independent parts spread them over as many
+    processes; ``progress(msg)`` is called as each starts (in-process) or ends (engine)."""
     load_checks()
     ids = list(REGISTRY) if not only else list(only)
     unknown = [i for i in ids if i not in REGISTRY]
     if unknown:
         raise ValueError(f"unknown check ids {unknown}; registered: {sorted(REGISTRY)}")
-    records = []
-    for cid in ids:
-        if progress:
-            progress(f"running {cid} ...")
-        records.append(run_check(cid, quick))
-    return records
+    if executor is None:
+        records = []
+        for cid in ids:
+            if progress:
+                progress(f"running {cid} ...")
+            records.append(run_check(cid, quick))
+        return records
+    import tempfile
+    from refimpl.tools.engine import resolve_workers
+    from refimpl.tools.reproduce import run_tasks
+    with tempfile.TemporaryDirectory(prefix="refimpl-checks-") as root:
+        tasks = check_tasks(ids, quick, root)
+        w = resolve_workers(workers, len(tasks), "checks")
+        for t in tasks:
+            t["part_workers"] = w
+        _, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="checks")
+    return records_of(ids, tasks, results, failures)
 
 
 def _fmt(x):

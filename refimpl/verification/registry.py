@@ -13,6 +13,9 @@ from functools import lru_cache
 from refimpl.core.data import load_embedded_mnist
 
 REGISTRY: dict = {}
+#: checks that share an expensive computation within one process (check id → group name): the
+#: runner keeps a group in one task so the computation is done once
+GROUPS: dict = {}
 
 
 @dataclass
@@ -30,11 +33,12 @@ class CheckRecord:
 KINDS = ("theorem", "claim")
 
 
-def check(id, claim, source, kind="theorem"):
+def check(id, claim, source, kind="theorem", group=None):
     """Register ``fn(quick) -> {"measured", "bound", ["holds"], ["details"]}`` under ``id``.
 
     ``kind``: "theorem" for identities, lemmas, theorems and implementation checks (a failure is
-    a defect); "claim" for a paper's experimental claim (it may honestly not reproduce here)."""
+    a defect); "claim" for a paper's experimental claim (it may honestly not reproduce here).
+    ``group``: checks of one group share a cached computation and run in one task."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
@@ -42,6 +46,8 @@ def check(id, claim, source, kind="theorem"):
         if id in REGISTRY:
             raise ValueError(f"check id {id!r} registered twice")
         REGISTRY[id] = (claim, source, fn, kind)
+        if group:
+            GROUPS[id] = group
         return fn
     return deco
 
@@ -50,3 +56,29 @@ def check(id, claim, source, kind="theorem"):
 def embedded():
     """The embedded MNIST subset, loaded once per process for every check that uses it."""
     return load_embedded_mnist()
+
+
+#: set by the engine's check tasks: how many processes a check may use for its independent parts
+PARTS_WORKERS_ENV = "REFIMPL_CHECK_WORKERS"
+
+
+def map_parts(fn, items):
+    """``[fn(item) for item in items]``: the independent parts of a check (settings, server times,
+    seeds). In a plain run, one after another in this process; inside ``refimpl verify``'s engine
+    with ``--workers N > 1``, on N spawned single-threaded processes. Every part is the same
+    function of the same arguments with one BLAS thread either way, so the results are identical
+    to the bit. ``fn`` must be a module-level function and ``items`` picklable."""
+    import os
+    items = list(items)
+    n = int(os.environ.get(PARTS_WORKERS_ENV, "1") or 1)
+    if n <= 1 or len(items) <= 1:
+        return [fn(it) for it in items]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    env = {v: os.environ.get(v) for v in (PARTS_WORKERS_ENV,)}
+    os.environ[PARTS_WORKERS_ENV] = "1"           # parts do not split further
+    try:
+        with ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn")) as pool:
+            return list(pool.map(fn, items))
+    finally:
+        os.environ[PARTS_WORKERS_ENV] = env[PARTS_WORKERS_ENV] or str(n)

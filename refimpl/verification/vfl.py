@@ -12,7 +12,7 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, TimeVaryi
 from refimpl.vfl.speeds import ConstantSpeed, LogNormalSpeed, MarkovSpeed
 from refimpl.verification.registry import check
 from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
-from refimpl.verification.registry import embedded
+from refimpl.verification.registry import embedded, map_parts
 
 
 @lru_cache(maxsize=1)
@@ -277,21 +277,27 @@ def _regime_runs(quick):
     """Time to 85 % test accuracy for Flex-VFL, sync, async and P-BCD at S = 1, 10, 50: the
     authors' protocol with swish encoders (the verdict), the linear encoders beside it, and in the
     full run the tuned protocol too."""
-    from refimpl.vfl.regime import regime_table
-    d = embedded()
+    from refimpl.vfl.regime import REGIME_METHODS
     seeds = 2 if quick else 3
-    out = {}
     cases = [("swish", "authors"), ("linear", "authors")] + ([] if quick else [("swish", "tuned"), ("linear", "tuned")])
-    for enc, protocol in cases:
-        cfg = _claim_config(enc)
-        n = seeds if (protocol == "authors" and enc == "swish") else 1
-        out[f"{enc}/{protocol}"] = regime_table(cfg, d, PAPER_SERVER_TIMES, protocol, target=0.85, seeds=n)
+    parts = [(enc, protocol, S, meth, seeds if (protocol == "authors" and enc == "swish") else 1)
+             for enc, protocol in cases for S in PAPER_SERVER_TIMES for meth in REGIME_METHODS]
+    out = {}
+    for (enc, protocol, *_), row in zip(parts, map_parts(_regime_part, parts)):
+        out.setdefault(f"{enc}/{protocol}", []).append(row)
     return out, {"target_accuracy": 0.85, "seeds_swish_authors": seeds, "seeds_other_cases": 1, "speed_model": CLAIM_SPEEDS_TEXT,
                  "overrun_fraction_per_party": _overrun(_claim_config("swish")), "server_times": list(PAPER_SERVER_TIMES),
                  "server_time_unit": "the fastest party's mean step time (1.0)", "eta_authors": AUTHORS_ETA,
                  "time_budget": "1000 · (1 + S)", "encoders": "4 image quadrants, O = 16; swish: one hidden layer of 32",
                  "verdict": "swish encoders: the ratio must exceed 1 at every S under every protocol run (--quick: the "
                             "authors' protocol only; the full run adds the tuned one)"}
+
+
+def _regime_part(part):
+    """One (encoder, protocol, S, method) row of the regime runs (a part: independent of the rest)."""
+    from refimpl.vfl.regime import regime_row
+    enc, protocol, S, meth, n = part
+    return regime_row(_claim_config(enc), embedded(), S, meth, protocol, target=0.85, seeds=n)
 
 
 _regime_cache = {}
@@ -324,7 +330,7 @@ def _ratio_check(other, quick):
        "trips S = 1, 10 and 50 fastest-step units (the paper's regimes; swish encoders; measured: the smallest time "
        "ratio sync/flex over S and protocols — --quick: the authors' protocol, full: also the tuned one; linear "
        "encoders reported beside)",
-       "[FlexVFL] Section I, experiments; docs/flexvfl.md", kind="claim")
+       "[FlexVFL] Section I, experiments; docs/flexvfl.md", kind="claim", group="vfl.regime")
 def claim_flex_vs_sync(quick):
     return _ratio_check("sync-vfl", quick)
 
@@ -332,7 +338,7 @@ def claim_flex_vs_sync(quick):
 @check("vfl.claim_flex_vs_async", "Flex-VFL reaches 85 % test accuracy sooner than asynchronous VFL at S = 1, 10 and "
        "50 (swish encoders; measured: the smallest time ratio async/flex over S and protocols — --quick: the "
        "authors' protocol, full: also the tuned one; linear encoders reported beside)", "[FlexVFL] Section I, experiments; docs/flexvfl.md",
-       kind="claim")
+       kind="claim", group="vfl.regime")
 def claim_flex_vs_async(quick):
     return _ratio_check("async-vfl", quick)
 
@@ -344,35 +350,47 @@ TIME_VARYING = MarkovSpeed((0.2, 1.0, 1.0, 1.0, 1.0), (0.2, 6.0, 6.0, 6.0, 6.0),
        "best fixed learning rate, both seeing the same speed rows in the same rounds, at S = 1, 10 and 50 (swish "
        "encoders; measured: the smallest time ratio fixed/adaptive over S)",
        "[FlexVFL] Section I, Algorithm 2; docs/flexvfl.md", kind="claim")
-def claim_adaptive(quick):
+def _adaptive_part(part):
+    """Fixed Flex-VFL (best η of the grid) or adaptive Flex-VFL (best A of the grid) at one server
+    time: (time to target, chosen value, {value: time}) — a part of :func:`claim_adaptive`."""
     from refimpl.vfl.speeds import Network
+    quick, S, method = part
     d = vdata()
     m = VerticalModel(tuple(SwishEncoder(196, 16, 32) for _ in range(4)), LinearFusion(64, 10))
-    seeds, target, R = 2 if quick else 3, 0.85, 400
-    grid = [0.03, 0.1] if quick else [0.02, 0.05, 0.1, 0.2]
-    A_grid = [0.3, 1.0] if quick else [0.2, 0.5, 1.0, 2.0]
+    seeds, target, R = _ADAPTIVE_SEEDS[quick], 0.85, 400
+    net = Network(server_time=S)
+    budget = 1000.0 * (1 + S)
+
+    def f(x, s):
+        rng = np.random.default_rng(800 + s)
+        sp = TIME_VARYING.sample(R + 1, np.random.default_rng(900 + s))
+        kw = dict(A=[x] * 5) if method == "adaptive" else {}
+        run = FlexVFL(m, d, method, [SGD()] * 5, x, 64, sp if method == "adaptive" else sp[1:], timeout=6.0,
+                      network=net, **kw)
+        return run.run(m.init(np.random.default_rng(1000 + s)), R, rng, eval_every=1, time_budget=budget,
+                       stop_at_accuracy=target)
+    return _best_time(f, _ADAPTIVE_GRIDS[quick][method], seeds, target)
+
+
+_ADAPTIVE_SEEDS = {True: 2, False: 3}
+_ADAPTIVE_GRIDS = {True: {"flex": [0.03, 0.1], "adaptive": [0.3, 1.0]},
+                   False: {"flex": [0.02, 0.05, 0.1, 0.2], "adaptive": [0.2, 0.5, 1.0, 2.0]}}
+
+
+def claim_adaptive(quick):
+    seeds, target = _ADAPTIVE_SEEDS[quick], 0.85
+    grid, A_grid = _ADAPTIVE_GRIDS[quick]["flex"], _ADAPTIVE_GRIDS[quick]["adaptive"]
     det = {"speed_model": "Markov fast/slow: parties 1 ↔ 6 per step, p(fast→slow) = 0.15, p(slow→fast) = 0.3",
            "timeout": 6.0, "target_accuracy": target, "seeds": seeds, "encoders": "swish, O = 16, hidden 32",
            "pairing": "fixed Flex-VFL uses speed rows 1..R; adaptive uses row 0 for its dummy round, then rows 1..R",
            "note": "every round lasts timeout + S for both methods, so the ratio is the ratio of rounds to target "
                    "and does not depend on S"}
+    parts = [(bool(quick), S, meth) for S in PAPER_SERVER_TIMES for meth in ("flex", "adaptive")]
+    res = dict(zip(parts, map_parts(_adaptive_part, parts)))
     ratios = {}
     for S in PAPER_SERVER_TIMES:
-        net = Network(server_time=S)
-        budget = 1000.0 * (1 + S)
-
-        def make(method):
-            def f(x, s):
-                rng = np.random.default_rng(800 + s)
-                sp = TIME_VARYING.sample(R + 1, np.random.default_rng(900 + s))
-                kw = dict(A=[x] * 5) if method == "adaptive" else {}
-                run = FlexVFL(m, d, method, [SGD()] * 5, x, 64, sp if method == "adaptive" else sp[1:], timeout=6.0,
-                              network=net, **kw)
-                return run.run(m.init(np.random.default_rng(1000 + s)), R, rng, eval_every=1, time_budget=budget,
-                               stop_at_accuracy=target)
-            return f
-        tf, ef, tab_f = _best_time(make("flex"), grid, seeds, target)
-        ta, ea, tab_a = _best_time(make("adaptive"), A_grid, seeds, target)
+        tf, ef, tab_f = res[(bool(quick), S, "flex")]
+        ta, ea, tab_a = res[(bool(quick), S, "adaptive")]
         ratios[S] = None if ta is None else (np.inf if tf is None else tf / ta)
         det[f"S={S:g}"] = {"fixed_time": tf, "fixed_eta": ef, "adaptive_time": ta, "adaptive_A": ea,
                            "fixed_eta_interior": ef is not None and grid[0] < ef < grid[-1],

@@ -121,24 +121,33 @@ def regime_table(cfg, ds, server_times, protocol, methods=REGIME_METHODS, target
         raise ValueError("a regime comparison needs --time-budget (simulated time at S = 0)")
     rows = []
     for S in server_times:
-        budget = cfg.time_budget * (1.0 + S)
         for meth in methods:
-            c = protocol_config(replace(cfg, server_time=S), meth, protocol)
             keep = {}
-            if protocol == "tuned":
-                eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget, keep=keep)
-                row = {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())}, "eta_interior": interior}
-            else:
-                t, per_seed = time_to(c, ds, seeds, target, budget, keep)
-                row = {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": per_seed}
+            row = regime_row(cfg, ds, S, meth, protocol, target, seeds, keep)
             if traces is not None:
                 traces.setdefault(S, {})[meth] = keep.get("trace")
-            rows.append({"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t,
-                         "target": target, "time_budget": budget, **row})
+            rows.append(row)
             if progress:
+                t, eta = row["time_to_target"], row["eta"]
                 progress(f"S = {S:g}, {meth}: time to {target:g} = {t if t is None else round(t, 1)}"
                          f"{'' if protocol == 'authors' else f' (η = {eta})'}")
     return rows
+
+
+def regime_row(cfg, ds, S, meth, protocol, target=0.85, seeds=1, keep=None):
+    """One (server time, method) row of :func:`regime_table` (independent of the others)."""
+    check_protocol(protocol)
+    budget = cfg.time_budget * (1.0 + S)
+    c = protocol_config(replace(cfg, server_time=S), meth, protocol)
+    keep = {} if keep is None else keep
+    if protocol == "tuned":
+        eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget, keep=keep)
+        row = {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())}, "eta_interior": interior}
+    else:
+        t, per_seed = time_to(c, ds, seeds, target, budget, keep)
+        row = {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": per_seed}
+    return {"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t, "target": target,
+            "time_budget": budget, **row}
 
 
 def ratios(rows, other, reference="flexvfl"):

@@ -1,0 +1,368 @@
+"""The task engine behind every multi-run command: ``refimpl sweep``, ``reproduce``, ``report`` and
+``verify``.
+
+A task is a JSON-able dict with an ``id`` (a hash of everything that determines its result), a
+``root`` directory and ``fn`` = ``"module:function"``; ``function(task, tmp_dir)`` does the work,
+writes its files into ``tmp_dir`` and returns ``(status, result)`` (``result`` JSON-able).
+
+Durability (the same for every command):
+
+* a task writes into ``ROOT/tasks/.tmp-<id>-<pid>-<host>`` and renames it to ``ROOT/tasks/<id>``
+  when complete (rename is atomic), so ``ROOT/tasks/<id>`` is always a finished task; a rerun
+  skips those and redoes the rest, and a kill at any moment loses at most the tasks in flight;
+* ``.tmp-*`` directories left by a killed run are removed before the next run (never published);
+* a task that raises is written to ``ROOT/failed/<id>.json`` (error and traceback) and retried on
+  the next run; a worker process that dies mid-task (killed, out of memory, segfault) is
+  replaced and its tasks are retried ``retries`` times, then reported failed with that reason;
+* one writer per root (:class:`RootLock`).
+
+Determinism: every worker runs with one BLAS/OpenMP/Numba thread (environment inherited by the
+worker processes), so a task's arithmetic does not depend on the executor or the number of
+workers: sequential (``workers=1``), a local pool and a Dask cluster give the same bytes.
+
+Executors: ``local`` (a pool of spawned processes) or ``dask`` (a ``LocalCluster`` of
+single-threaded worker processes, or the scheduler at ``scheduler``).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import socket
+import time
+import traceback
+
+EXECUTORS = ("local", "dask")
+SCHEDULER_TIMEOUT = 5.0          # seconds to reach a --scheduler before giving up
+
+
+# ----------------------------------------------------------------------------- naming
+
+def content_id(doc, n=20):
+    """The task name: SHA-256 of the canonical JSON of ``doc`` (sorted keys), first ``n`` hex digits."""
+    canon = json.dumps(doc, sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:n]
+
+
+def default_workers():
+    """The number of cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not Linux
+        return os.cpu_count() or 1
+
+
+def resolve_workers(workers, n_tasks, what="tasks"):
+    """``--workers``: ``None`` = the number of cores (capped at the tasks); an explicit count must
+    be between 1 and the number of tasks."""
+    if workers is None:
+        return max(1, min(default_workers(), n_tasks))
+    try:
+        w = int(workers)
+    except (TypeError, ValueError):
+        raise ValueError(f"--workers must be a whole number, got {workers!r}")
+    if w < 1:
+        raise ValueError(f"--workers must be >= 1, got {w}")
+    if n_tasks and w > n_tasks:
+        raise ValueError(f"--workers {w} is more than the {n_tasks} {what} to run; allowed: 1..{n_tasks}")
+    return w
+
+
+# ----------------------------------------------------------------------------- output directories
+
+def make_out_dir(out_dir, *subdirs):
+    """Create ``out_dir`` (and subdirectories) or fail with a message naming it."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir}: exists and is not a directory")
+    try:
+        for sub in subdirs or ("",):
+            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+        probe = os.path.join(out_dir, ".refimpl-write-test")
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})")
+
+
+def clean_partial(root):
+    """Remove the ``.tmp-*`` task directories a killed run left under ``root/tasks``."""
+    tdir = os.path.join(root, "tasks")
+    if os.path.isdir(tdir):
+        for name in os.listdir(tdir):
+            if name.startswith(".tmp-"):
+                shutil.rmtree(os.path.join(tdir, name), ignore_errors=True)
+
+
+def finished(root, tid):
+    return os.path.isdir(os.path.join(root, "tasks", tid))
+
+
+class RootLock:
+    """``ROOT/.sweep.lock`` created exclusively; a lock whose process is gone (same host) is stale
+    and taken over; a live one refuses the second writer with a clear message."""
+
+    def __init__(self, root):
+        self.path = os.path.join(root, ".sweep.lock")
+
+    def __enter__(self):
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+                return self
+            except FileExistsError:
+                try:
+                    with open(self.path) as fh:
+                        other = json.load(fh)
+                except (OSError, ValueError):
+                    other = {}
+                if other.get("host") == me["host"] and not _alive(other.get("pid", -1)):
+                    os.remove(self.path)           # stale: its process is gone
+                    continue
+                raise RuntimeError(f"another refimpl process (pid {other.get('pid')} on {other.get('host')}) is writing "
+                                   f"to {os.path.dirname(self.path)}; wait for it or remove {self.path} if it is dead")
+        raise RuntimeError(f"could not take the lock {self.path}")
+
+    def __exit__(self, *exc):
+        with contextlib.suppress(OSError):
+            os.remove(self.path)
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+# ----------------------------------------------------------------------------- one task
+
+def _resolve(fn):
+    mod, _, name = fn.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def run_task(task):
+    """Run one task and publish it atomically; returns ``(id, "done" | "failed", message, result)``.
+    Runs in the worker process."""
+    root, tid = task["root"], task["id"]
+    final = os.path.join(root, "tasks", tid)
+    if os.path.isdir(final):
+        return tid, "done", "already finished", _read_result(final)
+    tmp = os.path.join(root, "tasks", f".tmp-{tid}-{os.getpid()}-{socket.gethostname()}")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        status, result = _resolve(task["fn"])(task, tmp)
+        record = {k: v for k, v in task.items() if k != "root"}
+        record["status"] = status
+        with open(os.path.join(tmp, "task.json"), "w") as fh:
+            json.dump(record, fh, indent=1, default=str)
+        if result is not None:
+            with open(os.path.join(tmp, "result.json"), "w") as fh:
+                json.dump(result, fh, indent=1, default=str)
+        try:
+            os.rename(tmp, final)                  # atomic publish
+        except OSError:
+            if not os.path.isdir(final):           # another worker published it first otherwise
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+        failed = os.path.join(root, "failed", tid + ".json")
+        if os.path.exists(failed):
+            os.remove(failed)
+        return tid, "done", status, result
+    except Exception as exc:                       # reported, the other tasks go on
+        shutil.rmtree(tmp, ignore_errors=True)
+        return tid, "failed", record_failure(task, f"{type(exc).__name__}: {exc}",
+                                             traceback.format_exc(limit=6)), None
+
+
+def record_failure(task, error, tb=""):
+    """Write ``ROOT/failed/<id>.json``; returns the error text."""
+    fdir = os.path.join(task["root"], "failed")
+    os.makedirs(fdir, exist_ok=True)
+    rec = {**{k: v for k, v in task.items() if k != "root"}, "error": error, "traceback": tb}
+    path = os.path.join(fdir, task["id"] + ".json")
+    with open(path + ".tmp", "w") as fh:
+        json.dump(rec, fh, indent=1, default=str)
+    os.replace(path + ".tmp", path)
+    return error
+
+
+def _read_result(final):
+    p = os.path.join(final, "result.json")
+    if os.path.exists(p):
+        with open(p) as fh:
+            return json.load(fh)
+    return None
+
+
+# ----------------------------------------------------------------------------- executors
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def single_threaded_env():
+    """One BLAS thread per task (inherited by the worker processes started inside): tasks run in
+    parallel, and a task's arithmetic (hence its files) does not depend on how many threads the
+    executor's worker has. The caller's environment is restored afterwards."""
+    saved = {v: os.environ.get(v) for v in THREAD_VARS}
+    os.environ.update({v: "1" for v in THREAD_VARS})
+    try:
+        yield
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+
+
+def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, retries=1):
+    """Run ``tasks`` (skipping finished ones is the caller's choice: a finished task returns at
+    once); ``on_result(task, status, message, result)`` is called in the parent as each ends.
+    Returns ``{id: (status, message, result)}``.
+
+    Largest ``cost`` first (a task's optional estimate), so long tasks do not start last."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    order = sorted(tasks, key=lambda t: -float(t.get("cost", 0.0)))
+    out = {}
+
+    def account(task, res):
+        tid, status, msg, result = res
+        out[tid] = (status, msg, result)
+        if on_result:
+            on_result(task, status, msg, result)
+
+    if not order:
+        return out
+    with single_threaded_env():
+        if executor == "local":
+            _execute_local(order, int(workers), retries, account)
+        else:
+            _execute_dask(order, int(workers), scheduler, retries, account)
+    return out
+
+
+def _execute_local(order, workers, retries, account):
+    """A pool of spawned processes. When a worker dies, every task of the pool ends with
+    BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
+    a time, so a second death is attributable to its own task, and the rest are resubmitted."""
+    deaths = {t["id"]: 0 for t in order}
+    queue, alone = list(order), []
+    while queue or alone:
+        if alone:
+            batch, width = [alone.pop(0)], 1
+        else:
+            batch, width, queue = queue, workers, []
+        for t in _pool_run(batch, width, account):
+            if not _was_running(t):
+                queue.append(t)          # never started: resubmit as it was
+                continue
+            clean_partial_task(t)
+            deaths[t["id"]] += 1
+            if deaths[t["id"]] <= retries:
+                alone.append(t)
+            else:
+                msg = record_failure(t, f"the worker process died while running it ({deaths[t['id']]} times)")
+                account(t, (t["id"], "failed", msg, None))
+
+
+def _pool_run(batch, width, account):
+    """Run ``batch`` on a fresh pool of ``width`` processes; returns the tasks a dead worker broke."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+    import multiprocessing as mp
+    broken = []
+    with ProcessPoolExecutor(max_workers=min(width, len(batch)), mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(run_task, t): t for t in batch}
+        pending = set(futs)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    res = f.result()
+                except BrokenProcessPool:
+                    broken.append(futs[f])
+                    continue
+                account(futs[f], res)
+    return broken
+
+
+def _tmp_dirs(task):
+    tdir = os.path.join(task["root"], "tasks")
+    prefix = f".tmp-{task['id']}-"
+    return [os.path.join(tdir, n) for n in os.listdir(tdir) if n.startswith(prefix)] if os.path.isdir(tdir) else []
+
+
+def _was_running(task):
+    return bool(_tmp_dirs(task))
+
+
+def clean_partial_task(task):
+    for d in _tmp_dirs(task):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def connect_dask(scheduler, workers):
+    """A Dask client and (without ``scheduler``) its LocalCluster; an unreachable scheduler fails
+    within SCHEDULER_TIMEOUT seconds, naming the address."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("--executor dask needs Dask: pip install 'refimpl[dask]'")
+    if scheduler:
+        try:
+            return Client(scheduler, timeout=SCHEDULER_TIMEOUT), None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise RuntimeError(f"--scheduler {scheduler}: no Dask scheduler answered within {SCHEDULER_TIMEOUT:g} s "
+                               f"({type(exc).__name__}: {exc})")
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def _execute_dask(order, workers, scheduler, retries, account):
+    from distributed import as_completed
+    client, cluster = connect_dask(scheduler, workers)
+    try:
+        futs = {client.submit(run_task, t, key=f"refimpl-{t['id']}", pure=False, retries=retries): t for t in order}
+        for f in as_completed(list(futs)):
+            t = futs[f]
+            try:
+                res = f.result()
+            except Exception as exc:     # KilledWorker and the like: the worker died with the task
+                res = (t["id"], "failed", record_failure(t, f"the Dask worker failed while running it "
+                                                            f"({type(exc).__name__}: {exc})"), None)
+            account(t, res)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ----------------------------------------------------------------------------- a probe task (tests, diagnostics)
+
+def probe_task(task, tmp):
+    """A task that writes ``task["value"]`` to ``value.json``; ``task["die_once"]`` (a path) makes
+    the worker process exit abruptly the first time (when the file does not exist yet), as a
+    killed or crashed worker would; ``task["fail"]`` raises."""
+    marker = task.get("die_once")
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    if task.get("die_always"):
+        os._exit(9)
+    if task.get("fail"):
+        raise ValueError(task["fail"])
+    time.sleep(float(task.get("sleep", 0.0)))
+    with open(os.path.join(tmp, "value.json"), "w") as fh:
+        json.dump(task.get("value"), fh)
+    return "finished", {"value": task.get("value")}

@@ -1,0 +1,157 @@
+"""The task engine under reproduce, report and verify: byte-identical results whatever the
+executor, kill -9 resume, dying workers, bad input."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from refimpl.cli import main
+from refimpl.tools import engine
+from refimpl.tools.reproduce import reproduce
+from refimpl.tools.verify import run_checks
+
+
+def _files(root):
+    """Every file under root (relative path → bytes), execution.json aside (it records how the
+    runs were executed)."""
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)
+            if n != "execution.json":
+                out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+def _same_bytes(a, b):
+    fa, fb = _files(a), _files(b)
+    assert sorted(fa) == sorted(fb)
+    differ = [k for k in fa if fa[k] != fb[k]]
+    assert not differ, f"files differ: {differ}"
+    return len(fa)
+
+
+def test_reproduction_is_byte_identical_sequential_parallel_and_dask(tmp_path):
+    kw = dict(seeds=2, quick=True, rounds=6)
+    reproduce("ssca-feature", str(tmp_path / "w1"), workers=1, **kw)
+    reproduce("ssca-feature", str(tmp_path / "w2"), workers=2, **kw)
+    reproduce("ssca-feature", str(tmp_path / "dask"), executor="dask", workers=2, **kw)
+    n = _same_bytes(tmp_path / "w1", tmp_path / "w2")
+    _same_bytes(tmp_path / "w1", tmp_path / "dask")
+    assert n > 20                                       # traces, task records, curves, figure, record
+    ex = json.load(open(tmp_path / "dask" / "execution.json"))
+    assert ex["executor"] == "dask" and ex["new_runs"] == 12 and ex["workers"] == 2
+
+
+def test_mfcgd_reproduction_identical_across_worker_counts(tmp_path):
+    kw = dict(seeds=2, quick=True, rounds=300)
+    reproduce("mfcgd-rates", str(tmp_path / "a"), workers=1, **kw)
+    reproduce("mfcgd-rates", str(tmp_path / "b"), workers=2, **kw)
+    _same_bytes(tmp_path / "a", tmp_path / "b")
+
+
+def _cli(*args):
+    return [sys.executable, "-c", "import sys; from refimpl.cli import main; sys.exit(main(sys.argv[1:]))", *args]
+
+
+def test_killed_reproduction_resumes_losing_and_repeating_nothing(tmp_path):
+    args = ["reproduce", "mfcgd-rates", "--quick", "--seeds", "3", "--rounds", "4000", "--quiet"]
+    ref = tmp_path / "ref"
+    assert main(args + ["--out", str(ref), "--workers", "2"]) == 0
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_cli(*args, "--out", str(out), "--workers", "2"), start_new_session=True)
+    deadline = time.time() + 180
+    finished = []
+    while time.time() < deadline and proc.poll() is None:
+        if (out / "tasks").exists():
+            finished = [n for n in os.listdir(out / "tasks") if not n.startswith(".")]
+            if len(finished) >= 3:
+                break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = sorted(n for n in os.listdir(out / "tasks") if not n.startswith("."))
+    assert 3 <= len(finished) < 12, finished
+    stamps = {n: os.stat(out / "tasks" / n / "trace.npz").st_mtime_ns for n in finished}
+    assert main(args + ["--out", str(out)]) == 2                      # refuses without --resume
+    assert main(args + ["--out", str(out), "--resume", "--workers", "2"]) == 0
+    ex = json.load(open(out / "execution.json"))
+    assert ex["resumed_runs"] == len(finished) and ex["new_runs"] == 12 - len(finished)   # nothing lost or redone
+    assert all(os.stat(out / "tasks" / n / "trace.npz").st_mtime_ns == stamps[n] for n in finished)
+    assert not [n for n in os.listdir(out / "tasks") if n.startswith(".")]
+    _same_bytes(ref, out)
+
+
+def test_changed_setting_is_a_new_task_never_a_reused_one(tmp_path):
+    out = tmp_path / "r"
+    reproduce("mfcgd-rates", str(out), seeds=1, quick=True, rounds=200, workers=1)
+    first = set(os.listdir(out / "tasks"))
+    reproduce("mfcgd-rates", str(out), seeds=1, quick=True, rounds=300, workers=1, resume=True)
+    ex = json.load(open(out / "execution.json"))
+    assert ex["resumed_runs"] == 0 and ex["new_runs"] == 4
+    assert sorted(ex["unused_tasks"]) == sorted(first)                # kept, reported, not used
+    rec = json.load(open(out / "reproduction.json"))
+    assert all(r["config"]["steps"] == 300 for r in rec["runs"])
+
+
+def _probe(root, i, **kw):
+    return {"id": f"probe{i}", "root": str(root), "fn": "refimpl.tools.engine:probe_task", "value": i, **kw}
+
+
+def test_worker_dying_mid_task_is_retried_then_reported(tmp_path):
+    root = tmp_path / "p"
+    engine.make_out_dir(str(root), "tasks", "failed")
+    tasks = [_probe(root, 0, die_once=str(tmp_path / "died0")), _probe(root, 1, die_always=True),
+             _probe(root, 2, sleep=0.2), _probe(root, 3)]
+    res = engine.execute(tasks, "local", 2)
+    assert res["probe0"][0] == "done" and os.path.exists(tmp_path / "died0")     # died once, retried
+    assert res["probe2"][0] == "done" and res["probe3"][0] == "done"
+    assert res["probe1"][0] == "failed" and "died" in res["probe1"][1]
+    assert json.load(open(root / "failed" / "probe1.json"))["error"].startswith("the worker process died")
+    assert sorted(os.listdir(root / "tasks")) == ["probe0", "probe2", "probe3"]     # nothing partial kept
+    assert json.load(open(root / "tasks" / "probe0" / "value.json")) == 0
+
+
+def test_failing_task_is_recorded_and_retried_next_time(tmp_path):
+    root = tmp_path / "p"
+    engine.make_out_dir(str(root), "tasks", "failed")
+    res = engine.execute([_probe(root, 0, fail="boom"), _probe(root, 1)], "local", 1)
+    assert res["probe0"] == ("failed", "ValueError: boom", None) and res["probe1"][0] == "done"
+    assert (root / "failed" / "probe0.json").exists()
+    res = engine.execute([_probe(root, 0)], "local", 1)
+    assert res["probe0"][0] == "done" and not (root / "failed" / "probe0.json").exists()
+
+
+CHECKS = ["grad.fd", "ssca.server_step_equations", "vfl.weights_momentum", "mfcgd.lemma2"]
+
+
+def test_parallel_verify_equals_sequential():
+    seq = run_checks(CHECKS, quick=True, executor="local", workers=1)
+    par = run_checks(CHECKS, quick=True, executor="local", workers=2)
+    dsk = run_checks(CHECKS, quick=True, executor="dask", workers=2)
+    assert [r.id for r in par] == [r.id for r in dsk] == CHECKS and all(r.holds for r in seq)
+    for a, b in list(zip(seq, par)) + list(zip(seq, dsk)):
+        da = {k: v for k, v in a.details.items() if k != "seconds"}
+        db = {k: v for k, v in b.details.items() if k != "seconds"}
+        assert (a.measured, a.bound, a.ratio, a.holds) == (b.measured, b.bound, b.ratio, b.holds), a.id
+        assert json.dumps(da, sort_keys=True, default=str) == json.dumps(db, sort_keys=True, default=str), a.id
+
+
+def test_bad_engine_input(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--out", out, "--workers", "0", "--quiet"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--out", out, "--workers", "5", "--quiet"]) == 2
+    assert "--workers 5 is more than the 4 runs" in capsys.readouterr().err
+    assert main(["verify", "--only", "grad.fd", "--workers", "3", "--quiet"]) == 2
+    assert "more than the 1 checks" in capsys.readouterr().err
+    t0 = time.time()
+    assert main(["reproduce", "mfcgd-rates", "--quick", "--seeds", "1", "--rounds", "100", "--out", out,
+                 "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert time.time() - t0 < 30 and "tcp://127.0.0.1:9" in err and "no Dask scheduler answered" in err
+    assert not [n for n in os.listdir(os.path.join(out, "tasks"))]        # nothing ran, nothing kept
