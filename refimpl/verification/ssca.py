@@ -199,16 +199,16 @@ def rounds_to_target(trace, target):
     return int(r[hit[0]]) if hit.size else None
 
 
-@check("ssca.claim_faster_than_sgd",
-       "SSCA reaches the training-cost target in fewer rounds than SGD and the best SGD-m of a grid "
-       "(equal per-round communication); ratio = SSCA rounds / best baseline rounds",
-       "[SSCA] Section VI, Figs. 1–2; docs/ssca.md", kind="claim")
 def _rounds_part(part):
     """Rounds to the training-cost target of one run (a part of :func:`claim_faster_than_sgd`)."""
     algorithm, kw, target = part
     return rounds_to_target(run_experiment(RunConfig(algorithm, **kw), embedded()), target)
 
 
+@check("ssca.claim_faster_than_sgd",
+       "SSCA reaches the training-cost target in fewer rounds than SGD and the best SGD-m of a grid "
+       "(equal per-round communication); ratio = SSCA rounds / best baseline rounds",
+       "[SSCA] Section VI, Figs. 1–2; docs/ssca.md", kind="claim")
 def claim_faster_than_sgd(quick):
     T = 300 if quick else 1000
     target = 0.25 if quick else 0.15
