@@ -155,3 +155,31 @@ def test_bad_engine_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert time.time() - t0 < 30 and "tcp://127.0.0.1:9" in err and "no Dask scheduler answered" in err
     assert not [n for n in os.listdir(os.path.join(out, "tasks"))]        # nothing ran, nothing kept
+
+
+def test_map_parts_spreads_parts_over_processes(monkeypatch):
+    from refimpl.verification.registry import PARTS_WORKERS_ENV, map_parts
+    monkeypatch.delenv(PARTS_WORKERS_ENV, raising=False)
+    seq = map_parts(engine.part_probe, range(6))
+    assert [v for v, _ in seq] == [x * x for x in range(6)] and {p for _, p in seq} == {os.getpid()}
+    monkeypatch.setenv(PARTS_WORKERS_ENV, "2")
+    par = map_parts(engine.part_probe, range(6))
+    assert [v for v, _ in par] == [x * x for x in range(6)]
+    assert os.getpid() not in {p for _, p in par} and len({p for _, p in par}) >= 1
+    assert os.environ[PARTS_WORKERS_ENV] == "2"                      # restored
+
+
+def test_verify_lets_checks_use_as_many_processes_as_workers(monkeypatch):
+    import refimpl.tools.reproduce as R
+    seen = {}
+
+    def fake_run_tasks(tasks, executor, workers, scheduler, progress, what):
+        seen.update(workers=workers, parts={t["part_workers"] for t in tasks}, n=len(tasks),
+                    groups=[t["checks"] for t in tasks if len(t["checks"]) > 1])
+        return {}, [], {}
+    monkeypatch.setattr(R, "run_tasks", fake_run_tasks)
+    recs = run_checks(None, quick=True, executor="local", workers=2)
+    assert seen["workers"] == 2 and seen["parts"] == {2}
+    assert ["vfl.claim_flex_vs_sync", "vfl.claim_flex_vs_async"] in seen["groups"]
+    assert seen["n"] == len(recs) - 1                                 # the two regime claims share a task
+    assert all(not r.holds and "error" in r.details for r in recs)    # no result: reported as failed, not lost

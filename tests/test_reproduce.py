@@ -94,3 +94,38 @@ def test_presets_run_on_full_size_data(tmp_path, preset):
                  "--eval-every", "5", "--quiet", "--out", str(tmp_path)]) == 0
     doc = json.load(open(tmp_path / "trace.json"))
     assert doc["config"]["preset"] == preset and doc["status"] == "finished"
+
+
+def test_tune_picks_each_methods_best_on_validation_then_runs_it(tmp_path):
+    d = _fashion_or_fail()
+    out = tmp_path / "t"
+    assert main(["reproduce", "ssca-feature", "--tune", "--data-dir", d, "--rounds", "3", "--seeds", "2",
+                 "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    rec = json.load(open(out / "reproduction.json"))
+    tune = rec["tuning"]
+    assert tune["validation_split"] == {"train": 50000, "validation": 10000, "seed": tune["validation_split"]["seed"]}
+    assert set(tune["methods"]) == {"SSCA", "SGD", "SGD-m"}                      # feature-based: no FedAvg
+    for m, t in tune["methods"].items():
+        assert len(t["grid"]) == tune["points_per_method"] == 6                   # the same budget per method
+        ok = [g for g in t["grid"] if g["status"] == "finished"]
+        assert t["chosen"] == max(ok, key=lambda g: (g["validation_accuracy"], -g["train_cost"]))["settings"]
+    assert [r["label"].split(" (")[0] for r in rec["runs"]] == ["SSCA", "SGD", "SGD-m"]
+    assert all(len(r["tasks"]) == 2 for r in rec["runs"]) and rec["n_train"] == 60000
+    rows = (out / "tuned_results.csv").read_text().splitlines()
+    assert rows[0].startswith("method,final_train_cost_mean") and len(rows) == 4
+    ex = json.load(open(out / "execution.json"))
+    assert ex["new_runs"] == 18 + 6
+    # resumable: a rerun repeats nothing
+    assert main(["reproduce", "ssca-feature", "--tune", "--data-dir", d, "--rounds", "3", "--seeds", "2",
+                 "--workers", "2", "--out", str(out), "--quiet", "--resume"]) == 0
+    assert json.load(open(out / "execution.json"))["new_runs"] == 0
+
+
+def test_tune_bad_input(tmp_path, capsys):
+    out = str(tmp_path / "x")
+    assert main(["reproduce", "ssca-sample", "--tune", "--out", out, "--quiet"]) == 2
+    assert "--tune needs --data-dir" in capsys.readouterr().err
+    assert main(["reproduce", "vfl-time", "--tune", "--data-dir", "/nonexistent", "--out", out, "--quiet"]) == 2
+    assert "--tune exists for ssca-sample and ssca-feature" in capsys.readouterr().err
+    assert main(["reproduce", "ssca-sample", "--tune", "--quick", "--data-dir", "/x", "--out", out, "--quiet"]) == 2
+    assert "drop --quick" in capsys.readouterr().err

@@ -148,9 +148,23 @@ def _resolve(fn):
     return getattr(importlib.import_module(mod), name)
 
 
+_WORKER_READY = False
+
+
+def _worker_setup():
+    """Once per worker process: the allocator tuning the ``refimpl`` command applies to itself
+    (refimpl.core.runtime; allocation speed only, never a result)."""
+    global _WORKER_READY
+    if not _WORKER_READY:
+        from refimpl.core.runtime import tune_allocator
+        tune_allocator()
+        _WORKER_READY = True
+
+
 def run_task(task):
     """Run one task and publish it atomically; returns ``(id, "done" | "failed", message, result)``.
     Runs in the worker process."""
+    _worker_setup()
     root, tid = task["root"], task["id"]
     final = os.path.join(root, "tasks", tid)
     if os.path.isdir(final):
@@ -366,3 +380,8 @@ def probe_task(task, tmp):
     with open(os.path.join(tmp, "value.json"), "w") as fh:
         json.dump(task.get("value"), fh)
     return "finished", {"value": task.get("value")}
+
+
+def part_probe(x):
+    """``(x², pid)``: a part function for testing :func:`refimpl.verification.registry.map_parts`."""
+    return x * x, os.getpid()

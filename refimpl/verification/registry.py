@@ -78,7 +78,9 @@ def map_parts(fn, items):
     env = {v: os.environ.get(v) for v in (PARTS_WORKERS_ENV,)}
     os.environ[PARTS_WORKERS_ENV] = "1"           # parts do not split further
     try:
-        with ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn")) as pool:
+        from refimpl.core.runtime import tune_allocator
+        with ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn"),
+                                 initializer=tune_allocator) as pool:
             return list(pool.map(fn, items))
     finally:
         os.environ[PARTS_WORKERS_ENV] = env[PARTS_WORKERS_ENV] or str(n)
