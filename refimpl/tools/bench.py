@@ -105,22 +105,27 @@ def _torch_round(X, y, batches, theta, repeats):
     return _best(one_round, repeats)
 
 
+def _round_setup(B):
+    """The benchmark's round: K = 10 clients of max(B, 600) random samples, 784-128-10 swish,
+    SSCA with τ = 0.05, state after round 1 (which has ρ_1 = 1), the round-2 batches."""
+    rng = np.random.default_rng(B)
+    n_per = max(B, 600)
+    X = rng.random((K * n_per, D))
+    y = rng.integers(0, L, K * n_per)
+    model = TwoLayerNet(D, J, L)
+    parts = sample_partition(X.shape[0], K)
+    protocol = SampleBasedProtocol(model, X, y, parts)
+    algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
+    batch = sample_based_schedule(parts, 1, B, rng).indices[0]
+    theta = model.init_params(rng)
+    state = algo.apply(algo.init(theta), 1, batch)[0]
+    return X, y, model, protocol, algo, batch, theta, state
+
+
 def bench_ssca(batches=(10, 100, 600), repeats=5, progress=None):
     rows = []
     for B in batches:
-        rng = np.random.default_rng(B)
-        n_per = max(B, 600)
-        X = rng.random((K * n_per, D))
-        y = rng.integers(0, L, K * n_per)
-        model = TwoLayerNet(D, J, L)
-        parts = sample_partition(X.shape[0], K)
-        protocol = SampleBasedProtocol(model, X, y, parts)
-        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
-        sched = sample_based_schedule(parts, 1, B, rng)
-        theta = model.init_params(rng)
-        state = algo.init(theta)
-        batch = sched.indices[0]
-        state = algo.apply(state, 1, batch)[0]        # round 1 has ρ_1 = 1; time a generic round
+        X, y, model, protocol, algo, batch, theta, state = _round_setup(B)
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         W1, W2 = model.unpack(theta)
         idx = np.concatenate(batch)
@@ -258,17 +263,7 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
     measured in this one process and run."""
     rows = []
     for B in batches:
-        rng = np.random.default_rng(B)
-        n_per = max(B, 600)
-        X = rng.random((K * n_per, D))
-        y = rng.integers(0, L, K * n_per)
-        model = TwoLayerNet(D, J, L)
-        parts = sample_partition(X.shape[0], K)
-        protocol = SampleBasedProtocol(model, X, y, parts)
-        algo = SSCA(protocol, PowerLaw(1.0, 0.1), PowerLaw(0.3, 0.15), tau=0.05)
-        batch = sample_based_schedule(parts, 1, B, rng).indices[0]
-        theta = model.init_params(rng)
-        state = algo.apply(algo.init(theta), 1, batch)[0]
+        X, y, model, protocol, algo, batch, _, state = _round_setup(B)
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         phases = round_breakdown(model, protocol, algo, state, batch, repeats)
         phases["rest"] = max(0.0, t_round - sum(phases.values()))
