@@ -2,7 +2,9 @@
 
 Steps 2–4 of a round for the unconstrained problem — the surrogate recursion, the closed form and
 the move — touch each coordinate of ω once; the tests assert the kernel equals its twin and
-the composition of :mod:`refimpl.ssca.surrogate`'s functions.
+the composition of :mod:`refimpl.ssca.surrogate`'s functions. ``error_model="numpy"`` lets LLVM
+vectorise the pass (no division-by-zero check; the denominator −2(A + λ) is nonzero because A ≥ τ > 0
+is validated).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from numba import njit
 # SSCA server round (docs/ssca.md steps 2–4 for the unconstrained problem), fused into one pass
 # ----------------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ssca_round_nb(B_prev, g, w, rho, tau, gamma, denom, B_new, w_new):
     gw = 0.0
     ww = 0.0
