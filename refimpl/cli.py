@@ -960,6 +960,7 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         hint = {"reproduce": "; finished runs are kept, continue with --resume",
+                "report": "; finished reproduction runs are kept, rerun the same command to continue",
                 "sweep": "; finished tasks are kept, rerun the same command to continue"}.get(args.command, "")
         _say(f"refimpl: interrupted{hint}")
         return 130

@@ -37,14 +37,14 @@ def _same_bytes(a, b):
 
 def test_reproduction_is_byte_identical_sequential_parallel_and_dask(tmp_path):
     kw = dict(seeds=2, quick=True, rounds=6)
-    reproduce("ssca-feature", str(tmp_path / "w1"), workers=1, **kw)
-    reproduce("ssca-feature", str(tmp_path / "w2"), workers=2, **kw)
-    reproduce("ssca-feature", str(tmp_path / "dask"), executor="dask", workers=2, **kw)
+    reproduce("ssca-sample", str(tmp_path / "w1"), workers=1, **kw)
+    reproduce("ssca-sample", str(tmp_path / "w2"), workers=2, **kw)
+    reproduce("ssca-sample", str(tmp_path / "dask"), executor="dask", workers=2, **kw)
     n = _same_bytes(tmp_path / "w1", tmp_path / "w2")
     _same_bytes(tmp_path / "w1", tmp_path / "dask")
     assert n > 20                                       # traces, task records, curves, figure, record
     ex = json.load(open(tmp_path / "dask" / "execution.json"))
-    assert ex["executor"] == "dask" and ex["new_runs"] == 12 and ex["workers"] == 2
+    assert ex["executor"] == "dask" and ex["new_runs"] == 16 and ex["workers"] == 2
 
 
 def test_mfcgd_reproduction_identical_across_worker_counts(tmp_path):

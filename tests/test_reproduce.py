@@ -109,6 +109,7 @@ def test_tune_picks_each_methods_best_on_validation_then_runs_it(tmp_path):
         assert len(t["grid"]) == tune["points_per_method"] == 6                   # the same budget per method
         ok = [g for g in t["grid"] if g["status"] == "finished"]
         assert t["chosen"] == max(ok, key=lambda g: (g["validation_accuracy"], -g["train_cost"]))["settings"]
+        assert set(t["chosen_at_grid_edge"]) <= set(t["chosen"])
     assert [r["label"].split(" (")[0] for r in rec["runs"]] == ["SSCA", "SGD", "SGD-m"]
     assert all(len(r["tasks"]) == 2 for r in rec["runs"]) and rec["n_train"] == 60000
     rows = (out / "tuned_results.csv").read_text().splitlines()

@@ -1,10 +1,12 @@
 """``refimpl reproduce NAME``: the papers' figures, averaged over seeds with a spread band.
 
-Each reproduction is a list of labelled runs × seeds. A (run, seed) is written to
-``OUT/runs/<label>/seed<k>/`` through a temporary directory and a rename, so an interrupted
-reproduction keeps its finished seeds and ``--resume`` continues from them. Outputs: CSV of the
-curves (mean and standard deviation over seeds), PNG figures, and ``reproduction.json`` with the
-exact configuration, the seeds and the package versions.
+Each reproduction is a list of labelled runs × seeds. A (run, seed) is a task of the engine
+(:mod:`refimpl.tools.engine`), named by the hash of its resolved configuration and data and
+published atomically to ``OUT/tasks/<hash>/``, so an interrupted reproduction keeps its finished
+runs and ``--resume`` continues from them (a changed setting is a new task, never a reused one).
+Outputs: CSV of the curves (mean and standard deviation over seeds), PNG figures,
+``reproduction.json`` with the exact configuration, the task ids, the seeds and the package
+versions (identical however the runs were executed) and ``execution.json`` (how they were).
 """
 from __future__ import annotations
 
@@ -540,7 +542,10 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
         best = max(range(len(g)), key=lambda i: rows[i]["score"])
         for r in rows:
             del r["score"]
-        tuning[m] = {"grid": rows, "chosen": rows[best]["settings"], "chosen_index": best}
+        chosen = rows[best]["settings"]
+        edge = [k for k in chosen if len({r["settings"][k] for r in rows}) > 1
+                and chosen[k] in (min(r["settings"][k] for r in rows), max(r["settings"][k] for r in rows))]
+        tuning[m] = {"grid": rows, "chosen": chosen, "chosen_index": best, "chosen_at_grid_edge": edge}
         label = f"{m} (" + ", ".join(f"{k}={v:g}" for k, v in rows[best]["settings"].items()) + ")"
         plan.append((label, "ssca", g[best]))
     rep = Reproduction(name, out, plan, "round", ("train_cost", "test_accuracy"), seeds, ds, full,
