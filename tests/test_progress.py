@@ -34,7 +34,7 @@ def test_bar_on_a_terminal_lines_elsewhere_nothing_when_quiet():
 
 
 @pytest.mark.parametrize("argv, plain", [
-    (["verify", "--only", "grad.fd,kernels.numba_numpy"], "running grad.fd ..."),
+    (["verify", "--only", "grad.fd,kernels.numba_numpy"], "grad.fd finished ("),
     (["run", "ssca", "--rounds", "4", "--hidden", "4", "--batch", "5"], "round     4/4"),
     (["run", "flexvfl", "--rounds", "3"], "round     3"),
 ])
