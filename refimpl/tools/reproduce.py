@@ -228,6 +228,14 @@ class Reproduction:
         return next(t for t in self.tasks if t["label"] == label and t["seed"] == seed)
 
 
+def _refuse_without_resume(out, resume):
+    """An output directory holding finished runs is continued only with ``--resume``."""
+    tdir = os.path.join(out, "tasks")
+    if not resume and os.path.isdir(tdir) and any(not n.startswith(".") for n in os.listdir(tdir)):
+        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
+                         "or choose another --out")
+
+
 def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=False, quick=False,
             preset="paper"):
     """Check the inputs and build the tasks of a reproduction (nothing runs)."""
@@ -239,11 +247,7 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
     if paper and ds.n_train < 60000 and name.startswith("ssca"):
         raise ValueError("--paper needs the full 60,000-sample training set: give --data-dir with MNIST-format files")
     _preflight(plan, ds)
-    tdir = os.path.join(out, "tasks")
-    held = [n for n in os.listdir(tdir) if not n.startswith(".")] if os.path.isdir(tdir) else []
-    if held and not resume:
-        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
-                         "or choose another --out")
+    _refuse_without_resume(out, resume)
     tasks = [make_task(out, label, family, cfg, s, data) for label, family, cfg in plan for s in range(seeds)]
     header = {"name": name, "preset": preset, "paper_settings": paper, "quick": quick, "seeds": list(range(seeds)),
               "data": ds.name, "n_train": ds.n_train, "versions": versions(), "axis": axis, "metrics": list(metrics)}
@@ -519,10 +523,7 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
     vds, ds = load_data(val), load_data(full)
     grids = tune_grids(setting, batch, T, every)
     _preflight([(m, "ssca", c) for m, g in grids.items() for c in g], vds)
-    tdir = os.path.join(out, "tasks")
-    if os.path.isdir(tdir) and any(not n.startswith(".") for n in os.listdir(tdir)) and not resume:
-        raise ValueError(f"{out} already holds runs of a reproduction; pass --resume to continue it, "
-                         "or choose another --out")
+    _refuse_without_resume(out, resume)
     stage1 = [make_task(out, f"{m} #{i}", "ssca", c, 0, val) for m, g in grids.items() for i, c in enumerate(g)]
     if progress:
         progress(f"tuning: {len(stage1)} runs ({TUNE_POINTS} per method) on {vds.name} "
