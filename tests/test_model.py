@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from refimpl.core.kernels import (activation_nb, activation_np, gather_rows_nb, gather_rows_np, softmax_xent_nb,
+from refimpl.core.kernels import (activation_nb, activation_np, exp_nonpos_nb, gather_rows_nb, gather_rows_np, softmax_xent_nb,
                              softmax_xent_np)
 from refimpl.core.model import TwoLayerNet, full_gradient, objective
 from refimpl.verification.core import fd_relative_error
@@ -45,6 +45,24 @@ def test_activation_kernel_extremes(kind):
         assert A1[0, -1] == 1e3 and abs(A1[0, 0]) < 1e-300
         assert d1[0, -1] == 1.0 and abs(d1[0, 0]) < 1e-300
         assert d1[0, 3] == 0.5
+
+
+def test_exp_nonpos_is_within_one_ulp_of_the_c_library():
+    rng = np.random.default_rng(5)
+    x = -np.concatenate([rng.uniform(0, 746, 10**6), rng.exponential(1.0, 10**6), rng.uniform(0, 1e-6, 10**4),
+                         [0.0, 5e-324, 1e-300, 708.0, 708.4, 709.0, 744.4, 745.1, 745.2, 746.0, 800.0, np.inf]])
+    mine, ref = exp_nonpos_nb(x), np.exp(x)
+    ulps = np.abs(mine.view(np.int64) - ref.view(np.int64))      # same sign: the bit distance is the ulp distance
+    assert ulps.max() <= 1, (ulps.max(), x[ulps.argmax()])
+    assert (ulps == 0).mean() > 0.85                             # a 1-ulp-everywhere result would also be wrong
+    assert mine[-12] == 1.0 and mine[-1] == 0.0 and mine[-2] == 0.0
+    assert np.all(mine[(ref > 0) & (ref < 2.3e-308)] > 0)           # subnormal results are kept, not flushed
+    # inside kernels: the activation with a strided bias column (W[:, 0]) gives the same bits as a contiguous one
+    W = rng.standard_normal((40, 8))
+    Z = rng.standard_normal((30, 40)) * 4
+    A1, d1 = activation_nb(Z, W[:, 0], "swish")
+    A2, d2 = activation_nb(Z, W[:, 0].copy(), "swish")
+    assert np.array_equal(A1, A2) and np.array_equal(d1, d2)
 
 
 def test_softmax_kernel_extremes_and_twin(rng):

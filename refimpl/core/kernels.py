@@ -18,19 +18,119 @@ beyond) gives finite values.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+# ----------------------------------------------------------------------------------------------
+# exp on x ≤ 0, in arithmetic LLVM can vectorise
+# ----------------------------------------------------------------------------------------------
+# Numba's exp is a call to the C library, one element at a time, and NumPy has a SIMD float64 exp
+# only on AVX-512 machines; at 4–7 ns an element it was the largest element-wise cost of a round.
+# exp_nonpos evaluates e^x for x ≤ 0 the textbook way: x = k ln2 + r with k = round(x / ln2) and
+# |r| ≤ ln2/2 (Cody–Waite two-part ln2, so r is exact to ~1e-20), e^r by its Taylor polynomial of
+# degree 13 (truncation < 4.2e-18 relative), and 2^k built from bits, in two factors 2^{k1} 2^{k2}
+# so that results down to the smallest subnormal round once, in the last multiply. Every step is
+# branch-free arithmetic on one element, so the loops that call it vectorise (4 lanes on AVX2).
+# Measured against the C library on 10^6 arguments over [−746, 0] (tests/test_model.py): at most
+# 1 unit in the last place apart, bit-equal for ~94 % of arguments. x < −746 gives 0 (the true
+# value rounds to 0 below −745.14); NaN gives 0 too, so callers propagate NaN through x itself.
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01           # ln 2 to 32 bits: k · _LN2_HI is exact for |k| < 2^20
+_LN2_LO = 1.90821492927058770002e-10           # ln 2 − _LN2_HI
+_SHIFT = 6755399441055744.0                    # 1.5 · 2^52: t + _SHIFT rounds t to an integer, kept in the low bits
+_EXP_FLOOR = -746.0
+_C = tuple(1.0 / float(np.prod(np.arange(1, n + 1))) for n in range(14))     # 1/n!, n = 0..13
+
+
+@intrinsic
+def _bits_of(typingctx, x):
+    """The IEEE-754 bits of a float64 as an int64 (an LLVM bitcast: no arithmetic)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _float_of(typingctx, n):
+    """The float64 whose IEEE-754 bits are the int64 n (an LLVM bitcast)."""
+    if not isinstance(n, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+_BIAS_OF_SHIFT = 0x4338000000000000 - 1023     # bits of _SHIFT minus the exponent bias
+
+
+@njit(inline="always", error_model="numpy")
+def _pow2(k):
+    """2^k for an integer-valued float k in [−1022, 1023]: the exponent field set from k."""
+    return _float_of((_bits_of(k + _SHIFT) - _BIAS_OF_SHIFT) << 52)
+
+
+@njit(inline="always", error_model="numpy")
+def exp_nonpos(x):
+    """e^x for x ≤ 0 (see the comment above); ≤ 1 ulp from the C library's exp."""
+    x = x if x > _EXP_FLOOR else _EXP_FLOOR
+    k = (x * _LOG2E + _SHIFT) - _SHIFT          # round(x / ln 2), exactly, as a float
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _C[13]
+    p = p * r + _C[12]
+    p = p * r + _C[11]
+    p = p * r + _C[10]
+    p = p * r + _C[9]
+    p = p * r + _C[8]
+    p = p * r + _C[7]
+    p = p * r + _C[6]
+    p = p * r + _C[5]
+    p = p * r + _C[4]
+    p = p * r + _C[3]
+    p = p * r + _C[2]
+    p = p * r + 1.0
+    p = p * r + 1.0
+    k1 = np.floor(0.5 * k)                      # k = k1 + k2, both ≥ −538: 2^{k1}, 2^{k2} are normal
+    return (p * _pow2(k1)) * _pow2(k - k1)
+
+
+# The kernels that call exp_nonpos let LLVM contract a·b + c into one fused multiply-add
+# (fastmath={"contract"} and nothing else): the Horner steps then round once instead of twice —
+# faster, and closer to the true value (bit-equal to the C library for ~94 % of arguments, ~90 %
+# without). On a CPU without FMA the compiler keeps the separate operations.
+_CONTRACT = {"contract"}
+
+
+@njit(cache=True, error_model="numpy", fastmath=_CONTRACT)
+def _exp_nonpos_nb(X, out):
+    for i in range(X.size):
+        out[i] = exp_nonpos(X[i])
+
+
+def exp_nonpos_nb(X):
+    """Element-wise :func:`exp_nonpos` over an array of values ≤ 0 (its NumPy twin is ``np.exp``)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    out = np.empty_like(X)
+    _exp_nonpos_nb(X.reshape(-1), out.reshape(-1))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
 # activation: A = act(Z + b), dA = act'(Z + b)   (docs/ssca.md; swish(z) = z σ(z))
 # ----------------------------------------------------------------------------------------------
 
-@njit(cache=True)
-def _neg_abs_nb(Z, b, E):
+@njit(cache=True, error_model="numpy", fastmath=_CONTRACT)
+def _exp_neg_abs_nb(Z, b, E):
     n, m = Z.shape
     for i in range(n):
         for j in range(m):
-            E[i, j] = -abs(Z[i, j] + b[j])
+            E[i, j] = exp_nonpos(-abs(Z[i, j] + b[j]))
 
 
 @njit(cache=True, error_model="numpy")
@@ -83,14 +183,15 @@ def activation_np(Z, b, kind):
 
 
 def activation_nb(Z, b, kind):
-    """Fused activation and derivative (one pass over Z): ``(act(Z + b), act'(Z + b))``."""
+    """Activation and derivative in one call: ``(act(Z + b), act'(Z + b))``."""
     A = np.empty_like(Z)
     dA = np.empty_like(Z)
+    b = np.ascontiguousarray(b)          # a bias column W[:, 0] is strided: the loop would not vectorise
     if kind == "swish":
-        # exp goes to NumPy's SIMD exp (Numba's is scalar and would cost as much as the rest)
+        # two passes, exp then the rest: measured faster than one fused pass (the fused loop
+        # vectorises worse), and the second pass is the same arithmetic as with the C library's exp
         E = np.empty_like(Z)
-        _neg_abs_nb(Z, b, E)
-        np.exp(E, out=E)
+        _exp_neg_abs_nb(Z, b, E)
         _swish_from_exp_nb(Z, b, E, A, dA)
     elif kind == "relu":
         _relu_nb(Z, b, A, dA)
@@ -161,7 +262,7 @@ def softmax_xent_np(O, b, y, w):
 def softmax_xent_nb(O, b, y, w):
     """Fused softmax–cross-entropy: ``(Σ_n w_n ℓ_n, Δ2)`` with Δ2[n] = w_n (p_n − e_{y_n})."""
     D2 = np.empty_like(O)
-    loss = _softmax_xent_nb(O, b, y, w, D2)
+    loss = _softmax_xent_nb(O, np.ascontiguousarray(b), y, w, D2)
     return float(loss), D2
 
 

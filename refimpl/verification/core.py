@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from refimpl.core.kernels import activation_nb, activation_np, softmax_xent_nb, softmax_xent_np
+from refimpl.core.kernels import activation_nb, activation_np, exp_nonpos_nb, softmax_xent_nb, softmax_xent_np
 from refimpl.core.model import TwoLayerNet
 from refimpl.verification.registry import check
 
@@ -195,4 +195,6 @@ def kernels_numba_numpy(quick):
     l2, D2 = softmax_xent_np(O, np.zeros(10), y, w)
     diffs["xent loss"] = abs(l1 - l2) / max(1.0, abs(l2))
     diffs["xent Delta2"] = float(np.max(np.abs(D1 - D2)))
+    x = -np.concatenate([np.linspace(0.0, 708.0, 4001), rng.exponential(1.0, 4000)])     # normal results
+    diffs["exp_nonpos vs exp (relative)"] = float(np.max(np.abs(exp_nonpos_nb(x) / np.exp(x) - 1.0)))
     return {"measured": max(diffs.values()), "bound": 1e-12, "details": diffs}
