@@ -58,6 +58,15 @@ def test_breakdown_phases_are_the_round_operations():
     assert set(bench.PRODUCTS) < set(bench.PHASES)
 
 
+def test_round_in_sequence_is_the_library_round():
+    """The in-round timing runs the library's operations in its order: same loss and gradient bits."""
+    X, y, model, proto, algo, batch, state = _setup()
+    times, loss, grad = bench.round_in_sequence(model, proto, algo, state, batch, repeats=2)
+    ref_loss, ref_g, _ = proto.collect(state.omega, batch)
+    assert loss == ref_loss and np.array_equal(grad, ref_g)
+    assert set(times) == set(bench.PHASES) - {"rest"} and all(t >= 0 for t in times.values())
+
+
 def test_bench_breakdown_json(tmp_path, capsys):
     out = tmp_path / "b.json"
     assert main(["bench", "ssca", "--breakdown", "--batches", "10", "--repeats", "1", "--quiet",
@@ -71,6 +80,7 @@ def test_bench_breakdown_json(tmp_path, capsys):
               "ratio_to_torch_per_client"):
         assert k in r
     assert r["ratio_to_floor"] >= r["ratio_to_floor_plus_gather"] > 0
+    assert set(r["in_round_s"]) == set(bench.PHASES) and r["round_median_s"] > 0 and r["blas_threads"]
     assert "softmax-xent" in capsys.readouterr().out
 
 

@@ -257,3 +257,27 @@ def test_remark4_one_step_collection(bias, mnist, rng):
     assert {x.payload for x in msgs1 if x.receiver == "server"} == {"Z_k+X_k"}
     with pytest.raises(ValueError, match="collection"):
         FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, blocks, collection="two-step")
+
+
+@pytest.mark.parametrize("algorithm, setting", [("ssca", "sample"), ("sgdm", "sample"), ("ssca", "feature")])
+def test_stopping_at_a_cost_target_changes_nothing_before_it(mnist, algorithm, setting):
+    """``stop_at_cost`` (used by ssca.claim_faster_than_sgd) ends the run at the first evaluation
+    that meets the target: the trace up to there, and rounds-to-target, equal the full run's."""
+    from refimpl.ssca.experiment import RunConfig, run_experiment
+    from refimpl.verification.ssca import rounds_to_target
+    cfg = RunConfig(algorithm, setting, batch=20, rounds=60, eval_every=5, seed=4)
+    full = run_experiment(cfg, mnist)
+    costs = full.series("train_cost")
+    target = float(costs[len(costs) // 2])                   # met for the first time halfway or earlier
+    short = run_experiment(cfg, mnist, stop_at_cost=target)
+    hit = rounds_to_target(full, target)
+    assert hit is not None and hit < 60
+    assert rounds_to_target(short, target) == hit
+    assert short.series("round")[-1] == hit and short.status.startswith(f"finished: reached training cost")
+    for key in ("round", "train_cost", "test_accuracy", "comm_floats"):
+        np.testing.assert_array_equal(short.series(key), full.series(key)[:len(short.series(key))])
+    never = run_experiment(cfg, mnist, stop_at_cost=float(costs.min()) / 2)
+    assert never.status == "finished" and rounds_to_target(never, float(costs.min()) / 2) is None
+    np.testing.assert_array_equal(never.series("train_cost"), costs)
+    with pytest.raises(ValueError, match="stop_at_cost must be a finite"):
+        run_experiment(cfg, mnist, stop_at_cost=float("nan"))

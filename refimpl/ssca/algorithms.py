@@ -205,8 +205,11 @@ class Trainer:
     ledger and the divergence rule are those of :func:`train`."""
 
     def __init__(self, algorithm, theta0, rounds, evaluator, trace, snapshots=(), progress=None, on_round=None,
-                 divergence: DivergenceRule | None = None):
+                 divergence: DivergenceRule | None = None, stop_at_cost=None):
         self.algorithm, self.theta0, self.rounds, self.evaluator, self.trace = algorithm, theta0, rounds, evaluator, trace
+        if stop_at_cost is not None and not np.isfinite(stop_at_cost):
+            raise ValueError(f"stop_at_cost must be a finite training cost, got {stop_at_cost}")
+        self.stop_at_cost = stop_at_cost
         self.snaps = set(int(s) for s in snapshots)
         self.progress, self.on_round = progress, on_round
         self.rule = DivergenceRule() if divergence is None else divergence
@@ -269,7 +272,8 @@ class Trainer:
         self.evals += n
         if self.on_round is not None:
             self.on_round(t, new_state)
-        if t % self.evaluator.every == 0 or t == self.rounds:
+        evaluated = t % self.evaluator.every == 0 or t == self.rounds
+        if evaluated:
             reason = self._evaluate(t, new_state)
             if reason:
                 return self._stop(t, f"diverged: round {t}: {reason}", last_good)
@@ -277,11 +281,14 @@ class Trainer:
         if t == self.rounds:
             self.trace.status = "finished"
             self.running = False
+        elif evaluated and self.stop_at_cost is not None and self.trace.metrics["train_cost"][-1] <= self.stop_at_cost:
+            self.trace.status = f"finished: reached training cost {self.stop_at_cost:g} at round {t}"
+            self.running = False
         return self.running
 
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
-          progress=None, on_round=None, divergence: DivergenceRule | None = None):
+          progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
 
     Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
@@ -291,8 +298,10 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     :class:`~refimpl.core.divergence.DivergenceRule`; default limits when None) finds ||ω||² or
     the training cost too large. ``progress(t, metrics)`` is called after each evaluation;
     ``on_round(t, state)`` after every round (used by the verification checks).
+    ``stop_at_cost``: stop after the first evaluation whose training cost is ≤ this value (the
+    trace up to that round is the same as without it; "rounds to a target" needs no more).
     """
-    tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence)
+    tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence, stop_at_cost)
     tr.start()
     for t in range(1, rounds + 1):
         if not tr.step(t, schedule.indices[t - 1]):

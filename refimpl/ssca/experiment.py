@@ -254,8 +254,11 @@ def _constrained(cfg, protocol, rho, gamma):
                            cfg.ball_radius, cfg.cvxpy_solver, cfg.curvature)
 
 
-def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None):
-    """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished)."""
+def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
+                   stop_at_cost=None):
+    """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished).
+    ``stop_at_cost``: end the run at the first evaluation with training cost ≤ this value (see
+    :func:`~refimpl.ssca.algorithms.train`)."""
     cfg = cfg.resolved()
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     trace = Trace(config={**asdict(cfg), "data": data.name})
@@ -264,12 +267,13 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     if cfg.engine == "flower":
-        if on_round is not None:
-            raise ValueError("on_round is not available with the Flower engine")
+        if on_round is not None or stop_at_cost is not None:
+            raise ValueError("on_round and stop_at_cost are not available with the Flower engine")
         from refimpl.ssca.flower import run_flower
         final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
     else:
-        final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule)
+        final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule,
+                      stop_at_cost)
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"

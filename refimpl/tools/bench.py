@@ -13,6 +13,7 @@ round computes them; see :meth:`refimpl.protocols.SampleBasedProtocol.collect`).
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -256,6 +257,59 @@ def round_breakdown(model, protocol, algo, state, batch, repeats):
     return t
 
 
+def round_in_sequence(model, protocol, algo, state, batch, repeats):
+    """The round's phases run in the round's order on the round's data, a clock read between
+    consecutive phases: each phase's time *inside* a round (caches as the previous phases left
+    them), where :func:`round_breakdown` times each alone and hot. The median of ``repeats``
+    rounds after one warm-up. The operations are those of :meth:`SampleBasedProtocol.collect`,
+    :meth:`TwoLayerNet.loss_grad` and :meth:`SSCA.apply` without bias (the benchmark's network),
+    in the same order; returns ``(seconds per phase, loss, gradient)`` so a test can check the
+    sequence computes the library's round to the bit."""
+    from refimpl.core.kernels import GATHER, KERNELS
+    if model.bias:
+        raise ValueError("round_in_sequence follows the bias-free network of the benchmark")
+    act, xent = KERNELS[model.backend]
+    gather = GATHER[model.backend]
+    theta, s = state.omega, state.surrogate
+    W1, W2 = model.unpack(theta)
+    b1, b2 = np.zeros(W1.shape[0]), np.zeros(W2.shape[0])
+    names = [p for p in PHASES if p != "rest"]
+    laps = np.zeros((repeats, len(names)))
+    clock = time.perf_counter
+    for rep in range(repeats + 1):
+        t0 = clock()
+        sizes = np.array([len(b) for b in batch])
+        idx = np.concatenate([np.asarray(b) for b in batch])
+        w = np.repeat(protocol.client_weight / sizes, sizes)
+        Xb = gather(protocol.X, idx)
+        t1 = clock()
+        Z = Xb @ W1.T
+        t2 = clock()
+        A, dA = act(Z, b1, model.activation)
+        t3 = clock()
+        O = A @ W2.T
+        t4 = clock()
+        loss, D2 = xent(O, b2, protocol.y[idx], w)
+        t5 = clock()
+        gW2 = np.empty(model.shape_W2)
+        np.matmul(D2.T, A, out=gW2)
+        t6 = clock()
+        D1 = D2 @ W2
+        t7 = clock()
+        D1 *= dA
+        t8 = clock()
+        grad = np.empty(model.n_params)
+        gW1, gW2v = model.unpack(grad)
+        gW2v[...] = gW2
+        np.matmul(D1.T, Xb, out=gW1)
+        t9 = clock()
+        algo._round(s.A, s.B, s.C, loss, grad, theta, 0.5, algo.tau, 0.3, algo.lam, algo.fixed)
+        t10 = clock()
+        if rep:
+            laps[rep - 1] = np.diff([t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10])
+    return dict(zip(names, np.median(laps, axis=0).tolist())), loss, grad
+
+
 def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
     """``refimpl bench ssca --breakdown``: per batch size, the round's time split into phases, and
     the ratios of the round to the floor (the five products), floor + gather, the plain-NumPy
@@ -267,6 +321,9 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         phases = round_breakdown(model, protocol, algo, state, batch, repeats)
         phases["rest"] = max(0.0, t_round - sum(phases.values()))
+        in_round = round_in_sequence(model, protocol, algo, state, batch, repeats)[0]
+        t_round_median = _median_round(algo, state, batch, repeats)
+        in_round["rest"] = max(0.0, t_round_median - sum(in_round.values()))
         floor = sum(phases[p] for p in PRODUCTS)
         W1, W2 = model.unpack(state.omega)
         Bsur = state.surrogate.B
@@ -275,6 +332,8 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
         t_torch = _torch_round(X, y, batch, state.omega, repeats)
         row = {"batch_per_client": B, "round_s": t_round, "phases_s": phases,
                "phase_share": {k: v / t_round for k, v in phases.items()},
+               "round_median_s": t_round_median, "in_round_s": in_round,
+               "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", f"default ({os.cpu_count()} cores)"),
                "floor_s": floor, "plain_numpy_s": t_plain, "torch_stacked_s": t_stacked, "torch_per_client_s": t_torch,
                "ratio_to_floor": t_round / floor,
                "ratio_to_floor_plus_gather": t_round / (floor + phases["gather"]),
@@ -287,15 +346,29 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
     return rows
 
 
+def _median_round(algo, state, batch, repeats):
+    algo.apply(state, 2, batch)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        algo.apply(state, 2, batch)
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
 def format_breakdown(rows):
     def r2(x):
         return "-" if x is None else f"{x:.2f}"
-    head = ["phase"] + [f"B={r['batch_per_client']} ms" for r in rows] + [f"B={r['batch_per_client']} %" for r in rows]
-    lines = [" | ".join(head), "-|-".join("-" * len(h) for h in head)]
+    head = (["phase"] + [f"B={r['batch_per_client']} ms" for r in rows] + [f"B={r['batch_per_client']} %" for r in rows]
+            + [f"B={r['batch_per_client']} in round ms" for r in rows])
+    lines = [f"BLAS threads: {rows[0]['blas_threads'] if rows else '-'}; 'ms', '%': each phase alone, best of the "
+             "repeats; 'in round': inside a round, median", " | ".join(head), "-|-".join("-" * len(h) for h in head)]
     for p in PHASES:
         lines.append(" | ".join([p] + [f"{r['phases_s'][p] * 1e3:.3f}" for r in rows]
-                                + [f"{100 * r['phase_share'][p]:.1f}" for r in rows]))
-    lines.append(" | ".join(["round"] + [f"{r['round_s'] * 1e3:.3f}" for r in rows] + ["100.0" for _ in rows]))
+                                + [f"{100 * r['phase_share'][p]:.1f}" for r in rows]
+                                + [f"{r['in_round_s'][p] * 1e3:.3f}" for r in rows]))
+    lines.append(" | ".join(["round"] + [f"{r['round_s'] * 1e3:.3f}" for r in rows] + ["100.0" for _ in rows]
+                            + [f"{r['round_median_s'] * 1e3:.3f}" for r in rows]))
     lines.append("")
     keys = [("floor (5 products)", "ratio_to_floor"), ("floor + gather", "ratio_to_floor_plus_gather"),
             ("plain NumPy round", "ratio_to_plain_numpy"), ("torch, clients stacked", "ratio_to_torch_stacked"),
