@@ -27,6 +27,17 @@ from refimpl.core.schedules import PowerLaw
 K, D, J, L = 10, 784, 128, 10
 
 
+def blas_threads():
+    """The BLAS threads NumPy's products use here: ``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``)
+    when set, else one per core. PyTorch is given as many intra-op threads, so that both sides of
+    a comparison use the same cores."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        v = os.environ.get(var, "")
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    return os.cpu_count() or 1
+
+
 def _best(fn, repeats):
     fn()                                  # warm-up (JIT, caches, thread pools)
     ts = []
@@ -80,6 +91,7 @@ def _torch_round(X, y, batches, theta, repeats):
     except ImportError:
         return None
     torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(blas_threads())
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
     W1 = torch.from_numpy(theta[:J * D].reshape(J, D).copy()).requires_grad_()
     W2 = torch.from_numpy(theta[J * D:].reshape(L, J).copy()).requires_grad_()
@@ -187,6 +199,7 @@ def _torch_stacked_round(X, y, batches, theta, repeats):
     except ImportError:
         return None
     torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(blas_threads())
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
     W1 = torch.from_numpy(theta[:J * D].reshape(J, D).copy()).requires_grad_()
     W2 = torch.from_numpy(theta[J * D:].reshape(L, J).copy()).requires_grad_()
@@ -333,7 +346,7 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
         row = {"batch_per_client": B, "round_s": t_round, "phases_s": phases,
                "phase_share": {k: v / t_round for k, v in phases.items()},
                "round_median_s": t_round_median, "in_round_s": in_round,
-               "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", f"default ({os.cpu_count()} cores)"),
+               "blas_threads": blas_threads(), "torch_threads": blas_threads(),
                "floor_s": floor, "plain_numpy_s": t_plain, "torch_stacked_s": t_stacked, "torch_per_client_s": t_torch,
                "ratio_to_floor": t_round / floor,
                "ratio_to_floor_plus_gather": t_round / (floor + phases["gather"]),
