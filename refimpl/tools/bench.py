@@ -38,14 +38,19 @@ def blas_threads():
     return os.cpu_count() or 1
 
 
-def _best(fn, repeats):
-    fn()                                  # warm-up (JIT, caches, thread pools)
+def _timings(fn, repeats):
+    """Seconds of ``repeats`` calls of ``fn`` after one warm-up call (JIT, caches, thread pools)."""
+    fn()
     ts = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return min(ts)
+    return ts
+
+
+def _best(fn, repeats):
+    return min(_timings(fn, repeats))
 
 
 def _floor(Xs, W1, W2, repeats):
@@ -329,13 +334,14 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
     round, PyTorch with the K clients stacked (one autograd call) and PyTorch per client — all
     measured in this one process and run."""
     rows = []
+    threads = blas_threads()
     for B in batches:
         X, y, model, protocol, algo, batch, _, state = _round_setup(B)
         t_round = _best(lambda: algo.apply(state, 2, batch), repeats)
         phases = round_breakdown(model, protocol, algo, state, batch, repeats)
         phases["rest"] = max(0.0, t_round - sum(phases.values()))
         in_round = round_in_sequence(model, protocol, algo, state, batch, repeats)[0]
-        t_round_median = _median_round(algo, state, batch, repeats)
+        t_round_median = float(np.median(_timings(lambda: algo.apply(state, 2, batch), repeats)))
         in_round["rest"] = max(0.0, t_round_median - sum(in_round.values()))
         floor = sum(phases[p] for p in PRODUCTS)
         W1, W2 = model.unpack(state.omega)
@@ -346,7 +352,7 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
         row = {"batch_per_client": B, "round_s": t_round, "phases_s": phases,
                "phase_share": {k: v / t_round for k, v in phases.items()},
                "round_median_s": t_round_median, "in_round_s": in_round,
-               "blas_threads": blas_threads(), "torch_threads": blas_threads(),
+               "blas_threads": threads, "torch_threads": threads,
                "floor_s": floor, "plain_numpy_s": t_plain, "torch_stacked_s": t_stacked, "torch_per_client_s": t_torch,
                "ratio_to_floor": t_round / floor,
                "ratio_to_floor_plus_gather": t_round / (floor + phases["gather"]),
@@ -357,16 +363,6 @@ def bench_ssca_breakdown(batches=(10, 100, 600), repeats=20, progress=None):
         if progress:
             progress(f"batch {B}: {t_round * 1e3:.2f} ms/round, floor+gather {(floor + phases['gather']) * 1e3:.2f} ms")
     return rows
-
-
-def _median_round(algo, state, batch, repeats):
-    algo.apply(state, 2, batch)
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        algo.apply(state, 2, batch)
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
 
 
 def format_breakdown(rows):
