@@ -51,10 +51,10 @@ def test_cumulative_update_equals_weighted_gradients(opt, model, vdata, rng):
     Xb, yb = [X[idx] for X in vdata.Xs_train], vdata.y_train[idx]
     H = np.hstack(model.embeddings(thetas, Xb))
     for tau in (1, 5):
-        end, grads = server_local_phase(model, thetas[0], H, yb, opt, 0.1, tau, record=True)
+        end, grads, _ = server_local_phase(model, thetas[0], H, yb, opt, 0.1, tau, record=True)
         np.testing.assert_allclose(end - thetas[0], -0.1 * sum(w * g for w, g in zip(opt.weights(tau, 0.1), grads)),
                                    rtol=1e-12, atol=1e-15)
-        end, grads = party_local_phase(model, 2, thetas[2], thetas[0], H, Xb[1], yb, opt, 0.1, tau, record=True)
+        end, grads, _ = party_local_phase(model, 2, thetas[2], thetas[0], H, Xb[1], yb, opt, 0.1, tau, record=True)
         np.testing.assert_allclose(end - thetas[2], -0.1 * sum(w * g for w, g in zip(opt.weights(tau, 0.1), grads)),
                                    rtol=1e-12, atol=1e-15)
 

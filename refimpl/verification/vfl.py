@@ -38,9 +38,9 @@ def _weights_check(opt_factory, quick, alt_weights=None):
         opt, eta, tau = opt_factory(rng), float(rng.uniform(0.01, 0.5)), int(rng.integers(1, 13))
         for k in range(m.K + 1):
             if k == 0:
-                end, grads = server_local_phase(m, thetas[0], H, yb, opt, eta, tau, record=True)
+                end, grads, _ = server_local_phase(m, thetas[0], H, yb, opt, eta, tau, record=True)
             else:
-                end, grads = party_local_phase(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opt, eta, tau, record=True)
+                end, grads, _ = party_local_phase(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opt, eta, tau, record=True)
             pred = thetas[k] - eta * sum(w * g for w, g in zip(opt.weights(tau, eta), grads))
             diff = end - thetas[k]
             scale = max(np.max(np.abs(diff)), 1e-300)

@@ -23,6 +23,7 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_su
 from refimpl.vfl.speeds import Network
 from refimpl.core.trace import Trace
 from refimpl.vfl.models import LinearEncoder
+from refimpl.vfl.policies import compose, validate_batches, validate_taus
 
 METHODS = ("flex", "adaptive", "sync", "pbcd")
 
@@ -62,25 +63,32 @@ class VerticalData:
 
 # ----------------------------------------------------------------------------- local phases
 
-def server_local_phase(model, theta0, H, yb, opt, eta, tau, record=False):
-    """Party 0: τ steps on θ_0 with every embedding stale (Φ^r)."""
+def server_local_phase(model, theta0, H, yb, opt, eta, tau, record=False, state=None, dump=None):
+    """Party 0: τ steps on θ_0 with every embedding stale (Φ^r). ``state``: the optimizer state to
+    start from (None: ``opt.init``, a reset); returns (θ_0^{r,τ}, gradients if ``record``, final
+    state). ``dump``: a list that receives (θ^{r,t}, g^{r,t}, optimizer state after step t) per step."""
     th, start = theta0.copy(), theta0
-    state, grads = opt.init(th), []
+    state, grads = (opt.init(th) if state is None else state), []
     for t in range(tau):
         g = model.fusion.loss_grads(th, H, yb)[1]
         if record:
             grads.append(g)
+        th_t = th
         th, state = opt.update(g, state, th, start, eta, t)
-    return th, grads
+        if dump is not None:
+            dump.append((th_t, g, state))
+    return th, grads, state
 
 
-def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, dh_stale=None, record=False):
+def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, dh_stale=None, record=False,
+                      state=None, dump=None):
     """Party k ≥ 1: τ steps on θ_k with θ_0 and the other embeddings from the snapshot.
-    ``dh_stale``: labels only at the server — the party uses the ∂l/∂h_k it received."""
+    ``dh_stale``: labels only at the server — the party uses the ∂l/∂h_k it received.
+    ``state`` / ``dump`` and the returned triple as for :func:`server_local_phase`."""
     enc = model.encoders[k - 1]
     o0, o1 = model.offsets[k - 1], model.offsets[k]
     th, start = theta_k.copy(), theta_k
-    state, grads = opt.init(th), []
+    state, grads = (opt.init(th) if state is None else state), []
     Ht = H.copy()
     for t in range(tau):
         h, cache = enc.forward(th, Xb)
@@ -92,8 +100,11 @@ def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, 
         g = enc.backward(th, cache, dh)
         if record:
             grads.append(g)
+        th_t = th
         th, state = opt.update(g, state, th, start, eta, t)
-    return th, grads
+        if dump is not None:
+            dump.append((th_t, g, state))
+    return th, grads, state
 
 
 @njit(cache=True)
@@ -170,6 +181,38 @@ def numba_applies(model, k, opt, labels):
             and type(opt) in (SGD, LocalMomentum, Proximal))
 
 
+# ----------------------------------------------------------------------------- per-round dumps
+
+# The names a dumped round r stores (as ``r<r>_<name>`` in trace.npz's arrays, saved with the
+# prefix ``array_``), in data-flow order; docs/guide.md has the same table with the equations.
+DUMP_QUANTITIES = (
+    ("batch", "(B,)", "B^r, the round's 0-based sample indices"),
+    ("H", "(B, ΣO_k)", "the exchanged embeddings h_k(θ_k^{r,0}; X_k^B), parties side by side"),
+    ("dh{k}", "(B, O_k)", "∂l/∂h_k sent to party k (labels at the server only)"),
+    ("tau", "(K+1,)", "τ_k^r"),
+    ("eta", "(K+1,)", "η_k^r"),
+    ("theta{k}", "(τ_k+1, n_k)", "θ_k^{r,t}, t = 0..τ_k (row τ_k: the round's result θ_k^{r+1,0})"),
+    ("grad{k}", "(τ_k, n_k)", "g_k^{r,t}, the local gradient of step t (6)"),
+    ("momentum{k}", "(τ_k, n_k)", "the local momentum buffer u^t after step t (momentum optimizers)"),
+    ("w_bar", "(K+1,)", "w̄_k^r = max_t w_k^{r,t} (8)"),
+    ("W", "(K+1,)", "W_k^r = Σ_t w_k^{r,t} (8)"),
+)
+
+
+def round_dump(model, batch_idx, H, dh_stale, thetas, steps, new, tau, eta):
+    """The intermediate quantities of one round under :data:`DUMP_QUANTITIES`' names."""
+    out = {"batch": np.asarray(batch_idx, dtype=np.int64), "H": H, "tau": np.asarray(tau), "eta": np.asarray(eta)}
+    for k in range(model.K + 1):
+        if dh_stale is not None and k >= 1:
+            out[f"dh{k}"] = dh_stale[k - 1]
+        rec = steps[k]
+        out[f"theta{k}"] = np.array([x[0] for x in rec] + [new[k]])
+        out[f"grad{k}"] = np.array([x[1] for x in rec]).reshape(len(rec), -1)
+        if rec and isinstance(rec[0][2], np.ndarray):
+            out[f"momentum{k}"] = np.array([x[2] for x in rec])
+    return out
+
+
 # ----------------------------------------------------------------------------- rounds
 
 @dataclass
@@ -187,15 +230,22 @@ class FlexVFL:
     """Flex-VFL and its round-based relatives on the simulated clock.
 
     ``method``: "flex" (τ from the timeout), "adaptive" (Algorithm 2: η_k^{r+1} = A_k/(τ_k^r w̄_k^r)),
-    "sync" (every party Q steps, the round waits for the slowest), "pbcd" (τ ≡ 1).
+    "sync" (every party Q steps, the round waits for the slowest), "pbcd" (τ ≡ 1) — composed into
+    a :class:`~refimpl.vfl.policies.Policy` by :func:`~refimpl.vfl.policies.compose` with the
+    conventions ``momentum`` ("reset" | "persistent"), ``batch_order`` ("independent" | "epoch"),
+    ``adaptive_rule`` ("paper" | "authors") and the replay schedules ``taus`` (R, K+1) and
+    ``batches`` (R, B); or a ready ``policy``, which replaces all of these.
     ``optimizers``: K + 1 local optimizers (index 0: server); ``eta``: K + 1 learning rates
-    (ignored by "adaptive", which uses ``A``); ``speeds``: (R, K+1) step times; ``labels``: "all"
-    (every party computes ∂l/∂h_k itself) or "server" (parties use the ∂l/∂h_k sent by the server).
+    (the paper's adaptive rule ignores them and uses ``A``; the authors' rule takes ``A`` as its lr);
+    ``speeds``: (R, K+1) step times; ``labels``: "all" (every party computes ∂l/∂h_k itself) or
+    "server" (parties use the ∂l/∂h_k sent by the server).
     ``smoothness``: optional (L, [L_0 … L_K]) for condition (14).
     """
 
     def __init__(self, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
-                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None):
+                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None,
+                 momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None,
+                 policy=None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         K1 = model.K + 1
@@ -211,6 +261,7 @@ class FlexVFL:
             bad = np.flatnonzero(~np.isfinite(self.eta) | (self.eta <= 0))
             if bad.size:
                 raise ValueError(f"learning rate η of party {bad[0]} is {self.eta[bad[0]]}; must be > 0")
+        self.A = None
         if method == "adaptive":
             if A is None:
                 raise ValueError("adaptive Flex-VFL needs the constants A_k")
@@ -227,7 +278,7 @@ class FlexVFL:
                 raise ValueError(f"Flex-VFL needs a timeout > 0, got {timeout}")
             mean = self.speeds.mean(axis=0)
             slow = int(np.argmax(mean))
-            if timeout < mean[slow]:
+            if taus is None and timeout < mean[slow]:
                 raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
                                  f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
         if method == "sync" and int(Q) < 1:
@@ -237,45 +288,32 @@ class FlexVFL:
         self.smoothness, self.use_numba = smoothness, use_numba
         if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
-        # the authors' protocol: the server runs a fixed number of local steps and its compute is free
-        self.server_steps = None if server_steps is None else int(server_steps)
         if not 1 <= self.batch <= data.n:
             raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
+        if taus is not None:
+            taus = validate_taus(taus, 1, K1)
+        if batches is not None:
+            batches = validate_batches(batches, 1, data.n)
+        self.policy = policy if policy is not None else compose(
+            method, eta=self.eta, timeout=timeout, Q=self.Q, network=network, A=self.A,
+            server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
+            batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches)
 
-    # -- τ and η of a round --------------------------------------------------------------------
-    def taus(self, step_times):
-        if self.method == "sync":
-            tau = np.full(step_times.size, self.Q)
-        elif self.method == "pbcd":
-            tau = np.ones(step_times.size, dtype=int)
-        else:
-            tau = np.maximum(1, np.floor(self.timeout / step_times).astype(int))
-        if self.server_steps is not None:
-            tau[0] = self.server_steps
-        return tau
+    # -- τ and the clock of a round (the policy's) -------------------------------------------------
+    def taus(self, step_times, r=1):
+        return self.policy.steps.taus(r, step_times)
 
     def round_duration(self, step_times, tau, floats_up, floats_down):
-        """Compute (the slowest party's τ_k s_k; Flex-VFL: at least the timeout; the server's share
-        is free with ``server_steps``) + both messages + the network's server round trip."""
-        work = tau * step_times
-        if self.server_steps is not None:
-            work = work[1:]
-        compute = float(np.max(work))
-        if self.method in ("flex", "adaptive"):
-            compute = max(self.timeout, compute)
-        return compute + self.net.time(floats_up) + self.net.time(floats_down) + self.net.server_time
+        """See :class:`~refimpl.vfl.policies.RoundClock`."""
+        return self.policy.clock.duration(step_times, tau, floats_up, floats_down)
 
     def overruns(self, step_times):
-        """Per party, whether one local step takes longer than the timeout (the party cannot finish
-        the step Flex-VFL's analysis assumes it completes; refimpl still lets it take one)."""
-        if self.method not in ("flex", "adaptive"):
-            return np.zeros(step_times.size, dtype=bool)
-        return step_times > self.timeout
+        return self.policy.clock.overruns(step_times)
 
-    def messages(self):
+    def messages(self, B=None):
         """Floats per round: K (|θ_0| + B Σ O_k) down (docs/flexvfl.md), B Σ O_k up (embeddings), plus
         B O_k to each party when labels are only at the server."""
-        K, B = self.model.K, self.batch
+        K, B = self.model.K, self.batch if B is None else B
         sum_o = int(self.model.offsets[-1])
         down = K * (self.model.fusion.n_params + B * sum_o) + (B * sum_o if self.labels == "server" else 0)
         return B * sum_o, down
@@ -288,7 +326,10 @@ class FlexVFL:
         return eta <= 1.0 / (16.0 * np.maximum(L, np.asarray(Lk)) * tau * w_bar)
 
     # -- one round -------------------------------------------------------------------------------
-    def round(self, thetas, batch_idx, tau, eta, record=False):
+    def round(self, thetas, batch_idx, tau, eta, record=False, states=None, dump=None):
+        """One global round from Θ^{r,0}; returns (Θ^{r+1,0}, per-party gradients if ``record``,
+        per-party optimizer states). ``states``: the states to start from (None entries: reset).
+        ``dump``: a dict that receives the round's intermediate quantities (docs/guide.md)."""
         m, d = self.model, self.data
         Xb = [X[batch_idx] for X in d.Xs_train]
         yb = d.y_train[batch_idx]
@@ -298,47 +339,62 @@ class FlexVFL:
         if self.labels == "server":
             dH = m.fusion.loss_grads(thetas[0], H, yb)[2]
             dh_stale = [dH[:, m.offsets[k - 1]:m.offsets[k]] for k in range(1, m.K + 1)]
-        new, grads = [None] * (m.K + 1), [None] * (m.K + 1)
-        new[0], grads[0] = server_local_phase(m, thetas[0], H, yb, self.opts[0], eta[0], int(tau[0]), record)
+        states = [None] * (m.K + 1) if states is None else states
+        new, grads, out_states = [None] * (m.K + 1), [None] * (m.K + 1), [None] * (m.K + 1)
+        steps = None if dump is None else [[] for _ in range(m.K + 1)]
+        new[0], grads[0], out_states[0] = server_local_phase(m, thetas[0], H, yb, self.opts[0], eta[0], int(tau[0]),
+                                                             record, states[0], None if steps is None else steps[0])
         for k in range(1, m.K + 1):
-            if self.use_numba and not record and numba_applies(m, k, self.opts[k], self.labels):
+            if (self.use_numba and not record and dump is None and states[k] is None
+                    and not self.policy.momentum.persistent and numba_applies(m, k, self.opts[k], self.labels)):
                 new[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k],
                                                eta[k], int(tau[k]))
             else:
-                new[k], grads[k] = party_local_phase(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k],
-                                                     eta[k], int(tau[k]),
-                                                     None if dh_stale is None else dh_stale[k - 1], record)
-        return new, grads
+                new[k], grads[k], out_states[k] = party_local_phase(
+                    m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k], eta[k], int(tau[k]),
+                    None if dh_stale is None else dh_stale[k - 1], record, states[k],
+                    None if steps is None else steps[k])
+        if dump is not None:
+            dump.update(round_dump(m, batch_idx, H, dh_stale, thetas, steps, new, tau, eta))
+        return new, grads, out_states
 
     def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
-            stop_at_accuracy=None, divergence=None):
+            stop_at_accuracy=None, divergence=None, dump_rounds=()):
         """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
         with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
         ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
-        arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W). ``stop_at_accuracy``: stop after
+        arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W), init_theta<k> / final_theta<k>
+        (Θ^{1,0} and the last Θ), and the batch schedule (R, B) as ``trace.batches``
+        (a replay input). ``stop_at_accuracy``: stop after
         the first evaluation whose test accuracy reaches it (time-to-target runs). ``divergence``
         (a :class:`~refimpl.core.divergence.DivergenceRule`, default limits when None) stops the run
         with status "diverged: …" at the first round whose parameters or training loss it flags;
-        the trace then holds the rounds before it."""
+        the trace then holds the rounds before it. ``dump_rounds``: rounds whose intermediate
+        quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md)."""
         m, d = self.model, self.data
+        pol = self.policy
         rule = DivergenceRule() if divergence is None else divergence
-        K1 = m.K + 1
-        need = rounds + (1 if self.method == "adaptive" else 0)      # adaptive: row 0 is the dummy round
+        need = rounds + pol.step_size.speed_rows          # paper-adaptive: row 0 is the dummy round
         if need > self.speeds.shape[0]:
             raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
+        for name, obj in (("τ table", pol.steps), ("batch schedule", pol.batches)):
+            table = getattr(obj, "table", None)
+            if table is None and hasattr(obj, "inner"):
+                table = getattr(obj.inner, "table", None)
+            if table is not None and table.shape[0] < rounds:
+                raise ValueError(f"the {name} holds {table.shape[0]} rounds, the run needs {rounds}")
+        dump_rounds = set(int(r) for r in dump_rounds)
         thetas = [t.copy() for t in thetas]
+        initial = [t.copy() for t in thetas]
         trace = Trace(config={"method": self.method, "batch": self.batch, "timeout": self.timeout, "Q": self.Q,
-                              "labels": self.labels, "optimizers": [o.name for o in self.opts]})
-        up, down = self.messages()
-        recs = []
-        eta = self.eta.copy()
-        sched = self.speeds
-        if self.method == "adaptive":
-            # dummy round: τ_k^0 from the first row of speeds, w̄_k^0 with η = A_k / τ_k^0
-            tau0 = np.maximum(1, np.floor(self.timeout / sched[0]).astype(int))
-            wb0 = np.array([weight_summary(o, int(t), a / t)[0] for o, t, a in zip(self.opts, tau0, self.A)])
-            eta = self.A / (tau0 * wb0)
-            sched = sched[1:]
+                              "labels": self.labels, "optimizers": [o.name for o in self.opts],
+                              "policy": pol.describe()})
+        recs, used = [], []
+        sched = self.speeds[pol.step_size.speed_rows:]
+        eta, eta_state = pol.step_size.init(self.opts, self.speeds if pol.step_size.speed_rows else sched[:rounds],
+                                            pol.steps)
+        batch_state = pol.batches.init(rng, d.n, self.batch)
+        states = None
         clock, floats = 0.0, 0
         self._theory_on = theory_every > 0
         self._evaluate(trace, 0, clock, floats, thetas, theory_every > 0)
@@ -346,14 +402,23 @@ class FlexVFL:
             progress(0, trace)
         for r in range(1, rounds + 1):
             st = sched[r - 1]
-            tau = self.taus(st)
-            batch_idx = rng.choice(d.n, self.batch, replace=False)
-            thetas, _ = self.round(thetas, batch_idx, tau, eta)
+            tau = pol.steps.taus(r, st)
+            batch_idx, batch_state = pol.batches.draw(r, batch_state, rng, d.n, self.batch)
+            dump = {} if r in dump_rounds else None
+            thetas, _, out_states = self.round(thetas, batch_idx, tau, eta, states=states, dump=dump)
+            if pol.momentum.persistent:
+                states = out_states
             wb, W = np.array([weight_summary(o, int(t), e) for o, t, e in zip(self.opts, tau, eta)]).T
-            dur = self.round_duration(st, tau, up, down)
+            up, down = self.messages(len(batch_idx))
+            dur = pol.clock.duration(st, tau, up, down)
             clock += dur
             floats += up + down
-            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down, self.overruns(st)))
+            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down, pol.clock.overruns(st)))
+            used.append(batch_idx)
+            if dump is not None:
+                dump.update(w_bar=wb, W=W)
+                for key, value in dump.items():
+                    trace.arrays[f"r{r}_{key}"] = np.asarray(value)
             reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(t, t)) for t in thetas))
             last = r == rounds or (time_budget is not None and clock >= time_budget)
             if reason is None and (r % eval_every == 0 or last):
@@ -362,9 +427,9 @@ class FlexVFL:
             if reason:
                 trace.status = f"diverged: round {r}: {reason}; trace holds rounds 0..{r - 1}"
                 recs.pop()
+                used.pop()
                 break
-            if self.method == "adaptive":
-                eta = self.A / (tau * wb)
+            eta, eta_state = pol.step_size.update(eta, eta_state, tau, wb)
             if r % eval_every == 0 or last:
                 if progress:
                     progress(r, trace)
@@ -373,18 +438,20 @@ class FlexVFL:
                     break
             if last:
                 break
-        else:
-            r = rounds
         if trace.status == "running":
             trace.status = "finished"
         trace.extra["thetas"] = thetas
+        for k, (a, b) in enumerate(zip(initial, thetas)):
+            trace.arrays[f"init_theta{k}"], trace.arrays[f"final_theta{k}"] = a, b
         if recs:
-            trace.arrays = {"tau": np.array([x.tau for x in recs]), "eta": np.array([x.eta for x in recs]),
-                            "w_bar": np.array([x.w_bar for x in recs]), "W": np.array([x.W for x in recs]),
-                            "round_time": np.array([x.duration for x in recs]),
-                            "overrun": np.array([x.overrun for x in recs]),
-                            "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])}
-            if self.method in ("flex", "adaptive"):
+            trace.arrays.update({"tau": np.array([x.tau for x in recs]), "eta": np.array([x.eta for x in recs]),
+                                 "w_bar": np.array([x.w_bar for x in recs]), "W": np.array([x.W for x in recs]),
+                                 "round_time": np.array([x.duration for x in recs]),
+                                 "overrun": np.array([x.overrun for x in recs]),
+                                 "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])})
+            if len({len(b) for b in used}) == 1:
+                trace.batches = np.array(used, dtype=np.int64)
+            if pol.clock.timeout is not None:
                 trace.config["overrun_fraction"] = trace.arrays["overrun"].mean(axis=0).tolist()
             c14 = [self.condition14(x.eta, x.tau, x.w_bar) for x in recs]
             if c14[0] is not None:

@@ -1,0 +1,343 @@
+"""Flex-VFL's round-based methods as compositions of conventions, one small object per concern.
+
+A method of [FlexVFL] is a :class:`Policy`: who takes how many local steps (``steps``), with which
+learning rate (``step_size``), whether a party's optimizer state survives the round
+(``momentum``), which samples a round uses (``batches``) and how long a round lasts on the
+simulated clock (``clock``). ``sync``, ``pbcd``, ``flex`` and ``adaptive`` are named compositions
+(:func:`compose`); every convention of another implementation is one more object here, never a
+branch inside the round loop. The trace records :meth:`Policy.describe`.
+
+Each object is small and stateless; where a convention needs memory across rounds (the authors'
+adaptive rule, an epoch's permutation) it returns its state and is handed it back, as optax's
+``init``/``update`` pairs do. docs/flexvfl.md ("Conventions") gives the evidence for each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from refimpl.vfl.local_optimizers import weight_summary
+from refimpl.vfl.speeds import Network
+
+ROUND_METHODS = ("flex", "adaptive", "sync", "pbcd")
+MOMENTUM = ("reset", "persistent")
+BATCH_ORDERS = ("independent", "epoch")
+ADAPTIVE_RULES = ("paper", "authors")
+
+
+# ----------------------------------------------------------------------------- local steps τ_k^r
+
+@dataclass(frozen=True)
+class StepsFromTimeout:
+    """Flex-VFL, [FlexVFL] Algorithm 1: τ_k^r = max(1, ⌊timeout / s_k^r⌋), the whole local steps
+    of party k's step time s_k^r that fit in the round's timeout (at least one)."""
+
+    timeout: float
+    name = "timeout"
+
+    def taus(self, r, step_times):
+        return np.maximum(1, np.floor(self.timeout / step_times).astype(int))
+
+    def describe(self):
+        return {"rule": self.name, "timeout": self.timeout}
+
+
+@dataclass(frozen=True)
+class FixedSteps:
+    """Every party takes Q local steps: synchronous VFL (Q), P-BCD (Q = 1)."""
+
+    Q: int
+    name = "fixed"
+
+    def taus(self, r, step_times):
+        return np.full(step_times.size, self.Q)
+
+    def describe(self):
+        return {"rule": self.name, "Q": self.Q}
+
+
+@dataclass(frozen=True, eq=False)
+class GivenSteps:
+    """τ_k^r read from a table (R, K+1), column 0 the server: another implementation's step
+    counts replayed exactly (no floating-point timeout/step-time division)."""
+
+    table: np.ndarray
+    name = "given"
+
+    def taus(self, r, step_times):
+        return np.array(self.table[r - 1], dtype=np.int64)
+
+    def describe(self):
+        return {"rule": self.name, "rounds": int(self.table.shape[0])}
+
+
+@dataclass(frozen=True)
+class ServerSteps:
+    """The authors' protocol: the server (party 0) takes ``steps`` local steps whatever its speed
+    (Q under their sync/flex modes, 1 under P-BCD: ``main_flex.py`` sets every party's count,
+    the server's included); the parties' counts come from ``inner``."""
+
+    inner: object
+    steps: int
+    name = "server-fixed"
+
+    def taus(self, r, step_times):
+        tau = self.inner.taus(r, step_times)
+        tau[0] = self.steps
+        return tau
+
+    def describe(self):
+        return {**self.inner.describe(), "server_steps": self.steps}
+
+
+def validate_taus(table, rounds, parties, source="--taus"):
+    """A τ table (R, K+1) of whole numbers >= 1, at least ``rounds`` rows; returns it as int64."""
+    arr = np.asarray(table)
+    if arr.ndim != 2 or arr.shape[1] != parties:
+        raise ValueError(f"{source}: τ table must have shape (rounds, {parties}) (server first), got {arr.shape}")
+    if arr.shape[0] < rounds:
+        raise ValueError(f"{source}: τ table holds {arr.shape[0]} rounds, the run needs {rounds}")
+    if arr.dtype.kind not in "iuf" or arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{source}: τ entries must be whole numbers >= 1, got dtype {arr.dtype}")
+    bad = np.argwhere((arr != np.round(arr)) | (arr < 1))
+    if bad.size:
+        r, k = bad[0]
+        raise ValueError(f"{source}: τ[{r}, {k}] = {arr[r, k]!r}: local steps must be whole numbers >= 1")
+    return arr.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- step sizes η_k^r
+
+@dataclass(frozen=True, eq=False)
+class FixedStepSize:
+    """η_k^r = η_k in every round."""
+
+    eta: np.ndarray
+    name = "fixed"
+    speed_rows = 0          # rows of the speed schedule consumed before round 1
+
+    def init(self, opts, speeds, steps):
+        return self.eta.copy(), None
+
+    def update(self, eta, state, tau, w_bar):
+        return eta, state
+
+    def describe(self):
+        return {"rule": self.name}
+
+
+@dataclass(frozen=True, eq=False)
+class PaperAdaptive:
+    """Adaptive Flex-VFL, [FlexVFL] Algorithm 2: η_k^{r+1} = A_k / (τ_k^r w̄_k^r). Round 1's
+    rate comes from a dummy round 0 on the first row of the speed schedule:
+    τ_k^0 = max(1, ⌊timeout / s_k^0⌋) and w̄_k^0 of the optimizer at η = A_k/τ_k^0."""
+
+    A: np.ndarray
+    timeout: float
+    name = "paper-adaptive"
+    speed_rows = 1
+
+    def init(self, opts, speeds, steps):
+        tau0 = np.maximum(1, np.floor(self.timeout / speeds[0]).astype(int))
+        wb0 = np.array([weight_summary(o, int(t), a / t)[0] for o, t, a in zip(opts, tau0, self.A)])
+        return self.A / (tau0 * wb0), None
+
+    def update(self, eta, state, tau, w_bar):
+        return self.A / (tau * w_bar), state
+
+    def describe(self):
+        return {"rule": self.name, "A": self.A.tolist()}
+
+
+@dataclass(frozen=True, eq=False)
+class AuthorsAdaptive:
+    """The authors' adaptive code (``main_flex_MVCNNadapt.py``): η_k^1 = lr_k / τ_k^max and, after
+    each round, η_k ← η_k τ_k^{prev} / τ_k^r (τ_k^{prev} = τ_k^max before round 1), so
+    η_k^{r+1} = lr_k / τ_k^r: no w̄ (momentum ignored). τ_k^max is the largest τ_k^r over the
+    run's schedule (their 10·max(1 − utilisation) + 1)."""
+
+    lr: np.ndarray
+    name = "authors-adaptive"
+    speed_rows = 0
+
+    def init(self, opts, speeds, steps):
+        tau_max = np.max([steps.taus(r + 1, row) for r, row in enumerate(speeds)], axis=0)
+        return self.lr / tau_max, tau_max
+
+    def update(self, eta, prev, tau, w_bar):
+        return eta * prev / tau, np.array(tau)
+
+    def describe(self):
+        return {"rule": self.name, "lr": self.lr.tolist()}
+
+
+# ----------------------------------------------------------------------------- optimizer state
+
+@dataclass(frozen=True)
+class ResetMomentum:
+    """Every round starts the local optimizers afresh (u^{−1} = 0): [FlexVFL] (6)–(8), and the
+    authors' ImageNet/ModelNet loops, which build a new ``torch.optim.SGD`` each round."""
+
+    name = "reset"
+    persistent = False
+
+
+@dataclass(frozen=True)
+class PersistentMomentum:
+    """A party's optimizer state (the momentum buffer) carries over from round to round: the
+    authors' MOSEI solver (``solver_VFL_Q.py``) builds its optimizers once. (8)'s weights w̄, W
+    are still those of a reset buffer; the carried buffer adds ρ^{t+1} u^{r−1} to each step."""
+
+    name = "persistent"
+    persistent = True
+
+
+# ----------------------------------------------------------------------------- mini-batches B^r
+
+@dataclass(frozen=True)
+class IndependentBatches:
+    """B^r: B samples without replacement, drawn afresh every round from the run's Generator."""
+
+    name = "independent"
+
+    def init(self, rng, n, B):
+        return None
+
+    def draw(self, r, state, rng, n, B):
+        return rng.choice(n, B, replace=False), state
+
+
+@dataclass(frozen=True)
+class EpochBatches:
+    """One permutation of the training set per epoch, cut into consecutive batches of B; the
+    epoch's last batch keeps the n mod B samples left (a PyTorch ``DataLoader`` with
+    ``shuffle=True``, ``drop_last=False``, as the authors' code uses)."""
+
+    name = "epoch"
+
+    def init(self, rng, n, B):
+        return [None, n]
+
+    def draw(self, r, state, rng, n, B):
+        perm, pos = state
+        if pos >= n:
+            perm, pos = rng.permutation(n), 0
+        idx = perm[pos:min(pos + B, n)]
+        return idx, [perm, pos + B]
+
+
+@dataclass(frozen=True, eq=False)
+class GivenBatches:
+    """B^r read from a table (R, B) of 0-based sample indices: a replay."""
+
+    table: np.ndarray
+    name = "given"
+
+    def init(self, rng, n, B):
+        return None
+
+    def draw(self, r, state, rng, n, B):
+        return np.array(self.table[r - 1], dtype=np.int64), state
+
+
+def validate_batches(table, rounds, n, source="--batches"):
+    """A batch schedule (R, B) of distinct 0-based indices in 0..n−1 per row, at least ``rounds``
+    rows; returns it as int64."""
+    arr = np.asarray(table)
+    if arr.ndim != 2:
+        raise ValueError(f"{source}: batch schedule must have shape (rounds, B), got {arr.shape}")
+    if arr.shape[0] < rounds:
+        raise ValueError(f"{source}: batch schedule holds {arr.shape[0]} rounds, the run needs {rounds}")
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{source}: batch indices must be integers (0-based sample ids), got dtype {arr.dtype}")
+    bad = np.argwhere((arr < 0) | (arr >= n))
+    if bad.size:
+        r, b = bad[0]
+        raise ValueError(f"{source}: entry [{r}, {b}] = {arr[r, b]} is out of range: sample ids are 0..{n - 1}")
+    for r, row in enumerate(arr[:rounds]):
+        if np.unique(row).size != row.size:
+            raise ValueError(f"{source}: row {r} repeats a sample id: a mini-batch draws without replacement")
+    return arr.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- the clock
+
+@dataclass(frozen=True)
+class RoundClock:
+    """A round lasts: the slowest party's compute max_k τ_k s_k (Flex-VFL: at least the timeout;
+    ``server_free``: the server's share costs nothing, the authors' protocol) + the upload and
+    the download (the network's bandwidth and latency) + the network's server round trip S."""
+
+    network: Network = Network()
+    timeout: float | None = None
+    server_free: bool = False
+
+    def duration(self, step_times, tau, floats_up, floats_down):
+        work = tau * step_times
+        if self.server_free:
+            work = work[1:]
+        compute = float(np.max(work))
+        if self.timeout is not None:
+            compute = max(self.timeout, compute)
+        return compute + self.network.time(floats_up) + self.network.time(floats_down) + self.network.server_time
+
+    def overruns(self, step_times):
+        """Per party, whether one local step takes longer than the timeout (the party cannot finish
+        the step Flex-VFL's analysis assumes it completes; refimpl still lets it take one)."""
+        if self.timeout is None:
+            return np.zeros(step_times.size, dtype=bool)
+        return step_times > self.timeout
+
+    def describe(self):
+        return {"timeout_floor": self.timeout, "server_free": self.server_free,
+                "server_time": self.network.server_time}
+
+
+# ----------------------------------------------------------------------------- a method
+
+@dataclass(frozen=True)
+class Policy:
+    """A round-based method: one object per convention (see the module docstring)."""
+
+    name: str
+    steps: object
+    step_size: object
+    momentum: object = ResetMomentum()
+    batches: object = IndependentBatches()
+    clock: RoundClock = field(default_factory=RoundClock)
+
+    def describe(self):
+        return {"method": self.name, "steps": self.steps.describe(), "step_size": self.step_size.describe(),
+                "momentum": self.momentum.name, "batches": self.batches.name, "clock": self.clock.describe()}
+
+
+def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, server_steps=None, momentum="reset",
+            batch_order="independent", adaptive_rule="paper", taus=None, batches=None):
+    """The named compositions: ``flex`` (τ from the timeout, fixed η), ``adaptive`` (τ from the
+    timeout, η from ``adaptive_rule``), ``sync`` (Q steps), ``pbcd`` (one step). ``server_steps``:
+    the server takes that many steps and its compute is free (the authors' protocol). ``taus``
+    (R, K+1) / ``batches`` (R, B): given schedules replace the drawn ones."""
+    if method not in ROUND_METHODS:
+        raise ValueError(f"method must be one of {ROUND_METHODS}, got {method!r}")
+    for name, value, allowed in (("momentum", momentum, MOMENTUM), ("batch order", batch_order, BATCH_ORDERS),
+                                 ("adaptive rule", adaptive_rule, ADAPTIVE_RULES)):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    timed = method in ("flex", "adaptive")
+    if taus is not None:
+        steps = GivenSteps(taus)
+    else:
+        steps = {"flex": lambda: StepsFromTimeout(timeout), "adaptive": lambda: StepsFromTimeout(timeout),
+                 "sync": lambda: FixedSteps(int(Q)), "pbcd": lambda: FixedSteps(1)}[method]()
+        if server_steps is not None:
+            steps = ServerSteps(steps, int(server_steps))
+    if method == "adaptive":
+        step_size = PaperAdaptive(A, timeout) if adaptive_rule == "paper" else AuthorsAdaptive(A)
+    else:
+        step_size = FixedStepSize(eta)
+    return Policy(method, steps, step_size,
+                  PersistentMomentum() if momentum == "persistent" else ResetMomentum(),
+                  GivenBatches(batches) if batches is not None
+                  else EpochBatches() if batch_order == "epoch" else IndependentBatches(),
+                  RoundClock(network, timeout if timed else None, server_steps is not None))
