@@ -119,8 +119,10 @@ def _load_run_config(path, algorithm):
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a table of option values")
     doc = doc.get("fixed", doc) if set(doc) <= {"fixed", "runner", "seeds", "grid", "description"} else doc
+    from .options import family_of
     allowed = {o.field: o for o, _ in options_for(algorithm)}
-    allowed_extra = {"init", "batches", "data", "data_dir", "out"}
+    # --init / --batches of SSCA are not Config fields; the other families' are (options_for)
+    allowed_extra = {"data", "data_dir", "out"} | ({"init", "batches"} if family_of(algorithm) == "ssca" else set())
     bad = sorted(set(doc) - set(allowed) - allowed_extra)
     if bad:
         raise ValueError(f"{path}: {bad} do not apply to {algorithm}; allowed keys: {sorted(set(allowed) | allowed_extra)}")
@@ -203,12 +205,20 @@ def cmd_run_vfl(args):
         tr = vfl.run(cfg, _load_data(args), progress=progress)
     if args.out:
         tr.save(args.out)
+        _write_dump_mat(args, tr)
         plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
         _info(args, f"trace written to {args.out}")
     if not tr.status.startswith("finished"):
         _say(f"refimpl: run stopped: {tr.status}")
         return 3
     return 0
+
+
+def _write_dump_mat(args, trace):
+    """The per-round dumps also as ``dump.mat`` (MATLAB v7, variables r<round>_<name>)."""
+    from refimpl.core.replay import dump_arrays, write_dump_mat
+    if dump_arrays(trace.arrays):
+        write_dump_mat(os.path.join(args.out, "dump.mat"), trace.arrays)
 
 
 def cmd_compare(args):

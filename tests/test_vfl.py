@@ -81,7 +81,7 @@ def test_numba_local_loop_equals_numpy(opt, vdata, rng):
     idx = rng.choice(vdata.n, 20, replace=False)
     Xb, yb = [X[idx] for X in vdata.Xs_train], vdata.y_train[idx]
     H = np.hstack(m.embeddings(thetas, Xb))
-    a = linear_party_phase_nb(m, 3, thetas[3], thetas[0], H, Xb[2], yb, opt, 0.07, 6)
+    a = linear_party_phase_nb(m, 3, thetas[3], thetas[0], H, Xb[2], yb, opt, 0.07, 6)[0]
     b = party_local_phase(m, 3, thetas[3], thetas[0], H, Xb[2], yb, opt, 0.07, 6)[0]
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 

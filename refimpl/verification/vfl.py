@@ -47,7 +47,7 @@ def _weights_check(opt_factory, quick, alt_weights=None):
             worst = max(worst, float(np.max(np.abs(pred - end)) / scale))
             if k >= 1 and numba_applies(m, k, opt, "all"):
                 # the Numba party loop (linear encoders) against the same weighted sum of gradients
-                end_nb = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opt, eta, tau)
+                end_nb = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opt, eta, tau)[0]
                 worst_nb = max(worst_nb, float(np.max(np.abs(pred - end_nb)) / scale))
                 cases_nb += 1
             if alt_weights is not None:

@@ -2,6 +2,7 @@
 the side-by-side comparison of ``refimpl compare vfl``."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -45,6 +46,17 @@ class VFLConfig:
     eval_every: int = 1
     theory_every: int = 0             # every that many rounds: Σ_k ||∇_k F(Θ^{r,0})||² (left side of (15))
     smoothness: str = "none"          # "none" | "estimate" | "L,L_0,…,L_K" for condition (14)
+    # conventions (None: the protocol's; "refimpl" = the paper's, "authors" = the authors' code's)
+    momentum: str | None = None        # reset | persistent
+    batch_order: str | None = None     # independent | epoch
+    adaptive_rule: str | None = None   # paper | authors
+    server_time_unit: str | None = None   # step | timeout-over-Q
+    init_scheme: str | None = None     # glorot | torch
+    # replay inputs and dumps
+    init: str | None = None            # FILE.npz/.mat with theta0 … thetaK, or a trace.npz
+    batches: str | None = None         # FILE.npy (R, B) of 0-based ids (async: (events, B)), or a trace.npz
+    taus: str | None = None            # FILE.npy (R, K+1) local steps, server first, or a trace.npz
+    dump_rounds: str = ""              # "1,2,10" | "all": store every intermediate quantity of those rounds
     diverge_cost_factor: float = 1e3   # diverged: training loss above this × its initial value
     diverge_sq_norm: float = 1e12      # diverged: Σ_k ||θ_k||² above this
 
@@ -95,38 +107,61 @@ def build_model(cfg, data, n_classes):
 
 def run_vfl(cfg: VFLConfig, ds, progress=None):
     """Returns the trace; every random stream derives from ``cfg.seed``."""
+    from refimpl.core.replay import parse_dump_rounds
+    from refimpl.vfl.policies import validate_batches, validate_taus
     method = cfg.method_key()
+    conv = conventions(cfg)
     data = vertical_data(ds, cfg.parties)
     model = build_model(cfg, data, ds.n_classes)
     rng_init, rng_speed, rng_run = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
-    thetas = model.init(rng_init)
+    thetas = model.init(rng_init, conv["init_scheme"]) if cfg.init is None else load_init(cfg.init, model)
     K1 = cfg.parties + 1
     model_speeds = parse_speeds(cfg.speeds, K1, cfg.timeout)
     speeds = model_speeds.sample(cfg.rounds + 1, rng_speed)
     eta = _list(cfg.eta, K1, "eta", float)
-    net = network_of(cfg, model_speeds)
-    if cfg.protocol not in RUN_PROTOCOLS:
-        raise ValueError(f"protocol must be one of {RUN_PROTOCOLS}, got {cfg.protocol!r}")
+    net = network_of(cfg, model_speeds, conv["server_time_unit"])
     authors = cfg.protocol == "authors"
     budget = cfg.time_budget
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
+    batches = None
+    if cfg.batches is not None:
+        batches = load_schedule(cfg.batches, "--batches", ("batches",))
     if method == "async":
         if budget is None:
             raise ValueError("async-vfl runs on simulated time: give --time-budget")
         if cfg.optimizer not in ("sgd",):
             raise ValueError("asynchronous VFL uses SGD steps only (--optimizer sgd)")
+        for key in ("taus", "dump_rounds"):
+            if getattr(cfg, key):
+                raise ValueError(f"--{key.replace('_', '-')} applies to the round-based methods, not async-vfl")
+        if batches is not None:
+            batches = validate_batches(batches, 1, data.n, f"--batches {cfg.batches}")
         tr = run_async(model, data, thetas, eta, cfg.batch, speeds, rng_run, budget, net,
                        eval_every_time=budget / max(cfg.rounds // cfg.eval_every, 1), progress=progress,
-                       stop_at_accuracy=cfg.target, divergence=rule, server_free=authors)
+                       stop_at_accuracy=cfg.target, divergence=rule, server_free=authors, batches=batches)
     else:
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
         A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
-        run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if method == "adaptive" else speeds[1:],
+        taus = None
+        if cfg.taus is not None:
+            taus = validate_taus(load_schedule(cfg.taus, "--taus", ("tau",)), cfg.rounds, K1, f"--taus {cfg.taus}")
+        if batches is not None:
+            batches = validate_batches(batches, cfg.rounds, data.n, f"--batches {cfg.batches}")
+            if batches.shape[1] != cfg.batch:
+                raise ValueError(f"--batches {cfg.batches}: rows hold {batches.shape[1]} samples but --batch is "
+                                 f"{cfg.batch}")
+        dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
+        # the authors' protocol: the server takes Q steps under sync/flex (1 under P-BCD) for free
+        server_steps = (1 if method == "pbcd" else cfg.Q) if authors else None
+        # the paper's adaptive rule takes its round-0 rate from a dummy round on speed row 0
+        dummy = method == "adaptive" and conv["adaptive_rule"] == "paper"
+        run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if dummy else speeds[1:],
                       timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth,
-                      server_steps=cfg.Q if authors else None)
+                      server_steps=server_steps, momentum=conv["momentum"], batch_order=conv["batch_order"],
+                      adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
-                     stop_at_accuracy=cfg.target, divergence=rule)
+                     stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps)
         if smooth is not None:
             tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
             if "cond14" in tr.arrays:
@@ -136,6 +171,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                 tr.config["condition20"] = {"alpha": alpha,
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
     tr.config.update(asdict(cfg))
+    tr.config["conventions"] = conv
     tr.config["data"] = ds.name
     tr.config["server_time_absolute"] = net.server_time
     note = getattr(model_speeds, "note", None)
@@ -148,15 +184,74 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
 
 RUN_PROTOCOLS = ("refimpl", "authors")
 
+# The conventions each protocol picks; an explicit option wins. "authors": the authors'
+# ImageNet/ModelNet loops (docs/flexvfl.md, "Conventions"): a new optimizer every round, one
+# permutation per epoch, their adaptive rule, S in units of timeout/Q, torch's initialisation.
+CONVENTIONS = {
+    "momentum": {"refimpl": "reset", "authors": "reset", "allowed": ("reset", "persistent")},
+    "batch_order": {"refimpl": "independent", "authors": "epoch", "allowed": ("independent", "epoch")},
+    "adaptive_rule": {"refimpl": "paper", "authors": "authors", "allowed": ("paper", "authors")},
+    "server_time_unit": {"refimpl": "step", "authors": "timeout-over-Q", "allowed": ("step", "timeout-over-Q")},
+    "init_scheme": {"refimpl": "glorot", "authors": "torch", "allowed": ("glorot", "torch")},
+}
 
-def network_of(cfg, speed_model):
+
+def conventions(cfg):
+    """The convention switches of a run: the option's value, else the protocol's."""
+    if cfg.protocol not in RUN_PROTOCOLS:
+        raise ValueError(f"protocol must be one of {RUN_PROTOCOLS}, got {cfg.protocol!r}")
+    out = {}
+    for key, row in CONVENTIONS.items():
+        v = getattr(cfg, key)
+        v = row[cfg.protocol] if v is None else v
+        if v not in row["allowed"]:
+            raise ValueError(f"--{key.replace('_', '-')} must be one of {', '.join(row['allowed'])}, got {v!r}")
+        out[key] = v
+    return out
+
+
+def load_init(path, model):
+    """Θ^{1,0} from a replay file: arrays ``theta0`` (server head) … ``thetaK`` (encoders), or a
+    refimpl trace's ``init_theta0`` … (docs/guide.md gives the layouts)."""
+    from refimpl.core.replay import numeric, read_arrays
+    arrays = read_arrays(path, "--init")
+    out = []
+    for k, (n, mat) in enumerate(model.param_shapes()):
+        name = next((c for c in (f"theta{k}", f"init_theta{k}") if c in arrays), None)
+        allowed = f"({n},)" + (f" or {mat}" if mat else "")
+        if name is None:
+            raise ValueError(f"--init {path}: missing array 'theta{k}' ({'server head' if k == 0 else f'party {k}'}"
+                             f", shape {allowed}); found {sorted(arrays) or 'none'}")
+        a = numeric(arrays[name], f"--init {path}", name)
+        if a.shape == (n,) or (mat is not None and a.shape == tuple(mat)) or (a.ndim == 2 and 1 in a.shape
+                                                                          and a.size == n):
+            out.append(np.ascontiguousarray(a.reshape(-1)))
+        else:
+            raise ValueError(f"--init {path}: array {name!r} has shape {a.shape}; expected {allowed}")
+    extra = sorted(k for k in arrays if re.fullmatch(r"(init_)?theta\d+", k)
+                   and int(re.sub(r"\D", "", k)) > model.K)
+    if extra:
+        raise ValueError(f"--init {path}: arrays {extra} name parties beyond K = {model.K}")
+    return out
+
+
+def load_schedule(path, what, names):
+    from refimpl.core.replay import read_one
+    return read_one(path, names, what)
+
+
+def network_of(cfg, speed_model, unit_rule="step"):
     """The network of a configuration: ``server_time`` is given in units of the fastest party's
-    mean step time (parties 1..K, not the server)."""
+    mean step time (parties 1..K, not the server; ``unit_rule`` "step") or of timeout / Q (the
+    authors' plot scripts; "timeout-over-Q")."""
     st = cfg.server_time
     if not (isinstance(st, (int, float)) and np.isfinite(st) and st >= 0):
         raise ValueError(f"--server-time must be a finite number >= 0 (units of the fastest party's mean step), "
                          f"got {st!r}")
-    unit = float(np.min(np.asarray(speed_model.mean(), dtype=np.float64)[1:]))
+    if unit_rule == "timeout-over-Q":
+        unit = float(cfg.timeout) / int(cfg.Q)
+    else:
+        unit = float(np.min(np.asarray(speed_model.mean(), dtype=np.float64)[1:]))
     return Network(cfg.bandwidth, cfg.latency, st * unit)
 
 

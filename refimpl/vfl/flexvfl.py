@@ -108,17 +108,21 @@ def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, 
 
 
 @njit(cache=True)
-def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param):
+def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param, U0, rec):
     # X: B×D (C-contiguous), W: O×(D+1) (bias col 0), W0k: L×O, base: B×L logits from the other
     # parties and the fusion bias. Products go to BLAS (np.dot on contiguous arrays); the
     # softmax, the bias and the optimizer updates are fused loops; no Python between steps.
+    # U0: O×(D+1) momentum buffer to start from (zeros: a reset); rec: (τ, 3, O, D+1) receives
+    # θ^t, g^t and the buffer after step t when it has τ rows (a dump), nothing when it has none.
     B, D = X.shape
     O = W.shape[0]
     L = W0k.shape[0]
     Ww = np.ascontiguousarray(W[:, 1:])
     b = W[:, 0].copy()
     Ww0, b0 = Ww.copy(), b.copy()
-    Uw, Ub = np.zeros_like(Ww), np.zeros_like(b)
+    Uw = np.ascontiguousarray(U0[:, 1:]).copy()
+    Ub = U0[:, 0].copy()
+    keep = rec.shape[0] > 0
     XT = np.ascontiguousarray(X.T)
     WT0k = np.ascontiguousarray(W0k.T)
     for t in range(tau):
@@ -145,6 +149,11 @@ def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param):
         for i in range(B):
             for o in range(O):
                 Gb[o] += dh[i, o]
+        if keep:
+            rec[t, 0, :, 0] = b
+            rec[t, 0, :, 1:] = Ww
+            rec[t, 1, :, 0] = Gb
+            rec[t, 1, :, 1:] = Gw
         if kind == 1:
             Uw = param * Uw + Gw
             Ub = param * Ub + Gb
@@ -156,24 +165,37 @@ def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param):
         else:
             Ww -= eta * Gw
             b -= eta * Gb
+        if keep:
+            rec[t, 2, :, 0] = Ub
+            rec[t, 2, :, 1:] = Uw
     out = np.empty((O, D + 1))
     out[:, 0] = b
     out[:, 1:] = Ww
-    return out
+    U = np.empty((O, D + 1))
+    U[:, 0] = Ub
+    U[:, 1:] = Uw
+    return out, U
 
 
-def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau):
+def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, state=None, dump=None):
     """Numba twin of :func:`party_local_phase` for a linear encoder with SGD, local momentum or
-    proximal steps (labels at every party): the whole τ-step loop in one kernel."""
+    proximal steps (labels at every party): the whole τ-step loop in one kernel. ``state`` (a
+    momentum buffer to start from) and ``dump`` as for :func:`party_local_phase`; returns
+    (θ_k^{r,τ}, the final state)."""
     enc = model.encoders[k - 1]
     o0, o1 = model.offsets[k - 1], model.offsets[k]
     W0 = theta0_snap.reshape(model.fusion.n_classes, -1)
     W0k = np.ascontiguousarray(W0[:, 1 + o0:1 + o1])
     base = H @ W0[:, 1:].T + W0[:, 0] - H[:, o0:o1] @ W0k.T
     kind, param = (1, opt.rho) if isinstance(opt, LocalMomentum) else (2, opt.mu) if isinstance(opt, Proximal) else (0, 0.0)
-    W = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(enc.n_out, -1), W0k,
-                              np.ascontiguousarray(base), yb.astype(np.int64), tau, eta, kind, float(param))
-    return W.ravel()
+    shape = (enc.n_out, enc.n_inputs + 1)
+    U0 = np.zeros(shape) if state is None else np.ascontiguousarray(state.reshape(shape))
+    rec = np.zeros((tau if dump is not None else 0, 3) + shape)
+    W, U = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(shape), W0k,
+                                 np.ascontiguousarray(base), yb.astype(np.int64), tau, eta, kind, float(param), U0, rec)
+    if dump is not None:
+        dump.extend((r[0].ravel(), r[1].ravel(), r[2].ravel() if kind == 1 else None) for r in rec)
+    return W.ravel(), (U.ravel() if kind == 1 else None)
 
 
 def numba_applies(model, k, opt, labels):
@@ -345,10 +367,10 @@ class FlexVFL:
         new[0], grads[0], out_states[0] = server_local_phase(m, thetas[0], H, yb, self.opts[0], eta[0], int(tau[0]),
                                                              record, states[0], None if steps is None else steps[0])
         for k in range(1, m.K + 1):
-            if (self.use_numba and not record and dump is None and states[k] is None
-                    and not self.policy.momentum.persistent and numba_applies(m, k, self.opts[k], self.labels)):
-                new[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k],
-                                               eta[k], int(tau[k]))
+            if self.use_numba and not record and numba_applies(m, k, self.opts[k], self.labels):
+                new[k], out_states[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb,
+                                                              self.opts[k], eta[k], int(tau[k]), states[k],
+                                                              None if steps is None else steps[k])
             else:
                 new[k], grads[k], out_states[k] = party_local_phase(
                     m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k], eta[k], int(tau[k]),
@@ -479,7 +501,8 @@ class FlexVFL:
 # ----------------------------------------------------------------------------- asynchronous VFL
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
-              eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None, server_free=False):
+              eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None, server_free=False,
+              batches=None):
     """Asynchronous VFL (VAFL-style, docs/flexvfl.md) as an event queue on the simulated clock.
 
     The server keeps a table of every party's latest embedding of every training sample
@@ -494,6 +517,10 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     ``eta``: K + 1 SGD learning rates. Every event also pays the network's ``server_time`` (the
     round trip, before the reply); ``server_free``: the server's step takes no time (the authors'
     protocol), so only ``server_time`` separates consecutive events of the server.
+    ``batches`` (E, B): the mini-batch of each event in event order (a replay; the run ends when
+    they are used up); the trace keeps the batches it used as ``trace.batches`` either way, the
+    party of each event as array ``event_party`` and the initial and final parameters as arrays
+    ``init_theta<k>`` / ``final_theta<k>``.
     """
     import heapq
     m, d = model, data
@@ -507,6 +534,8 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         raise ValueError(f"speeds must have shape (R, {K + 1}), got {speeds.shape}")
     eval_dt = eval_every_time or time_budget / 50
     thetas = [t.copy() for t in thetas]
+    initial = [t.copy() for t in thetas]
+    used, order = [], []
     off = m.offsets
     table = np.hstack(m.embeddings(thetas, d.Xs_train))
     stamp = np.zeros((d.n, K))                       # time each party's row was last written
@@ -553,7 +582,12 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         if stop_at_accuracy is not None and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy:
             trace.status = f"finished: reached test accuracy {stop_at_accuracy:g}"
             break
-        idx = rng.choice(d.n, B, replace=False)
+        if batches is not None and events >= len(batches):
+            trace.status = f"finished: the batch schedule's {len(batches)} events are used up"
+            break
+        idx = rng.choice(d.n, B, replace=False) if batches is None else batches[events]
+        used.append(idx)
+        order.append(k)
         enc = m.encoders[k - 1]
         h, cache = enc.forward(thetas[k], d.Xs_train[k - 1][idx])
         table[idx, off[k - 1]:off[k]] = h
@@ -579,6 +613,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         trace.status = (f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}" if reason
                         else "finished")
     trace.extra["thetas"] = thetas
+    for k, (a, b) in enumerate(zip(initial, thetas)):
+        trace.arrays[f"init_theta{k}"], trace.arrays[f"final_theta{k}"] = a, b
+    if used:
+        trace.batches = np.array(used[:events], dtype=np.int64)
+        trace.arrays["event_party"] = np.array(order[:events], dtype=np.int64)
     return trace
 
 

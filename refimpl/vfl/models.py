@@ -19,6 +19,15 @@ from refimpl.core import validate as V
 from refimpl.core.kernels import activation_nb, softmax_xent_nb
 
 
+def _torch_linear(rng, n_out, n_in):
+    """An O × (D + 1) block (bias column 0) drawn as torch does: the weights first, then the bias."""
+    bound = 1.0 / np.sqrt(n_in)
+    W = np.empty((n_out, n_in + 1))
+    W[:, 1:] = rng.uniform(-bound, bound, (n_out, n_in))
+    W[:, 0] = rng.uniform(-bound, bound, n_out)
+    return W
+
+
 def _affine(X, W):
     return X @ W[:, 1:].T + W[:, 0]
 
@@ -46,6 +55,10 @@ class LinearEncoder:
     def init(self, rng):
         eps = np.sqrt(6.0 / (self.n_inputs + self.n_out))
         return rng.uniform(-eps, eps, self.n_params)
+
+    def init_torch(self, rng):
+        """PyTorch's ``nn.Linear`` default: weights and bias ~ U(−1/√D, 1/√D), D = fan-in."""
+        return _torch_linear(rng, self.n_out, self.n_inputs).ravel()
 
     def forward(self, theta, X):
         """Returns (h, cache)."""
@@ -80,6 +93,11 @@ class SwishEncoder:
         return np.concatenate([rng.uniform(-e1, e1, self.n_hidden * (self.n_inputs + 1)),
                                rng.uniform(-e2, e2, self.n_out * (self.n_hidden + 1))])
 
+    def init_torch(self, rng):
+        """PyTorch's ``nn.Linear`` default for both layers (U(−1/√fan-in, 1/√fan-in))."""
+        return np.concatenate([_torch_linear(rng, self.n_hidden, self.n_inputs).ravel(),
+                               _torch_linear(rng, self.n_out, self.n_hidden).ravel()])
+
     def forward(self, theta, X):
         W1, W2 = self._split(theta)
         Z = X @ W1[:, 1:].T
@@ -110,6 +128,13 @@ class LinearFusion:
         eps = np.sqrt(6.0 / (self.n_in + self.n_classes))
         return rng.uniform(-eps, eps, self.n_params)
 
+    def init_torch(self, rng):
+        """The authors' server head: weights ~ N(0, 0.01²), bias 0 (``fc.weight.data.normal_(0, 0.01)``,
+        ``fc.bias.data.zero_()`` in their ``main_flex*.py``)."""
+        W = np.zeros((self.n_classes, self.n_in + 1))
+        W[:, 1:] = rng.normal(0.0, 0.01, (self.n_classes, self.n_in))
+        return W.ravel()
+
     def loss_grads(self, theta0, H, y):
         """Mean cross-entropy, ∂/∂θ_0 and ∂/∂H."""
         W0 = theta0.reshape(self.n_classes, -1)
@@ -137,8 +162,21 @@ class VerticalModel:
         """Column offsets of each party's embedding inside H."""
         return np.concatenate([[0], np.cumsum([e.n_out for e in self.encoders])])
 
-    def init(self, rng):
+    def init(self, rng, scheme="glorot"):
+        """Θ^{1,0}: "glorot" (Glorot-uniform everywhere, refimpl's default) or "torch" (PyTorch's
+        layer defaults at the parties, the authors' N(0, 0.01²) head at the server)."""
+        if scheme == "torch":
+            return [self.fusion.init_torch(rng)] + [e.init_torch(rng) for e in self.encoders]
+        if scheme != "glorot":
+            raise ValueError(f"init scheme must be 'glorot' or 'torch', got {scheme!r}")
         return [self.fusion.init(rng)] + [e.init(rng) for e in self.encoders]
+
+    def param_shapes(self):
+        """Per block k = 0..K: (n_k, the matrix shape a single-matrix block may also be given in)."""
+        out = [(self.fusion.n_params, (self.fusion.n_classes, self.fusion.n_in + 1))]
+        for e in self.encoders:
+            out.append((e.n_params, (e.n_out, e.n_inputs + 1) if isinstance(e, LinearEncoder) else None))
+        return out
 
     def embeddings(self, thetas, Xs):
         return [e.forward(th, X)[0] for e, th, X in zip(self.encoders, thetas[1:], Xs)]

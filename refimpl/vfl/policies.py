@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from refimpl.core.replay import index_table
 from refimpl.vfl.local_optimizers import weight_summary
 from refimpl.vfl.speeds import Network
 
@@ -103,7 +104,7 @@ def validate_taus(table, rounds, parties, source="--taus"):
     bad = np.argwhere((arr != np.round(arr)) | (arr < 1))
     if bad.size:
         r, k = bad[0]
-        raise ValueError(f"{source}: τ[{r}, {k}] = {arr[r, k]!r}: local steps must be whole numbers >= 1")
+        raise ValueError(f"{source}: τ[{r}, {k}] = {arr[r, k].item()!r}: local steps must be whole numbers >= 1")
     return arr.astype(np.int64)
 
 
@@ -247,18 +248,7 @@ def validate_batches(table, rounds, n, source="--batches"):
     arr = np.asarray(table)
     if arr.ndim != 2:
         raise ValueError(f"{source}: batch schedule must have shape (rounds, B), got {arr.shape}")
-    if arr.shape[0] < rounds:
-        raise ValueError(f"{source}: batch schedule holds {arr.shape[0]} rounds, the run needs {rounds}")
-    if arr.dtype.kind not in "iu":
-        raise ValueError(f"{source}: batch indices must be integers (0-based sample ids), got dtype {arr.dtype}")
-    bad = np.argwhere((arr < 0) | (arr >= n))
-    if bad.size:
-        r, b = bad[0]
-        raise ValueError(f"{source}: entry [{r}, {b}] = {arr[r, b]} is out of range: sample ids are 0..{n - 1}")
-    for r, row in enumerate(arr[:rounds]):
-        if np.unique(row).size != row.size:
-            raise ValueError(f"{source}: row {r} repeats a sample id: a mini-batch draws without replacement")
-    return arr.astype(np.int64)
+    return index_table(arr, source, "(rounds, B)", rounds, n, distinct_axis=1)
 
 
 # ----------------------------------------------------------------------------- the clock

@@ -1,0 +1,161 @@
+"""Replay inputs and per-round dumps, shared by the three papers.
+
+A replay input is an array file another implementation (or an earlier refimpl run) wrote: an
+initial point, a batch or sample schedule, a table of local steps. Each reader here accepts a
+``.npy`` (one array), a ``.npz`` (named arrays, loaded without pickle) — including a refimpl
+``trace.npz``, whose arrays carry the prefix ``array_`` — or a MATLAB ``.mat`` (v7 and older), and
+every failure is a one-line ``ValueError`` naming the file, the array and what is allowed.
+
+A dump is the set of ``r<round>_<name>`` arrays a run stores for the rounds of ``--dump-rounds``;
+:func:`write_dump_mat` writes them to a ``.mat`` beside the trace and :func:`read_dump` reads
+either format back as {round: {name: array}}.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+
+def _open(path, what):
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+        raise ValueError(f"{what} {path}: no such file")
+    low = str(path).lower()
+    if low.endswith(".mat"):
+        from refimpl.core.matfiles import load_mat
+        return {k: np.asarray(v) for k, v in load_mat(path).items()}
+    try:
+        if low.endswith(".npy"):
+            return {"": np.load(path, allow_pickle=False)}
+        with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):
+                return {"": np.asarray(z)}
+            return {k: z[k] for k in z.files}
+    except ValueError as exc:
+        raise ValueError(f"{what} {path}: not a NumPy array file without pickled objects ({exc})")
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{what} {path}: not a readable .npy/.npz/.mat file ({exc})")
+
+
+def read_arrays(path, what):
+    """All arrays of a replay file {name: array}; a trace.npz's ``array_<name>`` become ``<name>``
+    (``batches`` kept as it is); a .npy gives {"": array}."""
+    raw = _open(path, what)
+    out = {}
+    for k, v in raw.items():
+        out[k[len("array_"):] if k.startswith("array_") else k] = v
+    return out
+
+
+def read_one(path, names, what):
+    """The first of ``names`` found in the file (a .npy's single array always matches)."""
+    arrays = read_arrays(path, what)
+    if "" in arrays:
+        return arrays[""]
+    for n in names:
+        if n in arrays:
+            return arrays[n]
+    raise ValueError(f"{what} {path}: no array named {' or '.join(repr(n) for n in names)} "
+                     f"(found {sorted(arrays) or 'none'})")
+
+
+def numeric(arr, what, name):
+    """A real, finite float64 copy of ``arr``, or a one-line error."""
+    a = np.asarray(arr)
+    if a.dtype.kind not in "fiu" or a.dtype.kind == "b":
+        raise ValueError(f"{what}: array {name!r} has dtype {a.dtype}; a real (float or integer) array is needed")
+    a = a.astype(np.float64)
+    bad = np.argwhere(~np.isfinite(a))
+    if bad.size:
+        raise ValueError(f"{what}: array {name!r} holds {a[tuple(bad[0])]} at {tuple(int(i) for i in bad[0])}; "
+                         "entries must be finite")
+    return a
+
+
+def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
+    """An integer index table whose first axis is the round: at least ``rounds`` rows, every
+    entry a whole number in 0..n−1. ``distinct_axis``: indices along it must differ (draws
+    without replacement). Returns int64."""
+    a = np.asarray(arr)
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))[0]
+            raise ValueError(f"{what}: entry {tuple(int(i) for i in bad)} = {a[tuple(bad)].item()!r} is not a whole "
+                             "number: sample ids are 0-based integers")
+    elif a.dtype.kind not in "iu":
+        raise ValueError(f"{what}: expected integer sample ids {shape_text}, got dtype {a.dtype}")
+    if a.ndim == 0 or a.shape[0] < rounds:
+        raise ValueError(f"{what}: holds {a.shape[0] if a.ndim else 0} rounds {shape_text}, the run needs {rounds}")
+    a = a.astype(np.int64)
+    bad = np.argwhere((a < 0) | (a >= n))
+    if bad.size:
+        raise ValueError(f"{what}: entry {tuple(int(i) for i in bad[0])} = {a[tuple(bad[0])].item()} is out of range: "
+                         f"sample ids are 0..{n - 1}")
+    if distinct_axis is not None:
+        srt = np.sort(a, axis=distinct_axis)
+        dup = np.argwhere(np.diff(srt, axis=distinct_axis) == 0)
+        if dup.size:
+            at = tuple(int(i) for i in dup[0])
+            raise ValueError(f"{what}: a mini-batch repeats a sample id (at {at[:-1] if len(at) > 1 else at}): "
+                             "batches draw without replacement")
+    return a
+
+
+# ----------------------------------------------------------------------------- dumps
+
+_DUMP = re.compile(r"^r(\d+)_(.+)$")
+
+
+def parse_dump_rounds(text, rounds):
+    """'1,2,10' or 'all' (or '' for none) → sorted rounds, each in 1..rounds."""
+    text = "" if text is None else str(text).strip()
+    if not text:
+        return []
+    if text == "all":
+        return list(range(1, rounds + 1))
+    out = []
+    for part in text.split(","):
+        try:
+            r = int(part)
+        except ValueError:
+            raise ValueError(f"--dump-rounds {text!r}: expected 'all' or comma-separated round numbers, got {part!r}")
+        if not 1 <= r <= rounds:
+            raise ValueError(f"--dump-rounds {text!r}: round {r} is outside the run (rounds 1..{rounds})")
+        out.append(r)
+    return sorted(set(out))
+
+
+def dump_arrays(arrays):
+    """{round: {name: array}} from a flat ``r<round>_<name>`` dict (other keys ignored)."""
+    out = {}
+    for k, v in arrays.items():
+        m = _DUMP.match(k)
+        if m:
+            out.setdefault(int(m.group(1)), {})[m.group(2)] = np.asarray(v)
+    return out
+
+
+def write_dump_mat(path, arrays):
+    """The dump arrays of a trace as a MATLAB v5/v7 ``.mat`` (variables ``r<round>_<name>``)."""
+    from scipy.io import savemat
+    flat = {k: np.asarray(v) for k, v in arrays.items() if _DUMP.match(k)}
+    tmp = str(path) + ".tmp"
+    with open(tmp, "wb") as fh:
+        savemat(fh, flat, do_compression=True, oned_as="column")
+    os.replace(tmp, path)
+
+
+def read_dump(path):
+    """{round: {name: array}} from a trace directory, a trace.npz or a dump .mat (1-D arrays that
+    MATLAB stored as columns come back 1-D)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "trace.npz")
+    arrays = read_arrays(path, "dump")
+    out = dump_arrays(arrays)
+    if str(path).lower().endswith(".mat"):
+        for rnd in out.values():
+            for k, v in rnd.items():
+                if v.ndim == 2 and v.shape[1] == 1:
+                    rnd[k] = v[:, 0]
+    return out

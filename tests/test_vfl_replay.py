@@ -1,0 +1,284 @@
+"""Flex-VFL replay inputs, per-round dumps and convention switches, held against an independent
+transcription of one round written here from docs/flexvfl.md (no refimpl algorithm code)."""
+import json
+
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.core.data import mnist_5k
+from refimpl.core.replay import read_dump
+from refimpl.core.trace import Trace
+
+K, O, L, B, R = 4, 16, 10, 16, 4
+
+
+# ----------------------------------------------------------------------------- the transcription
+
+def quadrants():
+    idx = np.arange(784).reshape(28, 28)
+    return [idx[:14, :14].ravel(), idx[:14, 14:].ravel(), idx[14:, :14].ravel(), idx[14:, 14:].ravel()]
+
+
+def softmax_grad(logits, y):
+    """∂(mean cross-entropy)/∂logits."""
+    Z = logits - logits.max(axis=1, keepdims=True)
+    P = np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True)
+    P[np.arange(len(y)), y] -= 1.0
+    return P / len(y)
+
+
+def transcribed_run(X, y, init, batches, taus, eta, rho, persistent):
+    """Flex-VFL rounds, linear encoders h_k = X_k W_k[:,1:]ᵀ + W_k[:,0], linear head on [h_1..h_K],
+    each party τ_k steps of heavy-ball momentum u = ρu + g, θ −= ηu on its own block with the
+    round-start snapshot of everybody else. Returns per round {"theta{k}": (τ_k+1, n_k) rows}."""
+    blocks = quadrants()
+    th = [np.array(t, dtype=float) for t in init]
+    u = [np.zeros_like(t) for t in th]
+    out = []
+    for r in range(len(batches)):
+        idx = batches[r]
+        Xs = [X[idx][:, b] for b in blocks]
+        yb = y[idx]
+        Ws = [th[k + 1].reshape(O, -1) for k in range(K)]
+        H = np.hstack([Xk @ W[:, 1:].T + W[:, 0] for Xk, W in zip(Xs, Ws)])
+        W0 = th[0].reshape(L, -1)
+        rec, new = {}, []
+        for k in range(K + 1):
+            cur = th[k].copy()
+            buf = u[k].copy() if persistent else np.zeros_like(cur)
+            rows = [cur.copy()]
+            for _ in range(int(taus[r][k])):
+                if k == 0:
+                    G = softmax_grad(H @ cur.reshape(L, -1)[:, 1:].T + cur.reshape(L, -1)[:, 0], yb)
+                    g = np.hstack([G.sum(axis=0)[:, None], G.T @ H]).ravel()
+                else:
+                    Wk = cur.reshape(O, -1)
+                    Hk = H.copy()
+                    Hk[:, (k - 1) * O:k * O] = Xs[k - 1] @ Wk[:, 1:].T + Wk[:, 0]
+                    G = softmax_grad(Hk @ W0[:, 1:].T + W0[:, 0], yb)
+                    dh = G @ W0[:, 1 + (k - 1) * O:1 + k * O]
+                    g = np.hstack([dh.sum(axis=0)[:, None], dh.T @ Xs[k - 1]]).ravel()
+                buf = rho * buf + g
+                cur = cur - eta * buf
+                rows.append(cur.copy())
+            rec[f"theta{k}"] = np.array(rows)
+            new.append(cur)
+            u[k] = buf
+        th = new
+        out.append(rec)
+    return out
+
+
+def _inputs(tmp_path, rng):
+    ds = mnist_5k()
+    D = [196] * K
+    init = {"theta0": rng.uniform(-0.2, 0.2, L * (K * O + 1))}
+    for k in range(K):
+        init[f"theta{k + 1}"] = rng.uniform(-0.1, 0.1, (O, D[k] + 1))      # matrix layout, bias column 0
+    np.savez(tmp_path / "init.npz", **init)
+    batches = np.array([rng.choice(ds.n_train, B, replace=False) for _ in range(R)])
+    taus = rng.integers(1, 5, (R, K + 1))
+    np.save(tmp_path / "batches.npy", batches)
+    np.save(tmp_path / "taus.npy", taus)
+    return ds, init, batches, taus
+
+
+def _args(tmp_path, out, *extra):
+    return ["run", "flexvfl", "--rounds", str(R), "--batch", str(B), "--eta", "0.05", "--quiet",
+            "--init", str(tmp_path / "init.npz"), "--batches", str(tmp_path / "batches.npy"),
+            "--taus", str(tmp_path / "taus.npy"), "--dump-rounds", "all", "--out", str(out), *extra]
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+@pytest.mark.parametrize("momentum", ["reset", "persistent"])
+@pytest.mark.parametrize("optimizer,rho", [("sgd", 0.0), ("momentum:0.9", 0.9)])
+def test_dump_matches_transcription(tmp_path, rng, momentum, optimizer, rho):
+    ds, init, batches, taus = _inputs(tmp_path, rng)
+    out = tmp_path / "run"
+    assert main(_args(tmp_path, out, "--optimizer", optimizer, "--momentum", momentum)) == 0
+    dump = read_dump(out)
+    assert sorted(dump) == list(range(1, R + 1))
+    ref = transcribed_run(ds.X_train, ds.y_train, [init[f"theta{k}"].ravel() for k in range(K + 1)], batches, taus,
+                          0.05, rho, momentum == "persistent")
+    for r in range(1, R + 1):
+        np.testing.assert_array_equal(dump[r]["batch"], batches[r - 1])
+        np.testing.assert_array_equal(dump[r]["tau"], taus[r - 1])
+        for k in range(K + 1):
+            got, want = dump[r][f"theta{k}"], ref[r - 1][f"theta{k}"]
+            assert got.shape == want.shape == (taus[r - 1][k] + 1, want.shape[1])
+            assert _rel(got, want) <= 1e-12, (r, k, _rel(got, want))
+    # the .mat copy holds the same dump
+    mat = read_dump(out / "dump.mat")
+    for r in dump:
+        for name, arr in dump[r].items():
+            np.testing.assert_array_equal(mat[r][name].reshape(arr.shape), arr)
+
+
+def test_persistent_momentum_differs_from_reset(tmp_path, rng):
+    _inputs(tmp_path, rng)
+    for m in ("reset", "persistent"):
+        assert main(_args(tmp_path, tmp_path / m, "--optimizer", "momentum:0.9", "--momentum", m)) == 0
+    a, b = read_dump(tmp_path / "reset"), read_dump(tmp_path / "persistent")
+    np.testing.assert_array_equal(a[1]["theta1"], b[1]["theta1"])          # round 1: both buffers start at 0
+    assert _rel(a[2]["theta1"][-1], b[2]["theta1"][-1]) > 1e-6             # round 2 carries the buffer
+
+
+def test_epoch_batches_are_one_permutation_per_epoch(tmp_path):
+    n = mnist_5k().n_train
+    B_ = 1000 if n % 1000 else 1500          # an epoch's last batch is the n mod B remainder
+    rounds = 2 * -(-n // B_)
+    assert main(["run", "sync-vfl", "--rounds", str(rounds), "--batch", str(B_), "--Q", "1", "--quiet",
+                 "--batch-order", "epoch", "--out", str(tmp_path / "e")]) == 0
+    tr = Trace.load(tmp_path / "e")
+    per = -(-n // B_)
+    rows = [tr.arrays[f"r{r}_batch"] if f"r{r}_batch" in tr.arrays else None for r in range(1, rounds + 1)]
+    assert all(r is None for r in rows)          # no dump asked for
+    doc = json.load(open(tmp_path / "e" / "trace.json"))
+    assert doc["config"]["conventions"]["batch_order"] == "epoch"
+    assert doc["config"]["policy"]["batches"] == "epoch"
+    # batches of unequal size are not kept as one array: rerun with a dump to read them
+    assert main(["run", "sync-vfl", "--rounds", str(rounds), "--batch", str(B_), "--Q", "1", "--quiet",
+                 "--batch-order", "epoch", "--dump-rounds", "all", "--out", str(tmp_path / "d")]) == 0
+    d = read_dump(tmp_path / "d")
+    for e in range(2):
+        ids = np.concatenate([d[e * per + i + 1]["batch"] for i in range(per)])
+        assert np.array_equal(np.sort(ids), np.arange(n))
+
+
+def test_replay_from_own_trace_is_bit_identical(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    base = ["--rounds", "5", "--batch", "24", "--optimizer", "momentum:0.9", "--quiet"]
+    assert main(["run", "flexvfl", *base, "--seed", "3", "--out", str(a)]) == 0
+    npz = str(a / "trace.npz")
+    assert main(["run", "flexvfl", *base, "--seed", "8", "--init", npz, "--batches", npz, "--taus", npz,
+                 "--out", str(b)]) == 0
+    ta, tb = Trace.load(a), Trace.load(b)
+    for k in range(K + 1):
+        np.testing.assert_array_equal(ta.arrays[f"final_theta{k}"], tb.arrays[f"final_theta{k}"])
+    np.testing.assert_array_equal(ta.arrays["tau"], tb.arrays["tau"])
+    assert ta.metrics["train_loss"] == tb.metrics["train_loss"]
+
+
+def test_async_replays_its_batches(tmp_path):
+    """The event order follows the clock (the speeds); given the same speeds, the initial point
+    and the per-event batches replay the run whatever the seed."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    base = ["--time-budget", "30", "--batch", "16", "--quiet", "--speeds", "constant:0.2,1,1.5,2,3"]
+    assert main(["run", "async-vfl", *base, "--seed", "1", "--out", str(a)]) == 0
+    npz = str(a / "trace.npz")
+    assert main(["run", "async-vfl", *base, "--seed", "5", "--init", npz, "--batches", npz, "--out", str(b)]) == 0
+    ta, tb = Trace.load(a), Trace.load(b)
+    np.testing.assert_array_equal(ta.arrays["event_party"], tb.arrays["event_party"])
+    for k in range(K + 1):
+        np.testing.assert_array_equal(ta.arrays[f"final_theta{k}"], tb.arrays[f"final_theta{k}"])
+
+
+def test_authors_pbcd_gives_the_server_one_step(tmp_path):
+    assert main(["run", "pbcd", "--rounds", "2", "--protocol", "authors", "--quiet", "--out", str(tmp_path / "p")]) == 0
+    assert Trace.load(tmp_path / "p").arrays["tau"].tolist() == [[1, 1, 1, 1, 1]] * 2
+    assert main(["run", "sync-vfl", "--rounds", "1", "--Q", "4", "--protocol", "authors", "--quiet",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert Trace.load(tmp_path / "s").arrays["tau"].tolist() == [[4, 4, 4, 4, 4]]
+
+
+def test_authors_adaptive_rule(tmp_path):
+    """η^1 = lr/τ^max, then η^{r+1} = η^r τ^{r−1}/τ^r (τ^0 = τ^max): lr/τ^r, no w̄."""
+    taus = np.array([[2, 3, 1, 4, 2], [4, 1, 2, 2, 2], [1, 1, 4, 3, 2]])
+    np.save(tmp_path / "t.npy", taus)
+    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--A", "0.3", "--adaptive-rule", "authors",
+                 "--optimizer", "momentum:0.9", "--taus", str(tmp_path / "t.npy"), "--quiet",
+                 "--out", str(tmp_path / "a")]) == 0
+    eta = Trace.load(tmp_path / "a").arrays["eta"]
+    tmax = taus.max(axis=0)
+    np.testing.assert_allclose(eta[0], 0.3 / tmax, rtol=1e-15)
+    np.testing.assert_allclose(eta[1], 0.3 / taus[0], rtol=1e-15)
+    np.testing.assert_allclose(eta[2], 0.3 / taus[1], rtol=1e-15)
+
+
+def test_torch_init_scheme(tmp_path):
+    assert main(["run", "flexvfl", "--rounds", "1", "--init-scheme", "torch", "--quiet", "--out", str(tmp_path)]) == 0
+    tr = Trace.load(tmp_path)
+    W0 = tr.arrays["init_theta0"].reshape(L, -1)
+    assert np.all(W0[:, 0] == 0) and 0.007 < W0[:, 1:].std() < 0.013
+    W1 = tr.arrays["init_theta1"].reshape(O, -1)
+    assert np.max(np.abs(W1)) <= 1 / np.sqrt(196)
+
+
+def test_server_time_unit(tmp_path):
+    for unit in ("step", "timeout-over-Q"):
+        assert main(["run", "flexvfl", "--rounds", "1", "--server-time", "2", "--timeout", "10",
+                     "--server-time-unit", unit, "--speeds", "constant:1,3,3,3,3", "--quiet",
+                     "--out", str(tmp_path / unit)]) == 0
+    st = {u: json.load(open(tmp_path / u / "trace.json"))["config"]["server_time_absolute"]
+          for u in ("step", "timeout-over-Q")}
+    assert st == {"step": 6.0, "timeout-over-Q": 2.0}          # fastest party's step 3; timeout/Q = 10/10
+
+
+# ----------------------------------------------------------------------------- bad input
+
+BAD = [
+    ("init-shape", lambda p, rng: np.savez(p / "i.npz", **{f"theta{k}": np.zeros(3) for k in range(K + 1)}),
+     ["--init", "{p}/i.npz"], ["theta0", "shape (3,)", "expected"]),
+    ("init-missing", lambda p, rng: np.savez(p / "i.npz", theta0=np.zeros(L * (K * O + 1))),
+     ["--init", "{p}/i.npz"], ["missing array 'theta1'"]),
+    ("init-nan", lambda p, rng: np.savez(p / "i.npz", **{"theta0": np.full(L * (K * O + 1), np.nan)}),
+     ["--init", "{p}/i.npz"], ["theta0", "finite"]),
+    ("init-text", lambda p, rng: (p / "i.npz").write_text("hello"), ["--init", "{p}/i.npz"], ["i.npz", "not a"]),
+    ("init-nofile", lambda p, rng: None, ["--init", "{p}/none.npz"], ["no such file"]),
+    ("batches-range", lambda p, rng: np.save(p / "b.npy", np.full((3, 8), 10 ** 6)),
+     ["--batches", "{p}/b.npy", "--batch", "8"], ["out of range", "0..3999"]),
+    ("batches-float", lambda p, rng: np.save(p / "b.npy", np.full((3, 8), 1.5)),
+     ["--batches", "{p}/b.npy", "--batch", "8"], ["not a whole number"]),
+    ("batches-rounds", lambda p, rng: np.save(p / "b.npy", np.arange(8)[None]),
+     ["--batches", "{p}/b.npy", "--batch", "8"], ["holds 1 rounds", "needs 3"]),
+    ("batches-repeat", lambda p, rng: np.save(p / "b.npy", np.zeros((3, 8), dtype=int)),
+     ["--batches", "{p}/b.npy", "--batch", "8"], ["repeats a sample id"]),
+    ("taus-zero", lambda p, rng: np.save(p / "t.npy", np.zeros((3, K + 1), dtype=int)),
+     ["--taus", "{p}/t.npy"], ["τ[0, 0] = 0", "whole numbers >= 1"]),
+    ("taus-float", lambda p, rng: np.save(p / "t.npy", np.full((3, K + 1), 2.5)),
+     ["--taus", "{p}/t.npy"], ["2.5", "whole numbers"]),
+    ("taus-parties", lambda p, rng: np.save(p / "t.npy", np.ones((3, 2), dtype=int)),
+     ["--taus", "{p}/t.npy"], ["shape (rounds, 5)"]),
+    ("dump-outside", lambda p, rng: None, ["--dump-rounds", "7"], ["round 7 is outside the run"]),
+]
+
+
+@pytest.mark.parametrize("name,make,flags,words", BAD, ids=[b[0] for b in BAD])
+def test_bad_replay_input(tmp_path, rng, capsys, name, make, flags, words):
+    make(tmp_path, rng)
+    out = tmp_path / "out"
+    code = main(["run", "flexvfl", "--rounds", "3", "--quiet", "--out", str(out),
+                 *[f.format(p=tmp_path) for f in flags]])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not out.exists()
+
+
+def test_mat_v73_init_refused(tmp_path, capsys):
+    # a v7.3 file: MATLAB's 128-byte header with version 0x0200, then HDF5
+    head = b"MATLAB 7.3 MAT-file".ljust(116, b" ") + b"\x00" * 8 + b"\x00\x02IM"
+    (tmp_path / "i.mat").write_bytes(head + b"\x89HDF\r\n\x1a\n" + b"\x00" * 64)
+    assert main(["run", "flexvfl", "--rounds", "1", "--quiet", "--init", str(tmp_path / "i.mat")]) == 2
+    assert "v7.3" in capsys.readouterr().err
+
+
+def test_config_keys_that_do_not_apply(tmp_path, capsys):
+    (tmp_path / "a.toml").write_text('samples = "x.npz"\n')
+    assert main(["run", "flexvfl", "--config", str(tmp_path / "a.toml")]) == 2
+    assert "samples" in capsys.readouterr().err
+    (tmp_path / "b.toml").write_text('nope = 1\n')
+    assert main(["run", "flexvfl", "--config", str(tmp_path / "b.toml")]) == 2
+    assert "nope" in capsys.readouterr().err
+    (tmp_path / "c.toml").write_text('init = "missing.npz"\nbatches = "missing.npy"\n')
+    assert main(["run", "flexvfl", "--rounds", "1", "--config", str(tmp_path / "c.toml")]) == 2
+    assert "missing.npz" in capsys.readouterr().err
+    (tmp_path / "d.toml").write_text('batches = "b.npy"\n')
+    assert main(["run", "mfcgd", "--config", str(tmp_path / "d.toml")]) == 2
+    assert "batches" in capsys.readouterr().err
