@@ -103,11 +103,15 @@ def _add_option(p, opt, default, shown=True):
     p.add_argument(opt.name, **kw)
 
 
+# replay inputs and dumps belong to one run (refimpl run), not to a comparison of several
+_RUN_ONLY = {"init", "batches", "taus", "samples", "keep_samples", "dump_rounds"}
+
+
 def _add_compare_args(g, family, skip):
     """Every option of a family for ``refimpl compare`` (unset options keep the Config's defaults)."""
     from .options import family_options
     for opt, default in family_options(family):
-        if opt.field not in skip:
+        if opt.field not in skip and opt.field not in _RUN_ONLY:
             _add_option(g, opt, default, shown=False)
 
 
@@ -330,6 +334,7 @@ def cmd_run_mfcgd(args):
         if "fedavg" in tr.extra:
             tr.config["fedavg_same_split"] = tr.extra["fedavg"]
         tr.save(args.out)
+        _write_dump_mat(args, tr)
         plot_mfcgd({cfg.method: tr}, os.path.join(args.out, "trace.png"))
         _info(args, f"trace written to {args.out}")
     if not tr.status.startswith("finished"):

@@ -144,7 +144,7 @@ _STORM_LIKE = ("mfcgd", "adamfcgd", "storm")
 _SCGD_LIKE = ("comfedl", "local-scgdm", "scgd")
 
 MFCGD_OPTIONS = (
-    Opt("problem", "problem class", choices=("synthetic", "drfl", "maml")),
+    Opt("problem", "problem class", choices=("synthetic", "nonlinear", "drfl", "maml")),
     Opt("clients", "number of clients M", ("mfcgd", "adamfcgd", "comfedl", "local-scgdm")),
     Opt("dim", "dimension d (synthetic, maml)"),
     Opt("steps", "steps T"),
@@ -162,8 +162,14 @@ MFCGD_OPTIONS = (
     Opt("heterogeneity", "client heterogeneity of the synthetic problem"),
     Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None, kind=int),
     Opt("seed", "seed of the run's numpy.random.Generator"),
+    Opt("problem_seed", "seed of the problem instance (default: --seed)", kind=int, default=None),
     Opt("backend", "numba kernel (synthetic problem) or plain NumPy", choices=("numba", "numpy")),
     Opt("diverge_cost_factor", "diverged when ||∇F(x̄_t)|| exceeds this × its value at step 1"),
+    Opt("init", "FILE.npz/.mat with x1 (and h1, u1, v1 for the STORM-type methods), or a trace.npz", text=True),
+    Opt("samples", "FILE.npz of the samples in the order the method consumes them (docs/guide.md), or a trace",
+        text=True),
+    Opt("keep_samples", "store the samples in the trace (a replay input)", flag=True),
+    Opt("dump_rounds", "steps whose intermediate quantities the trace stores: 1,2,10 | all", default="", text=True),
 )
 
 OPTIONS = {"ssca": SSCA_OPTIONS, "vfl": VFL_OPTIONS, "mfcgd": MFCGD_OPTIONS}

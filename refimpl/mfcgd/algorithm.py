@@ -165,6 +165,7 @@ class MFCGDResult:
     bound_v: int = 0           # client-steps at which Π_{C_f} changed v (NumPy runner only)
     states: dict = None        # record_states: per step t the state (X, H, U, V) before the update,
                                # x_{t+1} (X_next) and the diagonal of A_t
+    dumps: dict = None         # dump_steps: {t: {name: array}}
 
     @classmethod
     def empty(cls, T, d):
@@ -227,24 +228,39 @@ def storm_update(problem, m, x_new, x_old, h, u, v, zeta, xi, alpha, beta, varrh
     return h_new, u_new, v_new, u_new is not u_pre, v_new is not v_pre
 
 
+def draw_storm_samples(problem, T, q, rng):
+    """The samples Algorithm 1 consumes, drawn as :func:`run_mfcgd` draws them:
+    (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …))."""
+    M = problem.M
+    return (problem.draw_zeta(rng, (M, q)), problem.draw_xi(rng, (M, q)),
+            problem.draw_zeta(rng, (T, M)), problem.draw_xi(rng, (T, M)))
+
+
 def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=1.0, lemma2=False,
-              eval_every=1, on_eval=None, record_states=False):
+              eval_every=1, on_eval=None, record_states=False, estimators=None, dump_steps=()):
     """Algorithm 1 in NumPy, generic over the problem class. ``noise``: optional pre-drawn samples
     (zeta0 (M, q, …), xi0 (M, q, …), zeta (T, M, …), xi (T, M, …)) so another implementation can
     be fed the same; otherwise drawn from ``rng``. Samples counted: 2q per client at start, then 2
     per client per step ([MFCGD], Remark 1). ``eval_every``: ||∇F(x̄_t)|| is computed every that many
-    steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems)."""
+    steps (NaN elsewhere) and ``on_eval(t, x̄_t)`` called there (expensive problems).
+    ``estimators``: optional initial (h (M, p), u (M, p, d), v (M, p)) replacing the q-sample
+    mini-batch estimates of line 1 (zeta0/xi0 are then not used). ``dump_steps``: steps whose
+    intermediate quantities go to ``out.dumps`` {t: {name: array}} (docs/guide.md)."""
     M, d, q = problem.M, problem.d, int(params.q)
     x1 = check_problem(problem, x1, np.random.default_rng(0))
     if noise is None:
-        noise = (problem.draw_zeta(rng, (M, q)), problem.draw_xi(rng, (M, q)),
-                 problem.draw_zeta(rng, (T, M)), problem.draw_xi(rng, (T, M)))
+        noise = draw_storm_samples(problem, T, q, rng)
     z0, x0n, Z, Xi = noise
     X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
-    H = np.stack([np.mean([problem.g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
-    Us = np.stack([np.mean([problem.jac_g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
-    Vs = np.stack([np.mean([problem.grad_f(m, H[m], x0n[m, j]) for j in range(q)], axis=0) for m in range(M)])
+    if estimators is None:
+        H = np.stack([np.mean([problem.g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
+        Us = np.stack([np.mean([problem.jac_g(m, X[m], z0[m, j]) for j in range(q)], axis=0) for m in range(M)])
+        Vs = np.stack([np.mean([problem.grad_f(m, H[m], x0n[m, j]) for j in range(q)], axis=0) for m in range(M)])
+    else:
+        H, Us, Vs = (np.array(a, dtype=np.float64) for a in estimators)
     W = np.einsum("mpd,mp->md", Us, Vs)
+    dump_steps = set(int(t) for t in dump_steps)
+    dumps = {}
     state = matrix.init(d)
     state, Adiag = matrix.update(state, W.mean(axis=0))      # A_1 from w̄_1
     Adiag = np.ones(d) if Adiag is None else Adiag
@@ -275,6 +291,12 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
         if states is not None:
             states["X"][t - 1], states["H"][t - 1], states["U"][t - 1], states["V"][t - 1] = X, H, Us, Vs
             states["X_next"][t - 1], states["A"][t - 1] = X_new, Adiag
+        if t in dump_steps:
+            dumps[t] = {"x": X.copy(), "h": H.copy(), "u": Us.copy(), "v": Vs.copy(), "w": W.copy(),
+                        "x_bar": xb.copy(), "w_bar": W.mean(axis=0), "communication": np.array(t % q == 0),
+                        "A": Adiag.copy(), "eta": np.array(params.eta(t)), "alpha": np.array(a),
+                        "beta": np.array(b), "varrho": np.array(r), "zeta": np.asarray(Z[t - 1]),
+                        "xi": np.asarray(Xi[t - 1]), "x_next": X_new.copy()}
         for m in range(M):
             H[m], Us[m], Vs[m], bu, bv = storm_update(problem, m, X_new[m], X[m], H[m], Us[m], Vs[m],
                                                       Z[t - 1, m], Xi[t - 1, m], a, b, r, params.C_g, params.C_f)
@@ -287,6 +309,7 @@ def run_mfcgd(problem, x1, T, params: MFCGDParams, matrix, rng, noise=None, L_f=
         if not np.all(np.isfinite(X)):
             raise FloatingPointError(f"step {t}: x is not finite (diverged)")
     out.output = out.x_bar[rng.integers(T)]
+    out.dumps = dumps
     return out
 
 
@@ -542,7 +565,19 @@ def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None
 
 # ----------------------------------------------------------------------------- baselines
 
-def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_every=1, on_eval=None):
+def draw_scgd_samples(problem, T, rng):
+    """The samples :func:`run_local_scgd` consumes, in its order: zeta0 (M, …) for y's start, then
+    per step and client ζ, ζ' and ξ — returned as (zeta0, zeta (T, M, …), zeta2 (T, M, …), xi (T, M, …))."""
+    M = problem.M
+    z0 = np.stack([problem.draw_zeta(rng, ()) for _ in range(M)])
+    per = [[(problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ()), problem.draw_xi(rng, ())) for _ in range(M)]
+           for _ in range(T)]
+    return (z0, np.array([[c[0] for c in row] for row in per]), np.array([[c[1] for c in row] for row in per]),
+            np.array([[c[2] for c in row] for row in per]))
+
+
+def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_every=1, on_eval=None, samples=None,
+                   dump_steps=()):
     """ComFedL-style local SCGD (``alpha`` None) and Local-SCGDM (momentum ``alpha``), re-implemented
     from their published update rules (not the authors' code). Per client and step:
 
@@ -551,7 +586,10 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_ever
         ComFedL:      x ← x − η d
         Local-SCGDM:  m ← (1 − α) m + α d,  x ← x − η m
     every q steps the server averages x (Local-SCGDM: x, y and m). Three samples per client per
-    step. With q = 1 and one client this is single-machine SCGD (with momentum: SCGDM)."""
+    step. With q = 1 and one client this is single-machine SCGD (with momentum: SCGDM).
+    ``samples``: (zeta0, zeta, zeta2, xi) as :func:`draw_scgd_samples` returns them (a replay);
+    ``dump_steps``: steps whose x, y, m (before the step), d and the averaged values go to
+    ``out.dumps``."""
     rng = rng or np.random.default_rng(0)
     M, d = problem.M, problem.d
     for name, v in (("eta", eta), ("beta", beta)):
@@ -560,31 +598,47 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_ever
     if int(q) < 1:
         raise ValueError(f"q must be >= 1, got {q}")
     X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
-    Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])
+    if samples is None:
+        Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])
+    else:
+        Y = np.stack([problem.g(m, X[m], samples[0][m]) for m in range(M)])
     Mom = np.zeros((M, d))
     out = MFCGDResult.empty(T, d)
     out.A_norm[:] = 1.0
-    samples, rounds = M, 0
+    out.dumps = {}
+    dump_steps = set(int(t) for t in dump_steps)
+    n_samples, rounds = M, 0
     for t in range(1, T + 1):
         xb = _record_step(out, problem, X, t, T, eval_every, on_eval)
+        dump = None
+        if t in dump_steps:
+            dump = out.dumps[t] = {"x": X.copy(), "y": Y.copy(), "m": Mom.copy(), "x_bar": xb.copy(),
+                                   "d": np.empty((M, d))}
         for m in range(M):
-            z1, z2 = problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ())
-            xi = problem.draw_xi(rng, ())
+            if samples is None:
+                z1, z2 = problem.draw_zeta(rng, ()), problem.draw_zeta(rng, ())
+                xi = problem.draw_xi(rng, ())
+            else:
+                z1, z2, xi = samples[1][t - 1, m], samples[2][t - 1, m], samples[3][t - 1, m]
             Y[m] = (1 - beta) * Y[m] + beta * problem.g(m, X[m], z1)
             dm = problem.jac_g(m, X[m], z2).T @ problem.grad_f(m, Y[m], xi)
+            if dump is not None:
+                dump["d"][m] = dm
             if alpha is None:
                 X[m] = X[m] - eta * dm
             else:
                 Mom[m] = (1 - alpha) * Mom[m] + alpha * dm
                 X[m] = X[m] - eta * Mom[m]
-        samples += 3 * M
+        n_samples += 3 * M
         if t % q == 0:
             X[:] = X.mean(axis=0)
             if alpha is not None:
                 Y[:] = Y.mean(axis=0)
                 Mom[:] = Mom.mean(axis=0)
             rounds += 1
-        out.samples[t - 1], out.rounds[t - 1] = samples, rounds
+        if dump is not None:
+            dump.update(x_next=X.copy(), communication=np.array(t % q == 0))
+        out.samples[t - 1], out.rounds[t - 1] = n_samples, rounds
         if not np.all(np.isfinite(X)):
             raise FloatingPointError(f"step {t}: x is not finite (diverged)")
     out.output = out.x_bar[rng.integers(T)]

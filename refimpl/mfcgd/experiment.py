@@ -6,17 +6,20 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, SyntheticComposition
+from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import load_embedded_mnist
-from refimpl.mfcgd.algorithm import (MFCGDParams, make_matrix, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd,
-                    run_mfcgd_synthetic_nb)
+from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, make_matrix, run_local_scgd,
+                                     run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
 from refimpl.core.partition import sample_partition
 from refimpl.core.trace import Trace
 
 METHODS = ("mfcgd", "adamfcgd", "comfedl", "local-scgdm", "scgd", "storm")
 SINGLE_MACHINE = ("scgd", "storm")
-PROBLEMS = ("synthetic", "drfl", "maml")
+PROBLEMS = ("synthetic", "nonlinear", "drfl", "maml")
+STORM_METHODS = ("mfcgd", "adamfcgd", "storm")
+# the replay arrays of each kind of method, in the order the algorithm consumes them
+SAMPLE_ARRAYS = {"storm": ("zeta0", "xi0", "zeta", "xi"), "scgd": ("zeta0", "zeta", "zeta2", "xi")}
 
 
 @dataclass
@@ -40,8 +43,13 @@ class MFCGDConfig:
     heterogeneity: float = 0.5
     eval_every: int = 10
     seed: int = 0
+    problem_seed: int | None = None  # the problem instance's seed (None: seed)
     backend: str = "numba"
     diverge_cost_factor: float = 1e3   # diverged: ||∇F(x̄_t)|| above this × its value at step 1
+    init: str | None = None          # FILE.npz/.mat: x1 (d,) and optionally h1, u1, v1 (STORM-type) / y1
+    samples: str | None = None       # FILE.npz: the samples in consumption order (docs/guide.md)
+    keep_samples: bool = False       # store the samples in the trace (a replay input; large for long runs)
+    dump_rounds: str = ""            # steps whose intermediate quantities the trace stores: 1,2,10 | all
 
     def validate(self):
         if self.method not in METHODS:
@@ -59,6 +67,8 @@ def build_problem(cfg: MFCGDConfig, rng, ds=None):
         return SyntheticComposition.random(M=cfg.clients, p=5, d=cfg.dim, heterogeneity=cfg.heterogeneity, rng=rng)
     if cfg.problem == "maml":
         return LeastSquaresMAML.random(M=cfg.clients, d=cfg.dim, rng=rng)
+    if cfg.problem == "nonlinear":
+        return NonlinearComposition.random(M=cfg.clients, d=cfg.dim, heterogeneity=cfg.heterogeneity, rng=rng)
     ds = ds if ds is not None else load_embedded_mnist()
     parts = sample_partition(ds.n_train, cfg.clients, "label_skew", rng, ds.y_train)
     test_parts = sample_partition(len(ds.y_test), cfg.clients, "label_skew", np.random.default_rng(cfg.seed + 1),
@@ -76,9 +86,11 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         # papers define them), not M clients averaging every step
         cfg = replace(cfg, clients=1)
     rng_prob, rng_run, rng_eval = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
+    if cfg.problem_seed is not None:
+        # the problem instance from its own seed, the run's randomness from ``seed`` (replays)
+        rng_prob = np.random.default_rng(np.random.SeedSequence(cfg.problem_seed).spawn(3)[0])
     built = build_problem(cfg, rng_prob, ds)
     pr, test = (built[0], built[1:]) if isinstance(built, tuple) else (built, None)
-    x1 = np.zeros(pr.d)
     extra = {}
     held_out = None
     if cfg.problem == "maml":
@@ -93,29 +105,55 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         if progress:
             progress(t, xb)
 
-    numba = cfg.backend == "numba" and cfg.problem == "synthetic"
-    if cfg.method in ("mfcgd", "adamfcgd", "storm"):
+    from refimpl.core.replay import parse_dump_rounds
+    dumps = parse_dump_rounds(cfg.dump_rounds, cfg.steps)
+    kind = "storm" if cfg.method in STORM_METHODS else "scgd"
+    x1, start = _initial_point(cfg, pr, kind)
+    samples = _samples(cfg, pr, kind) if cfg.samples else None
+    # replay inputs and dumps run the NumPy twin, except given samples on the synthetic kernel
+    numba = cfg.backend == "numba" and cfg.problem == "synthetic" and not dumps and start is None
+    numba = numba and (kind == "storm" or samples is None and not cfg.keep_samples)
+    if cfg.keep_samples and samples is None:
+        samples = (draw_storm_samples(pr, cfg.steps, 1 if cfg.method == "storm" else cfg.q, rng_run)
+                   if kind == "storm" else draw_scgd_samples(pr, cfg.steps, rng_run))
+    result = None
+    if kind == "storm":
         C_g, C_f = _projection_radii(pr)
         q = 1 if cfg.method == "storm" else cfg.q
         par = MFCGDParams(k=cfg.k, n=cfg.n, c1=cfg.c, c2=cfg.c, c3=cfg.c, gamma=cfg.gamma, q=q, C_g=C_g, C_f=C_f)
         mat = make_matrix(cfg.matrix if cfg.method == "adamfcgd" else "identity", cfg.rho, cfg.theta)
         if numba:
-            r = run_mfcgd_synthetic_nb(pr, x1, cfg.steps, par, mat, rng_run)
+            r = run_mfcgd_synthetic_nb(pr, x1, cfg.steps, par, mat, rng_run, noise=samples)
             for t in range(cfg.eval_every, cfg.steps + 1, cfg.eval_every):
                 on_eval(t, r.x_bar[t - 1])
             gn, smp, rnd = r.grad_norm, r.samples, r.rounds
         else:
-            r = run_mfcgd(pr, x1, cfg.steps, par, mat, rng_run, eval_every=cfg.eval_every, on_eval=on_eval)
+            r = run_mfcgd(pr, x1, cfg.steps, par, mat, rng_run, noise=samples, eval_every=cfg.eval_every,
+                          on_eval=on_eval, estimators=start, dump_steps=dumps)
             gn, smp, rnd = r.grad_norm, r.samples, r.rounds
+        result = r
     else:
         q = 1 if cfg.method == "scgd" else cfg.q
         alpha = cfg.alpha if cfg.method == "local-scgdm" else None
         if numba:
             gn, smp, rnd = run_local_scgd_synthetic_nb(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run)
         else:
-            r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval)
+            r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval,
+                               samples=samples, dump_steps=dumps)
             gn, smp, rnd = r.grad_norm, r.samples, r.rounds
+            result = r
     tr = Trace(config={**asdict(cfg)})
+    tr.config["backend_used"] = "numba" if numba else "numpy"
+    tr.arrays["init_x1"] = np.asarray(x1, dtype=np.float64)
+    if result is not None and getattr(result, "x_bar", None) is not None:
+        tr.arrays["x_bar"] = result.x_bar
+    if cfg.keep_samples:
+        for name, arr in zip(SAMPLE_ARRAYS[kind], samples):
+            tr.arrays[f"samples_{name}"] = np.asarray(arr)
+    if result is not None and result.dumps:
+        for t, quantities in result.dumps.items():
+            for name, arr in quantities.items():
+                tr.arrays[f"r{t}_{name}"] = np.asarray(arr)
     if cfg.method in ("mfcgd", "adamfcgd", "storm"):
         # both kernels use min(1, c η_t²): record the steps where the cap was active
         tr.config["capped_steps"] = par.capped_steps(cfg.steps)
@@ -139,6 +177,70 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     return tr
 
 
+def _initial_point(cfg, pr, kind):
+    """x1 (zeros by default) and, for the STORM-type methods, optional initial estimators
+    (h1 (M, p), u1 (M, p, d), v1 (M, p): all three or none) from ``cfg.init``."""
+    if cfg.init is None:
+        return np.zeros(pr.d), None
+    from refimpl.core.replay import numeric, read_arrays
+    what = f"--init {cfg.init}"
+    arrays = read_arrays(cfg.init, "--init")
+    name = next((n for n in ("x1", "init_x1") if n in arrays), None)
+    if name is None:
+        raise ValueError(f"{what}: missing array 'x1' (the initial point, shape ({pr.d},)); found {sorted(arrays)}")
+    x1 = numeric(arrays[name], what, name).reshape(-1) if arrays[name].size == pr.d else None
+    if x1 is None:
+        raise ValueError(f"{what}: array {name!r} has shape {arrays[name].shape}; expected ({pr.d},)")
+    est = [n for n in ("h1", "u1", "v1") if n in arrays]
+    if not est:
+        return x1, None
+    if kind != "storm":
+        raise ValueError(f"{what}: {est} are MFCGD/AdaMFCGD/STORM estimators; {cfg.method} has none")
+    if len(est) != 3:
+        raise ValueError(f"{what}: give all of h1, u1, v1 or none (found {est})")
+    M, p, d = pr.M, pr.p, pr.d
+    out = []
+    for n, shape in (("h1", (M, p)), ("u1", (M, p, d)), ("v1", (M, p))):
+        a = numeric(arrays[n], what, n)
+        if a.shape != shape:
+            raise ValueError(f"{what}: array {n!r} has shape {a.shape}; expected {shape} (M = {M}, p = {p}, d = {d})")
+        out.append(a)
+    return x1, tuple(out)
+
+
+def _samples(cfg, pr, kind):
+    """The samples of ``cfg.samples`` in consumption order (SAMPLE_ARRAYS), each checked against
+    the problem's sample shapes; a trace's ``samples_<name>`` arrays are accepted too."""
+    from refimpl.core.replay import read_arrays
+    what = f"--samples {cfg.samples}"
+    arrays = read_arrays(cfg.samples, "--samples")
+    probe = np.random.default_rng(0)
+    zs, xs = np.shape(pr.draw_zeta(probe, ())), np.shape(pr.draw_xi(probe, ()))
+    M, T = pr.M, cfg.steps
+    q = 1 if cfg.method == "storm" else cfg.q
+    lead = {"zeta0": (M, q) if kind == "storm" else (M,), "xi0": (M, q), "zeta": (T, M), "zeta2": (T, M), "xi": (T, M)}
+    out = []
+    for n in SAMPLE_ARRAYS[kind]:
+        a = arrays.get(n, arrays.get(f"samples_{n}"))
+        shape = lead[n] + (xs if n.startswith("xi") else zs)
+        if a is None:
+            raise ValueError(f"{what}: missing array {n!r} (shape {shape}); {cfg.method} consumes "
+                             f"{', '.join(SAMPLE_ARRAYS[kind])}")
+        a = np.asarray(a)
+        if a.ndim >= 1 and n in ("zeta", "zeta2", "xi") and a.shape[0] > T:
+            a = a[:T]
+        if a.shape != shape:
+            raise ValueError(f"{what}: array {n!r} has shape {a.shape}; expected {shape}")
+        seeds = pr.draw_zeta(probe, ()).dtype.kind in "iu"
+        if seeds and a.dtype.kind not in "iu":
+            raise ValueError(f"{what}: array {n!r} must hold integer sample seeds for problem {cfg.problem}, "
+                             f"got dtype {a.dtype}")
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise ValueError(f"{what}: array {n!r} holds a non-finite sample")
+        out.append(a)
+    return tuple(out)
+
+
 def theorem_report(pr, cfg, x1):
     """Which conditions of Theorem 2 (MFCGD) or Theorem 1 (AdaMFCGD, ρ) the run's parameters meet
     on the synthetic problem (its constants are known); B is taken at its smallest admissible value."""
@@ -155,7 +257,7 @@ def theorem_report(pr, cfg, x1):
 
 
 def _projection_radii(pr):
-    if isinstance(pr, SyntheticComposition):
+    if isinstance(pr, (SyntheticComposition, NonlinearComposition)):
         C = pr.constants()
         return C["C_g"], C["C_f"]
     if isinstance(pr, DistributionallyRobustFL):
