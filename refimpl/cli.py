@@ -209,7 +209,7 @@ def cmd_run_vfl(args):
         tr = vfl.run(cfg, _load_data(args), progress=progress)
     if args.out:
         tr.save(args.out)
-        _write_dump_mat(args, tr)
+        _write_dump_mat(args.out, tr)
         plot_vfl({cfg.method: tr}, os.path.join(args.out, "trace.png"))
         _info(args, f"trace written to {args.out}")
     if not tr.status.startswith("finished"):
@@ -218,11 +218,11 @@ def cmd_run_vfl(args):
     return 0
 
 
-def _write_dump_mat(args, trace):
+def _write_dump_mat(out_dir, trace):
     """The per-round dumps also as ``dump.mat`` (MATLAB v7, variables r<round>_<name>)."""
     from refimpl.core.replay import dump_arrays, write_dump_mat
     if dump_arrays(trace.arrays):
-        write_dump_mat(os.path.join(args.out, "dump.mat"), trace.arrays)
+        write_dump_mat(os.path.join(out_dir, "dump.mat"), trace.arrays)
 
 
 def cmd_compare(args):
@@ -334,7 +334,7 @@ def cmd_run_mfcgd(args):
         if "fedavg" in tr.extra:
             tr.config["fedavg_same_split"] = tr.extra["fedavg"]
         tr.save(args.out)
-        _write_dump_mat(args, tr)
+        _write_dump_mat(args.out, tr)
         plot_mfcgd({cfg.method: tr}, os.path.join(args.out, "trace.png"))
         _info(args, f"trace written to {args.out}")
     if not tr.status.startswith("finished"):
@@ -599,6 +599,7 @@ def _run_one(args, cfg, data, init, batches, out_dir):
         _report_constraint(args, cfg, trace)
     if out_dir:
         trace.save(out_dir)
+        _write_dump_mat(out_dir, trace)
         png = plot_trace(trace, os.path.join(out_dir, "trace.png"), f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}")
         _info(args, f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
     if not trace.status.startswith("finished"):

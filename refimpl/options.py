@@ -83,6 +83,7 @@ SSCA_OPTIONS = (
         choices=("three-step", "one-step")),
     Opt("eval_every", "rounds between evaluations of the full training cost"),
     Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
+    Opt("dump_rounds", "rounds whose intermediate quantities the trace stores: 1,2,10 | all", default="", text=True),
     Opt("backend", "kernels", choices=("numba", "numpy")),
     Opt("engine", "refimpl, or Flower's simulation engine (extra flower)",
         choices=("refimpl", "flower")),

@@ -282,3 +282,36 @@ def test_config_keys_that_do_not_apply(tmp_path, capsys):
     (tmp_path / "d.toml").write_text('batches = "b.npy"\n')
     assert main(["run", "mfcgd", "--config", str(tmp_path / "d.toml")]) == 2
     assert "batches" in capsys.readouterr().err
+
+
+def test_dumped_run_equals_undumped_run(tmp_path):
+    base = ["run", "flexvfl", "--rounds", "4", "--batch", "24", "--optimizer", "momentum:0.9", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert main([*base, "--dump-rounds", "all", "--momentum", "persistent", "--out", str(tmp_path / "p")]) == 0
+    assert main([*base, "--momentum", "persistent", "--out", str(tmp_path / "q")]) == 0
+    assert main([*base, "--dump-rounds", "2,3", "--out", str(tmp_path / "b")]) == 0
+    ta, tb = Trace.load(tmp_path / "a"), Trace.load(tmp_path / "b")
+    tp, tq = Trace.load(tmp_path / "p"), Trace.load(tmp_path / "q")
+    for k in range(K + 1):
+        np.testing.assert_array_equal(ta.arrays[f"final_theta{k}"], tb.arrays[f"final_theta{k}"])
+        np.testing.assert_array_equal(tp.arrays[f"final_theta{k}"], tq.arrays[f"final_theta{k}"])
+        # the dump's last row of round r is the next round's first
+        np.testing.assert_array_equal(tb.arrays["r2_theta%d" % k][-1], tb.arrays["r3_theta%d" % k][0])
+
+
+def test_every_dumped_name_is_in_the_guide(tmp_path):
+    """The guide's tables name every quantity a dump stores (for each paper)."""
+    import re
+    from pathlib import Path
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text()
+    runs = [["run", "flexvfl", "--labels", "server", "--optimizer", "momentum:0.9", "--rounds", "1"],
+            ["run", "ssca", "--rounds", "1", "--hidden", "4", "--batch", "10"],
+            ["run", "ssca-constrained", "--rounds", "1", "--hidden", "4", "--batch", "10"],
+            ["run", "sgdm", "--rounds", "1", "--hidden", "4", "--batch", "10"],
+            ["run", "adamfcgd", "--steps", "2"], ["run", "local-scgdm", "--steps", "2"]]
+    for i, args in enumerate(runs):
+        out = tmp_path / str(i)
+        assert main([*args, "--dump-rounds", "1", "--quiet", "--out", str(out)]) == 0
+        names = {re.sub(r"\d+$", "<k>", n) for n in read_dump(out)[1]}
+        missing = [n for n in names if f"`{n}`" not in guide]
+        assert not missing, (args[1], missing)

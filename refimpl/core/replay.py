@@ -148,7 +148,7 @@ def write_dump_mat(path, arrays):
 
 def read_dump(path):
     """{round: {name: array}} from a trace directory, a trace.npz or a dump .mat (1-D arrays that
-    MATLAB stored as columns come back 1-D)."""
+    MATLAB stored as columns come back 1-D, and 1×1 matrices as scalars)."""
     if os.path.isdir(path):
         path = os.path.join(path, "trace.npz")
     arrays = read_arrays(path, "dump")
@@ -156,6 +156,8 @@ def read_dump(path):
     if str(path).lower().endswith(".mat"):
         for rnd in out.values():
             for k, v in rnd.items():
-                if v.ndim == 2 and v.shape[1] == 1:
+                if v.shape == (1, 1):
+                    rnd[k] = v.reshape(())
+                elif v.ndim == 2 and v.shape[1] == 1:
                     rnd[k] = v[:, 0]
     return out

@@ -18,7 +18,7 @@ from refimpl.ssca.protocols import ALL_CLIENTS, SERVER, FeatureBasedProtocol, Me
 from refimpl.core.schedules import PowerLaw
 from refimpl.ssca.constrained import SolverError
 from refimpl.ssca.kernels import SERVER_KERNELS
-from refimpl.ssca.surrogate import SurrogateState, check_curvature
+from refimpl.ssca.surrogate import SurrogateState, check_curvature, unconstrained_step
 
 
 class DivergenceError(RuntimeError):
@@ -73,6 +73,29 @@ class SSCA:
             _check_finite(t, mini_batch_loss=loss_hat, mini_batch_gradient=grad_hat, omega=omega)
             raise DivergenceError(f"round {t}: ||omega||^2 overflowed")
         return SSCAState(omega, SurrogateState(A, B, C), loss_hat), msgs, _n_samples(batch)
+
+    def dump_round(self, state, t, batch, new):
+        """Round t's intermediate quantities (docs/guide.md), in data-flow order: the estimates
+        (per client, sample-based; aggregated), ρ_t, γ_t, the surrogate (A^t, B^t, C^t) the round
+        produced, ω̄^t (the NumPy twin's (10) on that surrogate) and ω^{t+1}."""
+        out = _estimates(self.protocol, state.omega, batch)
+        s = new.surrogate
+        out.update(rho=np.array(self.rho(t)), gamma=np.array(self.gamma(t)), A=np.array(s.A), B=s.B,
+                   C=np.array(s.C), omega_bar=unconstrained_step(s, self.lam), omega_next=new.omega)
+        return out
+
+
+def _estimates(protocol, omega, batch):
+    """ω^t, the batch, the aggregated (ℓ̂^t, ĝ^t) and, for the sample-based protocol, each client's
+    own mini-batch means (ℓ̂_k, ĝ_k) (ĝ = Σ_k (N_k/N) ĝ_k)."""
+    loss_hat, grad_hat, _ = protocol.collect(omega, batch)
+    out = {"omega": omega.copy(), "batch": np.asarray(batch)}
+    if isinstance(protocol, SampleBasedProtocol):
+        sums = [protocol.client_sums(omega, k, b) for k, b in enumerate(batch)]
+        out["client_loss"] = np.array([ls / len(b) for (ls, _), b in zip(sums, batch)])
+        out["client_grad"] = np.array([gs / len(b) for (_, gs), b in zip(sums, batch)])
+    out.update(loss_hat=np.array(loss_hat), grad_hat=grad_hat)
+    return out
 
 
 def _n_samples(batch):
@@ -137,6 +160,14 @@ class FedAvg:
         _check_finite(t, omega=omega)
         return SGDState(omega, vel), msgs, _n_samples(batches)
 
+    def dump_round(self, state, t, batch, new):
+        """ω^t, the estimates at ω^t (E = 1: the step's gradient before 2λω), η_t, ω^{t+1}."""
+        out = _estimates(self.protocol, state.omega, batch)
+        out.update(eta=np.array(self.lr(t)), omega_next=new.omega)
+        if new.velocity is not None:
+            out["velocity"] = new.velocity
+        return out
+
 
 class FeatureSGD:
     """Feature-based SGD and SGD-m (docs/ssca.md): one global step per round with the gradient
@@ -159,6 +190,8 @@ class FeatureSGD:
         omega, v = _sgd_step(state.omega, state.velocity, g, self.lr(t), self.m)
         _check_finite(t, omega=omega)
         return SGDState(omega, v), msgs, _n_samples(batch)
+
+    dump_round = FedAvg.dump_round
 
 
 def _sgd_step(w, v, g, eta, m):
@@ -205,8 +238,9 @@ class Trainer:
     ledger and the divergence rule are those of :func:`train`."""
 
     def __init__(self, algorithm, theta0, rounds, evaluator, trace, snapshots=(), progress=None, on_round=None,
-                 divergence: DivergenceRule | None = None, stop_at_cost=None):
+                 divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=()):
         self.algorithm, self.theta0, self.rounds, self.evaluator, self.trace = algorithm, theta0, rounds, evaluator, trace
+        self.dump_rounds = set(int(r) for r in dump_rounds)
         if stop_at_cost is not None and not np.isfinite(stop_at_cost):
             raise ValueError(f"stop_at_cost must be a finite training cost, got {stop_at_cost}")
         self.stop_at_cost = stop_at_cost
@@ -266,6 +300,9 @@ class Trainer:
         if reason:
             return self._stop(t, f"diverged: round {t}: {reason}", state)
         self.state, last_good = new_state, state
+        if t in self.dump_rounds:
+            for name, value in self.algorithm.dump_round(state, t, batch, new_state).items():
+                self.trace.arrays[f"r{t}_{name}"] = np.asarray(value)
         if t == 1:
             self.trace.ledger_round1 = [m.__dict__ for m in msgs]
         self.comm += ledger_floats(msgs)
@@ -288,7 +325,7 @@ class Trainer:
 
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
-          progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None):
+          progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=()):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
 
     Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
@@ -300,8 +337,11 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     ``on_round(t, state)`` after every round (used by the verification checks).
     ``stop_at_cost``: stop after the first evaluation whose training cost is ≤ this value (the
     trace up to that round is the same as without it; "rounds to a target" needs no more).
+    ``dump_rounds``: rounds whose intermediate quantities (the algorithm's ``dump_round``) go into
+    the trace's arrays as ``r<t>_<name>``.
     """
-    tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence, stop_at_cost)
+    tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence, stop_at_cost,
+                 dump_rounds)
     tr.start()
     for t in range(1, rounds + 1):
         if not tr.step(t, schedule.indices[t - 1]):

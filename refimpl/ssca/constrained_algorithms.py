@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from refimpl.core import validate as V
-from refimpl.ssca.algorithms import DivergenceError, Evaluator, _check_finite, _n_samples
+from refimpl.ssca.algorithms import DivergenceError, Evaluator, _check_finite, _estimates, _n_samples
 from refimpl.ssca.constrained import ConstrainedStep, QCQPStep, SolverError, closed_form_step
 from refimpl.core.model import full_gradient
 from refimpl.ssca.protocols import SampleBasedProtocol
@@ -112,6 +112,19 @@ class ConstrainedSSCA:
         return (ConstrainedState(omega, surs, sol.nu, sol.slack, loss_hat,
                                  state.fallbacks + bool(note), note or state.note),
                 msgs, _n_samples(batch))
+
+    def dump_round(self, state, t, batch, new):
+        """As :meth:`SSCA.dump_round`, with one surrogate per constraint (A, B, C stacked over
+        constraints), the step's ω̄^t (the same solver again on the round's surrogates), the
+        multiplier ν^t and the slack s^t."""
+        out = _estimates(self.protocol, state.omega, batch)
+        sol, _ = self.step(new.surrogates)
+        out.update(rho=np.array(self.rho(t)), gamma=np.array(self.gamma(t)),
+                   A=np.array([s.A for s in new.surrogates]), B=np.array([s.B for s in new.surrogates]),
+                   C=np.array([s.C for s in new.surrogates]), omega_bar=sol.omega_bar,
+                   multiplier=np.asarray(new.nu, dtype=np.float64), slack=np.asarray(new.slack, dtype=np.float64),
+                   omega_next=new.omega)
+        return out
 
 
 def kkt_residuals(model, theta, nu, X, y, U, parts=None):

@@ -92,6 +92,7 @@ class RunConfig:
     eval_every: int = 1
     backend: str = "numba"
     snapshots: list = field(default_factory=list)
+    dump_rounds: str = ""            # rounds whose intermediate quantities the trace stores: 1,2,10 | all
     # constrained SSCA (Algorithms 2 and 4)
     U: float = 0.13
     penalty: float = 1e5
@@ -266,14 +267,16 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     # the initial point and the last iterate are always kept: a trace can be replayed and continued
     snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
+    from refimpl.core.replay import parse_dump_rounds
+    dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
     if cfg.engine == "flower":
-        if on_round is not None or stop_at_cost is not None:
-            raise ValueError("on_round and stop_at_cost are not available with the Flower engine")
+        if on_round is not None or stop_at_cost is not None or dumps:
+            raise ValueError("on_round, stop_at_cost and --dump-rounds are not available with the Flower engine")
         from refimpl.ssca.flower import run_flower
         final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
     else:
         final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule,
-                      stop_at_cost)
+                      stop_at_cost, dumps)
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"
