@@ -929,8 +929,9 @@ def build_parser():
     c.add_argument("b")
     c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
     c.add_argument("--metrics-only", action="store_true", help="accept a comparison without common iterate snapshots")
-    c.add_argument("--map", default="W1=Theta1,W2=Theta2",
-                   help=".mat inputs: the variables holding W1 and W2 (snapshots as NAME_<round>)")
+    c.add_argument("--map", default="W1=Theta1a,W2=Theta2a",
+                   help=".mat inputs: the variables holding W1 and W2 (snapshots as NAME_<round>); the default "
+                        "names the authors' iterate (their Theta1/Theta2 are the surrogate minimiser ω̄)")
     c.add_argument("--round", type=int, default=None, help=".mat inputs: the round of plain NAME variables")
     c.set_defaults(fn=cmd_crosscheck)
     ps = sub.add_parser("partition-stats", help="per-client sizes and label counts of a sample-based split",

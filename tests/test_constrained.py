@@ -227,3 +227,26 @@ def test_cli_constrained_cvxpy_solver(tmp_path):
     assert main(["run", "ssca-constrained", "--solver", "cvxpy", "--rounds", "3", "--hidden", "4", "--quiet",
                  "--U", "0.8", "--out", str(tmp_path)]) == 0
     assert main(["run", "ssca-constrained", "--U", "0", "--rounds", "2"]) == 2
+
+
+def test_lemma1_active_constraint_point_is_feasible_in_float64():
+    """At an active constraint the closed form's ω̄ satisfies q(ω̄) ≤ U in floating point (no
+    rounding-level slack for the penalty c to multiply), on badly scaled instances."""
+    from refimpl.ssca.constrained import closed_form_step
+    from refimpl.ssca.surrogate import SurrogateState
+    rng = np.random.default_rng(5)
+    active = 0
+    for _ in range(300):
+        A = 10 ** rng.uniform(-4, 2)
+        B = rng.standard_normal(6) * 10 ** rng.uniform(-3, 3, 6)
+        U = 10 ** rng.uniform(-3, 2)
+        st = SurrogateState(A, B, U + rng.uniform(0.01, 0.99) * (B @ B) / (4 * A))
+        step = closed_form_step(st, U, 1e6)
+        if step.branch == "constraint-active":
+            active += 1
+            assert st.value(step.omega_bar) <= U
+            assert step.slack[0] == 0.0
+            # the nudge is a few ulps of ν: ω̄ still solves the dual's stationarity to rounding
+            nu = step.nu[0]
+            np.testing.assert_allclose(step.omega_bar, -nu * B / (2 * (1 + nu * A)), rtol=1e-15)
+    assert active > 250

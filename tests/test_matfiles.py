@@ -13,13 +13,13 @@ RUN = ["run", "ssca", "--activation", "relu", "--bias", "--batch", "10", "--roun
 def test_crosscheck_reads_iterates_from_a_mat_file(tmp_path, capsys):
     assert main([*RUN, "--out", str(tmp_path / "ours")]) == 0
     tr = Trace.load(tmp_path / "ours")
-    savemat(tmp_path / "theirs.mat", {f"Theta{i + 1}_{r}": tr.snapshots[r][i] for r in (2, 4) for i in (0, 1)})
+    savemat(tmp_path / "theirs.mat", {f"Theta{i + 1}a_{r}": tr.snapshots[r][i] for r in (2, 4) for i in (0, 1)})
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs.mat")]) == 0
     out = capsys.readouterr().out
     assert "W1@2" in out and "W2@4" in out and "DIFFERS" not in out
     W2 = tr.snapshots[4][1].copy()
     W2[0, 0] += 1e-3
-    savemat(tmp_path / "off.mat", {"Theta1": tr.snapshots[4][0], "Theta2": W2})
+    savemat(tmp_path / "off.mat", {"Theta1a": tr.snapshots[4][0], "Theta2a": W2})
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "off.mat"), "--round", "4"]) == 1
     assert "DIFFERS" in capsys.readouterr().out
 
@@ -31,11 +31,15 @@ def test_mat_variables_are_mapped_and_errors_name_them(tmp_path, capsys):
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "named.mat"), "--map", "W1=A,W2=B"]) == 0
     capsys.readouterr()
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "named.mat")]) == 2
-    assert "no variable 'Theta1'" in capsys.readouterr().err
-    savemat(tmp_path / "plain.mat", {"Theta1": tr.snapshots[4][0], "Theta2": tr.snapshots[4][1]})
+    assert "no variable 'Theta1a'" in capsys.readouterr().err
+    # the authors' Theta1/Theta2 are the surrogate minimiser, not the iterate: the default refuses them and says so
+    savemat(tmp_path / "bar.mat", {"Theta1_4": tr.snapshots[4][0], "Theta2_4": tr.snapshots[4][1]})
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "bar.mat")]) == 2
+    assert "surrogate minimiser" in capsys.readouterr().err
+    savemat(tmp_path / "plain.mat", {"Theta1a": tr.snapshots[4][0], "Theta2a": tr.snapshots[4][1]})
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "plain.mat")]) == 2
     assert "give --round R" in capsys.readouterr().err
-    savemat(tmp_path / "wrong.mat", {"Theta1_4": tr.snapshots[4][0][:, :5], "Theta2_4": tr.snapshots[4][1]})
+    savemat(tmp_path / "wrong.mat", {"Theta1a_4": tr.snapshots[4][0][:, :5], "Theta2a_4": tr.snapshots[4][1]})
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "wrong.mat")]) == 1
     assert "shape" in capsys.readouterr().out
     # a v7.3 header (MATLAB's HDF5-based format): refused with the way out

@@ -29,7 +29,7 @@ def load_mat(path):
 
 
 def parse_map(text):
-    """``W1=Theta1,W2=Theta2`` → {"W1": "Theta1", "W2": "Theta2"} (both names required)."""
+    """``W1=Theta1a,W2=Theta2a`` → {"W1": "Theta1a", "W2": "Theta2a"} (both names required)."""
     out = {}
     for item in str(text).split(","):
         key, sep, name = item.partition("=")
@@ -37,7 +37,7 @@ def parse_map(text):
             raise ValueError(f"--map {text!r}: expected W1=NAME,W2=NAME (the .mat variables holding W1 and W2)")
         out[key.strip()] = name.strip()
     if set(out) != {"W1", "W2"}:
-        raise ValueError(f"--map {text!r}: name both W1 and W2, e.g. W1=Theta1,W2=Theta2")
+        raise ValueError(f"--map {text!r}: name both W1 and W2, e.g. W1=Theta1a,W2=Theta2a")
     return out
 
 
@@ -59,8 +59,12 @@ def mat_snapshots(path, mapping, round_=None):
                                  f"(or name the variables {name}_<round>)")
             rounds.setdefault(int(round_), {})[key] = np.asarray(var[name], dtype=np.float64)
     if not rounds:
+        hint = ""
+        if mapping["W1"] == "Theta1a" and any(re.match(r"^Theta1(_\d+)?$", v) for v in var):
+            hint = (" (in the authors' scripts Theta1/Theta2 hold the surrogate minimiser ω̄ and Theta1a/Theta2a "
+                    "the iterate ω; to compare ω̄ anyway, give --map W1=Theta1,W2=Theta2)")
         raise ValueError(f"{path}: no variable {mapping['W1']!r}, {mapping['W2']!r} or <name>_<round> among "
-                         f"{sorted(var)}; map them with --map W1=NAME,W2=NAME")
+                         f"{sorted(var)}; map them with --map W1=NAME,W2=NAME{hint}")
     incomplete = sorted(r for r, d in rounds.items() if set(d) != {"W1", "W2"})
     if incomplete:
         raise ValueError(f"{path}: rounds {incomplete} hold only one of W1 and W2")

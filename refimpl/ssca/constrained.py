@@ -44,7 +44,9 @@ def closed_form_step(state: SurrogateState, U, c) -> ConstrainedStep:
         ν° = (sqrt(b/(b − d)) − 1)/A = d / (A (b − d)(sqrt(b/(b − d)) + 1))  (second form: no
         cancellation when d ≪ b); if b ≤ d (b = 0 included), g is increasing and ν° = ∞;
         ν* = min(ν°, c).
-    Then ω̄ = −ν* B / (2(1 + ν* A)) and s̄ = max(0, q(ω̄) − U).
+    Then ω̄ = −ν* B / (2(1 + ν* A)) and s̄ = max(0, q(ω̄) − U). At an active constraint ν* is
+    raised by as many ulps as it takes for the float64 ω̄ to be feasible (:func:`_feasible_on_path`),
+    so rounding never turns into a slack that the penalty c multiplies.
     """
     U, c = _check_Uc(U, c)
     A, Bv, C = state.A, state.B, state.C
@@ -65,9 +67,33 @@ def closed_form_step(state: SurrogateState, U, c) -> ConstrainedStep:
     else:
         nu, branch = c, ("b=0" if b == 0.0 else "slack-active")
     w = Bv * (-nu / (2.0 * (1.0 + nu * A)))
+    if branch == "constraint-active":
+        nu, w = _feasible_on_path(state, U, nu, c, w)
     # evaluated in every branch: a rounding-level violation at an active constraint shows as slack
     s = max(0.0, state.value(w) - U)
     return ConstrainedStep(w, np.array([s]), np.array([nu]), float(w @ w) + c * s, branch)
+
+
+def _feasible_on_path(state, U, nu, c, w):
+    """At an active constraint ν° makes q(ω̄) = U in exact arithmetic; in float64 q(ω̄) can exceed U
+    by a rounding error, which the objective ||ω||² + c·s then charges c times. Along the
+    multiplier path ω(ν) = −νB/(2(1 + νA)) the surrogate q decreases as ν grows (dq/dν < 0 for
+    ν ≥ 0), so raising ν by a few ulps reaches the nearest feasible float64 point of the path.
+    Returns (ν, ω̄); unchanged when already feasible, or when no ν ≤ c within 60 doublings of the
+    step is feasible (the slack then reports the excess)."""
+    if state.value(w) <= U:
+        return nu, w
+    step = max(abs(nu), np.finfo(float).tiny) * np.finfo(float).eps
+    Bv, A = state.B, state.A
+    for _ in range(60):
+        trial = min(nu + step, c)
+        cand = Bv * (-trial / (2.0 * (1.0 + trial * A)))
+        if state.value(cand) <= U:
+            return trial, cand
+        if trial == c:
+            break
+        step *= 2.0
+    return nu, w
 
 
 def _check_Uc(U, c):
