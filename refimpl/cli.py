@@ -1,5 +1,5 @@
 """Command line of refimpl: run, compare, bound, sweep, sweep-summary, reproduce, report, verify, bench,
-crosscheck, check-schedule (``refimpl COMMAND --help`` for each)."""
+crosscheck, diagnose, check-schedule (``refimpl COMMAND --help`` for each)."""
 from __future__ import annotations
 
 import argparse
@@ -95,6 +95,8 @@ def _add_option(p, opt, default, shown=True):
         return
     if opt.choices:
         kw["choices"] = opt.choices
+        if opt.metavar:
+            kw["metavar"] = opt.metavar
     elif not opt.text:
         kw["type"] = opt.kind or (float if default is None else type(default))
         kw["metavar"] = opt.field.upper() if len(opt.field) <= 12 else "X"
@@ -720,6 +722,32 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_diagnose(args):
+    """refimpl diagnose OURS THEIRS: the first (round, quantity) where the dumps part, and the
+    convention switch under which a rerun from THEIR inputs agrees. Exit 0 agree, 1 differ."""
+    import math
+    from refimpl.tools import diagnose as DG
+    if not (isinstance(args.tol, float) and math.isfinite(args.tol) and args.tol >= 0):
+        raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {args.tol}")
+    ours = DG.load_side(args.ours)
+    theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
+    cmp_ = DG.compare_dumps(ours, theirs, args.tol)
+    rows, found = [], None
+    if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
+        _info(args, "rerunning refimpl from THEIR initial point and schedule under each convention switch")
+        rows, found = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol,
+                                      progress=None if args.quiet else _say)
+    lines = DG.describe(cmp_, args.tol, found)
+    for ln in lines:
+        print(ln)
+    if cmp_.divergence is not None and rows and found is None:
+        print("no convention switch of refimpl makes every round agree")
+    if args.report:
+        png = DG.write_report(args.report, cmp_, lines, rows)
+        _info(args, f"report written to {args.report}" + ("" if png else " (no PNG: matplotlib not installed)"))
+    return 0 if cmp_.divergence is None else 1
+
+
 def cmd_crosscheck(args):
     from refimpl.core.trace import Trace, crosscheck
 
@@ -924,6 +952,15 @@ def build_parser():
                    help="ssca: the round split into phases; ratios to floor, floor+gather, plain NumPy, torch")
     b.add_argument("--json")
     b.set_defaults(fn=cmd_bench)
+    dg = sub.add_parser("diagnose", help="where and why two implementations' per-round dumps part")
+    dg.add_argument("ours", help="refimpl's trace (directory or trace.npz) with --dump-rounds")
+    dg.add_argument("theirs", help="their dump: a trace, .npz or .mat with r<round>_<name> arrays (docs/guide.md)")
+    dg.add_argument("--map", default="", help="their names for ours: OURS=THEIRS,… (e.g. omega=w)")
+    dg.add_argument("--tol", type=float, default=1e-10, help="largest relative difference that still agrees")
+    dg.add_argument("--report", default=None, help="directory for diagnose.md and diagnose.png")
+    dg.add_argument("--no-rerun", action="store_true", help="compare only; do not try refimpl's convention switches")
+    dg.add_argument("--quiet", action="store_true")
+    dg.set_defaults(fn=cmd_diagnose)
     c = sub.add_parser("crosscheck", help="compare two traces (iterate snapshots and metrics)")
     c.add_argument("a")
     c.add_argument("b")

@@ -38,6 +38,7 @@ class Opt:
     flag: bool = False
     text: bool = False          # parsed later from text (comma lists, specs); type str on the command line
     kind: type | None = None    # the value's type where the default (None) does not tell it
+    metavar: str | None = None  # shown instead of a long list of choices (the help names them)
 
     @property
     def name(self):
@@ -77,13 +78,16 @@ SSCA_OPTIONS = (
     Opt("momentum", "momentum m of SGD-m", ("sgdm",)),
     Opt("local_steps", "local steps E per round (sample-based; E > 1 is FedAvg)", _BASELINES),
     Opt("partition", "contiguous | iid | label_skew | dirichlet:α[:MIN] | quantity:σ", text=True),
+    Opt("sampling", "B per client from its shard, or K·B pooled from all (authors' SSCA)",
+        choices=("per-client", "pooled")),
     Opt("partition_file", "sample-based: JSON file, one list of sample ids per client", text=True),
     Opt("feature_blocks", "feature-based: JSON file, one list of feature indices per client", text=True),
-    Opt("collection", "feature-based: Algorithm 3 or Remark 4",
-        choices=("three-step", "one-step")),
+    Opt("collection", "feature-based: three-step (Algorithm 3) or one-step (Remark 4)",
+        choices=("three-step", "one-step"), metavar="MODE"),
     Opt("eval_every", "rounds between evaluations of the full training cost"),
     Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
-    Opt("dump_rounds", "rounds whose intermediate quantities the trace stores: 1,2,10 | all", default="", text=True),
+    Opt("dump_rounds", "rounds whose intermediate quantities the trace keeps: 1,2,10 | all", default="", text=True),
+    Opt("authors_cost", "also record the authors' cost J (docs/ssca.md; on under --preset authors)", flag=True),
     Opt("backend", "kernels", choices=("numba", "numpy")),
     Opt("engine", "refimpl, or Flower's simulation engine (extra flower)",
         choices=("refimpl", "flower")),

@@ -94,3 +94,48 @@ def test_constrained_dump_has_multiplier_and_slack(tmp_path):
 def test_flower_refuses_dumps(tmp_path, capsys):
     assert main(["run", "ssca", "--rounds", "2", "--engine", "flower", "--dump-rounds", "1", "--quiet"]) == 2
     assert "--dump-rounds" in capsys.readouterr().err
+
+
+def test_pooled_sampling_is_the_plain_mean_over_the_pooled_batch(tmp_path, rng):
+    """--sampling pooled (the authors' scripts): the round's K·B ids come from the whole training
+    set and ĝ is their plain mean; the same arithmetic as one client holding all K·B samples."""
+    ds = mnist_5k()
+    W1, W2 = rng.uniform(-0.1, 0.1, (J, ds.n_features)), rng.uniform(-0.3, 0.3, (L, J))
+    np.savez(tmp_path / "init.npz", W1=W1, W2=W2)
+    batches = np.array([rng.choice(ds.n_train, K * B, replace=False) for _ in range(T)])
+    np.save(tmp_path / "b.npy", batches)
+    steps = ["--tau", str(TAU), "--rho-a", str(RA), "--rho-alpha", str(RAL), "--gamma-a", str(GA),
+             "--gamma-alpha", str(GAL), "--hidden", str(J), "--rounds", str(T), "--init", str(tmp_path / "init.npz"),
+             "--quiet"]
+    out = tmp_path / "p"
+    assert main(["run", "ssca", "--sampling", "pooled", "--batch", str(B), "--batches", str(tmp_path / "b.npy"),
+                 "--dump-rounds", "1", *steps, "--out", str(out)]) == 0
+    d = read_dump(out)[1]
+    lh, gh = swish_net_grad(W1, W2, ds.X_train[batches[0]], ds.y_train[batches[0]], np.full(K * B, 1.0 / (K * B)))
+    assert abs(float(d["loss_hat"]) - lh) <= 1e-13 * lh
+    assert float(np.max(np.abs(d["grad_hat"] - gh))) <= 1e-12 * float(np.max(np.abs(gh)))
+    assert d["client_count"].sum() == K * B
+    np.testing.assert_allclose((d["client_count"][:, None] * d["client_grad"]).sum(axis=0) / (K * B), d["grad_hat"],
+                               rtol=1e-12, atol=1e-15)
+    # one client holding the whole training set, K·B per round: the same iterates
+    np.save(tmp_path / "b1.npy", batches[:, None, :])
+    one = tmp_path / "one"
+    assert main(["run", "ssca", "--clients", "1", "--batch", str(K * B), "--batches", str(tmp_path / "b1.npy"),
+                 *steps, "--out", str(one)]) == 0
+    from refimpl.core.trace import Trace
+    a, b = Trace.load(out).snapshots[T], Trace.load(one).snapshots[T]
+    for x, y in zip(a, b):
+        assert float(np.max(np.abs(x - y))) <= 1e-13 * float(np.max(np.abs(y)))
+
+
+def test_preset_authors_pools_and_records_their_cost(tmp_path, capsys):
+    out = tmp_path / "a"
+    assert main(["run", "ssca", "--preset", "authors", "--batch", "10", "--rounds", "2", "--hidden", "8", "--quiet",
+                 "--out", str(out)]) == 0
+    import json
+    doc = json.load(open(out / "trace.json"))
+    assert doc["config"]["sampling"] == "pooled" and "authors_cost" in doc["metrics"]
+    from refimpl.core.trace import Trace
+    assert Trace.load(out).batches.shape == (2, 100)
+    assert main(["run", "sgd", "--sampling", "pooled", "--local-steps", "2", "--rounds", "1", "--quiet"]) == 2
+    assert "--local-steps 1" in capsys.readouterr().err

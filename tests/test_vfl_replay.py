@@ -315,3 +315,33 @@ def test_every_dumped_name_is_in_the_guide(tmp_path):
         names = {re.sub(r"\d+$", "<k>", n) for n in read_dump(out)[1]}
         missing = [n for n in names if f"`{n}`" not in guide]
         assert not missing, (args[1], missing)
+
+
+def test_epoch_batch_order_dynamics_match_transcription(tmp_path, rng):
+    """With --batch-order epoch the run's own batches (read from its dump) drive the transcription
+    to the same parameters; each epoch's batches are disjoint."""
+    ds, init, _, taus = _inputs(tmp_path, rng)
+    out = tmp_path / "e"
+    args = [a for a in _args(tmp_path, out, "--optimizer", "momentum:0.9", "--batch-order", "epoch")]
+    i = args.index("--batches")
+    del args[i:i + 2]
+    assert main(args) == 0
+    dump = read_dump(out)
+    batches = np.array([dump[r]["batch"] for r in range(1, R + 1)])
+    assert np.unique(batches).size == batches.size            # R·B < n: one epoch, no sample twice
+    ref = transcribed_run(ds.X_train, ds.y_train, [init[f"theta{k}"].ravel() for k in range(K + 1)], batches, taus,
+                          0.05, 0.9, False)
+    for r in range(1, R + 1):
+        for k in range(K + 1):
+            assert _rel(dump[r][f"theta{k}"], ref[r - 1][f"theta{k}"]) <= 1e-12
+
+
+def test_init_arrays_of_the_wrong_kind(tmp_path, capsys):
+    n0 = L * (K * O + 1)
+    np.savez(tmp_path / "c.npz", **{"theta0": np.zeros(n0, dtype=complex)})
+    assert main(["run", "flexvfl", "--rounds", "1", "--quiet", "--init", str(tmp_path / "c.npz")]) == 2
+    assert "dtype complex128" in capsys.readouterr().err
+    arrays = {f"theta{k}": np.zeros(n0 if k == 0 else O * 197) for k in range(K + 2)}
+    np.savez(tmp_path / "x.npz", **arrays)
+    assert main(["run", "flexvfl", "--rounds", "1", "--quiet", "--init", str(tmp_path / "x.npz")]) == 2
+    assert "beyond K = 4" in capsys.readouterr().err

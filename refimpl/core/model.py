@@ -143,6 +143,23 @@ class TwoLayerNet:
             total += xent(O, np.zeros(O.shape[1]), y[s:s + chunk], np.ones(O.shape[0]))[0]
         return total / X.shape[0]
 
+    def one_vs_all_cost(self, theta, X, y, chunk=8192):
+        """The cost the SSCA authors' scripts record: with p = softmax(logits),
+        J = (1/N) Σ_n Σ_l [−y_{nl} log p_{nl} − (1 − y_{nl}) log(1 − p_{nl})] (y one-hot), the
+        one-vs-all cross-entropy applied to the softmax outputs. It is not the training cost (32)
+        (the softmax cross-entropy, its first term alone), so their saved curves are compared
+        with this metric (docs/ssca.md §7)."""
+        total = 0.0
+        for s in range(0, X.shape[0], chunk):
+            O = self.logits(theta, X[s:s + chunk])
+            O = O - O.max(axis=1, keepdims=True)
+            logp = O - np.log(np.exp(O).sum(axis=1, keepdims=True))
+            log1m = np.log1p(-np.exp(logp))
+            rows = np.arange(O.shape[0])
+            yb = y[s:s + chunk]
+            total += float(-logp[rows, yb].sum() - log1m.sum() + log1m[rows, yb].sum())
+        return total / X.shape[0]
+
     def predict(self, theta, X):
         return np.argmax(self.logits(theta, X), axis=1)
 

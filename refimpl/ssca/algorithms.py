@@ -87,13 +87,17 @@ class SSCA:
 
 def _estimates(protocol, omega, batch):
     """ω^t, the batch, the aggregated (ℓ̂^t, ĝ^t) and, for the sample-based protocol, each client's
-    own mini-batch means (ℓ̂_k, ĝ_k) (ĝ = Σ_k (N_k/N) ĝ_k)."""
+    own mini-batch means (ℓ̂_k, ĝ_k) (ĝ = Σ_k (N_k/N) ĝ_k; pooled sampling: the means over the ids
+    client k holds, their counts in ``client_count``, ĝ = Σ_k count_k ĝ_k / (K B))."""
     loss_hat, grad_hat, _ = protocol.collect(omega, batch)
     out = {"omega": omega.copy(), "batch": np.asarray(batch)}
     if isinstance(protocol, SampleBasedProtocol):
-        sums = [protocol.client_sums(omega, k, b) for k, b in enumerate(batch)]
-        out["client_loss"] = np.array([ls / len(b) for (ls, _), b in zip(sums, batch)])
-        out["client_grad"] = np.array([gs / len(b) for (_, gs), b in zip(sums, batch)])
+        groups = protocol.pooled_groups(batch) if protocol.pooled else batch
+        sums = [protocol.client_sums(omega, k, b) for k, b in enumerate(groups)]
+        out["client_loss"] = np.array([ls / max(len(b), 1) for (ls, _), b in zip(sums, groups)])
+        out["client_grad"] = np.array([gs / max(len(b), 1) for (_, gs), b in zip(sums, groups)])
+        if protocol.pooled:
+            out["client_count"] = np.array([len(b) for b in groups])
     out.update(loss_hat=np.array(loss_hat), grad_hat=grad_hat)
     return out
 
@@ -224,11 +228,15 @@ class Evaluator:
     y_test: np.ndarray
     lam: float = 0.0
     every: int = 1
+    authors_cost: bool = False      # also the SSCA authors' recorded cost (TwoLayerNet.one_vs_all_cost)
 
     def __call__(self, theta, state=None):
-        return {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
-                "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test),
-                "sq_norm": float(theta @ theta)}
+        out = {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
+               "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test),
+               "sq_norm": float(theta @ theta)}
+        if self.authors_cost:
+            out["authors_cost"] = self.model.one_vs_all_cost(theta, self.X_train, self.y_train)
+        return out
 
 
 class Trainer:

@@ -19,7 +19,7 @@ from refimpl.core.data import Dataset
 from refimpl.core.model import TwoLayerNet
 from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, parse_partition,
                                     read_partition_file, sample_based_schedule, sample_partition)
-from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
+from refimpl.ssca.protocols import SAMPLINGS, FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import check_curvature
 from refimpl.core.schedules import PowerLaw
 from refimpl.core.trace import Trace
@@ -45,13 +45,16 @@ _AUTHORS = {
 
 def preset_values(preset, setting, algorithm, batch):
     """The settings a preset fixes. "paper": none (the defaults are the paper's table);
-    "authors": the authors' scripts — their network (ReLU, bias columns) for every algorithm, and
+    "authors": the authors' scripts — their network (ReLU, bias columns) and their recorded cost
+    (``authors_cost``) for every algorithm, and
     for SSCA their a1, a2, α, τ by batch size with the curvature of their code (A^t = τ)."""
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
     if preset == "paper":
         return {}
-    vals = {"activation": "relu", "bias": True}
+    vals = {"activation": "relu", "bias": True, "authors_cost": True}
+    if setting == "sample" and algorithm in ("ssca", "ssca-constrained"):
+        vals["sampling"] = "pooled"      # their SSCA scripts pool the round's batch; their SGD ones do not
     if algorithm in ("ssca", "ssca-constrained"):
         table = _AUTHORS[(setting, algorithm)]
         if batch not in table:
@@ -93,6 +96,8 @@ class RunConfig:
     backend: str = "numba"
     snapshots: list = field(default_factory=list)
     dump_rounds: str = ""            # rounds whose intermediate quantities the trace stores: 1,2,10 | all
+    authors_cost: bool = False       # also record the authors' cost J (one-vs-all cross-entropy of the softmax)
+    sampling: str = "per-client"     # sample-based: B per client from its shard, or "pooled" K·B from all (authors)
     # constrained SSCA (Algorithms 2 and 4)
     U: float = 0.13
     penalty: float = 1e5
@@ -127,6 +132,15 @@ class RunConfig:
         check_curvature(c.curvature)
         for k, v in preset_values(c.preset, c.setting, c.algorithm, c.batch).items():
             setattr(c, k, v)
+        if c.sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {c.sampling!r}")
+        if c.sampling == "pooled":
+            for bad, why in ((c.setting != "sample", "the sample-based setting (--setting sample)"),
+                             (c.local_steps != 1, "one local step (--local-steps 1)"),
+                             (c.per_client, "one loss constraint (not --per-client)"),
+                             (c.engine == "flower", "refimpl's engine (not --engine flower)")):
+                if bad:
+                    raise ValueError(f"--sampling pooled (one batch of K·B ids from the whole training set) needs {why}")
         parse_partition(c.partition)
         if c.partition_file:
             if c.setting != "sample":
@@ -214,8 +228,14 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
     E = cfg.local_steps
     if cfg.setting == "sample":
         parts = client_partition(cfg, data, rng_part)
-        protocol = SampleBasedProtocol(model, data.X_train, data.y_train, parts)
-        if batches is None:
+        protocol = SampleBasedProtocol(model, data.X_train, data.y_train, parts, cfg.sampling)
+        pooled = cfg.sampling == "pooled"
+        if pooled and batches is None:
+            schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch * len(parts), rng_batch)
+        elif pooled:
+            schedule = BatchSchedule(batches)
+            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch * len(parts))
+        elif batches is None:
             schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
         else:
             schedule = BatchSchedule(batches)
@@ -244,9 +264,10 @@ def build(cfg: RunConfig, data: Dataset, init=None, batches=None):
                 "sgdm": lambda: FeatureSGD(protocol, lr, cfg.lam, cfg.momentum)}[cfg.algorithm]()
     if cfg.algorithm == "ssca-constrained":
         evaluator = ConstrainedEvaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, 0.0,
-                                         cfg.eval_every, U=algo.U, parts=protocol.parts if cfg.per_client else None)
+                                         cfg.eval_every, cfg.authors_cost, U=algo.U, parts=protocol.parts if cfg.per_client else None)
     else:
-        evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every)
+        evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every,
+                              cfg.authors_cost)
     return algo, theta0, schedule, evaluator, model
 
 

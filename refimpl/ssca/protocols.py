@@ -39,6 +39,9 @@ def sample_round_messages(n_params, n_clients):
     return msgs + [Message(client(k), SERVER, "grad_sum+loss_sum", n_params + 1) for k in range(n_clients)]
 
 
+SAMPLINGS = ("per-client", "pooled")
+
+
 class SampleBasedProtocol:
     """Algorithms 1–2: client k holds samples ``parts[k]``.
 
@@ -46,12 +49,28 @@ class SampleBasedProtocol:
     Σ_{n∈B_k} ∇ℓ_n and Σ_{n∈B_k} ℓ_n; the server forms the unbiased estimates
     ĝ^t = Σ_k (N_k/N)(1/B) Σ_{n∈B_k} ∇ℓ_n and ℓ̂^t likewise.
     Ledger: dim ω down (one broadcast), K × (dim ω + 1) up.
+
+    ``sampling="pooled"`` (the authors' scripts): the round's batch is K·B ids drawn from the
+    whole training set, and the estimates are plain means over it, (1/(K B)) Σ_n ∇ℓ_n; each
+    client contributes the sums over the ids it holds (same ledger).
     """
 
-    def __init__(self, model: TwoLayerNet, X, y, parts):
+    def __init__(self, model: TwoLayerNet, X, y, parts, sampling="per-client"):
+        if sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
         self.model, self.X, self.y, self.parts = model, X, y, parts
         N = sum(len(p) for p in parts)
         self.client_weight = np.array([len(p) / N for p in parts])
+        self.pooled = sampling == "pooled"
+        if self.pooled:
+            self.owner = np.empty(N, dtype=np.int64)
+            for k, p in enumerate(parts):
+                self.owner[np.asarray(p)] = k
+
+    def pooled_groups(self, batch):
+        """The pooled batch's ids grouped by the client that holds them (a client may hold none)."""
+        own = self.owner[np.asarray(batch)]
+        return [np.asarray(batch)[own == k] for k in range(len(self.parts))]
 
     def client_sums(self, theta, k, batch):
         """Client k's work, alone: (Σ ℓ_n, Σ ∇ℓ_n) over its batch."""
@@ -66,6 +85,13 @@ class SampleBasedProtocol:
         ``tests/test_ssca.py`` checks it against :meth:`client_sums`), with one product per layer
         instead of K.
         """
+        if self.pooled:
+            # the authors' sampling: one batch of K·B ids drawn from the whole training set; every
+            # client returns the sums over the ids it holds and the server takes the plain mean
+            idx = np.asarray(batches)
+            Xb = GATHER[self.model.backend](self.X, idx)
+            loss_hat, grad_hat = self.model.loss_grad(theta, Xb, self.y[idx], np.full(idx.size, 1.0 / idx.size))
+            return loss_hat, grad_hat, sample_round_messages(self.model.n_params, len(self.parts))
         msgs = sample_round_messages(self.model.n_params, len(batches))
         sizes = np.array([len(b) for b in batches])
         idx = np.concatenate([np.asarray(b) for b in batches])

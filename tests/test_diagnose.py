@@ -1,0 +1,129 @@
+"""refimpl diagnose: the first (round, quantity) where two dumps part, and the convention switch
+under which refimpl, rerun from the other side's inputs, agrees."""
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.core.data import mnist_5k
+
+SSCA = ["run", "ssca", "--rounds", "5", "--batch", "10", "--hidden", "8", "--rho-a", "0.8", "--dump-rounds", "all",
+        "--quiet"]
+
+
+def _out(capsys):
+    c = capsys.readouterr()
+    return c.out + c.err
+
+
+def test_ssca_curvature_between_two_traces(tmp_path, capsys):
+    assert main([*SSCA, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*SSCA, "--curvature", "fixed", "--out", str(tmp_path / "theirs")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--report", str(tmp_path / "rep")]) == 1
+    out = _out(capsys)
+    assert "round 1, A: 0.08 vs 0.1" in out
+    assert "grad_hat 0" in out and "rho 0" in out                 # what still agrees before it
+    assert "with --curvature fixed all rounds agree" in out
+    assert (tmp_path / "rep" / "diagnose.md").read_text().count("| curvature | fixed | True |") == 1
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "ours")]) == 0
+
+
+def _swish_grad(W1, W2, X, y, w):
+    Z = X @ W1.T
+    S = 1 / (1 + np.exp(-Z))
+    A = Z * S
+    O = A @ W2.T
+    P = np.exp(O - O.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    loss = float(np.sum(w * -np.log(P[np.arange(len(y)), y])))
+    P[np.arange(len(y)), y] -= 1
+    P *= w[:, None]
+    return loss, np.concatenate([(((P @ W2) * S * (1 + Z * (1 - S))).T @ X).ravel(), (P.T @ A).ravel()])
+
+
+def test_ssca_against_an_independent_transcription(tmp_path, rng, capsys):
+    """Their side: a 20-line SSCA with A^t = τ (the authors' convention) writing its own dump in
+    refimpl's names plus its initial point and batches; ours: refimpl with the paper's recursion."""
+    ds = mnist_5k()
+    J, K, B, T, tau = 8, 10, 10, 4, 0.1
+    W1, W2 = rng.uniform(-0.1, 0.1, (J, ds.n_features)), rng.uniform(-0.3, 0.3, (10, J))
+    per = ds.n_train // K
+    batches = np.array([[k * per + rng.choice(per, B, replace=False) for k in range(K)] for _ in range(T)])
+    om, Bv, arrays = np.concatenate([W1.ravel(), W2.ravel()]), 0.0, {"W1_0": W1, "W2_0": W2, "batches": batches}
+    for t in range(1, T + 1):
+        idx = batches[t - 1].ravel()
+        lh, gh = _swish_grad(om[:W1.size].reshape(W1.shape), om[W1.size:].reshape(W2.shape), ds.X_train[idx],
+                             ds.y_train[idx], np.full(idx.size, 1.0 / idx.size))
+        rho, gamma = 0.8 / t ** 0.6, 0.5 / t ** 0.65
+        Bv = (1 - rho) * Bv + rho * (gh - 2 * tau * om)
+        bar = -Bv / (2 * tau)
+        nxt = (1 - gamma) * om + gamma * bar
+        arrays.update({f"r{t}_omega": om, f"r{t}_grad_hat": gh, f"r{t}_A": np.array(tau), f"r{t}_B": Bv,
+                       f"r{t}_omega_bar": bar, f"r{t}_omega_next": nxt})
+        om = nxt
+    np.savez(tmp_path / "theirs.npz", **arrays)
+    np.savez(tmp_path / "init.npz", W1=W1, W2=W2)
+    np.save(tmp_path / "b.npy", batches)
+    assert main(["run", "ssca", "--rounds", str(T), "--batch", str(B), "--hidden", str(J), "--tau", str(tau),
+                 "--rho-a", "0.8", "--rho-alpha", "0.6", "--gamma-a", "0.5", "--gamma-alpha", "0.65",
+                 "--init", str(tmp_path / "init.npz"), "--batches", str(tmp_path / "b.npy"), "--dump-rounds", "all",
+                 "--quiet", "--out", str(tmp_path / "ours")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 1
+    out = _out(capsys)
+    assert "round 1, A: 0.08 vs 0.1" in out and "grad_hat" in out.split("round 1, A")[1]
+    assert "with --curvature fixed all rounds agree" in out
+    assert "C is missing from theirs" in out
+
+
+def test_vfl_momentum_reset_vs_persistent(tmp_path, capsys):
+    base = ["run", "flexvfl", "--rounds", "3", "--optimizer", "momentum:0.9", "--dump-rounds", "all", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*base, "--momentum", "persistent", "--out", str(tmp_path / "theirs")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 1
+    out = _out(capsys)
+    assert "round 2, theta0" in out and "tau 0" in out
+    assert "with --momentum persistent all rounds agree" in out
+    assert "--adaptive-rule" not in out                      # not an option of flexvfl
+
+
+def test_mfcgd_adaptive_matrix(tmp_path, capsys):
+    base = ["run", "adamfcgd", "--steps", "12", "--dump-rounds", "all", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*base, "--matrix", "amsgrad", "--out", str(tmp_path / "theirs")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 1
+    out = _out(capsys)
+    assert "A at entry" in out and "with --matrix amsgrad all rounds agree" in out
+
+
+def test_bad_input_and_nan(tmp_path, capsys):
+    assert main([*SSCA, "--out", str(tmp_path / "o")]) == 0
+    z = dict(np.load(tmp_path / "o" / "trace.npz"))
+    theirs = {k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")}
+    nan = dict(theirs)
+    nan["r3_B"] = nan["r3_B"].copy()
+    nan["r3_B"][5] = np.nan
+    np.savez(tmp_path / "nan.npz", **nan)
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "nan.npz"), "--no-rerun"]) == 1
+    out = _out(capsys)
+    assert "round 3, B" in out and "nan" in out
+    shaped = dict(theirs)
+    shaped["r2_omega"] = shaped["r2_omega"][:10]
+    np.savez(tmp_path / "shape.npz", **shaped)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "shape.npz"), "--no-rerun"]) == 1
+    assert "round 2, omega: shapes" in _out(capsys)
+    np.savez(tmp_path / "late.npz", **{k.replace("r1_", "r9_"): v for k, v in theirs.items() if k.startswith("r1_")})
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "late.npz")]) == 2
+    assert "no round is dumped on both sides" in _out(capsys)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "o"), "--tol", "-1"]) == 2
+    assert "--tol" in _out(capsys)
+    np.savez(tmp_path / "none.npz", x=np.zeros(3))
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "none.npz")]) == 2
+    assert "THEIRS holds no per-round dump" in _out(capsys)
+    renamed = {k.replace("_omega_bar", "_wbar"): v for k, v in theirs.items()}
+    np.savez(tmp_path / "renamed.npz", **renamed)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "renamed.npz"), "--map", "omega_bar=wbar"]) == 0
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "renamed.npz"), "--map", "omega_bar"]) == 2
