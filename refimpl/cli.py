@@ -735,7 +735,11 @@ def cmd_diagnose(args):
     rows, found = [], None
     if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
         _info(args, "rerunning refimpl from THEIR initial point and schedule under each convention switch")
-        rows, found = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol,
+        from .options import options_for
+        doc = DG._trace_config(args.ours)
+        algorithm = doc.get("algorithm") if cmp_.paper == "ssca" else doc.get("method")
+        takes = {o.field for o, _ in options_for(algorithm)} if algorithm else set()
+        rows, found = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
                                       progress=None if args.quiet else _say)
     lines = DG.describe(cmp_, args.tol, found)
     for ln in lines:

@@ -178,10 +178,12 @@ def _family(cfg):
 def rerun(ours_path, theirs_path, paper, rounds, overrides):
     """refimpl rerun with OURS's configuration, THEIR initial point and schedule (the replay
     inputs THEIRS holds, refimpl's names) and ``overrides``; returns the rerun's dump."""
-    from refimpl.options import config_class
+    from refimpl.mfcgd.experiment import MFCGDConfig
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.experiment import VFLConfig
     cfg_doc = _trace_config(ours_path)
     fam = _family(cfg_doc)
-    cls = config_class(fam)
+    cls = {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[fam]
     fields_ = cls.__dataclass_fields__
     cfg = cls(**{k: v for k, v in cfg_doc.items() if k in fields_})
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
@@ -217,13 +219,11 @@ def rerun(ours_path, theirs_path, paper, rounds, overrides):
     return dump_arrays(tr.arrays)
 
 
-def try_switches(ours_path, theirs_path, theirs, paper, tol, progress=None):
-    """For each convention switch of the paper and each of its other values: rerun and compare
-    with THEIRS. Returns rows {switch, value, agrees, worst, first} and the agreeing one (or None)."""
-    from refimpl.options import options_for
+def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None):
+    """For each convention switch of the paper that the algorithm takes (``takes``: its option
+    names) and each of its other values: rerun and compare with THEIRS. Returns rows {switch,
+    value, agrees, worst, first} and the agreeing one (or None)."""
     cfg = _trace_config(ours_path) or {}
-    algorithm = cfg.get("algorithm") if paper == "ssca" else cfg.get("method")
-    takes = {o.field for o, _ in options_for(algorithm)} if algorithm else set()
     rows, found = [], None
     for option, values in SWITCHES[paper].items():
         if option not in takes:
