@@ -1,5 +1,5 @@
 """Command line of refimpl: run, compare, bound, sweep, sweep-summary, reproduce, report, verify, bench,
-crosscheck, diagnose, check-schedule (``refimpl COMMAND --help`` for each)."""
+crosscheck, diagnose, vectors, check-schedule (``refimpl COMMAND --help`` for each)."""
 from __future__ import annotations
 
 import argparse
@@ -631,8 +631,19 @@ def cmd_mutations(args):
     args.workers = resolve_workers(args.workers, len(cat), "mutations")
     if not args.quiet:
         _say(f"{len(cat)} mutations, {args.workers} at a time; each runs its paper's theorem checks (quick) on a mutated copy")
+    vectors_dir = None
+    if getattr(args, "vectors", False):
+        import tempfile
+        from refimpl.conformance.vectors import export
+        vectors_dir = tempfile.mkdtemp(prefix="refimpl-vectors-")
+        export(vectors_dir)
+        if not args.quiet:
+            _say("each mutated copy runs the conformance vectors exported from the unmutated package instead")
     with _progress(args, len(cat), "mutations", "mutation") as bar:
-        results = MU.run_catalogue(cat, workers=args.workers, progress=bar)
+        results = MU.run_catalogue(cat, workers=args.workers, progress=bar, vectors_dir=vectors_dir)
+    if vectors_dir is not None:
+        import shutil
+        shutil.rmtree(vectors_dir, ignore_errors=True)
     print(MU.format_table(results))
     if args.json:
         MU.write_json(results, args.json)
@@ -640,6 +651,11 @@ def cmd_mutations(args):
         with open(args.markdown, "w") as fh:
             fh.write(MU.format_markdown(results))
     missed = [r.id for r in results if not r.caught]
+    if vectors_dir is not None:
+        # a report: mutations of code no vector calls (kernels, runners, clocks) pass the vectors
+        if missed:
+            _say(f"mutations no vector catches ({len(missed)}): {', '.join(missed)}")
+        return 0
     if missed:
         _say(f"mutations no theorem check caught: {', '.join(missed)}")
         return 1
@@ -649,7 +665,7 @@ def cmd_mutations(args):
 def cmd_verify(args):
     if args.mutations:
         return cmd_mutations(args)
-    for flag in ("only_paper", "catalogue", "markdown"):
+    for flag in ("only_paper", "catalogue", "markdown", "vectors"):
         if getattr(args, flag):
             raise ValueError(f"--{flag.replace('_', '-')} applies only with --mutations")
     from refimpl.tools.verify import format_table, run_checks, write_json
@@ -750,6 +766,23 @@ def cmd_diagnose(args):
         png = DG.write_report(args.report, cmp_, lines, rows)
         _info(args, f"report written to {args.report}" + ("" if png else " (no PNG: matplotlib not installed)"))
     return 0 if cmp_.divergence is None else 1
+
+
+def cmd_vectors(args):
+    """refimpl vectors export DIR: the conformance vectors, a schema per file and the manifest."""
+    from refimpl.conformance import vectors as VX
+    papers = VX.PAPERS
+    if args.paper:
+        papers = tuple(p.strip() for p in args.paper.split(","))
+        bad = [p for p in papers if p not in VX.PAPERS]
+        if bad:
+            raise ValueError(f"--paper {args.paper}: unknown {bad}; allowed {', '.join(VX.PAPERS)}")
+    if os.path.exists(args.dir) and os.listdir(args.dir) and not args.overwrite:
+        raise ValueError(f"{args.dir} is not empty; give --overwrite to replace its vectors")
+    manifest = VX.export(args.dir, papers, args.format)
+    n = sum(1 for f in manifest["files"] if not f.endswith((".schema.json", ".meta.json")))
+    _info(args, f"{n} vector files ({args.format}) with schemas and manifest.json written to {args.dir}")
+    return 0
 
 
 def cmd_crosscheck(args):
@@ -942,6 +975,8 @@ def build_parser():
                    help="run the mutation catalogue: each mutation on a copy of the package against its paper's "
                         "theorem checks (quick); --only then takes mutation ids")
     v.add_argument("--only-paper", help="with --mutations: core, ssca, vfl and/or mfcgd (comma-separated)")
+    v.add_argument("--vectors", action="store_true",
+                   help="with --mutations: run the conformance vectors on each mutated copy instead (a report)")
     v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
     _engine_options(v, "processes running checks (or mutations) at a time; default: the number of cores")
     v.add_argument("--markdown", help="with --mutations: also write the tables as Markdown to this file")
@@ -956,6 +991,15 @@ def build_parser():
                    help="ssca: the round split into phases; ratios to floor, floor+gather, plain NumPy, torch")
     b.add_argument("--json")
     b.set_defaults(fn=cmd_bench)
+    vx = sub.add_parser("vectors", help="conformance vectors for other implementations (docs/conformance.md)")
+    vsub = vx.add_subparsers(dest="vectors_cmd", required=True)
+    ve = vsub.add_parser("export", help="write the vectors, a JSON Schema per file and a checksummed manifest")
+    ve.add_argument("dir")
+    ve.add_argument("--paper", default=None, help="comma list of core, ssca, vfl, mfcgd (default: all)")
+    ve.add_argument("--format", default="json", choices=("json", "npz", "mat"))
+    ve.add_argument("--overwrite", action="store_true", help="write into a non-empty directory")
+    ve.add_argument("--quiet", action="store_true")
+    ve.set_defaults(fn=cmd_vectors)
     dg = sub.add_parser("diagnose", help="where and why two implementations' per-round dumps part")
     dg.add_argument("ours", help="refimpl's trace (directory or trace.npz) with --dump-rounds")
     dg.add_argument("theirs", help="their dump: a trace, .npz or .mat with r<round>_<name> arrays (docs/guide.md)")

@@ -15,7 +15,8 @@ ALLOWED = {
     "vfl": {"core", "vfl"},
     "mfcgd": {"core", "mfcgd"},
     "verification": {"core", "ssca", "vfl", "mfcgd", "verification"},
-    "tools": {"core", "ssca", "vfl", "mfcgd", "tools", "verification"},
+    "tools": {"core", "ssca", "vfl", "mfcgd", "tools", "verification", "conformance"},
+    "conformance": {"core", "ssca", "vfl", "mfcgd", "conformance"},
 }
 
 

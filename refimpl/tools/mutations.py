@@ -118,7 +118,26 @@ def _child(ids_json):
     print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught}))
 
 
-def run_mutation(m: Mutation, timeout=900, package=PACKAGE):
+def _vector_child(vectors_dir):
+    """Entry point on the mutated copy for the conformance vectors: every vector of ``vectors_dir``
+    (exported from the unmutated package) against the copy's own adapter; one JSON line."""
+    import refimpl
+    from refimpl.conformance import adapter
+    from refimpl.conformance.harness import run_case
+    from refimpl.conformance.vectors import load
+    failed = []
+    for fam, doc in load(vectors_dir).items():
+        for case in doc["cases"]:
+            try:
+                outcome, _ = run_case(adapter, fam, case)
+            except Exception:                   # a crash on the mutated code counts as a failing vector
+                outcome = "fail"
+            if outcome == "fail":
+                failed.append(case["id"])
+    print(json.dumps({"package": refimpl.__file__, "ran": ["vectors"], "caught_by": failed[:3]}))
+
+
+def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None):
     # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
     order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
     t0 = time.perf_counter()
@@ -130,6 +149,9 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE):
         target.write_text(target.read_text().replace(m.find, m.replace))
         env = dict(os.environ, PYTHONPATH=tmp, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         cmd = [sys.executable, "-c", f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"]
+        if vectors_dir is not None:
+            cmd = [sys.executable, "-c",
+                   f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"]
         try:
             proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -152,11 +174,14 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE):
     return out
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=900):
+def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None):
+    """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
+    from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
+    first failing vector ids."""
     results = [None] * len(mutations)
 
     def one(i):
-        results[i] = run_mutation(mutations[i], timeout=timeout)
+        results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir)
         if progress:
             r = results[i]
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "

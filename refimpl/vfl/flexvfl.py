@@ -345,7 +345,7 @@ class FlexVFL:
         if self.smoothness is None:
             return None
         L, Lk = self.smoothness
-        return eta <= 1.0 / (16.0 * np.maximum(L, np.asarray(Lk)) * tau * w_bar)
+        return condition14(eta, tau, w_bar, L, Lk)
 
     # -- one round -------------------------------------------------------------------------------
     def round(self, thetas, batch_idx, tau, eta, record=False, states=None, dump=None):
@@ -653,6 +653,11 @@ def estimate_smoothness(model, thetas, Xs, y, rng, iters=30, eps=1e-5):
         mask[start:start + sizes[k]] = 1.0
         Lk.append(power(mask))
     return L, np.array(Lk)
+
+
+def condition14(eta, tau, w_bar, L, Lk):
+    """Condition (14) per party: η_k ≤ 1 / (16 max{L, L_k} τ_k w̄_k)."""
+    return eta <= 1.0 / (16.0 * np.maximum(L, np.asarray(Lk)) * tau * w_bar)
 
 
 def condition20(A, L, Lk, alpha):

@@ -1,0 +1,133 @@
+"""A conformance adapter written from the papers' equations in plain NumPy, without refimpl: the
+example of docs/conformance.md. Run the kit against it with
+
+    REFIMPL_IMPL=conformance_numpy_adapter PYTHONPATH=examples python -m pytest --pyargs refimpl.conformance
+
+Each function takes the vector's inputs in the documented order and returns its outputs as a tuple.
+"""
+import numpy as np
+
+
+def _with_bias(M, bias):
+    return np.hstack([np.ones((M.shape[0], 1)), M]) if bias else M
+
+
+def loss_grad(W1, W2, X, y, activation, bias):
+    """Mean softmax cross-entropy of logits = act(X̃ W1ᵀ)~ W2ᵀ (X̃: a column of ones first when bias)."""
+    n = X.shape[0]
+    Xb = _with_bias(X, bias)
+    Z = Xb @ W1.T
+    if activation == "swish":
+        S = 1.0 / (1.0 + np.exp(-Z))
+        A, dA = Z * S, S * (1.0 + Z * (1.0 - S))
+    else:
+        A, dA = np.maximum(Z, 0.0), (Z > 0).astype(float)
+    Ab = _with_bias(A, bias)
+    O = Ab @ W2.T
+    O = O - O.max(axis=1, keepdims=True)
+    logZ = np.log(np.exp(O).sum(axis=1))
+    loss = float(np.mean(logZ - O[np.arange(n), y]))
+    P = np.exp(O - logZ[:, None])
+    P[np.arange(n), y] -= 1.0
+    P /= n
+    gW2 = P.T @ Ab
+    dH = P @ W2[:, 1:] if bias else P @ W2
+    gW1 = (dH * dA).T @ Xb
+    return loss, gW1, gW2
+
+
+def exp_nonpos(x):
+    return (np.exp(x),)
+
+
+def surrogate_update(A, B, C, loss_hat, grad_hat, omega, rho, tau, curvature):
+    A_new = tau if curvature == "fixed" else (1 - rho) * A + rho * tau
+    B_new = (1 - rho) * B + rho * (grad_hat - 2 * tau * omega)
+    C_new = (1 - rho) * C + rho * (loss_hat - grad_hat @ omega + tau * omega @ omega)
+    return A_new, B_new, C_new
+
+
+def unconstrained_step(A, B, lam):
+    return (-B / (2 * (A + lam)),)
+
+
+def move(omega, omega_bar, gamma):
+    return ((1 - gamma) * omega + gamma * omega_bar,)
+
+
+def closed_form_step(A, B, C, U, c):
+    """Lemma 1 from the dual g(ν) = −ν² b/(4(1 + νA)) + ν(C − U), b = ||B||²; at an active
+    constraint ν is raised by ulps until the float64 point is feasible."""
+    def q(w):
+        return A * (w @ w) + B @ w + C
+
+    def point(nu):
+        return B * (-nu / (2 * (1 + nu * A)))
+    if C <= U:
+        return np.zeros_like(B), 0.0, 0.0
+    b, d = B @ B, 4 * A * (C - U)
+    nu0 = d / (A * (b - d) * (np.sqrt(b / (b - d)) + 1)) if b > d else np.inf
+    nu = min(nu0, c)
+    w = point(nu)
+    if nu0 <= c:
+        step = max(nu, np.finfo(float).tiny) * np.finfo(float).eps
+        while q(w) > U and nu < c:
+            nu = min(nu + step, c)
+            w = point(nu)
+            step *= 2
+    return w, max(0.0, q(w) - U), nu
+
+
+def local_weights(optimizer, param, tau, eta):
+    t = np.arange(int(tau))
+    if optimizer == "sgd":
+        return (np.ones(int(tau)),)
+    if optimizer == "momentum":
+        return ((1 - param ** (tau - t)) / (1 - param),)
+    if optimizer == "proximal":
+        return ((1 - eta * param) ** (tau - 1 - t),)
+    return (1 / (1 + param * t),)
+
+
+def local_update(optimizer, param, g, theta, theta0, state, eta, t):
+    if optimizer == "momentum":
+        u = param * state + g
+        return theta - eta * u, u
+    if optimizer == "proximal":
+        return theta - eta * (g + param * (theta - theta0)), np.zeros_like(theta)
+    if optimizer == "time-varying-lr":
+        return theta - eta / (1 + param * t) * g, np.zeros_like(theta)
+    return theta - eta * g, np.zeros_like(theta)
+
+
+def condition14(eta, tau, w_bar, L, L_k):
+    return ((eta <= 1 / (16 * np.maximum(L, L_k) * tau * w_bar)).astype(float),)
+
+
+def storm_update(A, b, c, x_new, x_old, h, u, v, zeta, xi, alpha, beta, varrho, C_g, C_f):
+    def phi(z):
+        return z / np.sqrt(1 + z * z)
+
+    def proj(m, r):
+        n = np.linalg.norm(m)
+        return m if n <= r else m * (r / n)
+    h_new = (A @ x_new + b + zeta) + (1 - alpha) * (h - (A @ x_old + b + zeta))
+    u_new = proj(A + (1 - beta) * (u - A), C_g)
+    v_new = proj(phi(h_new - c) + xi + (1 - varrho) * (v - (phi(h - c) + xi)), C_f)
+    return h_new, u_new, v_new
+
+
+def storm_weights(k, n, c1, c2, c3, t):
+    eta = k / (n + t) ** (1 / 3)
+    return eta, min(1.0, c1 * eta ** 2), min(1.0, c2 * eta ** 2), min(1.0, c3 * eta ** 2)
+
+
+def adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
+    if kind == "norm":
+        s = theta * a[0] + (1 - theta) * np.linalg.norm(w_bar)
+        return np.full_like(a, s), a_max, np.full_like(a, s + rho)
+    a_new = theta * a + (1 - theta) * w_bar ** 2
+    if kind == "adam":
+        return a_new, a_max, np.sqrt(a_new) + rho
+    m = np.maximum(a_max, a_new)
+    return a_new, m, np.sqrt(m) + rho

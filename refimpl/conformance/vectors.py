@@ -1,0 +1,485 @@
+"""Conformance vectors: one file of cases per equation family, generated deterministically from
+refimpl's NumPy twins, that any implementation in any language can load into its own tests.
+
+Each family names the function an adapter provides (:data:`FAMILIES`: its inputs and outputs in
+order), the paper's equation, and a list of cases ``{id, equation, comment, flags, inputs,
+expected, tol}``; a flag names the edge or the known mistake the case probes. Arrays are written
+as ``{"shape": [...], "data": [row-major values]}`` (exact: Python's float repr round-trips),
+scalars as numbers, names as strings; ``tol`` is ``{"rel": r}`` (max |Δ| ≤ r · max(|expected|, tiny))
+or ``{"ulps": n}``. ``export`` writes the files, a JSON Schema per file and a manifest of SHA-256
+checksums; ``load`` refuses a directory whose files do not match it. docs/conformance.md is the
+walk-through.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+# family -> (paper, equation key, inputs in order, outputs in order, what it is)
+FAMILIES = {
+    "loss_grad": ("core", "[SSCA] (1), cost (32) without λ",
+                  ("W1", "W2", "X", "y", "activation", "bias"), ("loss", "grad_W1", "grad_W2"),
+                  "two-layer network: mean softmax cross-entropy over the rows of X and its gradient; bias in "
+                  "column 0 of W1 and W2 when bias is true; ReLU'(0) = 0"),
+    "exp_nonpos": ("core", "e^x for x ≤ 0 (the swish kernel's vectorised exp)", ("x",), ("y",),
+                   "element-wise e^x on values ≤ 0, within 1 ulp of the correctly rounded value"),
+    "surrogate_update": ("ssca", "[SSCA] (7)–(9)",
+                         ("A", "B", "C", "loss_hat", "grad_hat", "omega", "rho", "tau", "curvature"), ("A", "B", "C"),
+                         "surrogate recursion; curvature 'recursive' (A^t = (1−ρ)A + ρτ) or 'fixed' (A^t = τ)"),
+    "unconstrained_step": ("ssca", "[SSCA] (10)", ("A", "B", "lam"), ("omega_bar",),
+                           "ω̄ = −B / (2(A + λ))"),
+    "move": ("ssca", "[SSCA] (5)", ("omega", "omega_bar", "gamma"), ("omega_next",),
+             "ω^{t+1} = (1 − γ) ω^t + γ ω̄^t"),
+    "closed_form_step": ("ssca", "[SSCA] Lemma 1, (43)–(45)", ("A", "B", "C", "U", "c"), ("omega_bar", "slack", "nu"),
+                         "the constrained step's closed form; at an active constraint ω̄ is feasible in float64"),
+    "local_weights": ("vfl", "[FlexVFL] (8)", ("optimizer", "param", "tau", "eta"), ("w",),
+                      "weights w^t, t = 0..τ−1, with θ^τ − θ^0 = −η Σ_t w^t g^t; optimizer sgd | momentum (ρ) | "
+                      "proximal (μ) | time-varying-lr (decay)"),
+    "local_update": ("vfl", "[FlexVFL] (6)", ("optimizer", "param", "g", "theta", "theta0", "state", "eta", "t"),
+                     ("theta", "state"),
+                     "one local step θ^{t+1} = θ^t − η D(g^t): sgd D = g; momentum u = ρu + g, D = u (state: u); "
+                     "proximal D = g + μ(θ^t − θ^0); time-varying-lr D = g/(1 + decay·t); state zeros when unused"),
+    "condition14": ("vfl", "[FlexVFL] (14)", ("eta", "tau", "w_bar", "L", "L_k"), ("holds",),
+                    "η_k ≤ 1 / (16 max{L, L_k} τ_k w̄_k) per party (1.0 holds, 0.0 does not)"),
+    "storm_update": ("mfcgd", "[MFCGD] (7)–(9) on the synthetic problem",
+                     ("A", "b", "c", "x_new", "x_old", "h", "u", "v", "zeta", "xi", "alpha", "beta", "varrho", "C_g",
+                      "C_f"), ("h", "u", "v"),
+                     "one client's recursions with g(x; ζ) = A x + b + ζ, ∇g = A, ∇f(y; ξ) = φ(y − c) + ξ, "
+                     "φ(z) = z/sqrt(1 + z²); u projected on the Frobenius ball C_g, v on the ball C_f"),
+    "storm_weights": ("mfcgd", "[MFCGD] Theorems 1–2 schedules", ("k", "n", "c1", "c2", "c3", "t"),
+                      ("eta", "alpha", "beta", "varrho"),
+                      "η_t = k/(n + t)^{1/3}; α_{t+1}, β_{t+1}, ϱ_{t+1} = min(1, c_i η_t²)"),
+    "adaptive_matrix": ("mfcgd", "[MFCGD] line 6 and (6)", ("kind", "a", "a_max", "w_bar", "rho", "theta"),
+                        ("a", "a_max", "A"),
+                        "adam: a = ϑa + (1−ϑ)w̄², A = sqrt(a) + ρ; norm: a = ϑa + (1−ϑ)||w̄|| (scalar in a[0]), "
+                        "A = (a + ρ)1; amsgrad: a_max = max(a_max, a), A = sqrt(a_max) + ρ"),
+}
+PAPERS = ("core", "ssca", "vfl", "mfcgd")
+
+
+# ----------------------------------------------------------------------------- encoding
+
+def encode(v):
+    if isinstance(v, (str, bool)):
+        return v
+    a = np.asarray(v)
+    if a.ndim == 0 and a.dtype.kind in "fiu":
+        return float(a) if a.dtype.kind == "f" else int(a)
+    return {"shape": list(a.shape), "data": [float(x) if a.dtype.kind == "f" else int(x) for x in a.ravel()]}
+
+
+def decode(v):
+    if isinstance(v, dict) and "shape" in v:
+        return np.asarray(v["data"], dtype=np.float64 if any(isinstance(x, float) for x in v["data"]) or not v["data"]
+                          else np.int64).reshape(v["shape"])
+    return v
+
+
+# ----------------------------------------------------------------------------- reference values
+
+def reference(family, inputs):
+    """refimpl's NumPy twin of a family on decoded inputs: the outputs as a dict."""
+    f = _REFERENCE[family]
+    out = f(**inputs)
+    return dict(zip(FAMILIES[family][3], out if isinstance(out, tuple) else (out,)))
+
+
+def _ref_loss_grad(W1, W2, X, y, activation, bias):
+    from refimpl.core.model import TwoLayerNet
+    m = TwoLayerNet(X.shape[1], W1.shape[0], W2.shape[0], activation, bool(bias), "numpy")
+    th = m.pack(W1, W2)
+    loss, g = m.loss_grad(th, X, np.asarray(y, dtype=np.int64))
+    g1, g2 = m.unpack(g)
+    return float(loss), g1.copy(), g2.copy()
+
+
+def _ref_exp_nonpos(x):
+    from refimpl.core.kernels import exp_nonpos_nb
+    return exp_nonpos_nb(np.asarray(x, dtype=np.float64))
+
+
+def _ref_surrogate_update(A, B, C, loss_hat, grad_hat, omega, rho, tau, curvature):
+    from refimpl.ssca.surrogate import SurrogateState, surrogate_update
+    s = surrogate_update(SurrogateState(float(A), np.asarray(B, float), float(C)), float(loss_hat),
+                         np.asarray(grad_hat, float), np.asarray(omega, float), float(rho), float(tau), curvature)
+    return float(s.A), s.B, float(s.C)
+
+
+def _ref_unconstrained_step(A, B, lam):
+    from refimpl.ssca.surrogate import SurrogateState, unconstrained_step
+    return unconstrained_step(SurrogateState(float(A), np.asarray(B, float), 0.0), float(lam))
+
+
+def _ref_move(omega, omega_bar, gamma):
+    from refimpl.ssca.surrogate import move
+    return move(np.asarray(omega, float), np.asarray(omega_bar, float), float(gamma))
+
+
+def _ref_closed_form_step(A, B, C, U, c):
+    from refimpl.ssca.constrained import closed_form_step
+    from refimpl.ssca.surrogate import SurrogateState
+    st = closed_form_step(SurrogateState(float(A), np.asarray(B, float), float(C)), float(U), float(c))
+    return st.omega_bar, float(st.slack[0]), float(st.nu[0])
+
+
+def _ref_local_weights(optimizer, param, tau, eta):
+    from refimpl.vfl.local_optimizers import make_optimizer
+    spec = optimizer if optimizer == "sgd" else f"{optimizer}:{param!r}"
+    return make_optimizer(spec).weights(int(tau), float(eta))
+
+
+def _ref_condition14(eta, tau, w_bar, L, L_k):
+    from refimpl.vfl.flexvfl import condition14
+    eta, tau, w_bar, L_k = (np.asarray(a, float) for a in (eta, tau, w_bar, L_k))
+    return condition14(eta, tau, w_bar, float(L), L_k).astype(np.float64)
+
+
+def _ref_local_update(optimizer, param, g, theta, theta0, state, eta, t):
+    from refimpl.vfl.local_optimizers import make_optimizer
+    opt = make_optimizer(optimizer if optimizer == "sgd" else f"{optimizer}:{param!r}")
+    st = opt.init(np.asarray(theta, float)) if optimizer != "momentum" else np.asarray(state, float)
+    th, st = opt.update(np.asarray(g, float), st, np.asarray(theta, float), np.asarray(theta0, float), float(eta),
+                        int(t))
+    return th, (np.zeros_like(th) if st is None else st)
+
+
+def _ref_storm_weights(k, n, c1, c2, c3, t):
+    from refimpl.mfcgd.algorithm import MFCGDParams
+    p = MFCGDParams(k=float(k), n=float(n), c1=float(c1), c2=float(c2), c3=float(c3))
+    a, b, r = p.momentum(int(t))
+    return float(p.eta(int(t))), a, b, r
+
+
+def _ref_storm_update(A, b, c, x_new, x_old, h, u, v, zeta, xi, alpha, beta, varrho, C_g, C_f):
+    from refimpl.mfcgd.algorithm import storm_update
+    from refimpl.mfcgd.problems import SyntheticComposition
+    pr = SyntheticComposition(np.asarray(A, float), np.asarray(b, float)[None, :], np.asarray(c, float)[None, :])
+    h2, u2, v2, _, _ = storm_update(pr, 0, np.asarray(x_new, float), np.asarray(x_old, float), np.asarray(h, float),
+                                    np.asarray(u, float), np.asarray(v, float), np.asarray(zeta, float),
+                                    np.asarray(xi, float), float(alpha), float(beta), float(varrho), float(C_g),
+                                    float(C_f))
+    return h2, u2, v2
+
+
+def _ref_adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
+    from refimpl.mfcgd.algorithm import make_matrix
+    m = make_matrix(kind, float(rho), float(theta))
+    a, a_max, w_bar = np.asarray(a, float), np.asarray(a_max, float), np.asarray(w_bar, float)
+    if kind == "adam":
+        a2, A = m.update(a, w_bar)
+        return a2, a_max, A
+    if kind == "norm":
+        s, A = m.update(float(a[0]), w_bar)
+        return np.full_like(a, s), a_max, A
+    (a2, am2), A = m.update((a, a_max), w_bar)
+    return a2, am2, A
+
+
+_REFERENCE = {k: globals()[f"_ref_{k}"] for k in FAMILIES}
+
+
+# ----------------------------------------------------------------------------- the cases
+
+def _cases_loss_grad(rng):
+    out = []
+    for i, (act, bias, scale, flags, comment) in enumerate((
+            ("swish", False, 0.5, [], "the paper's network"),
+            ("relu", True, 0.5, ["bias-column-0"], "the authors' network (ReLU, bias in column 0)"),
+            ("swish", False, 12.0, ["large-logits"], "|logit| ≈ 50: the cross-entropy must not overflow or cancel"),
+            ("relu", False, 0.5, ["relu-at-zero"], "pre-activations exactly 0: ReLU'(0) = 0"))):
+        D, J, L, n = 7, 5, 4, 6
+        W1 = rng.standard_normal((J, D + bias)) * scale / np.sqrt(D)
+        W2 = rng.standard_normal((L, J + bias)) * scale
+        X = rng.random((n, D))
+        if "relu-at-zero" in flags:
+            X[0] = 0.0
+        if "large-logits" in flags:
+            W2 *= 50.0 / max(1e-300, np.max(np.abs(_logits(W1, W2, X, act, bias))))
+        out.append(dict(id=f"loss_grad-{i}", comment=comment, flags=flags,
+                        inputs=dict(W1=W1, W2=W2, X=X, y=rng.integers(0, L, n), activation=act, bias=bias),
+                        tol={"rel": 1e-12}))
+    return out
+
+
+def _logits(W1, W2, X, act, bias):
+    Xb = np.hstack([np.ones((len(X), 1)), X]) if bias else X
+    Z = Xb @ W1.T
+    A = Z / (1 + np.exp(-Z)) if act == "swish" else np.maximum(Z, 0)
+    Ab = np.hstack([np.ones((len(A), 1)), A]) if bias else A
+    return Ab @ W2.T
+
+
+def _cases_exp_nonpos(rng):
+    x1 = -np.concatenate([np.zeros(1), 10.0 ** rng.uniform(-12, 2.5, 40), rng.uniform(700, 745, 8)])
+    return [dict(id="exp_nonpos-0", comment="arguments from −1e-12 to −300 and the subnormal results near −745",
+                 flags=["subnormal-results", "ulp-bound"], inputs=dict(x=x1), tol={"ulps": 1}),
+            dict(id="exp_nonpos-1", comment="below the underflow threshold: exactly 0", flags=["underflow"],
+                 inputs=dict(x=np.array([-746.0, -800.0, -1e4])), tol={"ulps": 0})]
+
+
+def _cases_surrogate_update(rng):
+    out = []
+    n = 6
+    for i, (A0, rho, curv, flags, comment) in enumerate((
+            (0.0, 0.6, "recursive", ["A0=0", "rho<1"], "first round from A^0 = 0 with ρ_1 < 1: A^1 = ρ_1 τ, not τ"),
+            (0.03, 1.0, "recursive", ["rho=1"], "ρ = 1: the recursion forgets the past"),
+            (0.0, 0.6, "fixed", ["curvature-fixed", "A0=0"], "the authors' convention A^t = τ"),
+            (0.07, 0.25, "recursive", ["rho<1"], "a later round"))):
+        out.append(dict(id=f"surrogate_update-{i}", comment=comment, flags=flags,
+                        inputs=dict(A=A0, B=rng.standard_normal(n) * (A0 > 0), C=float(rng.random() * (A0 > 0)),
+                                    loss_hat=float(rng.random() + 1), grad_hat=rng.standard_normal(n),
+                                    omega=rng.standard_normal(n), rho=rho, tau=0.1, curvature=curv),
+                        tol={"rel": 1e-14}))
+    return out
+
+
+def _cases_unconstrained_step(rng):
+    return [dict(id=f"unconstrained_step-{i}", comment=c, flags=f, inputs=dict(A=A, B=rng.standard_normal(5), lam=lam),
+                 tol={"rel": 1e-15})
+            for i, (A, lam, f, c) in enumerate(((0.05, 0.0, [], "λ = 0"), (0.05, 0.3, ["lambda>0"], "with λ > 0"),
+                                                (0.0, 0.2, ["A=0"], "A = 0, λ > 0")))]
+
+
+def _cases_move(rng):
+    return [dict(id=f"move-{i}", comment=c, flags=f, inputs=dict(omega=rng.standard_normal(5),
+                                                                omega_bar=rng.standard_normal(5), gamma=g),
+                 tol={"rel": 1e-15})
+            for i, (g, f, c) in enumerate(((0.3, [], "a step"), (1.0, ["gamma=1"], "γ = 1: ω^{t+1} = ω̄")))]
+
+
+def _cases_closed_form_step(rng):
+    out = []
+    n = 6
+    A, B, U = 0.3, rng.standard_normal(n), 0.5
+    b = float(B @ B)
+    for i, (C, c, Bv, flags, comment) in enumerate((
+            (U - 0.2, 1e5, B, ["C<=U", "multiplier-zero"], "C ≤ U: ν* = 0, ω̄ = 0"),
+            (U + 0.3 * b / (4 * A), 1e5, B, ["constraint-active"], "finite ν° ≤ c"),
+            (U + 0.9 * b / (4 * A), 1e-3, B, ["slack-active"], "ν° > c: ν* = c and a positive slack"),
+            (U + 1.0, 1e2, np.zeros(n), ["b=0"], "B = 0 and C > U: only the slack can help"))):
+        out.append(dict(id=f"closed_form_step-{i}", comment=comment, flags=flags,
+                        inputs=dict(A=A, B=Bv, C=C, U=U, c=c), tol={"rel": 1e-12}))
+    r = np.random.default_rng(37)
+    k = 0
+    while k < 3:
+        A_ = 10 ** r.uniform(-4, 2)
+        B_ = r.standard_normal(n) * 10 ** r.uniform(-3, 3, n)
+        U_ = 10 ** r.uniform(-3, 2)
+        C_ = U_ + r.uniform(0.01, 0.99) * (B_ @ B_) / (4 * A_)
+        c_ = 10 ** r.uniform(3, 8)
+        from refimpl.ssca.surrogate import SurrogateState
+        st = SurrogateState(A_, B_, C_)
+        nu = _unnudged_nu(st, U_)
+        if nu <= c_ and st.value(B_ * (-nu / (2 * (1 + nu * A_)))) > U_:
+            out.append(dict(id=f"closed_form_step-{4 + k}", comment="badly scaled: the textbook ν° leaves ω̄ "
+                            "infeasible by rounding, and c multiplies it", flags=["constraint-active", "rounding-slack"],
+                            inputs=dict(A=A_, B=B_, C=C_, U=U_, c=c_), tol={"rel": 1e-12}))
+            k += 1
+    return out
+
+
+def _unnudged_nu(st, U):
+    b = float(st.B @ st.B)
+    d = 4.0 * st.A * (st.C - U)
+    if b <= d:
+        return np.inf
+    x = np.sqrt(b / (b - d))
+    return d / (st.A * (b - d) * (x + 1.0))
+
+
+def _cases_local_weights(rng):
+    return [dict(id=f"local_weights-{i}", comment=c, flags=f, inputs=dict(optimizer=o, param=p, tau=t, eta=0.05),
+                 tol={"rel": 1e-14})
+            for i, (o, p, t, f, c) in enumerate((
+                ("sgd", 0.0, 4, [], "w = 1"),
+                ("momentum", 0.9, 6, [], "w^t = (1 − ρ^{τ−t})/(1 − ρ)"),
+                ("proximal", 0.2, 5, ["paper-exponent-typo"], "w^t = (1 − ημ)^{τ−1−t} (the paper prints τ − t + 1)"),
+                ("time-varying-lr", 0.3, 5, [], "w^t = 1/(1 + decay·t)"),
+                ("momentum", 0.5, 1, ["tau=1"], "one local step")))]
+
+
+def _cases_condition14(rng):
+    return [dict(id="condition14-0", comment="a party on each side of (14), one exactly on it and one between "
+                 "1/(16·…) and 1/(8·…) (the constant 16, not 8)", flags=["boundary", "constant-16"],
+                 inputs=dict(eta=np.array([1e-3, 0.2, 1.0 / (16 * 2.0 * 4 * 1.0), 1.5 / (16 * 2.0 * 4 * 1.0)]),
+                             tau=np.array([4.0, 4.0, 4.0, 4.0]), w_bar=np.array([1.0, 1.0, 1.0, 1.0]), L=2.0,
+                             L_k=np.array([1.0, 1.5, 0.5, 1.0])),
+                 tol={"rel": 0.0})]
+
+
+def _cases_local_update(rng):
+    n = 6
+    return [dict(id=f"local_update-{i}", comment=c, flags=f,
+                 inputs=dict(optimizer=o, param=p, g=rng.standard_normal(n), theta=rng.standard_normal(n),
+                             theta0=rng.standard_normal(n), state=rng.standard_normal(n) * (o == "momentum"),
+                             eta=0.05, t=t), tol={"rel": 1e-15})
+            for i, (o, p, t, f, c) in enumerate((
+                ("sgd", 0.0, 0, [], "plain step"),
+                ("momentum", 0.9, 2, ["heavy-ball-not-dampened"], "u = ρu + g (not ρu + (1 − ρ)g)"),
+                ("proximal", 0.3, 1, ["proximal-sign"], "pull towards θ^{r,0}: + μ(θ^t − θ^0)"),
+                ("time-varying-lr", 0.5, 3, ["step-index-t"], "step t uses 1/(1 + decay·t), t from 0")))]
+
+
+def _cases_storm_weights(rng):
+    return [dict(id=f"storm_weights-{i}", comment=c, flags=f, inputs=dict(k=k, n=n, c1=c1, c2=c1, c3=c1, t=t),
+                 tol={"rel": 1e-15})
+            for i, (k, n, c1, t, f, c) in enumerate((
+                (1.0, 1000.0, 10.0, 7, [], "the experiments' schedule"),
+                (2.0, 8.0, 5.0, 1, ["cap-active"], "c η_1² > 1: the weights are capped at 1"),
+                (0.5, 50.0, 1.0, 300, ["eta-exponent"], "η_t decays as (n + t)^{-1/3}")))]
+
+
+def _cases_storm_update(rng):
+    out = []
+    p, d = 3, 4
+    for i, (scale_u, scale_v, alpha, flags, comment) in enumerate((
+            (0.1, 0.1, 0.2, [], "no projection binds"),
+            (50.0, 1.0, 0.2, ["projection-u-binds"], "u leaves the ball C_g: projected"),
+            (0.1, 50.0, 0.2, ["projection-v-binds"], "v leaves the ball C_f: projected"),
+            (0.1, 0.1, 1.0, ["cap-active"], "α = β = ϱ = 1 (c η² capped at 1): the recursions forget the past"))):
+        A = rng.standard_normal((p, d)) / 2
+        out.append(dict(id=f"storm_update-{i}", comment=comment, flags=flags,
+                        inputs=dict(A=A, b=rng.standard_normal(p), c=rng.standard_normal(p),
+                                    x_new=rng.standard_normal(d), x_old=rng.standard_normal(d),
+                                    h=rng.standard_normal(p), u=rng.standard_normal((p, d)) * scale_u,
+                                    v=rng.standard_normal(p) * scale_v, zeta=rng.standard_normal(p) * 0.1,
+                                    xi=rng.standard_normal(p) * 0.1, alpha=alpha, beta=alpha, varrho=alpha,
+                                    C_g=float(np.linalg.norm(A)) + 0.01, C_f=float(np.sqrt(p)) + 0.1),
+                        tol={"rel": 1e-14}))
+    return out
+
+
+def _cases_adaptive_matrix(rng):
+    d = 5
+    return [dict(id=f"adaptive_matrix-{i}", comment=c, flags=f,
+                 inputs=dict(kind=k, a=np.abs(rng.standard_normal(d)), a_max=np.abs(rng.standard_normal(d)) * 2,
+                             w_bar=rng.standard_normal(d), rho=0.1, theta=0.9), tol={"rel": 1e-15})
+            for i, (k, f, c) in enumerate((("adam", [], "Adam type"), ("norm", ["scalar-state"], "norm type: a is a scalar"),
+                                          ("amsgrad", ["running-max"], "AMSGrad type: the running maximum")))]
+
+
+_CASES = {k: globals()[f"_cases_{k}"] for k in FAMILIES}
+
+
+def generate(papers=PAPERS):
+    """{family: document} for the families of ``papers``; each case's expected values from refimpl's
+    NumPy twins. Deterministic: the same bits on every call (the seed is the family's name)."""
+    docs = {}
+    for fam, (paper, eq, ins, outs, what) in FAMILIES.items():
+        if paper not in papers:
+            continue
+        rng = np.random.default_rng(int.from_bytes(hashlib.sha256(fam.encode()).digest()[:8], "little"))
+        cases = []
+        for case in _CASES[fam](rng):
+            exp = reference(fam, case["inputs"])
+            cases.append({"id": case["id"], "equation": eq, "comment": case["comment"], "flags": case["flags"],
+                          "inputs": {k: encode(case["inputs"][k]) for k in ins},
+                          "expected": {k: encode(exp[k]) for k in outs}, "tol": case["tol"]})
+        docs[fam] = {"schema_version": SCHEMA_VERSION, "family": fam, "paper": paper, "equation": eq,
+                     "function": fam, "inputs": list(ins), "outputs": list(outs), "description": what, "cases": cases}
+    return docs
+
+
+def schema(doc):
+    """A JSON Schema (draft 2020-12) for one family's file."""
+    array = {"type": "object", "required": ["shape", "data"], "additionalProperties": False,
+             "properties": {"shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                            "data": {"type": "array", "items": {"type": "number"}}}}
+    value = {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}, array]}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"refimpl conformance vectors: {doc['family']} ({doc['equation']})",
+            "type": "object", "required": ["schema_version", "family", "paper", "equation", "inputs", "outputs", "cases"],
+            "properties": {
+                "schema_version": {"const": SCHEMA_VERSION}, "family": {"const": doc["family"]},
+                "paper": {"enum": list(PAPERS)}, "equation": {"type": "string"}, "function": {"type": "string"},
+                "inputs": {"type": "array", "items": {"type": "string"}},
+                "outputs": {"type": "array", "items": {"type": "string"}}, "description": {"type": "string"},
+                "cases": {"type": "array", "minItems": 1, "items": {
+                    "type": "object", "required": ["id", "equation", "comment", "flags", "inputs", "expected", "tol"],
+                    "properties": {
+                        "id": {"type": "string"}, "equation": {"type": "string"}, "comment": {"type": "string"},
+                        "flags": {"type": "array", "items": {"type": "string"}},
+                        "inputs": {"type": "object", "required": doc["inputs"], "additionalProperties": value},
+                        "expected": {"type": "object", "required": doc["outputs"], "additionalProperties": value},
+                        "tol": {"type": "object", "minProperties": 1, "additionalProperties": False,
+                                "properties": {"rel": {"type": "number", "minimum": 0},
+                                               "ulps": {"type": "integer", "minimum": 0}}}}}}}}
+
+
+def _dump(obj):
+    return (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode()
+
+
+def export(directory, papers=PAPERS, fmt="json"):
+    """Write ``<family>.json`` (or ``.npz`` / ``.mat``: one array per case quantity, the case
+    metadata in ``<family>.meta.json``), ``<family>.schema.json`` and ``manifest.json``
+    (SHA-256 of every file). Returns the manifest."""
+    if fmt not in ("json", "npz", "mat"):
+        raise ValueError(f"--format must be json, npz or mat, got {fmt!r}")
+    os.makedirs(directory, exist_ok=True)
+    files = {}
+
+    def put(name, data):
+        path = os.path.join(directory, name)
+        with open(path, "wb") as fh:
+            fh.write(data)
+        files[name] = hashlib.sha256(data).hexdigest()
+
+    for fam, doc in generate(papers).items():
+        put(f"{fam}.schema.json", _dump(schema(doc)))
+        if fmt == "json":
+            put(f"{fam}.json", _dump(doc))
+            continue
+        arrays, meta = {}, dict(doc)
+        meta["cases"] = []
+        for j, case in enumerate(doc["cases"]):
+            m = {k: case[k] for k in ("id", "equation", "comment", "flags", "tol")}
+            m["arrays"] = {}
+            for part in ("inputs", "expected"):
+                for k, v in case[part].items():
+                    if isinstance(v, str):
+                        m.setdefault(part, {})[k] = v
+                        continue
+                    key = f"c{j}_{'in' if part == 'inputs' else 'out'}_{k}"
+                    arrays[key] = decode(v) if isinstance(v, dict) else np.asarray(v)
+                    m["arrays"][f"{part}.{k}"] = key
+            meta["cases"].append(m)
+        import io
+        buf = io.BytesIO()
+        if fmt == "npz":
+            np.savez(buf, **arrays)
+        else:
+            from scipy.io import savemat
+            savemat(buf, arrays)
+        put(f"{fam}.{fmt}", buf.getvalue())
+        put(f"{fam}.meta.json", _dump(meta))
+    manifest = {"schema_version": SCHEMA_VERSION, "generator": "refimpl vectors export", "format": fmt,
+                "files": files}
+    with open(os.path.join(directory, "manifest.json"), "wb") as fh:
+        fh.write(_dump(manifest))
+    return manifest
+
+
+def load(directory):
+    """{family: document} from an exported JSON directory, after checking every file against the
+    manifest (a missing or changed file is refused, naming it)."""
+    mpath = os.path.join(directory, "manifest.json")
+    if not os.path.isfile(mpath):
+        raise ValueError(f"{directory}: no manifest.json (write the vectors with refimpl vectors export)")
+    manifest = json.load(open(mpath))
+    if manifest.get("format", "json") != "json":
+        raise ValueError(f"{directory}: the harness reads the json format; this directory holds {manifest['format']}")
+    for name, digest in manifest["files"].items():
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: listed in the manifest but missing")
+        if hashlib.sha256(open(path, "rb").read()).hexdigest() != digest:
+            raise ValueError(f"{path}: its SHA-256 does not match the manifest (edited or damaged; vectors are "
+                             "generated, never hand-edited)")
+    return {n[:-len(".json")]: json.load(open(os.path.join(directory, n))) for n in manifest["files"]
+            if n.endswith(".json") and not n.endswith((".schema.json", ".meta.json"))}

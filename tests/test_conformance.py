@@ -1,0 +1,129 @@
+"""The conformance kit: vectors generated bit for bit, files valid against their schemas, a
+checksummed manifest, and a harness that passes against refimpl's adapter and the independent
+NumPy example and fails readably against a planted bug."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.conformance import vectors as VX
+from refimpl.conformance.harness import run_case
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _harness(tmp_path, impl, extra_path=None, vectors=None):
+    env = {**os.environ, "REFIMPL_IMPL": impl}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path or ""), env.get("PYTHONPATH", "")) if p)
+    if vectors:
+        env["REFIMPL_VECTORS"] = str(vectors)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
+                        "refimpl.conformance"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_export_is_reproducible_and_valid(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    assert main(["vectors", "export", str(tmp_path / "a"), "--quiet"]) == 0
+    assert main(["vectors", "export", str(tmp_path / "b"), "--quiet"]) == 0
+    ma = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    mb = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert ma == mb and len(ma["files"]) == 2 * len(VX.FAMILIES)          # bit for bit, every family
+    for fam in VX.FAMILIES:
+        doc = json.loads((tmp_path / "a" / f"{fam}.json").read_text())
+        jsonschema.validate(doc, json.loads((tmp_path / "a" / f"{fam}.schema.json").read_text()))
+        assert doc["cases"] and all(c["equation"] and c["comment"] for c in doc["cases"])
+    broken = json.loads((tmp_path / "a" / "move.json").read_text())
+    del broken["cases"][0]["expected"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, json.loads((tmp_path / "a" / "move.schema.json").read_text()))
+    # the edges the issue names are covered
+    flags = {f for d in VX.generate().values() for c in d["cases"] for f in c["flags"]}
+    assert {"large-logits", "relu-at-zero", "curvature-fixed", "A0=0", "C<=U", "constraint-active", "slack-active",
+            "b=0", "rounding-slack", "projection-u-binds", "projection-v-binds", "cap-active", "ulp-bound"} <= flags
+
+
+def test_manifest_refuses_an_edited_file(tmp_path, capsys):
+    assert main(["vectors", "export", str(tmp_path), "--paper", "ssca", "--quiet"]) == 0
+    assert VX.load(tmp_path).keys() == {"surrogate_update", "unconstrained_step", "move", "closed_form_step"}
+    p = tmp_path / "move.json"
+    p.write_text(p.read_text().replace('"gamma": 0.3', '"gamma": 0.31'))
+    with pytest.raises(ValueError, match="move.json: its SHA-256 does not match"):
+        VX.load(tmp_path)
+    assert main(["vectors", "export", str(tmp_path), "--quiet"]) == 2             # not empty
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["vectors", "export", str(tmp_path / "x"), "--paper", "nope"]) == 2
+
+
+def test_npz_and_mat_exports_hold_the_same_values(tmp_path):
+    from scipy.io import loadmat
+    for fmt in ("npz", "mat"):
+        assert main(["vectors", "export", str(tmp_path / fmt), "--format", fmt, "--paper", "mfcgd", "--quiet"]) == 0
+    doc = VX.generate(("mfcgd",))["storm_update"]
+    meta = json.loads((tmp_path / "npz" / "storm_update.meta.json").read_text())
+    z = np.load(tmp_path / "npz" / "storm_update.npz")
+    m = loadmat(tmp_path / "mat" / "storm_update.mat")
+    key = meta["cases"][1]["arrays"]["expected.u"]
+    want = VX.decode(doc["cases"][1]["expected"]["u"])
+    np.testing.assert_array_equal(z[key], want)
+    np.testing.assert_array_equal(m[key], want)
+
+
+def test_harness_passes_for_refimpl_and_the_numpy_example(tmp_path):
+    code, out = _harness(tmp_path, "refimpl.conformance.adapter")
+    assert code == 0 and " passed" in out, out
+    n = sum(len(d["cases"]) for d in VX.generate().values())
+    code, out = _harness(tmp_path, "conformance_numpy_adapter", EXAMPLES)
+    assert code == 0 and f"{n} passed" in out, out
+
+
+def test_harness_fails_readably_on_a_planted_bug(tmp_path):
+    src = (EXAMPLES / "conformance_numpy_adapter.py").read_text()
+    planted = src.replace("return ((1 - eta * param) ** (tau - 1 - t),)", "return ((1 - eta * param) ** (tau - t + 1),)")
+    assert planted != src
+    planted = planted.replace("def exp_nonpos(x):\n    return (np.exp(x),)\n", "")   # a missing function: skipped
+    (tmp_path / "buggy_adapter.py").write_text(planted)
+    code, out = _harness(tmp_path, "buggy_adapter", tmp_path)
+    assert code == 1, out
+    assert "local_weights[[FlexVFL] (8)]-local_weights-2" in out                     # the id carries the equation
+    assert "w[0]: got 0.94148" in out and "expected 0.960596" in out and "rel tolerance 1e-14" in out
+    assert "the adapter has no function 'exp_nonpos'" in out or "2 skipped" in out
+
+
+def test_adapter_errors_and_exported_vectors(tmp_path):
+    class Raising:
+        @staticmethod
+        def move(*a):
+            raise RuntimeError("boom")
+
+    class WrongShape:
+        @staticmethod
+        def move(omega, omega_bar, gamma):
+            return (omega[:2],)
+    case = VX.generate(("ssca",))["move"]["cases"][0]
+    with pytest.raises(RuntimeError, match="boom"):
+        run_case(Raising, "move", case)
+    outcome, msg = run_case(WrongShape, "move", case)
+    assert outcome == "fail" and "shape (2,), expected (5,)" in msg
+    assert run_case(object(), "move", case)[0] == "skip"
+    # the harness reads an exported directory (REFIMPL_VECTORS) after checking the manifest
+    assert main(["vectors", "export", str(tmp_path / "v"), "--quiet"]) == 0
+    code, out = _harness(tmp_path, "refimpl.conformance.adapter", vectors=tmp_path / "v")
+    assert code == 0, out
+
+
+def test_vectors_catch_a_mutation_behind_them_and_not_one_outside(tmp_path):
+    """The mutation runner's copies: a Lemma 1 mutation fails a vector; a mutation of the simulated
+    clock (no vector calls it) passes them all, which the report says."""
+    from refimpl.tools.mutations import load_catalogue, run_mutation
+    VX.export(tmp_path / "v")
+    cat = {m.id: m for m in load_catalogue()}
+    caught = run_mutation(cat["ssca-lemma1-d-factor"], vectors_dir=tmp_path / "v")
+    assert caught.error is None and caught.caught and caught.caught_by[0].startswith("closed_form_step-")
+    missed = run_mutation(cat["vfl-server-time-dropped"], vectors_dir=tmp_path / "v")
+    assert missed.error is None and not missed.caught
