@@ -127,3 +127,9 @@ def test_vectors_catch_a_mutation_behind_them_and_not_one_outside(tmp_path):
     assert caught.error is None and caught.caught and caught.caught_by[0].startswith("closed_form_step-")
     missed = run_mutation(cat["vfl-server-time-dropped"], vectors_dir=tmp_path / "v")
     assert missed.error is None and not missed.caught
+
+
+def test_the_walkthrough_lists_every_family():
+    text = (Path(__file__).resolve().parents[1] / "docs" / "conformance.md").read_text()
+    for fam, (paper, eq, ins, outs, _) in VX.FAMILIES.items():
+        assert f"`{fam}({', '.join(ins)})` → ({', '.join(outs)})" in text, fam
