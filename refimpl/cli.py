@@ -238,6 +238,11 @@ def cmd_compare(args):
     if args.protocol is not None:
         raise ValueError("--protocol applies with --server-time (the regime comparison)")
     cfg = _vfl_config(args, "flexvfl")
+    if cfg.time_budget is None:
+        # every method runs on one simulated clock: the same default budget as the regime comparison
+        from dataclasses import replace as _replace
+        cfg = _replace(cfg, time_budget=1000.0)
+        _info(args, "note: no --time-budget given: every method runs for 1000 units of simulated time")
     targets = [float(t) for t in args.targets.split(",")]
     with _progress(args, 5, "compare vfl", "method") as bar:
         traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=bar)
@@ -810,11 +815,27 @@ def cmd_crosscheck(args):
         _say("refimpl: no iterates were compared (the traces share no snapshot round); only metrics"
              + ("" if args.metrics_only else " — exit 1 (pass --metrics-only to accept that)"))
     bad = not args.metrics_only and not any("@" in r["what"] for r in rows)
+    from refimpl.core.trace import shifted_agreement
+    shifts = set()
     for r in rows:
+        if r.get("skipped"):
+            print(f"{r['what']:<22} {r['note']}")
+            continue
         ok = r["rel"] <= args.tol
         bad |= not ok
+        note = r.get("note")
+        if not ok and "@" in r["what"]:
+            rnd = int(r["what"].split("@")[1])
+            s = shifted_agreement(a, b, rnd, args.tol)
+            if s is not None:
+                shifts.add(s)
+                note = f"equals the second trace's round {rnd + s}"
         print(f"{r['what']:<22} max|Δ| {r['abs']:.3e}  relative {r['rel']:.3e}  {'ok' if ok else 'DIFFERS'}"
-              + (f"  ({r['note']})" if "note" in r else ""))
+              + (f"  ({note})" if note else ""))
+    if len(shifts) == 1:
+        s = shifts.pop()
+        _say(f"note: the snapshots agree under a shift of one round (first trace's W_r = second's W_{{r{s:+d}}}): "
+             "an off-by-one snapshot convention (is round 0 the initial point in both?)")
     return 1 if bad else 0
 
 

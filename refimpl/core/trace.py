@@ -80,9 +80,14 @@ class Trace:
         with np.load(npz, allow_pickle=False) as z:
             tr.metrics = {k[len("metric_"):]: z[k].tolist() for k in z.files if k.startswith("metric_")}
             for k in z.files:
-                if k.startswith("W1_"):
+                if k.startswith(("W1_", "W2_")):
                     r = int(k[3:])
-                    tr.snapshots[r] = (z[k], z[f"W2_{r}"])
+                    other = f"W{3 - int(k[1])}_{r}"
+                    if other not in z.files:
+                        raise ValueError(f"{npz}: {k} has no {other} (iterate snapshots come in pairs W1_<round>, "
+                                         "W2_<round>)")
+                    if k.startswith("W1_"):
+                        tr.snapshots[r] = (z[k], z[other])
             tr.batches = z["batches"] if "batches" in z.files else None
             tr.arrays = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_")}
         return tr
@@ -131,12 +136,34 @@ def crosscheck(a: Trace, b: Trace):
             d = float(np.max(np.abs(x - y))) if x.size else 0.0
             rows.append({"what": f"{name}@{r}", "abs": d, "rel": d / max(float(np.max(np.abs(x))), 1e-300)})
     ra, rb = a.metrics.get("round", []), b.metrics.get("round", [])
-    common = sorted(set(ra) & set(rb))
     for k in sorted(set(a.metrics) & set(b.metrics) - {"round"}):
-        va = dict(zip(ra, a.metrics[k]))
-        vb = dict(zip(rb, b.metrics[k]))
-        ds = [abs(va[r] - vb[r]) for r in common if r in va and r in vb]
-        if ds:
-            scale = max(max(abs(va[r]) for r in common), 1e-300)
+        # a metric pairs with the round array only when it has one value per round (NaN where the
+        # implementation did not evaluate it); a shorter series cannot be aligned and is named instead
+        short = [(side, len(t.metrics[k]), len(r)) for side, t, r in (("first", a, ra), ("second", b, rb))
+                 if len(t.metrics[k]) != len(r)]
+        if short:
+            side, n, m = short[0]
+            rows.append({"what": k, "abs": np.nan, "rel": np.nan, "skipped": True,
+                         "note": f"not compared: the {side} trace has {n} values for {m} rounds (write one value "
+                                 "per metric_round entry, NaN where it was not evaluated)"})
+            continue
+        va = {r: v for r, v in zip(ra, a.metrics[k]) if np.isfinite(v)}
+        vb = {r: v for r, v in zip(rb, b.metrics[k]) if np.isfinite(v)}
+        both = sorted(set(va) & set(vb))
+        if both:
+            ds = [abs(va[r] - vb[r]) for r in both]
+            scale = max(max(abs(va[r]) for r in both), 1e-300)
             rows.append({"what": k, "abs": max(ds), "rel": max(ds) / scale})
     return rows
+
+
+def shifted_agreement(a: Trace, b: Trace, r, tol):
+    """The shift s ∈ {−1, +1} for which a's snapshot at r equals b's at r + s within ``tol``
+    (relative), or None: an off-by-one snapshot convention (their W_r is our W_{r−1})."""
+    for s in (-1, 1):
+        if r + s in b.snapshots:
+            x, y = a.snapshots[r], b.snapshots[r + s]
+            if all(u.shape == v.shape and (np.max(np.abs(u - v)) if u.size else 0.0)
+                   <= tol * max(float(np.max(np.abs(u))) if u.size else 0.0, 1e-300) for u, v in zip(x, y)):
+                return s
+    return None
