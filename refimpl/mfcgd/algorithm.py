@@ -537,7 +537,7 @@ def _mfcgd_synthetic_nb(A, b, c, x1, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, ki
 
 
 def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None, noise=None, lemma2=False):
-    """Numba twin of :func:`run_mfcgd` for :class:`~refimpl.compositional.SyntheticComposition`:
+    """Numba twin of :func:`run_mfcgd` for :class:`~refimpl.mfcgd.problems.SyntheticComposition`:
     the whole step loop in one kernel. With ``noise`` it uses the given samples (equal to the NumPy
     implementation to rounding); without, it draws them inside the kernel from a seed taken from
     ``rng`` (fast long runs)."""

@@ -2,8 +2,8 @@
 
 Each algorithm is an object with ``init(theta0) -> state`` and
 ``apply(state, t, batch) -> (state, messages, grad_evals)`` (FedJAX style): explicit state in,
-explicit state out; the round's batch comes from a :class:`~refimpl.partition.BatchSchedule`.
-:func:`train` drives any of them and fills a :class:`~refimpl.trace.Trace`.
+explicit state out; the round's batch comes from a :class:`~refimpl.core.partition.BatchSchedule`.
+:func:`train` drives any of them and fills a :class:`~refimpl.core.trace.Trace`.
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ class SSCA:
 
     def apply(self, state, t, batch):
         """Steps 1–4 of one round. Steps 2–4 run as one fused pass over ω
-        (:func:`refimpl.kernels.ssca_round_nb`), equal to :func:`~refimpl.ssca.surrogate_update`,
-        :func:`~refimpl.ssca.unconstrained_step` and :func:`~refimpl.ssca.move` in sequence."""
+        (:func:`refimpl.ssca.kernels.ssca_round_nb`), equal to :func:`~refimpl.ssca.surrogate.surrogate_update`,
+        :func:`~refimpl.ssca.surrogate.unconstrained_step` and :func:`~refimpl.ssca.surrogate.move` in sequence."""
         loss_hat, grad_hat, msgs = self.protocol.collect(state.omega, batch)
         rho, gamma = V.unit_interval("rho_t", self.rho(t)), V.unit_interval("gamma_t", self.gamma(t))
         s = state.surrogate

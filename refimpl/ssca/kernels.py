@@ -3,8 +3,9 @@
 Steps 2–4 of a round for the unconstrained problem — the surrogate recursion, the closed form and
 the move — touch each coordinate of ω once; the tests assert the kernel equals its twin and
 the composition of :mod:`refimpl.ssca.surrogate`'s functions. ``error_model="numpy"`` lets LLVM
-vectorise the pass (no division-by-zero check; the denominator −2(A + λ) is nonzero because A ≥ τ > 0
-is validated).
+vectorise the pass (no division-by-zero check; the denominator −2(A + λ) is nonzero because A^t > 0
+after the first update: A^t = τ (fixed) or, from A^0 = 0, (1 − ρ_t)A^{t−1} + ρ_t τ ≥ ρ_t τ > 0 with
+ρ_t ∈ (0, 1] and τ > 0 validated — A^1 = ρ_1 τ can be below τ).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ below 1 means torch's matrix products alone are faster than NumPy's BLAS on this
 The floor of a round is the five products of the forward/backward pass over the round's K·B
 samples, with the batch already gathered and preallocated outputs: Z = X_b W1ᵀ, O = A W2ᵀ,
 ∇W2 = Δ2ᵀ A, G = Δ2 W2, ∇W1 = Δ1ᵀ X_b (one product each over the stacked clients, as the
-round computes them; see :meth:`refimpl.protocols.SampleBasedProtocol.collect`).
+round computes them; see :meth:`refimpl.ssca.protocols.SampleBasedProtocol.collect`).
 """
 from __future__ import annotations
 

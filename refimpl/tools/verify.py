@@ -56,7 +56,7 @@ def run_check(cid, quick=True) -> CheckRecord:
 
 
 def check_costs(quick):
-    """Seconds each check took in a recorded run (``verification/check_seconds.json``, package
+    """Seconds each check took in a recorded run (``refimpl/verification/check_seconds.json``, package
     data, refreshed with ``refimpl verify --json``): used only to start the longest checks first;
     results never depend on it."""
     from importlib import resources

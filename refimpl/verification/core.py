@@ -173,7 +173,7 @@ def grad_high_precision(quick):
 
 
 @check("kernels.numba_numpy", "Numba kernels equal their NumPy twins (incl. |z| up to 1e3)",
-       "refimpl/kernels.py")
+       "refimpl/core/kernels.py, refimpl/ssca/kernels.py")
 def kernels_numba_numpy(quick):
     rng = np.random.default_rng(12)
     Z = rng.standard_normal((64, 33)) * 5
