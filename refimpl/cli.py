@@ -668,6 +668,16 @@ def cmd_mutations(args):
 
 
 def cmd_verify(args):
+    if args.list:
+        from refimpl.tools.verify import load_checks
+        reg = load_checks()
+        paper = {"grad": "core", "kernels": "core"}
+        rows = [("id", "paper", "kind", "claim")] + [(cid, paper.get(cid.split(".")[0], cid.split(".")[0]), kind, claim)
+                                                       for cid, (claim, _, _, kind) in reg.items()]
+        w = [max(len(r[i]) for r in rows) for i in range(3)]
+        for r in rows:
+            print(" | ".join(c.ljust(n) for c, n in zip(r[:3], w)) + " | " + r[3])
+        return 0
     if args.mutations:
         return cmd_mutations(args)
     for flag in ("only_paper", "catalogue", "markdown", "vectors"):
@@ -987,7 +997,8 @@ def build_parser():
     rr.add_argument("--quiet", action="store_true")
     rr.set_defaults(fn=cmd_report)
     v = sub.add_parser("verify", help="run the verification checks")
-    v.add_argument("--quick", action="store_true", help="reduced sizes (about 1–2 minutes)")
+    v.add_argument("--quick", action="store_true", help="reduced sizes of the same checks (same verdicts)")
+    v.add_argument("--list", action="store_true", help="list the checks (id, paper, kind, claim) and exit")
     v.add_argument("--only", help="comma-separated check ids")
     v.add_argument("--json", help="write the records to this JSON file")
     v.add_argument("--quiet", action="store_true")

@@ -74,3 +74,15 @@ def test_quick_report_lists_every_check_and_theorems_hold(tmp_path):
     for name in ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates"):
         assert (tmp_path / "reproductions" / name / f"{name}.png").exists()
         assert f"![{name}](reproductions/{name}/{name}.png)" in text
+
+
+def test_verify_list_names_every_check(capsys):
+    from refimpl.cli import main
+    from refimpl.tools.verify import load_checks
+    assert main(["verify", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("id ") and len(out) == 1 + len(load_checks())
+    row = next(r for r in out if r.startswith("ssca.lemma1_vs_generic_solver "))
+    assert "| ssca " in row and "| theorem " in row and "never beaten by a generic solver" in row
+    assert any("| claim " in r for r in out)
+    assert next(r for r in out if r.startswith("grad.fd ")).split("|")[1].strip() == "core"
