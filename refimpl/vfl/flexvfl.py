@@ -400,9 +400,7 @@ class FlexVFL:
         if need > self.speeds.shape[0]:
             raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
         for name, obj in (("τ table", pol.steps), ("batch schedule", pol.batches)):
-            table = getattr(obj, "table", None)
-            if table is None and hasattr(obj, "inner"):
-                table = getattr(obj.inner, "table", None)
+            table = getattr(obj, "table", None)          # GivenSteps / GivenBatches hold one row a round
             if table is not None and table.shape[0] < rounds:
                 raise ValueError(f"the {name} holds {table.shape[0]} rounds, the run needs {rounds}")
         dump_rounds = set(int(r) for r in dump_rounds)
