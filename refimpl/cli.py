@@ -686,11 +686,19 @@ def cmd_verify(args):
     from refimpl.tools.verify import format_table, run_checks, write_json
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     from refimpl.tools.verify import load_checks
+    import time as _time
+    from refimpl.tools.verify import cpu_seconds, peak_rss_mb
+    t0, c0 = _time.perf_counter(), cpu_seconds()
     with _progress(args, len(only) if only else len(load_checks()), "verify", "check") as bar:
         records = run_checks(only, quick=args.quick, progress=bar, executor=args.executor, workers=args.workers,
                              scheduler=args.scheduler)
         bar("", n=len(records))
     print(format_table(records))
+    if args.profile:
+        from refimpl.tools.verify import TARGETS, format_profile
+        print()
+        print(format_profile(records, _time.perf_counter() - t0, cpu_seconds() - c0, peak_rss_mb(),
+                             None if only else TARGETS["verify --quick" if args.quick else "verify"]))
     if args.json:
         write_json(records, args.json)
     from refimpl.tools.verify import failing
@@ -720,6 +728,23 @@ def cmd_bench(args):
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     from refimpl.tools.bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
+    if args.full and args.what != "verify":
+        raise ValueError("--full applies to bench verify only")
+    if args.what == "verify":
+        import time as _time
+        from refimpl.tools.verify import TARGETS, cpu_seconds, format_profile, peak_rss_mb, run_checks
+        t0, c0 = _time.perf_counter(), cpu_seconds()
+        with _progress(args, None, "bench verify", "msg") as bar:
+            records = run_checks(None, quick=not args.full, progress=bar, executor="local")
+        wall = _time.perf_counter() - t0
+        print(format_profile(records, wall, cpu_seconds() - c0, peak_rss_mb(),
+                             TARGETS["verify" if args.full else "verify --quick"]))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"command": "verify" + ("" if args.full else " --quick"), "wall_seconds": wall,
+                           "checks": {r.id: {k: r.details.get(k) for k in ("seconds", "cpu_seconds", "jit_seconds")}
+                                      for r in records}}, fh, indent=1)
+        return 0
     if args.what == "vfl":
         with _progress(args, None, "bench vfl", "msg") as bar:
             rows = bench_vfl(repeats=args.repeats, progress=bar)
@@ -1012,9 +1037,12 @@ def build_parser():
     v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
     _engine_options(v, "processes running checks (or mutations) at a time; default: the number of cores")
     v.add_argument("--markdown", help="with --mutations: also write the tables as Markdown to this file")
+    v.add_argument("--profile", action="store_true",
+                   help="also print each check's wall, CPU and Numba seconds and the totals against the target")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale", "verify"])
+    b.add_argument("--full", action="store_true", help="verify: the full checks instead of --quick")
     b.add_argument("--quiet", action="store_true", help="no progress lines or bar")
     b.add_argument("--data-dir", default=None, help="paper-scale: MNIST-format IDX files (60,000 training samples)")
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")

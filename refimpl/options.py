@@ -121,6 +121,7 @@ VFL_OPTIONS = (
     Opt("labels", "who holds the labels", choices=("all", "server")),
     Opt("target", "stop when the test accuracy reaches this value"),
     Opt("eval_every", "rounds between test-accuracy evaluations"),
+    Opt("loss_every", "training loss at every n-th evaluation only (NaN between; time-to-target runs)"),
     Opt("theory_every", "rounds between evaluations of Σ_k ||∇_k F||² (0: never)"),
     Opt("smoothness", "condition (14): none | estimate | L,L_0,...,L_K", text=True),
     Opt("momentum", "local optimizer state: reset every round (paper) or persistent (default: the protocol's)",

@@ -86,3 +86,32 @@ def test_verify_list_names_every_check(capsys):
     assert "| ssca " in row and "| theorem " in row and "never beaten by a generic solver" in row
     assert any("| claim " in r for r in out)
     assert next(r for r in out if r.startswith("grad.fd ")).split("|")[1].strip() == "core"
+
+
+def test_profile_reports_wall_cpu_and_numba_seconds(capsys, tmp_path):
+    """``verify --profile``: per check wall, CPU and Numba seconds, longest first, then the totals;
+    the JSON records carry the same fields."""
+    out = tmp_path / "v.json"
+    assert main(["verify", "--quick", "--only", "grad.fd,kernels.numba_numpy", "--profile", "--quiet",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    prof = text[text.index("wall s"):]
+    assert "cpu s" in prof and "numba s" in prof and "command:" in prof and "peak memory" in prof
+    import json
+    recs = json.load(open(out))
+    for r in recs:
+        d = r["details"]
+        assert d["seconds"] >= 0 and d["cpu_seconds"] >= 0 and d["jit_seconds"] >= 0
+    # longest first
+    lines = [ln for ln in prof.splitlines()[2:] if ln.startswith(("grad.fd", "kernels.numba_numpy"))]
+    walls = [float(ln.split("|")[1]) for ln in lines]
+    assert walls == sorted(walls, reverse=True) and len(walls) == 2
+
+
+def test_format_profile_says_when_a_target_is_missed():
+    from refimpl.tools.verify import format_profile
+    from refimpl.verification.registry import CheckRecord
+    recs = [CheckRecord("a.b", "c", "s", 1.0, 2.0, 0.5, True, {"seconds": 70.0, "cpu_seconds": 80.0,
+                                                                 "jit_seconds": 1.5})]
+    assert "MISSED" in format_profile(recs, wall=75.0, cpu=80.0, rss=300.0, target=60.0)
+    assert "target ≤ 60 s: met" in format_profile(recs, wall=50.0, target=60.0)

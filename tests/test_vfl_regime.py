@@ -195,3 +195,56 @@ def test_compare_vfl_tuned_protocol_runs(tmp_path):
     doc = json.loads((out / "regimes.json").read_text())
     assert doc["summary"]["protocol"] == "tuned"
     assert all("grid" in r and r["protocol"] == "tuned" for r in doc["rows"])
+
+
+@pytest.mark.parametrize("protocol", ["authors", "tuned"])
+@pytest.mark.parametrize("speeds, timeout", [
+    ("lognormal:0.2,1,1,2,4:0.3", 5.0),   # a round's work > 1: the largest budget needs the most rounds
+    ("constant:0.02,0.05,0.05,0.1,0.1", 0.2),   # work < 1: smaller S need more rounds (fresh runs)
+])
+def test_one_run_serves_every_server_time_exactly(protocol, speeds, timeout, monkeypatch):
+    """regime_rows (one run per seed and η, re-timed for every S) gives the rows regime_row gives
+    when it runs each S on its own — the same floating-point times, including rows whose budget
+    the shared run does not cover (fresh runs) and rows that miss the target."""
+    from dataclasses import replace
+    from refimpl.core.data import load_embedded_mnist
+    from refimpl.vfl import experiment as EX
+    from refimpl.vfl.experiment import VFLConfig
+    ds = load_embedded_mnist()
+    cfg = VFLConfig(embed_dim=4, batch=16, rounds=40, time_budget=12.0, timeout=timeout, Q=3, speeds=speeds,
+                    eta="0.05", seed=3, loss_every=7)
+    server_times = (0.0, 1.0, 10.0)
+    runs = []
+    real = EX.run_vfl
+    monkeypatch.setattr(EX, "run_vfl", lambda c, d, **kw: runs.append(c.server_time) or real(c, d, **kw))
+    cases = ([(m, t) for m in RG.S_INDEPENDENT for t in (0.5, 0.8)] if protocol == "authors" else
+             [("flexvfl", 0.6)])
+    for meth, target in cases:
+        runs.clear()
+        shared = RG.regime_rows(cfg, ds, server_times, meth, protocol, target=target, seeds=2)
+        n_shared = len(runs)
+        fresh = [RG.regime_row(cfg, ds, S, meth, protocol, target=target, seeds=2) for S in server_times]
+        assert shared == fresh, (meth, target)
+        assert n_shared < len(runs) - n_shared              # fewer runs than one per S
+    if speeds.startswith("constant") and protocol == "authors":
+        assert any(t is None for t in (r["time_to_target"] for r in shared))
+    # the re-timing refuses a run that is not evaluated every round
+    with pytest.raises(ValueError, match="eval_every"):
+        RG.times_over_server_times(replace(cfg, eval_every=2), ds, server_times, 1, 0.5, lambda S: 10.0)
+
+
+def test_time_at_server_time_reads_the_clock_round_by_round():
+    from refimpl.core.trace import Trace
+    tr = Trace(config={})
+    for r, acc in enumerate([0.1, 0.3, 0.6, 0.9]):
+        tr.record(round=r, test_accuracy=acc)
+    tr.arrays["round_work"] = np.array([1.0, 2.0, 4.0])
+    tr.status = "finished"
+    assert RG.time_at_server_time(tr, 0.5, 100.0, 10, 0.6) == (1.0 + 0.5) + (2.0 + 0.5)
+    assert RG.time_at_server_time(tr, 0.5, 3.0, 10, 0.6) == 4.0           # the budget's last round still counts
+    assert RG.time_at_server_time(tr, 0.5, 1.0, 10, 0.6) is None          # the budget ends at round 1
+    assert RG.time_at_server_time(tr, 0.5, 100.0, 1, 0.6) is None         # the round cap ends first
+    assert RG.time_at_server_time(tr, 0.0, 100.0, 10, 0.05) == 0.0        # met at round 0
+    assert RG.time_at_server_time(tr, 0.0, 100.0, 10, 0.95) is RG._UNCOVERED   # the run ended first
+    tr.status = "diverged: round 4: …"
+    assert RG.time_at_server_time(tr, 0.0, 100.0, 10, 0.95) is None

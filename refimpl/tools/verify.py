@@ -33,11 +33,46 @@ def _num(x):
     return x if math.isfinite(x) else (None if math.isnan(x) else x)
 
 
+def cpu_seconds():
+    """CPU seconds (user + system) of this process and of its finished children."""
+    import resource
+    return sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
+def peak_rss_mb():
+    """Peak resident memory in MB of this process and of its largest finished child."""
+    import resource
+    return max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+
+
+class _JitClock:
+    """Seconds this process spends holding Numba's compiler lock (compiling a kernel, or loading
+    it from the on-disk cache) while a check runs."""
+
+    def __enter__(self):
+        from numba.core import event
+        self.seconds = 0.0
+        self._cm = event.install_timer("numba:compiler_lock", self._add)
+        self._cm.__enter__()
+        return self
+
+    def _add(self, dur):
+        self.seconds += dur
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+        return False
+
+
 def run_check(cid, quick=True) -> CheckRecord:
+    """One check's record; its details carry ``seconds`` (wall), ``cpu_seconds`` (this process
+    and the part processes it started) and ``jit_seconds`` (Numba compiling or cache loading)."""
     claim, source, fn, kind = REGISTRY[cid]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     try:
-        out = fn(quick)
+        with _JitClock() as jit:
+            out = fn(quick)
     except Exception as exc:    # a crashed check is a failed check, reported with its error
         return CheckRecord(cid, claim, source, None, None, None, False,
                            {"kind": kind, "error": f"{type(exc).__name__}: {exc}",
@@ -52,6 +87,8 @@ def run_check(cid, quick=True) -> CheckRecord:
     details = dict(out.get("details", {}))
     details["kind"] = kind
     details["seconds"] = round(time.perf_counter() - t0, 3)
+    details["cpu_seconds"] = round(cpu_seconds() - c0, 3)
+    details["jit_seconds"] = round(jit.seconds, 3)
     return CheckRecord(cid, claim, source, measured, bound, ratio, bool(holds), details)
 
 
@@ -178,3 +215,28 @@ def format_table(records):
 def write_json(records, path):
     with open(path, "w") as fh:
         json.dump([asdict(r) for r in records], fh, indent=1, default=str)
+
+
+#: the main job's time targets on a 2-core machine (the README's Speed table): never a test
+TARGETS = {"verify --quick": 60.0, "verify": 240.0, "verify --mutations": 120.0, "pytest": 300.0}
+
+
+def format_profile(records, wall=None, cpu=None, rss=None, target=None):
+    """``refimpl verify --profile``: per check wall, CPU and Numba seconds, longest first, then
+    the command's totals against ``target`` (seconds)."""
+    rows = [("id", "wall s", "cpu s", "numba s", "holds")]
+    for r in sorted(records, key=lambda r: -(r.details.get("seconds") or 0.0)):
+        d = r.details
+        rows.append((r.id, *(f"{d[k]:.2f}" if isinstance(d.get(k), (int, float)) else "-"
+                             for k in ("seconds", "cpu_seconds", "jit_seconds")), "yes" if r.holds else "no"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [" | ".join(c.rjust(w) if i in (1, 2, 3) else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    summed = sum(r.details.get("seconds") or 0.0 for r in records)
+    lines.append(f"checks' wall seconds summed: {summed:.1f}")
+    if wall is not None:
+        lines.append(f"command: {wall:.1f} s wall" + (f", {cpu:.1f} s CPU (all processes)" if cpu is not None else "")
+                     + (f", peak memory {rss:.0f} MB (largest process)" if rss is not None else "")
+                     + (f"; target ≤ {target:g} s: {'met' if wall <= target else 'MISSED'}" if target else ""))
+    return "\n".join(lines)

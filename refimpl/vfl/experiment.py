@@ -44,6 +44,7 @@ class VFLConfig:
     target: float | None = None
     seed: int = 0
     eval_every: int = 1
+    loss_every: int = 1               # training loss at every n-th evaluation (NaN between; accuracy at all)
     theory_every: int = 0             # every that many rounds: Σ_k ||∇_k F(Θ^{r,0})||² (left side of (15))
     smoothness: str = "none"          # "none" | "estimate" | "L,L_0,…,L_K" for condition (14)
     # conventions (None: the protocol's; "refimpl" = the paper's, "authors" = the authors' code's)
@@ -138,7 +139,8 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
             batches = validate_batches(batches, 1, data.n, f"--batches {cfg.batches}")
         tr = run_async(model, data, thetas, eta, cfg.batch, speeds, rng_run, budget, net,
                        eval_every_time=budget / max(cfg.rounds // cfg.eval_every, 1), progress=progress,
-                       stop_at_accuracy=cfg.target, divergence=rule, server_free=authors, batches=batches)
+                       stop_at_accuracy=cfg.target, divergence=rule, server_free=authors, batches=batches,
+                       loss_every=cfg.loss_every)
     else:
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
@@ -161,7 +163,8 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                       server_steps=server_steps, momentum=conv["momentum"], batch_order=conv["batch_order"],
                       adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
-                     stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps)
+                     stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps,
+                     loss_every=cfg.loss_every)
         if smooth is not None:
             tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
             if "cond14" in tr.arrays:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from refimpl.core import validate as V
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import Dataset
 from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_summary
@@ -24,6 +24,8 @@ from refimpl.vfl.speeds import Network
 from refimpl.core.trace import Trace
 from refimpl.vfl.models import LinearEncoder
 from refimpl.vfl.policies import compose, validate_batches, validate_taus
+# the Numba party loop lives in its own file (an edit here leaves its compilation cache valid)
+from refimpl.vfl.kernels import linear_party_phase_nb
 
 METHODS = ("flex", "adaptive", "sync", "pbcd")
 
@@ -107,97 +109,6 @@ def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, 
     return th, grads, state
 
 
-@njit(cache=True)
-def _linear_party_loop_nb(X, W, W0k, base, y, tau, eta, kind, param, U0, rec):
-    # X: B×D (C-contiguous), W: O×(D+1) (bias col 0), W0k: L×O, base: B×L logits from the other
-    # parties and the fusion bias. Products go to BLAS (np.dot on contiguous arrays); the
-    # softmax, the bias and the optimizer updates are fused loops; no Python between steps.
-    # U0: O×(D+1) momentum buffer to start from (zeros: a reset); rec: (τ, 3, O, D+1) receives
-    # θ^t, g^t and the buffer after step t when it has τ rows (a dump), nothing when it has none.
-    B, D = X.shape
-    O = W.shape[0]
-    L = W0k.shape[0]
-    Ww = np.ascontiguousarray(W[:, 1:])
-    b = W[:, 0].copy()
-    Ww0, b0 = Ww.copy(), b.copy()
-    Uw = np.ascontiguousarray(U0[:, 1:]).copy()
-    Ub = U0[:, 0].copy()
-    keep = rec.shape[0] > 0
-    XT = np.ascontiguousarray(X.T)
-    WT0k = np.ascontiguousarray(W0k.T)
-    for t in range(tau):
-        h = np.dot(X, Ww.T)
-        for i in range(B):
-            for o in range(O):
-                h[i, o] += b[o]
-        P = base + np.dot(h, WT0k)
-        for i in range(B):
-            mx = P[i, 0]
-            for l in range(1, L):
-                if P[i, l] > mx:
-                    mx = P[i, l]
-            z = 0.0
-            for l in range(L):
-                P[i, l] = np.exp(P[i, l] - mx)
-                z += P[i, l]
-            for l in range(L):
-                P[i, l] = P[i, l] / (z * B)
-            P[i, y[i]] -= 1.0 / B
-        dh = np.dot(P, W0k)
-        Gw = np.dot(dh.T, X)
-        Gb = np.zeros(O)
-        for i in range(B):
-            for o in range(O):
-                Gb[o] += dh[i, o]
-        if keep:
-            rec[t, 0, :, 0] = b
-            rec[t, 0, :, 1:] = Ww
-            rec[t, 1, :, 0] = Gb
-            rec[t, 1, :, 1:] = Gw
-        if kind == 1:
-            Uw = param * Uw + Gw
-            Ub = param * Ub + Gb
-            Ww -= eta * Uw
-            b -= eta * Ub
-        elif kind == 2:
-            Ww -= eta * (Gw + param * (Ww - Ww0))
-            b -= eta * (Gb + param * (b - b0))
-        else:
-            Ww -= eta * Gw
-            b -= eta * Gb
-        if keep:
-            rec[t, 2, :, 0] = Ub
-            rec[t, 2, :, 1:] = Uw
-    out = np.empty((O, D + 1))
-    out[:, 0] = b
-    out[:, 1:] = Ww
-    U = np.empty((O, D + 1))
-    U[:, 0] = Ub
-    U[:, 1:] = Uw
-    return out, U
-
-
-def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, state=None, dump=None):
-    """Numba twin of :func:`party_local_phase` for a linear encoder with SGD, local momentum or
-    proximal steps (labels at every party): the whole τ-step loop in one kernel. ``state`` (a
-    momentum buffer to start from) and ``dump`` as for :func:`party_local_phase`; returns
-    (θ_k^{r,τ}, the final state)."""
-    enc = model.encoders[k - 1]
-    o0, o1 = model.offsets[k - 1], model.offsets[k]
-    W0 = theta0_snap.reshape(model.fusion.n_classes, -1)
-    W0k = np.ascontiguousarray(W0[:, 1 + o0:1 + o1])
-    base = H @ W0[:, 1:].T + W0[:, 0] - H[:, o0:o1] @ W0k.T
-    kind, param = (1, opt.rho) if isinstance(opt, LocalMomentum) else (2, opt.mu) if isinstance(opt, Proximal) else (0, 0.0)
-    shape = (enc.n_out, enc.n_inputs + 1)
-    U0 = np.zeros(shape) if state is None else np.ascontiguousarray(state.reshape(shape))
-    rec = np.zeros((tau if dump is not None else 0, 3) + shape)
-    W, U = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(shape), W0k,
-                                 np.ascontiguousarray(base), yb.astype(np.int64), tau, eta, kind, float(param), U0, rec)
-    if dump is not None:
-        dump.extend((r[0].ravel(), r[1].ravel(), r[2].ravel() if kind == 1 else None) for r in rec)
-    return W.ravel(), (U.ravel() if kind == 1 else None)
-
-
 def numba_applies(model, k, opt, labels):
     return (k >= 1 and labels == "all" and isinstance(model.encoders[k - 1], LinearEncoder)
             and type(opt) in (SGD, LocalMomentum, Proximal))
@@ -244,6 +155,7 @@ class RoundRecord:
     w_bar: np.ndarray
     W: np.ndarray
     duration: float
+    work: float
     floats: int
     overrun: np.ndarray
 
@@ -381,20 +293,25 @@ class FlexVFL:
         return new, grads, out_states
 
     def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
-            stop_at_accuracy=None, divergence=None, dump_rounds=()):
+            stop_at_accuracy=None, divergence=None, dump_rounds=(), loss_every=1):
         """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
         with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
         ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
-        arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W), init_theta<k> / final_theta<k>
+        arrays tau, eta, w_bar, W, cond14, S (cumulative Σ η W), round_time and round_work (a round's
+        duration with and without the server round trip S), init_theta<k> / final_theta<k>
         (Θ^{1,0} and the last Θ), and the batch schedule (R, B) as ``trace.batches``
         (a replay input). ``stop_at_accuracy``: stop after
         the first evaluation whose test accuracy reaches it (time-to-target runs). ``divergence``
         (a :class:`~refimpl.core.divergence.DivergenceRule`, default limits when None) stops the run
         with status "diverged: …" at the first round whose parameters or training loss it flags;
         the trace then holds the rounds before it. ``dump_rounds``: rounds whose intermediate
-        quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md)."""
+        quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md). ``loss_every``:
+        the training loss (and the divergence rule's loss test) at every ``loss_every``-th
+        evaluation, round 0 and the last; the other evaluations record NaN for it (time-to-target
+        runs need the test accuracy only; the parameter-norm test still runs every round)."""
         m, d = self.model, self.data
         pol = self.policy
+        loss_every = V.positive_int("loss_every", loss_every)
         rule = DivergenceRule() if divergence is None else divergence
         need = rounds + pol.step_size.speed_rows          # paper-adaptive: row 0 is the dummy round
         if need > self.speeds.shape[0]:
@@ -430,10 +347,10 @@ class FlexVFL:
                 states = out_states
             wb, W = np.array([weight_summary(o, int(t), e) for o, t, e in zip(self.opts, tau, eta)]).T
             up, down = self.messages(len(batch_idx))
-            dur = pol.clock.duration(st, tau, up, down)
+            dur, work = pol.clock.duration(st, tau, up, down), pol.clock.work(st, tau, up, down)
             clock += dur
             floats += up + down
-            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, up + down, pol.clock.overruns(st)))
+            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, work, up + down, pol.clock.overruns(st)))
             used.append(batch_idx)
             if dump is not None:
                 dump.update(w_bar=wb, W=W)
@@ -442,8 +359,9 @@ class FlexVFL:
             reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(t, t)) for t in thetas))
             last = r == rounds or (time_budget is not None and clock >= time_budget)
             if reason is None and (r % eval_every == 0 or last):
+                with_loss = last or (r // eval_every) % loss_every == 0
                 reason = self._evaluate(trace, r, clock, floats, thetas, theory_every > 0 and r % theory_every == 0,
-                                        rule)
+                                        rule, with_loss)
             if reason:
                 trace.status = f"diverged: round {r}: {reason}; trace holds rounds 0..{r - 1}"
                 recs.pop()
@@ -467,6 +385,7 @@ class FlexVFL:
             trace.arrays.update({"tau": np.array([x.tau for x in recs]), "eta": np.array([x.eta for x in recs]),
                                  "w_bar": np.array([x.w_bar for x in recs]), "W": np.array([x.W for x in recs]),
                                  "round_time": np.array([x.duration for x in recs]),
+                                 "round_work": np.array([x.work for x in recs]),
                                  "overrun": np.array([x.overrun for x in recs]),
                                  "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])})
             if len({len(b) for b in used}) == 1:
@@ -478,14 +397,15 @@ class FlexVFL:
                 trace.arrays["cond14"] = np.array(c14)
         return trace
 
-    def _evaluate(self, trace, r, clock, floats, thetas, theory, rule=None):
+    def _evaluate(self, trace, r, clock, floats, thetas, theory, rule=None, with_loss=True):
         """Record the round's metrics; returns the reason the training loss counts as diverged
-        under ``rule`` (nothing is recorded then), or None."""
+        under ``rule`` (nothing is recorded then), or None. ``with_loss=False``: the training loss
+        is recorded as NaN (not evaluated)."""
         d, m = self.data, self.model
         vals = dict(round=r, time=clock, comm_floats=floats,
                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
-                    train_loss=m.loss(thetas, d.Xs_train, d.y_train))
-        if rule is not None and trace.metrics.get("train_loss"):
+                    train_loss=m.loss(thetas, d.Xs_train, d.y_train) if with_loss else np.nan)
+        if with_loss and rule is not None and trace.metrics.get("train_loss"):
             reason = rule.cost("training loss", vals["train_loss"], trace.metrics["train_loss"][0])
             if reason:
                 return reason
@@ -500,7 +420,7 @@ class FlexVFL:
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
               eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None, server_free=False,
-              batches=None):
+              batches=None, loss_every=1):
     """Asynchronous VFL (VAFL-style, docs/flexvfl.md) as an event queue on the simulated clock.
 
     The server keeps a table of every party's latest embedding of every training sample
@@ -518,9 +438,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     ``batches`` (E, B): the mini-batch of each event in event order (a replay; the run ends when
     they are used up); the trace keeps the batches it used as ``trace.batches`` either way, the
     party of each event as array ``event_party`` and the initial and final parameters as arrays
-    ``init_theta<k>`` / ``final_theta<k>``.
+    ``init_theta<k>`` / ``final_theta<k>``. ``loss_every``: as for :meth:`FlexVFL.run` (the
+    training loss at every ``loss_every``-th evaluation, the first and the last; NaN between).
     """
     import heapq
+    loss_every = V.positive_int("loss_every", loss_every)
     m, d = model, data
     K, B = m.K, int(batch)
     eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K + 1,))
@@ -550,9 +472,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
 
     rule = DivergenceRule() if divergence is None else divergence
 
-    def evaluate(now):
-        loss = m.loss(thetas, d.Xs_train, d.y_train)
-        if trace.metrics.get("train_loss"):
+    def evaluate(now, last=False):
+        n_eval = len(trace.metrics.get("round", ()))
+        with_loss = last or n_eval % loss_every == 0
+        loss = m.loss(thetas, d.Xs_train, d.y_train) if with_loss else np.nan
+        if with_loss and trace.metrics.get("train_loss"):
             reason = rule.cost("training loss", loss, trace.metrics["train_loss"][0])
             if reason:
                 return reason
@@ -607,7 +531,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
             trace.status = f"diverged: event {events} (party {k}): {reason}; trace holds events 0..{events - 1}"
             break
     if trace.status == "running":
-        reason = evaluate(min(time_budget, next_eval))
+        reason = evaluate(min(time_budget, next_eval), last=True)
         trace.status = (f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}" if reason
                         else "finished")
     trace.extra["thetas"] = thetas

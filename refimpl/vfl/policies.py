@@ -263,14 +263,19 @@ class RoundClock:
     timeout: float | None = None
     server_free: bool = False
 
-    def duration(self, step_times, tau, floats_up, floats_down):
+    def work(self, step_times, tau, floats_up, floats_down):
+        """The round's duration without the server round trip S: compute, upload, download."""
         work = tau * step_times
         if self.server_free:
             work = work[1:]
         compute = float(np.max(work))
         if self.timeout is not None:
             compute = max(self.timeout, compute)
-        return compute + self.network.time(floats_up) + self.network.time(floats_down) + self.network.server_time
+        return compute + self.network.time(floats_up) + self.network.time(floats_down)
+
+    def duration(self, step_times, tau, floats_up, floats_down):
+        # (compute + up + down) + S: the same additions in the same order as written out in one sum
+        return self.work(step_times, tau, floats_up, floats_down) + self.network.server_time
 
     def overruns(self, step_times):
         """Per party, whether one local step takes longer than the timeout (the party cannot finish

@@ -80,17 +80,19 @@ def time_to(cfg, ds, seeds, target, budget, keep=None):
     return (None if any(t is None for t in ts) else float(np.mean(ts))), ts
 
 
-def tuned_eta(cfg, ds, seeds, target, budget, grid=TUNE_GRID, max_widen=3, keep=None):
+def tuned_eta(cfg, ds, seeds, target, budget, grid=TUNE_GRID, max_widen=3, keep=None, time_of=None):
     """Best η of a grid for one method (mean time to target over the seeds), widening the grid
     beyond an edge that holds the best value. Returns (η, time, table {η: time}, interior?);
-    ``keep`` receives the best η's first-seed trace."""
+    ``keep`` receives the best η's first-seed trace. ``time_of(η)``: the mean time to target at η
+    (instead of running :func:`time_to`; no trace is kept then)."""
     table, traces = {}, {}
 
     def fill(values):
         for e in values:
             if e not in table:
                 k = {}
-                table[e] = time_to(replace(cfg, eta=str(e)), ds, seeds, target, budget, k)[0]
+                table[e] = (time_to(replace(cfg, eta=str(e)), ds, seeds, target, budget, k)[0] if time_of is None
+                            else time_of(e))
                 traces[e] = k.get("trace")
     fill(grid)
     for _ in range(max_widen):
@@ -153,6 +155,97 @@ def regime_row(cfg, ds, S, meth, protocol, target=0.85, seeds=1, keep=None):
         row = {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": per_seed}
     return {"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t, "target": target,
             "time_budget": budget, **row}
+
+
+# ----------------------------------------------------------------------------- one run, every S
+#
+# In a round-based method (Flex-VFL, sync, P-BCD) a round lasts its work (compute, upload,
+# download) + S, and nothing in the round reads the clock: the rounds themselves — batches, τ,
+# iterates, accuracies — are the same at every server time S. One run (at the largest budget)
+# then gives the time to target at every S: the clock is re-added round by round, work_r + S, in
+# the order the run at S adds it, so the times are the same floating-point numbers. A server time
+# whose budget the run does not cover gets its own run. (Asynchronous VFL's events queue at the
+# server, so its trajectory depends on S: it always runs once per S.)
+
+S_INDEPENDENT = ("flexvfl", "sync-vfl", "pbcd")
+_UNCOVERED = object()
+
+
+def time_at_server_time(trace, S, budget, rounds, target):
+    """Time to ``target`` of the run whose rounds pay a server round trip of ``S`` simulated
+    seconds, with ``budget``, read from ``trace`` (a
+    run of the same configuration at another S, evaluated every round): a float, None (the run at
+    S misses the target: its budget or ``rounds`` ends first, or it diverges first), or
+    ``_UNCOVERED`` when ``trace`` ends before the run at S would."""
+    rnd, acc = trace.series("round"), trace.series("test_accuracy")
+    work = trace.arrays.get("round_work", np.zeros(0))
+    if not np.array_equal(rnd, np.arange(len(rnd))):
+        raise ValueError("re-timing a run needs an evaluation every round (eval_every = 1)")
+    if acc.size and acc[0] >= target:
+        return 0.0
+    clock = 0.0
+    for r in range(1, len(rnd)):
+        clock += float(work[r - 1]) + S
+        if acc[r] >= target:
+            return clock
+        if r == rounds or clock >= budget:
+            return None
+    return None if trace.status.startswith("diverged") else _UNCOVERED
+
+
+def times_over_server_times(cfg, ds, server_times, seeds, target, budget_of):
+    """{S: (mean time to target or None, per-seed times)} for a round-based method, as
+    :func:`time_to` at each S would give, from one run per seed at the largest budget."""
+    from refimpl.vfl.experiment import conventions, network_of, run_vfl
+    from refimpl.vfl.speeds import parse_speeds
+    if cfg.eval_every != 1:
+        raise ValueError("one run for every S needs eval_every = 1")
+    S_ref = max(server_times, key=budget_of)
+    per = {S: [] for S in server_times}
+    model_speeds = parse_speeds(cfg.speeds, cfg.parties + 1, cfg.timeout)
+    # S in the configuration's unit → the simulated seconds a round pays, as run_vfl computes them
+    paid = {S: network_of(replace(cfg, server_time=S), model_speeds, conventions(cfg)["server_time_unit"]).server_time
+            for S in server_times}
+    for s in range(seeds):
+        c = replace(cfg, seed=cfg.seed + s, target=target)
+        tr = run_vfl(replace(c, server_time=S_ref, time_budget=budget_of(S_ref)), ds)
+        for S in server_times:
+            t = time_at_server_time(tr, paid[S], budget_of(S), cfg.rounds, target)
+            if t is _UNCOVERED:             # never for the largest budget; a fresh run otherwise
+                t = time_to_target(run_vfl(replace(c, server_time=S, time_budget=budget_of(S)), ds), target)
+            per[S].append(t)
+    return {S: (None if any(t is None for t in ts) else float(np.mean(ts)), ts) for S, ts in per.items()}
+
+
+def regime_rows(cfg, ds, server_times, meth, protocol, target=0.85, seeds=1):
+    """``[regime_row(cfg, ds, S, meth, protocol, target, seeds) for S in server_times]``, with one
+    run per seed (and η) serving every S for the round-based methods (tests/test_vfl_regime.py
+    checks the rows are equal)."""
+    check_protocol(protocol)
+    if meth not in S_INDEPENDENT or cfg.eval_every != 1:
+        return [regime_row(cfg, ds, S, meth, protocol, target, seeds) for S in server_times]
+    budget_of = lambda S: cfg.time_budget * (1.0 + S)
+    c = protocol_config(cfg, meth, protocol)
+    rows = []
+    if protocol == "tuned":
+        memo = {}
+
+        def time_of(eta, S):
+            if eta not in memo:
+                memo[eta] = times_over_server_times(replace(c, eta=str(eta)), ds, server_times, seeds, target,
+                                                    budget_of)
+            return memo[eta][S][0]
+        for S in server_times:
+            eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget_of(S),
+                                                time_of=lambda e, S=S: time_of(e, S))
+            rows.append((S, t, {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())},
+                                "eta_interior": interior}))
+    else:
+        times = times_over_server_times(c, ds, server_times, seeds, target, budget_of)
+        rows = [(S, times[S][0], {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": times[S][1]})
+                for S in server_times]
+    return [{"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t, "target": target,
+             "time_budget": budget_of(S), **row} for S, t, row in rows]
 
 
 def ratios(rows, other, reference="flexvfl"):
