@@ -147,8 +147,9 @@ class FeatureBasedProtocol:
             extra = W2.size + (J if m.bias else 0) if k == d else 0
             msgs.append(Message(SERVER, client(k), "W1_block+batch_ids" + ("+W2" if k == d else ""),
                                 J * len(cols) + B + extra))
-        # 1. partial pre-activations
-        Zs = [self.X_blocks[k][batch] @ W1[:, cols].T for k, cols in enumerate(self.col)]
+        # 1. partial pre-activations (each client gathers its rows X_k^B once for steps 1 and 3)
+        Xb = [Xk[batch] for Xk in self.X_blocks]
+        Zs = [Xb[k] @ W1[:, cols].T for k, cols in enumerate(self.col)]
         Z = Zs[d].copy()
         for k, Zk in enumerate(Zs):
             if k != d:
@@ -168,7 +169,7 @@ class FeatureBasedProtocol:
                 msgs.append(Message(client(d), client(k), "Delta1", J * B))
         # 3. block gradients
         for k, cols in enumerate(self.col):
-            gW1[:, cols] = D1.T @ self.X_blocks[k][batch]
+            gW1[:, cols] = D1.T @ Xb[k]
             msgs.append(Message(client(k), SERVER, "grad_W1_block", J * len(cols)))
         return loss, grad, msgs
 
