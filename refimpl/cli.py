@@ -124,7 +124,16 @@ def _load_run_config(path, algorithm):
     doc = read_document(path)
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a table of option values")
-    doc = doc.get("fixed", doc) if set(doc) <= {"fixed", "runner", "seeds", "grid", "description"} else doc
+    if "fixed" in doc and set(doc) <= {"fixed", "runner", "seeds", "grid", "description"}:
+        # a sweep spec: its [fixed] table is a set of run options; the rest would be dropped
+        dropped = sorted(set(doc) - {"fixed", "description"} - ({"runner"} if doc.get("runner") == algorithm else set()))
+        if dropped:
+            raise ValueError(f"{path} is a sweep spec: {dropped} are not options of one run (a run has one "
+                             f"runner, one seed and no grid); run it with `refimpl sweep {path}`, or give --config "
+                             f"a file of run options (a spec with only [fixed] is read as one)")
+        doc = doc["fixed"]
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path}: [fixed] must be a table of option values")
     from .options import family_of
     allowed = {o.field: o for o, _ in options_for(algorithm)}
     # --init / --batches of SSCA are not Config fields; the other families' are (options_for)
@@ -459,7 +468,7 @@ def cmd_report(args):
     return 0
 
 
-def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv")):
+def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), clear=False):
     """Check (and create) an output directory before any work is done: a run that cannot be
     saved, or would silently replace an earlier one, is refused up front."""
     from .tools.sweep import make_out_dir
@@ -468,12 +477,32 @@ def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv
     if found and not overwrite:
         raise ValueError(f"--out {out} already holds a result ({', '.join(found)}); "
                          "pass --overwrite to replace it, or choose another directory")
+    if found and clear:
+        _clear_result(out)
+
+
+#: what a run or a λ/U study writes into --out (--overwrite removes these, and only these)
+_RESULT_FILES = ("trace.json", "trace.npz", "trace.png", "dump.mat", "tradeoff.csv", "tradeoff.png")
+
+
+def _clear_result(out):
+    """--overwrite: remove the previous result refimpl wrote into ``out`` — a run's files and a
+    λ/U study's ``lam=*`` / ``U=*`` run directories — so that the directory then holds only the
+    new result; files refimpl did not write are left alone."""
+    import shutil
+    for name in os.listdir(out):
+        path = os.path.join(out, name)
+        if name in _RESULT_FILES and os.path.isfile(path):
+            os.remove(path)
+        elif (name.startswith(("lam=", "U=")) and os.path.isdir(path)
+              and os.path.exists(os.path.join(path, "trace.json"))):
+            shutil.rmtree(path)
 
 
 def cmd_run(args):
     created = bool(args.out) and not os.path.exists(args.out)
     if args.out:
-        _prepare_out(args.out, args.overwrite)
+        _prepare_out(args.out, args.overwrite, clear=True)
     try:
         code = _dispatch_run(args)
     except BaseException:
@@ -489,11 +518,17 @@ def _check_preset(args, cfg):
     """A flag given explicitly that the preset also sets is a contradiction: name it."""
     from refimpl.ssca.experiment import preset_values
     given = {tok.split("=", 1)[0] for tok in getattr(args, "argv", []) if tok.startswith("--")}
+    from_config = getattr(args, "config_keys", set())
     for key, value in preset_values(cfg.preset, cfg.setting, cfg.algorithm, cfg.batch).items():
         flag = "--" + key.replace("_", "-")
-        if flag in given and getattr(cfg, key) != value:
+        if getattr(cfg, key) == value:
+            continue
+        if flag in given:
             raise ValueError(f"{flag} {getattr(cfg, key)} conflicts with --preset {cfg.preset}, which sets "
                              f"{key} = {value}; drop one of them")
+        if key in from_config:
+            raise ValueError(f"--config {args.config} sets {key} = {getattr(cfg, key)}, which conflicts with --preset "
+                             f"{cfg.preset} ({key} = {value}); drop one of them")
 
 
 def _dispatch_run(args):
@@ -938,8 +973,17 @@ def _engine_options(p, workers_help="worker processes; default: the number of co
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (tcp://host:8786)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """No prefix matching of long options (``--ta`` is not ``--tau``): an abbreviation is an
+    error, never a silent guess; the subcommands' parsers inherit the class."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="refimpl", description=__doc__)
+    p = _Parser(prog="refimpl", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     from .options import FAMILIES
     r = sub.add_parser("run", help="run one algorithm and write its trace",
@@ -1113,9 +1157,11 @@ def main(argv=None):
     tune_allocator()
     try:
         if getattr(args, "config", None):
-            RUN_PARSERS[args.algorithm].set_defaults(**_load_run_config(args.config, args.algorithm))
+            loaded = _load_run_config(args.config, args.algorithm)
+            RUN_PARSERS[args.algorithm].set_defaults(**loaded)
             args = parser.parse_args(argv)
             args.argv = argv
+            args.config_keys = set(loaded)
         return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")

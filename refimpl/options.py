@@ -171,6 +171,7 @@ MFCGD_OPTIONS = (
     Opt("problem_seed", "seed of the problem instance (default: --seed)", kind=int, default=None),
     Opt("backend", "numba kernel (synthetic problem) or plain NumPy", choices=("numba", "numpy")),
     Opt("diverge_cost_factor", "diverged when ||∇F(x̄_t)|| exceeds this × its value at step 1"),
+    Opt("diverge_sq_norm", "diverged when ||x̄_t||² exceeds this (or is not finite)"),
     Opt("init", "FILE.npz/.mat with x1 (and h1, u1, v1 for the STORM-type methods), or a trace.npz", text=True),
     Opt("samples", "FILE.npz of the samples in the order the method consumes them (docs/guide.md), or a trace",
         text=True),

@@ -79,3 +79,16 @@ def test_config_file_takes_a_sweep_specs_fixed_table(tmp_path):
     out = tmp_path / "m"
     assert main(["run", "mfcgd", "--config", str(tmp_path / "spec.toml"), "--quiet", "--out", str(out)]) == 0
     assert json.load(open(out / "trace.json"))["config"]["steps"] == 30
+
+
+@pytest.mark.parametrize("extra, named", [
+    ('runner = "sgd"\n', "['runner']"),                  # another runner than the one run
+    ("seeds = [7]\n", "['seeds']"),
+    ('runner = "ssca"\n[grid]\ntau = [0.1, 0.2]\n', "['grid']"),
+])
+def test_config_refuses_the_parts_of_a_sweep_spec_one_run_cannot_take(tmp_path, capsys, extra, named):
+    (tmp_path / "spec.toml").write_text(extra.split("[grid]")[0] + "[fixed]\nrounds = 2\n" +
+                                        ("[grid]" + extra.split("[grid]")[1] if "[grid]" in extra else ""))
+    assert main(["run", "ssca", "--config", str(tmp_path / "spec.toml"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "is a sweep spec" in err and named in err and "refimpl sweep" in err

@@ -65,6 +65,13 @@ def test_without_out_one_line_says_nothing_was_saved(capsys):
     (["run", "flexvfl", "--eta", "1e8", "--rounds", "20", "--quiet"], "theta_k"),
     (["run", "async-vfl", "--eta", "1e8", "--time-budget", "30", "--quiet"], "diverged: event"),
     (["run", "mfcgd", "--problem", "maml", "--gamma", "500", "--steps", "300", "--quiet"], "grad F"),
+    # ||∇F|| stays bounded on these problems while x̄ runs away: the iterate's norm is tested
+    (["run", "mfcgd", "--gamma", "1e12", "--steps", "200", "--quiet"], "||x_bar||^2"),
+    (["run", "adamfcgd", "--gamma", "1e12", "--steps", "200", "--quiet"], "||x_bar||^2"),
+    (["run", "comfedl", "--eta", "1e12", "--steps", "200", "--quiet"], "||x_bar||^2"),
+    (["run", "local-scgdm", "--eta", "1e12", "--steps", "200", "--quiet", "--backend", "numpy"], "||x_bar||^2"),
+    (["run", "mfcgd", "--diverge-sq-norm", "1e-9", "--steps", "50", "--eval-every", "10", "--quiet"],
+     "||x_bar||^2"),
 ])
 def test_divergence_stops_with_status_diverged_and_exit_3(tmp_path, capsys, argv, words):
     out = tmp_path / "d"
@@ -367,3 +374,37 @@ def test_flower_engine_without_the_extra_says_how_to_install(monkeypatch):
         _flwr()
     assert "refimpl[flower]" in INSTALL_HINT
     assert main(["run", "ssca", "--engine", "flower", "--rounds", "2", "--quiet"]) == 2
+
+
+def test_overwrite_leaves_only_the_new_result(tmp_path):
+    """--overwrite over a λ study: the old lam=* runs and the trade-off table go; a file refimpl
+    did not write stays."""
+    out = tmp_path / "o"
+    assert main(["run", "ssca", *TINY, "--lam", "0.1,0.2", "--out", str(out)]) == 0
+    assert (out / "lam=0.1" / "trace.json").exists() and (out / "tradeoff.csv").exists()
+    (out / "notes.txt").write_text("mine")
+    assert main(["run", "ssca", *TINY, "--out", str(out), "--overwrite"]) == 0
+    names = set(os.listdir(out))
+    assert not any(n.startswith("lam=") for n in names) and "tradeoff.csv" not in names
+    assert {"trace.json", "trace.npz", "notes.txt"} <= names
+    # and a study over a single run's files: the single run's trace goes
+    assert main(["run", "ssca", *TINY, "--lam", "0.1,0.3", "--out", str(out), "--overwrite"]) == 0
+    names = set(os.listdir(out))
+    assert "trace.json" not in names and {"lam=0.1", "lam=0.3", "tradeoff.csv"} <= names and "lam=0.2" not in names
+
+
+def test_preset_conflicts_from_a_config_file_and_abbreviations_are_errors(tmp_path, capsys):
+    """--preset authors over a value the user gave in --config is an error naming both; an
+    abbreviated flag (argparse's prefix matching) is refused, never read as the full one."""
+    (tmp_path / "run.toml").write_text("tau = 0.5\n")
+    assert main(["run", "ssca", *TINY, "--preset", "authors", "--config", str(tmp_path / "run.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "sets tau = 0.5" in err and "--preset authors (tau = 0.2)" in err
+    # the preset's own value in the file is no conflict
+    (tmp_path / "same.toml").write_text("tau = 0.2\n")
+    assert main(["run", "ssca", *TINY, "--preset", "authors", "--config", str(tmp_path / "same.toml")]) == 0
+    for abbrev in (["--ta", "0.5"], ["--activ", "swish"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "ssca", *TINY, "--preset", "authors", *abbrev])
+        assert exc.value.code == 2
+        assert "unrecognized arguments" in capsys.readouterr().err

@@ -80,7 +80,15 @@ def test_partition_file_is_validated_and_sets_the_clients(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["run", "ssca", "--partition-file", str(tmp_path / "p.json"), "--rounds", "2", "--hidden", "8",
                  "--batch", "10", "--quiet", "--out", str(out)]) == 0
-    assert json.load(open(out / "trace.json"))["config"]["clients"] == 2
+    config = json.load(open(out / "trace.json"))["config"]
+    assert config["clients"] == 2 and config["partition"] == "file"      # the trace says where the split came from
+    # a partition kind beside the file would be ignored: refused, naming both
+    assert main(["run", "ssca", "--partition-file", str(tmp_path / "p.json"), "--partition", "dirichlet:0.1",
+                 "--rounds", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--partition dirichlet:0.1 would be ignored" in err and "p.json" in err
+    assert main(["run", "ssca", "--partition", "file", "--rounds", "2", "--quiet"]) == 2
+    assert "needs --partition-file" in capsys.readouterr().err
     for parts, words in (([list(range(0, 1000)), list(range(999, 4000))], "1 repeated (first [999])"),
                          ([list(range(0, 1000)), list(range(1001, 4000))], "1 missing (first [1000])"),
                          ([list(range(0, 1000)), list(range(1000, 4001))], "must lie in 0..3999"),
@@ -135,3 +143,16 @@ def test_dirichlet_split_matches_flower_datasets_statistics():
         se = np.sqrt(ours.var(axis=0, ddof=1) / S + theirs.var(axis=0, ddof=1) / S)
         z = np.abs(ours.mean(axis=0) - theirs.mean(axis=0)) / se
         assert np.all(z < 4), (alpha, ours.mean(axis=0), theirs.mean(axis=0), z)
+
+
+@pytest.mark.parametrize("sigma", ["200", "700", "1e6"])
+def test_quantity_partition_with_a_huge_sigma_is_still_a_split(sigma, tmp_path, capsys):
+    """exp(σ·z) overflows for σ ≳ 700: the sizes are still a split of every sample into
+    non-empty clients (one client holds almost everything)."""
+    parts = sample_partition(DATA.n_train, 10, f"quantity:{sigma}", np.random.default_rng(0), DATA.y_train)
+    sizes = [len(p) for p in parts]
+    assert sum(sizes) == DATA.n_train and min(sizes) >= 1
+    assert sorted(np.concatenate(parts).tolist()) == list(range(DATA.n_train))
+    assert main(["partition-stats", "--partition", f"quantity:{sigma}", "--out", str(tmp_path)]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()[1:]
+    assert sum(int(r.split()[1]) for r in rows) == DATA.n_train

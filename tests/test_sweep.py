@@ -151,3 +151,20 @@ def test_json_spec_and_other_runners(tmp_path):
     assert run_sweep(str(p), str(tmp_path / "m"), "local", 2)["done"] == 2
     rows, _ = summarize(str(tmp_path / "m"), "final:grad_norm")
     assert len(rows) == 2
+
+
+def test_spec_identity_is_by_value(tmp_path):
+    """lam = 0 and lam = 0.0 are one setting: a rerun with the equivalent spec reuses every task
+    and the summary counts each seed once; a float where a whole number is required is refused."""
+    text = 'runner = "ssca"\nseeds = 2\n[fixed]\nrounds = 3\nhidden = 8\nbatch = 10\neval_every = 3\nlam = {lam}\n'
+    out = str(tmp_path / "s")
+    first = run_sweep(_spec(tmp_path, text=text.format(lam="0")), out)
+    assert first["done"] == 2
+    again = run_sweep(_spec(tmp_path, text=text.format(lam="0.0"), name="b.toml"), out)
+    assert again["skipped"] == 2 and again["done"] == 0
+    assert len(os.listdir(os.path.join(out, "tasks"))) == 2
+    with pytest.raises(ValueError, match=r"rounds must be a whole number"):
+        run_sweep(_spec(tmp_path, text=text.format(lam="0").replace("rounds = 3", "rounds = 3.0"), name="c.toml"),
+                  out)
+    with pytest.raises(ValueError, match="repeats a value"):
+        load_spec(_spec(tmp_path, text='runner = "ssca"\n[grid]\nlam = [0, 0.0]\n', name="d.toml"))

@@ -67,9 +67,16 @@ def sample_partition(n_samples, n_clients, kind="contiguous", rng=None, labels=N
     if name == "iid":
         return [np.sort(b) for b in np.array_split(rng.permutation(N), K)]
     if name == "quantity":
-        w = np.exp(par["sigma"] * rng.standard_normal(K))
+        lw = par["sigma"] * rng.standard_normal(K)
+        w = np.exp(lw)
+        if not (np.isfinite(w.sum()) and w.sum() > 0):
+            # σ so large that exp overflows or underflows: the same shares, computed shifted
+            w = np.exp(lw - lw.max())
         sizes = 1 + np.floor(w / w.sum() * (N - K)).astype(np.int64)       # every client at least one sample
         sizes[np.argmax(sizes)] += N - sizes.sum()
+        if sizes.sum() != N or sizes.min() < 1:            # never, by construction: a guard, not a retry
+            raise ValueError(f"quantity:{par['sigma']:g} drew client sizes {sizes.tolist()} that are not a split "
+                             f"of {N} samples into {K} non-empty clients")
         cuts = np.cumsum(sizes)[:-1]
         return [np.sort(b) for b in np.split(rng.permutation(N), cuts)]
     if labels is None or len(labels) != N:

@@ -46,6 +46,7 @@ class MFCGDConfig:
     problem_seed: int | None = None  # the problem instance's seed (None: seed)
     backend: str = "numba"
     diverge_cost_factor: float = 1e3   # diverged: ||∇F(x̄_t)|| above this × its value at step 1
+    diverge_sq_norm: float = 1e12      # diverged: ||x̄_t||² above this (or not finite)
     init: str | None = None          # FILE.npz/.mat: x1 (d,) and optionally h1, u1, v1 (STORM-type) / y1
     samples: str | None = None       # FILE.npz: the samples in consumption order (docs/guide.md)
     keep_samples: bool = False       # store the samples in the trace (a replay input; large for long runs)
@@ -136,7 +137,8 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         q = 1 if cfg.method == "scgd" else cfg.q
         alpha = cfg.alpha if cfg.method == "local-scgdm" else None
         if numba:
-            gn, smp, rnd = run_local_scgd_synthetic_nb(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run)
+            gn, smp, rnd, xsq = run_local_scgd_synthetic_nb(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run,
+                                                            sq_norms=True)
         else:
             r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval,
                                samples=samples, dump_steps=dumps)
@@ -159,13 +161,18 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         tr.config["capped_steps"] = par.capped_steps(cfg.steps)
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
-    rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor)
+    rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor, max_sq_norm=cfg.diverge_sq_norm)
+    if result is not None and getattr(result, "x_bar", None) is not None:
+        xsq = np.einsum("ij,ij->i", result.x_bar, result.x_bar)
     tr.status = "finished"
     for t in range(1, cfg.steps + 1):
         if t % cfg.eval_every == 0 or t in (1, cfg.steps):
             # the runs above are kernels without early exit: a blow-up is found here, and the
-            # trace keeps the evaluations before it
-            reason = rule.cost("||grad F(x_bar)||", gn[t - 1], gn[0]) if t > 1 else None
+            # trace keeps the evaluations before it. ||∇F|| is bounded on these problems, so the
+            # iterate's norm is tested too
+            reason = rule.sq_norm("||x_bar||^2", xsq[t - 1])
+            if reason is None and t > 1:
+                reason = rule.cost("||grad F(x_bar)||", gn[t - 1], gn[0])
             if reason:
                 tr.status = f"diverged: step {t}: {reason}; trace holds steps 1..{t - 1}"
                 break

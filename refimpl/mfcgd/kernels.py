@@ -277,13 +277,17 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
                 s += A[i, j] * X[m, j]
             Y[m, i] = s + b[m, i] + s_g * np.random.standard_normal()
     gnorm = np.empty(T)
+    xsq = np.empty(T)
     xb = np.empty(d)
     for t in range(1, T + 1):
+        sq = 0.0
         for j in range(d):
             s = 0.0
             for m in range(M):
                 s += X[m, j]
             xb[j] = s / M
+            sq += xb[j] * xb[j]
+        xsq[t - 1] = sq
         ng = 0.0
         gF = np.zeros(d)
         for i in range(p):
@@ -340,15 +344,17 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
                         s += Y[m, i]
                     for m in range(M):
                         Y[m, i] = s / M
-    return gnorm
+    return gnorm, xsq
 
 
-def run_local_scgd_synthetic_nb(problem, x1, T, q, eta, beta, alpha=None, rng=None):
+def run_local_scgd_synthetic_nb(problem, x1, T, q, eta, beta, alpha=None, rng=None, sq_norms=False):
     """Numba version of :func:`run_local_scgd` for the synthetic class (samples drawn in-kernel);
-    returns ``(grad_norm, samples, rounds)`` per step."""
+    returns ``(grad_norm, samples, rounds)`` per step, and with ``sq_norms`` also ||x̄_t||² per
+    step (the divergence rule's iterate test)."""
     rng = rng or np.random.default_rng(0)
-    gn = _local_scgd_synthetic_nb(problem.A, problem.b, problem.c, np.asarray(x1, dtype=np.float64), int(T), int(q),
-                                  float(eta), float(beta), float(alpha or 0.0), alpha is not None,
-                                  problem.s_g, problem.r_f, int(rng.integers(2 ** 31)))
+    gn, xsq = _local_scgd_synthetic_nb(problem.A, problem.b, problem.c, np.asarray(x1, dtype=np.float64), int(T),
+                                       int(q), float(eta), float(beta), float(alpha or 0.0), alpha is not None,
+                                       problem.s_g, problem.r_f, int(rng.integers(2 ** 31)))
     t = np.arange(1, T + 1)
-    return gn, problem.M * (1 + 3 * t), t // int(q)
+    out = (gn, problem.M * (1 + 3 * t), t // int(q))
+    return out + (xsq,) if sq_norms else out

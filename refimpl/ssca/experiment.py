@@ -141,7 +141,17 @@ class RunConfig:
                              (c.engine == "flower", "refimpl's engine (not --engine flower)")):
                 if bad:
                     raise ValueError(f"--sampling pooled (one batch of K·B ids from the whole training set) needs {why}")
-        parse_partition(c.partition)
+        if c.partition_file:
+            # the file is the split: a partition kind beside it would be ignored, so it is refused,
+            # and the trace records "file"
+            if c.partition not in ("contiguous", "file"):
+                raise ValueError(f"--partition-file {c.partition_file} gives every client's samples; --partition "
+                                 f"{c.partition} would be ignored: give one of the two")
+            c.partition = "file"
+        elif c.partition == "file":
+            raise ValueError("--partition file needs --partition-file FILE.json (one list of sample ids per client)")
+        else:
+            parse_partition(c.partition)
         if c.partition_file:
             if c.setting != "sample":
                 raise ValueError("--partition-file applies to --setting sample only")

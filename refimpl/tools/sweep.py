@@ -125,7 +125,11 @@ def validate_spec(doc):
     both = set(fixed) & set(grid_raw)
     if both:
         raise ValueError(f"settings {sorted(both)} are both fixed and in the grid")
-    grid = {k: _expand(k, v) for k, v in grid_raw.items()}
+    grid = {k: [_normalise(cls, k, x) for x in _expand(k, v)] for k, v in grid_raw.items()}
+    fixed = {k: _normalise(cls, k, v) for k, v in fixed.items()}
+    for k, vals in grid.items():
+        if len(set(map(json.dumps, vals))) != len(vals):
+            raise ValueError(f"grid entry {k!r} repeats a value: {vals} (equal numbers count as one value)")
     seeds = doc.get("seeds", [0])
     if isinstance(seeds, int):
         if seeds < 1:
@@ -139,6 +143,33 @@ def validate_spec(doc):
     for cell in cells(grid):
         make_config(runner, {**fixed, **cell}, seeds[0])
     return runner, fixed, grid, seeds
+
+
+def _normalise(cls, name, v):
+    """A spec value in the type of its configuration field, so that a spec's identity (its
+    tasks' hashes, the check against the spec a directory holds) is by value: ``lam = 0`` and
+    ``lam = 0.0`` are one setting; a float where a whole number is required is refused."""
+    t = {f.name: f.type for f in fields(cls)}[name]
+    t = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    kinds = {p.strip() for p in t.split("|")}
+    if v is None and "None" in kinds:
+        return None
+    kinds.discard("None")
+    if kinds == {"int"}:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{name} must be a whole number (an int, not {v!r})")
+        return v
+    if kinds == {"float"}:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{name} must be a number, got {v!r}")
+        return float(v)
+    if kinds == {"bool"}:
+        if not isinstance(v, bool):
+            raise ValueError(f"{name} must be true or false, got {v!r}")
+        return v
+    if kinds == {"str"} and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return repr(float(v)) if isinstance(v, float) else str(v)     # text fields hold numbers as text
+    return v
 
 
 def cells(grid):
