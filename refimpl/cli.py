@@ -1144,6 +1144,23 @@ def build_parser():
     return p
 
 
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill PID``) is handled as Ctrl-C: the engine stops its workers, finished work is
+    kept, the exit status is 130 (only in the main thread of the command's own process)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        return lambda: None
+    signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv=None):
     from refimpl.core.runtime import tune_allocator
     from refimpl.ssca.constrained import SolverError
@@ -1155,6 +1172,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     args.argv = argv
     tune_allocator()
+    restore = _sigterm_as_interrupt()
     try:
         if getattr(args, "config", None):
             loaded = _load_run_config(args.config, args.algorithm)
@@ -1172,3 +1190,5 @@ def main(argv=None):
                 "sweep": "; finished tasks are kept, rerun the same command to continue"}.get(args.command, "")
         _say(f"refimpl: interrupted{hint}")
         return 130
+    finally:
+        restore()

@@ -168,3 +168,76 @@ def test_spec_identity_is_by_value(tmp_path):
                   out)
     with pytest.raises(ValueError, match="repeats a value"):
         load_spec(_spec(tmp_path, text='runner = "ssca"\n[grid]\nlam = [0, 0.0]\n', name="d.toml"))
+
+
+def _children(pid):
+    """PIDs of a process's children (Linux /proc)."""
+    out = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out |= {int(x) for x in open(f"/proc/{pid}/task/{tid}/children").read().split()}
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_sweep(tmp_path, name):
+    spec = _spec(tmp_path, text=SPEC.format(rounds=400).replace("seeds = 2", "seeds = 8"), name=f"{name}.toml")
+    out = tmp_path / name
+    proc = subprocess.Popen([sys.executable, "-m", "refimpl", "sweep", spec, "--out", str(out), "--workers", "2",
+                             "--quiet"], start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        done = [n for n in os.listdir(out / "tasks") if not n.startswith(".")] if (out / "tasks").exists() else []
+        if done:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return proc, out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads worker PIDs from Linux /proc")
+@pytest.mark.parametrize("how", ["SIGINT to the process group", "SIGTERM to the PID"])
+def test_interrupt_stops_the_engine_at_once(tmp_path, how):
+    """Ctrl-C (SIGINT to the whole group, as a terminal sends it) or SIGTERM: nothing more is
+    dispatched, the running tasks are stopped, exit 130 within seconds with the resume hint;
+    the workers are gone and a rerun finishes the rest."""
+    proc, out = _start_sweep(tmp_path, "int")
+    workers = _children(proc.pid)
+    t0 = time.time()
+    if how.startswith("SIGINT"):
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+    err = proc.communicate(timeout=30)[1]
+    assert time.time() - t0 < 10 and proc.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err
+    finished = [n for n in os.listdir(out / "tasks") if not n.startswith(".")]
+    assert 1 <= len(finished) < 32
+    deadline = time.time() + 10
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads worker PIDs from Linux /proc")
+def test_workers_exit_when_the_parent_is_killed(tmp_path):
+    """kill -9 of the parent: its pool processes notice and exit within seconds instead of
+    running on and blocking on a pipe."""
+    proc, out = _start_sweep(tmp_path, "kill")
+    workers = _children(proc.pid)
+    assert workers
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 15
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers), "a worker outlived its killed parent"

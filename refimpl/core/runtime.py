@@ -8,6 +8,7 @@ it makes a batch-10 round about 2× faster. A no-op where glibc is absent.
 from __future__ import annotations
 
 import ctypes
+import os
 import ctypes.util
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -24,3 +25,41 @@ def tune_allocator():
         return bool(libc.mallopt(M_TRIM_THRESHOLD, _THRESHOLD)) and bool(libc.mallopt(M_MMAP_THRESHOLD, _THRESHOLD))
     except (OSError, AttributeError):
         return False
+
+
+# ----------------------------------------------------------------------------- pool processes
+
+def _exit_with_parent(parent_pid, every=0.5):
+    """In a worker process: a daemon thread ends the process (exit 1) as soon as its parent is
+    gone — the parent killed with SIGKILL cannot stop its pool, so the workers stop themselves
+    instead of finishing and publishing tasks nobody collects."""
+    import threading
+    import time as _time
+
+    def watch():
+        while True:
+            _time.sleep(every)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="refimpl-parent-watch").start()
+
+
+def worker_init(parent_pid):
+    """Initializer of every pool process refimpl starts: follow the parent's death, leave Ctrl-C
+    to the parent (which stops the pool), tune the allocator."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent_pid)
+    tune_allocator()
+
+
+def stop_pool(pool):
+    """Stop a ProcessPoolExecutor at once: nothing more is dispatched and the running tasks are
+    killed (their unpublished ``.tmp-`` directories are cleaned, and the tasks rerun, on resume)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(timeout=5)

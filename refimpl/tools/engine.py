@@ -151,6 +151,9 @@ def _resolve(fn):
 _WORKER_READY = False
 
 
+from refimpl.core.runtime import stop_pool, worker_init  # noqa: E402  (pool processes)
+
+
 def _worker_setup():
     """Once per worker process: the allocator tuning the ``refimpl`` command applies to itself
     (refimpl.core.runtime; allocation speed only, never a result)."""
@@ -296,7 +299,9 @@ def _pool_run(batch, width, account):
     from concurrent.futures.process import BrokenProcessPool
     import multiprocessing as mp
     broken = []
-    with ProcessPoolExecutor(max_workers=min(width, len(batch)), mp_context=mp.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(width, len(batch)), mp_context=mp.get_context("spawn"),
+                               initializer=worker_init, initargs=(os.getpid(),))
+    try:
         futs = {pool.submit(run_task, t): t for t in batch}
         pending = set(futs)
         while pending:
@@ -308,6 +313,10 @@ def _pool_run(batch, width, account):
                     broken.append(futs[f])
                     continue
                 account(futs[f], res)
+    except BaseException:          # Ctrl-C / SIGTERM: stop dispatching and kill the running tasks now
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return broken
 
 

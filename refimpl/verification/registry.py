@@ -78,9 +78,15 @@ def map_parts(fn, items):
     env = {v: os.environ.get(v) for v in (PARTS_WORKERS_ENV,)}
     os.environ[PARTS_WORKERS_ENV] = "1"           # parts do not split further
     try:
-        from refimpl.core.runtime import tune_allocator
-        with ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn"),
-                                 initializer=tune_allocator) as pool:
-            return list(pool.map(fn, items))
+        from refimpl.core.runtime import stop_pool, worker_init
+        pool = ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn"),
+                                   initializer=worker_init, initargs=(os.getpid(),))
+        try:
+            out = list(pool.map(fn, items))
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+        return out
     finally:
         os.environ[PARTS_WORKERS_ENV] = env[PARTS_WORKERS_ENV] or str(n)
