@@ -1016,7 +1016,8 @@ def build_parser():
                          "authors (one η, momentum 0.9 re-initialised per round, plain-SGD async, server τ = Q, free "
                          "server compute); default tuned")
     rg.add_argument("--seeds", type=int, default=1, help="vfl with --server-time: seeds per time to target")
-    _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta", "diverge_cost_factor"})
+    _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta", "diverge_cost_factor",
+                                                                 "diverge_sq_norm"})
     cp.set_defaults(fn=cmd_compare, time_budget=None)
     bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")
     bd.add_argument("what", choices=["mfcgd"])

@@ -301,7 +301,7 @@ def test_sweep_field_of_the_wrong_type_is_named(tmp_path, capsys):
     spec = tmp_path / "a.toml"
     spec.write_text(SWEEP.format(rounds='"three"'))
     assert main(["sweep", str(spec), "--out", str(tmp_path / "s"), "--quiet"]) == 2
-    assert "rounds must be a positive integer, got 'three'" in capsys.readouterr().err
+    assert "rounds must be a whole number (an int, not 'three')" in capsys.readouterr().err
 
 
 def test_interrupt_exits_130_with_a_resume_hint(monkeypatch, capsys, tmp_path):

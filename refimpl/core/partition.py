@@ -68,7 +68,8 @@ def sample_partition(n_samples, n_clients, kind="contiguous", rng=None, labels=N
         return [np.sort(b) for b in np.array_split(rng.permutation(N), K)]
     if name == "quantity":
         lw = par["sigma"] * rng.standard_normal(K)
-        w = np.exp(lw)
+        with np.errstate(over="ignore", under="ignore"):
+            w = np.exp(lw)
         if not (np.isfinite(w.sum()) and w.sum() > 0):
             # σ so large that exp overflows or underflows: the same shares, computed shifted
             w = np.exp(lw - lw.max())
