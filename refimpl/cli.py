@@ -3,6 +3,7 @@ crosscheck, diagnose, vectors, check-schedule (``refimpl COMMAND --help`` for ea
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import os
 import sys
@@ -415,16 +416,20 @@ def cmd_bound(args):
 
 
 def cmd_sweep(args):
-    from refimpl.tools.sweep import run_sweep
+    from refimpl.tools.sweep import MAX_CELLS, run_sweep
+    if args.max_cells is not None and args.max_cells < 1:
+        raise ValueError(f"--max-cells must be >= 1, got {args.max_cells}")
     with _progress(args, None, "sweep", "msg") as bar:
         counts = run_sweep(args.spec, args.out, args.executor, args.workers, args.scheduler,
-                           progress=bar, overwrite=args.overwrite)
+                           progress=bar, overwrite=args.overwrite, max_cells=args.max_cells or MAX_CELLS)
     print(json.dumps(counts))
     return 0 if counts["failed"] == 0 else 1
 
 
 def cmd_sweep_summary(args):
     from refimpl.tools.sweep import summarize
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1 (how many best cells to print), got {args.top}")
     rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
     written = [f for f in ("summary.csv", "curves.csv", "failures.csv", "best.png") if os.path.exists(os.path.join(args.dir, f))]
     _say(f"written to {args.dir}: {', '.join(written)}")
@@ -468,7 +473,7 @@ def cmd_report(args):
     return 0
 
 
-def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), clear=False):
+def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv")):
     """Check (and create) an output directory before any work is done: a run that cannot be
     saved, or would silently replace an earlier one, is refused up front."""
     from .tools.sweep import make_out_dir
@@ -477,38 +482,43 @@ def _prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv
     if found and not overwrite:
         raise ValueError(f"--out {out} already holds a result ({', '.join(found)}); "
                          "pass --overwrite to replace it, or choose another directory")
-    if found and clear:
-        _clear_result(out)
 
 
 #: what a run or a λ/U study writes into --out (--overwrite removes these, and only these)
 _RESULT_FILES = ("trace.json", "trace.npz", "trace.png", "dump.mat", "tradeoff.csv", "tradeoff.png")
 
 
-def _clear_result(out):
-    """--overwrite: remove the previous result refimpl wrote into ``out`` — a run's files and a
-    λ/U study's ``lam=*`` / ``U=*`` run directories — so that the directory then holds only the
-    new result; files refimpl did not write are left alone."""
+def _clear_stale_result(out, since):
+    """After an --overwrite run has written its result: remove what is left of the previous
+    result refimpl wrote into ``out`` and this run did not rewrite (modified before ``since``) —
+    a run's files and a λ/U study's ``lam=*`` / ``U=*`` run directories — so that the directory
+    holds only the new result. Until then the old result stays whole (a failed run replaces
+    nothing); files refimpl did not write are left alone."""
     import shutil
     for name in os.listdir(out):
         path = os.path.join(out, name)
-        if name in _RESULT_FILES and os.path.isfile(path):
+        if name in _RESULT_FILES and os.path.isfile(path) and os.path.getmtime(path) < since:
             os.remove(path)
         elif (name.startswith(("lam=", "U=")) and os.path.isdir(path)
-              and os.path.exists(os.path.join(path, "trace.json"))):
+              and os.path.exists(os.path.join(path, "trace.json"))
+              and os.path.getmtime(os.path.join(path, "trace.json")) < since):
             shutil.rmtree(path)
 
 
 def cmd_run(args):
     created = bool(args.out) and not os.path.exists(args.out)
     if args.out:
-        _prepare_out(args.out, args.overwrite, clear=True)
+        _prepare_out(args.out, args.overwrite)
+    import time as _time
+    since = _time.time()
     try:
         code = _dispatch_run(args)
     except BaseException:
         if created and os.path.isdir(args.out) and not os.listdir(args.out):
             os.rmdir(args.out)              # refused before anything was written: leave no empty directory
         raise
+    if args.out and args.overwrite and not created:
+        _clear_stale_result(args.out, since)
     if not args.out and not args.quiet:
         _say("note: no --out given, so nothing was saved (pass --out DIR to keep the trace)")
     return code
@@ -877,6 +887,8 @@ def cmd_crosscheck(args):
     if differ:
         _say("note: the two runs were configured differently (" + "; ".join(differ) + "); differences below may "
              "come from that")
+    if not (math.isfinite(args.tol) and args.tol >= 0):
+        raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {args.tol}")
     rows = crosscheck(a, b)
     if not rows:
         _say("refimpl: the traces share no snapshot round and no metric")
@@ -1034,6 +1046,8 @@ def build_parser():
     sw.add_argument("--out", required=True)
     _engine_options(sw)
     sw.add_argument("--overwrite", action="store_true", help="discard the tasks of another spec in --out")
+    sw.add_argument("--max-cells", type=int, default=None,
+                    help="run a grid larger than the limit of 10,000 cells (a typo in a range is refused otherwise)")
     sw.add_argument("--quiet", action="store_true")
     sw.set_defaults(fn=cmd_sweep)
     ss = sub.add_parser("sweep-summary", help="per-cell mean and spread over seeds; best cells")
@@ -1175,6 +1189,9 @@ def main(argv=None):
     tune_allocator()
     restore = _sigterm_as_interrupt()
     try:
+        if getattr(args, "scheduler", None) and getattr(args, "executor", None) != "dask":
+            raise ValueError(f"--scheduler {args.scheduler} is a Dask scheduler address: it needs --executor dask "
+                             f"(the {getattr(args, 'executor', None) or 'local'} executor would ignore it)")
         if getattr(args, "config", None):
             loaded = _load_run_config(args.config, args.algorithm)
             RUN_PARSERS[args.algorithm].set_defaults(**loaded)

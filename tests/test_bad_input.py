@@ -408,3 +408,120 @@ def test_preset_conflicts_from_a_config_file_and_abbreviations_are_errors(tmp_pa
             main(["run", "ssca", *TINY, "--preset", "authors", *abbrev])
         assert exc.value.code == 2
         assert "unrecognized arguments" in capsys.readouterr().err
+
+
+# -- accepted nonsense, now one-line errors ---------------------------------------------------------
+
+def _two_traces(tmp_path):
+    a = tmp_path / "a"
+    assert main(["run", "ssca", *TINY, "--snapshots", "0,3", "--out", str(a)]) == 0
+    return str(a)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "flexvfl", "--time-budget", "-5", "--rounds", "2"], "--time-budget must be a finite simulated time > 0"),
+    (["run", "flexvfl", "--time-budget", "0", "--rounds", "2"], "got 0.0"),
+    (["run", "async-vfl", "--time-budget", "nan"], "--time-budget must be a finite"),
+    (["run", "flexvfl", "--target", "2", "--rounds", "2"], "--target is a test accuracy in (0, 1], got 2.0"),
+    (["run", "ssca", "--rounds", "2", "--snapshots", "5"], "--snapshots 5: 5 is not a round of this run (allowed: "
+                                                           "whole numbers 0..2)"),
+    (["run", "ssca", "--rounds", "2", "--snapshots=-1"], "-1 is not a round"),
+    (["run", "ssca", "--rounds", "2", "--scheduler", "tcp://localhost:8786"], None),   # run takes no scheduler
+    (["sweep", "SPEC", "--out", "OUT", "--scheduler", "tcp://localhost:8786"], "needs --executor dask"),
+])
+def test_nonsense_is_refused_in_one_line(tmp_path, capsys, argv, words):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP.format(rounds=2))
+    argv = [str(spec) if a == "SPEC" else str(tmp_path / "o") if a == "OUT" else a for a in argv]
+    if words is None:
+        with pytest.raises(SystemExit):
+            main([*argv, "--quiet"])
+        return
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o" / "tasks").exists() or not os.listdir(tmp_path / "o" / "tasks")
+
+
+@pytest.mark.parametrize("tol", ["-1", "nan"])
+def test_crosscheck_refuses_a_tolerance_that_is_not_a_distance(tmp_path, capsys, tol):
+    a = _two_traces(tmp_path)
+    assert main(["crosscheck", a, a, "--tol", tol]) == 2
+    assert "--tol must be a finite number >= 0" in capsys.readouterr().err
+
+
+def test_sweep_summary_top_and_metric_are_checked(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP.format(rounds=2))
+    out = tmp_path / "o"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert main(["sweep-summary", str(out), "--top", "-1"]) == 2
+    assert "--top must be >= 1" in capsys.readouterr().err
+    assert main(["sweep-summary", str(out), "--metric", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--metric nope: not a metric of these runs" in err and "train_cost" in err
+
+
+@pytest.mark.parametrize("text, words", [
+    ('runner = "ssca"\nseeds = true\n', "seeds must be a positive count or a list of integers, got True"),
+    ('runner = "ssca"\n[grid]\ntau = { start = 0.1, stop = 0.2, num = 2.7 }\n', "num must be a whole number"),
+    ('runner = "ssca"\n[grid]\ntau = { start = 0.1, stop = 0.2, num = 10000 }\nlam = { start = 0.1, stop = 1, '
+     'num = 1000 }\n', "the grid has 10,000,000 cells (tau: 10000 × lam: 1000), above the limit of 10,000"),
+])
+def test_sweep_spec_nonsense_is_refused_before_anything_runs(tmp_path, capsys, text, words):
+    import time
+    spec = tmp_path / "s.toml"
+    spec.write_text(text)
+    t0 = time.time()
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert time.time() - t0 < 10
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+    if "cells" in words:
+        assert "--max-cells 10000000" in err
+
+
+def test_npz_n_classes_must_be_a_whole_number(tmp_path, capsys):
+    from refimpl.core.data import load_embedded_mnist
+    d = load_embedded_mnist()
+    for bad in (10.7, [10, 10], "ten"):
+        p = tmp_path / "d.npz"
+        np.savez(p, X_train=d.X_train[:50], y_train=d.y_train[:50], X_test=d.X_test[:20], y_test=d.y_test[:20],
+                 n_classes=np.array(bad))
+        assert main(["run", "ssca", *TINY, "--data", str(p)]) == 2
+        assert "n_classes must be one whole number >= 1" in capsys.readouterr().err
+
+
+def test_a_full_disk_leaves_the_old_trace_whole_and_says_what_was_needed(tmp_path, capsys, monkeypatch):
+    import builtins
+    import errno
+    from refimpl.core import trace as T
+    out = tmp_path / "o"
+    assert main(["run", "ssca", *TINY, "--out", str(out)]) == 0
+    before = {n: (out / n).read_bytes() for n in ("trace.json", "trace.npz")}
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            self.f.write(bytes(data[:10]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full_open(path, mode="r", *a, **kw):
+        f = real_open(path, mode, *a, **kw)
+        return Full(f) if str(path).endswith("trace.json.tmp") else f
+    monkeypatch.setattr(T, "open", full_open, raising=False)
+    assert main(["run", "ssca", *TINY, "--seed", "3", "--out", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "no space left on the device" in err and "MB, " in err and "nothing was replaced" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert {n: (out / n).read_bytes() for n in ("trace.json", "trace.npz")} == before
+    assert not [n for n in os.listdir(out) if n.endswith(".tmp")]

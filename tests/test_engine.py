@@ -107,8 +107,11 @@ def test_worker_dying_mid_task_is_retried_then_reported(tmp_path):
     engine.make_out_dir(str(root), "tasks", "failed")
     tasks = [_probe(root, 0, die_once=str(tmp_path / "died0")), _probe(root, 1, die_always=True),
              _probe(root, 2, sleep=0.2), _probe(root, 3)]
-    res = engine.execute(tasks, "local", 2)
+    deaths = []
+    res = engine.execute(tasks, "local", 2, on_death=lambda t, n: deaths.append((t["id"], n)))
     assert res["probe0"][0] == "done" and os.path.exists(tmp_path / "died0")     # died once, retried
+    # every death is reported: probe0 once, probe1 at each of its attempts
+    assert ("probe0", 1) in deaths and [n for i, n in deaths if i == "probe1"] == [1, 2]
     assert res["probe2"][0] == "done" and res["probe3"][0] == "done"
     assert res["probe1"][0] == "failed" and "died" in res["probe1"][1]
     assert json.load(open(root / "failed" / "probe1.json"))["error"].startswith("the worker process died")
@@ -183,3 +186,13 @@ def test_verify_lets_checks_use_as_many_processes_as_workers(monkeypatch):
     assert ["vfl.claim_flex_vs_sync", "vfl.claim_flex_vs_async"] in seen["groups"]
     assert seen["n"] == len(recs) - 1                                 # the two regime claims share a task
     assert all(not r.holds and "error" in r.details for r in recs)    # no result: reported as failed, not lost
+
+
+def test_a_replaced_worker_is_reported_in_one_line_and_in_the_counts(tmp_path, capsys):
+    from refimpl.tools.reproduce import run_tasks
+    root = tmp_path / "p"
+    tasks = [_probe(root, 0, die_once=str(tmp_path / "died0"), label="probe-zero"), _probe(root, 1)]
+    counts, failures, _ = run_tasks(tasks, "local", 2)
+    assert counts["worker_deaths"] == 1 and counts["ran"] == 2 and not failures
+    err = capsys.readouterr().err
+    assert err.count("a worker process died while running probe-zero") == 1 and "rerun" in err

@@ -55,7 +55,7 @@ def test_local_and_dask_give_identical_results(tmp_path):
     assert c1["done"] == c2["done"] == 8 and c1["failed"] == 0
     _same(_contents(tmp_path / "local"), _contents(tmp_path / "dask"))
     again = run_sweep(spec, str(tmp_path / "local"), "local", 2)       # resumable: nothing to do
-    assert again == {"total": 8, "skipped": 8, "done": 0, "failed": 0}
+    assert again == {"total": 8, "skipped": 8, "done": 0, "failed": 0, "worker_deaths": 0}
     with pytest.raises(ValueError, match="executor"):
         run_sweep(spec, str(tmp_path / "x"), "ray", 2)
 
@@ -95,7 +95,7 @@ def test_failing_task_is_reported_and_the_rest_finish(tmp_path, capsys):
     spec = _spec(tmp_path, text=text)
     code = main(["sweep", spec, "--out", str(tmp_path / "o"), "--quiet"])
     counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert code == 1 and counts == {"total": 16, "skipped": 0, "done": 8, "failed": 8}
+    assert code == 1 and counts == {"total": 16, "skipped": 0, "done": 8, "failed": 8, "worker_deaths": 0}
     rows, failures = summarize(str(tmp_path / "o"))
     assert len(rows) == 4 and len(failures) == 8
     assert all("larger than client" in f["error"] for f in failures)

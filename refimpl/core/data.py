@@ -104,7 +104,15 @@ def load_npz_dataset(path, label_base=0) -> Dataset:
             raise ValueError(f"--data {path}: missing arrays {missing}; expected X_train, y_train, "
                              "X_test, y_test")
         arrays = {k: z[k] for k in ("X_train", "y_train", "X_test", "y_test")}
-        given = int(z["n_classes"]) if "n_classes" in z.files else None
+        given = None
+        if "n_classes" in z.files:
+            nc = z["n_classes"]
+            ok = nc.size == 1 and nc.dtype.kind in "iuf" and float(nc.reshape(-1)[0]).is_integer() \
+                and float(nc.reshape(-1)[0]) >= 1
+            if not ok:
+                raise ValueError(f"--data {path}: n_classes must be one whole number >= 1, got "
+                                 f"{nc.tolist() if nc.size <= 4 else nc.shape}")
+            given = int(nc.reshape(-1)[0])
     if label_base:
         for k in ("y_train", "y_test"):
             y = arrays[k]

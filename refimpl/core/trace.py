@@ -63,11 +63,13 @@ class Trace:
             arrays["batches"] = self.batches
         for k, v in self.arrays.items():
             arrays[f"array_{k}"] = np.asarray(v)
-        _atomic(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays))
         doc = {"config": self.config, "status": self.status, "metrics": {k: v for k, v in self.metrics.items() if len(v)},
                "snapshot_rounds": sorted(self.snapshots), "ledger_round1": self.ledger_round1}
-        _atomic(os.path.join(out_dir, "trace.json"),
-                lambda fh: fh.write(json.dumps(doc, indent=1, default=_jsonable).encode()))
+        # both files are written to temporaries before either replaces its predecessor: a failure
+        # (a full disk) leaves the previous trace whole
+        _atomic_all([(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays)),
+                     (os.path.join(out_dir, "trace.json"),
+                      lambda fh: fh.write(json.dumps(doc, indent=1, default=_jsonable).encode()))])
 
     @classmethod
     def load(cls, path):
@@ -105,11 +107,48 @@ def write_csv(path, rows, fieldnames=None):
     _atomic(path, lambda fh: fh.write(buf.getvalue().encode()))
 
 
+class DiskFull(RuntimeError):
+    """The device holding --out has no room for a result file (ENOSPC)."""
+
+
 def _atomic(path, write):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        write(fh)
-    os.replace(tmp, path)
+    """Write ``path`` through ``path.tmp`` and an atomic rename (see :func:`_atomic_all`)."""
+    _atomic_all([(path, write)])
+
+
+def _atomic_all(files):
+    """Write every ``(path, write)`` through ``path.tmp``, then rename them all: each previous
+    file stays intact until every new one is complete. A full disk (ENOSPC) removes the
+    temporary files and raises :class:`DiskFull` saying how many bytes the files need."""
+    import errno
+    import io
+    import shutil
+    blobs = []
+    for path, write in files:
+        buf = io.BytesIO()
+        write(buf)
+        blobs.append((path, buf.getbuffer()))
+    done = []
+    try:
+        for path, data in blobs:
+            done.append(path + ".tmp")
+            with open(path + ".tmp", "wb") as fh:
+                fh.write(data)
+    except OSError as exc:
+        for tmp in done:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+        if exc.errno == errno.ENOSPC:
+            where = os.path.dirname(os.path.abspath(blobs[0][0]))
+            need = sum(len(d) for _, d in blobs)
+            raise DiskFull(f"no space left on the device to write {', '.join(p for p, _ in blobs)}: they need "
+                           f"{need / 1e6:.2f} MB, {shutil.disk_usage(where).free / 1e6:.2f} MB are free; nothing "
+                           f"was replaced (free space, or choose another --out)") from None
+        raise
+    for path, _ in blobs:
+        os.replace(path + ".tmp", path)
 
 
 def _jsonable(o):

@@ -116,6 +116,11 @@ class RunConfig:
     def resolved(self):
         """A copy with the paper's defaults filled in and every value validated."""
         c = RunConfig(**asdict(self))
+        bad = [s for s in c.snapshots if isinstance(s, bool) or not isinstance(s, (int, np.integer))
+               or not 0 <= s <= c.rounds]
+        if bad:
+            raise ValueError(f"--snapshots {','.join(map(str, c.snapshots))}: {bad[0]!r} is not a round of this run "
+                             f"(allowed: whole numbers 0..{c.rounds})")
         if c.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {c.algorithm!r}")
         if c.engine not in ENGINES:

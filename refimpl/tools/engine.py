@@ -242,12 +242,14 @@ def single_threaded_env():
                 os.environ[v] = old
 
 
-def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, retries=1):
+def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, retries=1, on_death=None):
     """Run ``tasks`` (skipping finished ones is the caller's choice: a finished task returns at
     once); ``on_result(task, status, message, result)`` is called in the parent as each ends.
     Returns ``{id: (status, message, result)}``.
 
-    Largest ``cost`` first (a task's optional estimate), so long tasks do not start last."""
+    Largest ``cost`` first (a task's optional estimate), so long tasks do not start last.
+    ``on_death(task, n)``: called when a worker process died while running ``task`` (the n-th
+    time); the worker is replaced and the task rerun (local executor)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     order = sorted(tasks, key=lambda t: -float(t.get("cost", 0.0)))
@@ -263,13 +265,13 @@ def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, 
         return out
     with single_threaded_env():
         if executor == "local":
-            _execute_local(order, int(workers), retries, account)
+            _execute_local(order, int(workers), retries, account, on_death)
         else:
             _execute_dask(order, int(workers), scheduler, retries, account)
     return out
 
 
-def _execute_local(order, workers, retries, account):
+def _execute_local(order, workers, retries, account, on_death=None):
     """A pool of spawned processes. When a worker dies, every task of the pool ends with
     BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
     a time, so a second death is attributable to its own task, and the rest are resubmitted."""
@@ -286,6 +288,8 @@ def _execute_local(order, workers, retries, account):
                 continue
             clean_partial_task(t)
             deaths[t["id"]] += 1
+            if on_death:
+                on_death(t, deaths[t["id"]])
             if deaths[t["id"]] <= retries:
                 alone.append(t)
             else:

@@ -268,7 +268,7 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
             clean_partial(r)
         pending = [t for t in tasks if not finished(t["root"], t["id"])]
         counts = {"total": len(tasks), "reused": len(tasks) - len(pending), "ran": 0, "failed": 0,
-                  "workers": workers}
+                  "workers": workers, "worker_deaths": 0}
         failures, results = [], {}
 
         def on_result(task, status, msg, result):
@@ -282,8 +282,17 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
                          f"({counts['ran'] + counts['failed']}/{len(pending)})")
         if progress and counts["reused"]:
             progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
-        execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result)
+        execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result,
+                on_death=lambda task, n: _report_death(task, n, counts))
     return counts, failures, results
+
+
+def _report_death(task, n, counts):
+    """A worker died while running ``task``: one line on stderr, counted in the run's JSON."""
+    counts["worker_deaths"] = counts.get("worker_deaths", 0) + 1
+    name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
+    print(f"refimpl: a worker process died while running {name} ({n} time{'s' if n > 1 else ''}); it was "
+          f"replaced and the task is rerun", file=sys.stderr, flush=True)
 
 
 def finish(rep, counts=None, seconds=None, executor="local", workers=None):

@@ -70,7 +70,9 @@ def _expand(name, v):
         unknown = set(v) - {"start", "stop", "num", "log"}
         if unknown or not {"start", "stop", "num"} <= set(v):
             raise ValueError(f"grid range {name!r} needs start, stop, num (and optionally log), got {sorted(v)}")
-        num = int(v["num"])
+        num = v["num"]
+        if isinstance(num, bool) or not isinstance(num, int):
+            raise ValueError(f"grid range {name!r}: num must be a whole number of values, got {num!r}")
         if num < 1:
             raise ValueError(f"grid range {name!r}: num must be >= 1, got {num}")
         vals = (np.geomspace if v.get("log") else np.linspace)(float(v["start"]), float(v["stop"]), num)
@@ -98,13 +100,18 @@ def read_document(path):
         raise ValueError(f"{path}: not valid JSON ({exc})")
 
 
-def load_spec(path):
+#: a grid with more cells than this is refused unless ``--max-cells`` raises the limit (each cell
+#: is validated, and every cell × seed is a task: a typo in a range should not start 10^7 of them)
+MAX_CELLS = 10_000
+
+
+def load_spec(path, max_cells=MAX_CELLS):
     """Read and validate a sweep spec; returns (runner, fixed, grid (name → values), seeds)."""
     doc = read_document(path)
-    return validate_spec(doc)
+    return validate_spec(doc, max_cells)
 
 
-def validate_spec(doc):
+def validate_spec(doc, max_cells=MAX_CELLS):
     if not isinstance(doc, dict):
         raise ValueError("a sweep spec is a table/object at the top level")
     unknown = set(doc) - SPEC_KEYS
@@ -125,12 +132,23 @@ def validate_spec(doc):
     both = set(fixed) & set(grid_raw)
     if both:
         raise ValueError(f"settings {sorted(both)} are both fixed and in the grid")
+    sizes = {k: len(v) if isinstance(v, list) else v.get("num") if isinstance(v, dict) else 1
+             for k, v in grid_raw.items()}
+    n_cells = 1
+    for n in sizes.values():
+        n_cells *= n if isinstance(n, int) and not isinstance(n, bool) else 1
+    if n_cells > max_cells:
+        shape = " × ".join(f"{k}: {n}" for k, n in sizes.items())
+        raise ValueError(f"the grid has {n_cells:,} cells ({shape}), above the limit of {max_cells:,}; "
+                         f"pass --max-cells {n_cells} to run them all")
     grid = {k: [_normalise(cls, k, x) for x in _expand(k, v)] for k, v in grid_raw.items()}
     fixed = {k: _normalise(cls, k, v) for k, v in fixed.items()}
     for k, vals in grid.items():
         if len(set(map(json.dumps, vals))) != len(vals):
             raise ValueError(f"grid entry {k!r} repeats a value: {vals} (equal numbers count as one value)")
     seeds = doc.get("seeds", [0])
+    if isinstance(seeds, bool) or (isinstance(seeds, list) and any(isinstance(s, bool) for s in seeds)):
+        raise ValueError(f"seeds must be a positive count or a list of integers, got {seeds!r}")
     if isinstance(seeds, int):
         if seeds < 1:
             raise ValueError(f"seeds must be a positive count or a list, got {seeds}")
@@ -246,14 +264,15 @@ def spec_difference(old, new):
     return out
 
 
-def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None, progress=None, overwrite=False):
+def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None, progress=None, overwrite=False,
+              max_cells=MAX_CELLS):
     """Run every unfinished task of the spec; returns the counts {done, failed, skipped}.
 
     A directory holding a sweep of another spec is refused (the difference is shown) unless
     ``overwrite``, which removes its tasks first: tasks of two specs never mix."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be 'local' or 'dask', got {executor!r}")
-    runner, fixed, grid, seeds = load_spec(spec_path)
+    runner, fixed, grid, seeds = load_spec(spec_path, max_cells)
     todo = tasks(runner, fixed, grid, seeds)
     workers = resolve_workers(workers, len(todo))
     make_out_dir(out_dir, "tasks", "failed")
@@ -284,7 +303,10 @@ def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None
 
         def on_result(task, status, msg, result):
             _account((task["id"], status, msg), task, counts, len(pending), progress)
-        execute(pending, executor, workers, scheduler, on_result)
+        from refimpl.tools.reproduce import _report_death
+        counts["worker_deaths"] = 0
+        execute(pending, executor, workers, scheduler, on_result,
+                on_death=lambda task, n: _report_death(task, n, counts))
     return counts
 
 
@@ -373,6 +395,9 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
     write_csv(os.path.join(out_dir, "curves.csv"), curves)
     write_csv(os.path.join(out_dir, "failures.csv"), failures, ("task", "cell", "seed", "error"))
     metric = metric or criterion.lstrip("-").partition(":")[2].split("<")[0].split(">")[0]
+    recorded = sorted({k for ms in groups.values() for _, tr in ms for k in tr.metrics})
+    if metric not in recorded:
+        raise ValueError(f"--metric {metric}: not a metric of these runs; recorded: {', '.join(recorded)}")
     _plot_best(out_dir, rows[:top], curves, metric)
     return rows, failures
 

@@ -123,6 +123,10 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     net = network_of(cfg, model_speeds, conv["server_time_unit"])
     authors = cfg.protocol == "authors"
     budget = cfg.time_budget
+    if budget is not None and not (isinstance(budget, (int, float)) and np.isfinite(budget) and budget > 0):
+        raise ValueError(f"--time-budget must be a finite simulated time > 0, got {budget}")
+    if cfg.target is not None and not (isinstance(cfg.target, (int, float)) and 0 < cfg.target <= 1):
+        raise ValueError(f"--target is a test accuracy in (0, 1], got {cfg.target}")
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     batches = None
     if cfg.batches is not None:
