@@ -143,10 +143,22 @@ def _load_run_config(path, algorithm):
     if bad:
         raise ValueError(f"{path}: {bad} do not apply to {algorithm}; allowed keys: {sorted(set(allowed) | allowed_extra)}")
     vals = {}
+    from dataclasses import fields as _fields
+    from .options import config_class
+    from .tools.sweep import _normalise
+    cls = config_class(family_of(algorithm))
+    typed = {f.name for f in _fields(cls)}
     for k, v in doc.items():
         o = allowed.get(k)
         if isinstance(v, list) and o is not None and o.text:
             v = ",".join(str(x) for x in v)
+        elif k in typed and not isinstance(v, list):
+            try:
+                v = _normalise(cls, k, v)
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}")
+        if k == "seed" and isinstance(v, int) and v < 0:
+            raise ValueError(f"{path}: seed must be a whole number >= 0, got {v}")
         vals[k] = v
     return vals
 
@@ -253,7 +265,7 @@ def cmd_compare(args):
         from dataclasses import replace as _replace
         cfg = _replace(cfg, time_budget=1000.0)
         _info(args, "note: no --time-budget given: every method runs for 1000 units of simulated time")
-    targets = [float(t) for t in args.targets.split(",")]
+    targets = _floats("targets", args.targets)
     with _progress(args, 5, "compare vfl", "method") as bar:
         traces, curve, table = compare_vfl(cfg, _load_data(args), targets=targets, progress=bar)
     for row in table:
@@ -278,7 +290,7 @@ def cmd_compare_regimes(args):
     protocol = RG.check_protocol(args.protocol or "tuned")
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    targets = [float(t) for t in args.targets.split(",")]
+    targets = _floats("targets", args.targets)
     target = targets[len(targets) // 2]
     cfg = _vfl_config(args, "flexvfl")
     if cfg.time_budget is None:
@@ -444,6 +456,10 @@ def cmd_sweep_summary(args):
 
 def cmd_reproduce(args):
     from refimpl.tools.reproduce import reproduce, tune_and_reproduce
+    for flag in ("rounds", "seeds"):
+        v = getattr(args, flag, None)
+        if v is not None and v < 1:
+            raise ValueError(f"--{flag} must be >= 1, got {v}")
     if args.tune:
         for flag in ("paper", "quick"):
             if getattr(args, flag):
@@ -949,7 +965,13 @@ def cmd_partition_stats(args):
 
 def cmd_check_schedule(args):
     from refimpl.core.schedules import PowerLaw, check_step_sizes
-    rho, gamma = PowerLaw(args.rho_a, args.rho_alpha), PowerLaw(args.gamma_a, args.gamma_alpha)
+    made = []
+    for sym, a, alpha in (("rho", args.rho_a, args.rho_alpha), ("gamma", args.gamma_a, args.gamma_alpha)):
+        try:
+            made.append(PowerLaw(a, alpha))
+        except ValueError as exc:
+            raise ValueError(f"--{sym}-a {a:g} / --{sym}-alpha {alpha:g} (the schedule {sym}_t = a / t^alpha): {exc}")
+    rho, gamma = made
     conds = check_step_sizes(rho, gamma)
     for c in conds:
         print(f"{c.equation} {c.name:<22} {'met' if c.met else 'NOT MET'}  {c.reason}")
@@ -1189,6 +1211,9 @@ def main(argv=None):
     tune_allocator()
     restore = _sigterm_as_interrupt()
     try:
+        seed = getattr(args, "seed", None)
+        if isinstance(seed, int) and not isinstance(seed, bool) and seed < 0:
+            raise ValueError(f"--seed must be a whole number >= 0, got {seed}")
         if getattr(args, "scheduler", None) and getattr(args, "executor", None) != "dask":
             raise ValueError(f"--scheduler {args.scheduler} is a Dask scheduler address: it needs --executor dask "
                              f"(the {getattr(args, 'executor', None) or 'local'} executor would ignore it)")
@@ -1201,6 +1226,10 @@ def main(argv=None):
         return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")
+        return 2
+    except OSError as exc:             # a directory given as a file, a file given as --out, …
+        what = f"{exc.filename}: " if exc.filename else ""
+        _say(f"refimpl: error: {what}{exc.strerror or exc}")
         return 2
     except KeyboardInterrupt:
         hint = {"reproduce": "; finished runs are kept, continue with --resume",

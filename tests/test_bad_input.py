@@ -525,3 +525,39 @@ def test_a_full_disk_leaves_the_old_trace_whole_and_says_what_was_needed(tmp_pat
     assert err.count("\n") == 1 and "Traceback" not in err
     assert {n: (out / n).read_bytes() for n in ("trace.json", "trace.npz")} == before
     assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "ssca", "--config", "DIR", "--rounds", "2"], "DIR: Is a directory"),
+    (["run", "ssca", "--data", "DIR", "--rounds", "2"], "DIR: Is a directory"),
+    (["run", "ssca", "--config", "CFG:rounds = 'three'"], "rounds must be a whole number (an int, not 'three')"),
+    (["run", "ssca", "--config", "CFG:bias = 'yes'", "--rounds", "2"], "bias must be true or false, got 'yes'"),
+    (["run", "ssca", "--config", "CFG:seed = -5", "--rounds", "2"], "seed must be a whole number >= 0, got -5"),
+    (["run", "ssca", "--seed", "-5", "--rounds", "2"], "--seed must be a whole number >= 0, got -5"),
+    (["check-schedule", "--rho-a", "0", "--rho-alpha", "0.5", "--gamma-alpha", "0.6"], "--rho-a 0 / --rho-alpha 0.5"),
+    (["check-schedule", "--gamma-a", "0", "--rho-alpha", "0.5", "--gamma-alpha", "0.6"], "--gamma-a 0"),
+    (["run", "ssca", "--rounds", "1000000000"], "would need 7,450.6 GiB of memory"),
+    (["compare", "vfl", "--targets", "abc"], "--targets takes a number"),
+    (["reproduce", "mfcgd-rates", "--rounds", "-5", "--out", "OUT"], "--rounds must be >= 1, got -5"),
+    (["run", "ssca", "--rounds", "2", "--out", "LOOP"], "is a symbolic link to nothing"),
+    (["run", "ssca", "--rounds", "2", "--out", "DANGLING"], "is a symbolic link to nothing"),
+    (["report", "--quick", "--out", "FILE"], "File exists"),
+])
+def test_what_gave_a_traceback_is_one_line(tmp_path, capsys, argv, words):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f.txt").write_text("x")
+    os.symlink(tmp_path / "l2", tmp_path / "l1")
+    os.symlink(tmp_path / "l1", tmp_path / "l2")
+    os.symlink(tmp_path / "nowhere" / "x", tmp_path / "dang")
+    subs = {"DIR": str(tmp_path / "d"), "OUT": str(tmp_path / "o"), "LOOP": str(tmp_path / "l1"),
+            "DANGLING": str(tmp_path / "dang"), "FILE": str(tmp_path / "f.txt")}
+    out = []
+    for a in argv:
+        if a.startswith("CFG:"):
+            (tmp_path / "c.toml").write_text(a[4:].replace("'", '"') + "\n")
+            a = str(tmp_path / "c.toml")
+        out.append(subs.get(a, a))
+    assert main([*out] + ([] if out[0] == "check-schedule" else ["--quiet"])) == 2
+    err = capsys.readouterr().err
+    assert words.replace("DIR", str(tmp_path / "d")) in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

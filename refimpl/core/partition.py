@@ -227,6 +227,19 @@ class BatchSchedule:
                              f"indices must lie in 0..{n_samples - 1}")
 
 
+#: the largest batch schedule built in memory (rounds × clients × B sample ids, int64)
+MAX_SCHEDULE_BYTES = 4 * 2 ** 30
+
+
+def _check_schedule_size(shape):
+    need = 8 * int(np.prod([int(s) for s in shape], dtype=object))
+    if need > MAX_SCHEDULE_BYTES:
+        dims = " × ".join(f"{s:,}" for s in shape)
+        raise ValueError(f"the batch schedule ({dims} sample ids) would need {need / 2 ** 30:,.1f} GiB of memory, "
+                         f"above the {MAX_SCHEDULE_BYTES / 2 ** 30:g} GiB allowed: fewer --rounds, clients or a "
+                         f"smaller --batch")
+
+
 def sample_based_schedule(parts, rounds, per_client, rng: np.random.Generator):
     """Each client draws ``per_client`` distinct samples of its own uniformly, every round."""
     T, B = V.positive_int("rounds", rounds), V.positive_int("batch", per_client)
@@ -234,6 +247,7 @@ def sample_based_schedule(parts, rounds, per_client, rng: np.random.Generator):
         if B > len(p):
             raise ValueError(f"batch {B} is larger than client {k}'s {len(p)} samples; "
                              f"allowed: 1..{min(len(q) for q in parts)}")
+    _check_schedule_size((T, len(parts), B))
     idx = np.empty((T, len(parts), B), dtype=np.int64)
     for t in range(T):
         for k, p in enumerate(parts):
@@ -246,6 +260,7 @@ def feature_based_schedule(n_samples, rounds, batch, rng: np.random.Generator):
     T, B = V.positive_int("rounds", rounds), V.positive_int("batch", batch)
     if B > n_samples:
         raise ValueError(f"batch {B} is larger than the {n_samples} training samples")
+    _check_schedule_size((T, B))
     idx = np.empty((T, B), dtype=np.int64)
     for t in range(T):
         idx[t] = rng.choice(n_samples, B, replace=False) if B < n_samples else np.arange(n_samples)

@@ -75,6 +75,9 @@ def resolve_workers(workers, n_tasks, what="tasks"):
 
 def make_out_dir(out_dir, *subdirs):
     """Create ``out_dir`` (and subdirectories) or fail with a message naming it."""
+    if os.path.islink(out_dir) and not os.path.exists(out_dir):
+        raise ValueError(f"--out {out_dir} is a symbolic link to nothing ({os.readlink(out_dir)} does not exist, "
+                         f"or the links form a loop)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise ValueError(f"--out {out_dir}: exists and is not a directory")
     try:
