@@ -86,10 +86,13 @@ print("figure:", png)
 # ## A theorem, measured: stationarity (Theorem 1)
 #
 # Theorem 1 says every limit point is stationary, for schedules meeting (4) and (6). The check
-# `ssca.theorem1_stationarity` runs SSCA with ρ_t = 1/t^0.6 (which meets them) and compares the
-# full gradient norm ‖∇F(ω^t)‖ over the last quarter of the run with the first quarter; the
-# ratio must be below 1. Near the initial point the gradient is small, so the first and last
-# iterates alone would say nothing.
+# `ssca.theorem1_stationarity` runs SSCA (10 clients, each client's whole shard as its batch, so
+# the rounds are deterministic) with ρ_t = t^-0.55 and two step sizes that meet the conditions:
+# γ_t = 0.5 t^-0.6, and γ_t = 0.9 t^-0.9, the slowest admissible decay. It measures the full
+# gradient norm ‖∇F(ω^t)‖ (with an independent transcription of ∇F, not the model's own gradient)
+# every T/20 rounds and asks that ‖∇F(ω^T)‖/‖∇F(ω^0)‖ end below 0.15 (first schedule) and 0.5
+# (second), and that both log–log trends fall. The table's ratio is the larger of the two
+# measured fractions over its stated bound.
 
 # %%
 from refimpl.tools.verify import format_table, run_checks

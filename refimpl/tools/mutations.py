@@ -178,7 +178,7 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None):
     return out
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None):
+def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE):
     """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
     first failing vector ids."""
@@ -191,8 +191,16 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
                      f"{'caught by ' + ', '.join(r.caught_by) if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
                      f" ({r.seconds:.0f} s)")
+    # the mutations of a file with Numba kernels recompile them (the copy's cache no longer
+    # matches): the slowest, so they start first and the pool does not end on one of them
+    def cost(m):
+        try:
+            return 10 if "@njit" in (Path(package).parent / m.file).read_text() else 1
+        except OSError:
+            return 1
+    order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
     with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
-        list(ex.map(one, range(len(mutations))))
+        list(ex.map(one, order))
     return results
 
 
