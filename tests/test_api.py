@@ -63,7 +63,7 @@ def test_option_of_another_algorithm_is_an_error(capsys):
 
 def test_config_file_sets_options_and_flags_override_it(tmp_path):
     (tmp_path / "run.toml").write_text('batch = 10\nrounds = 6\nhidden = 8\neval_every = 3\ntau = 0.25\n'
-                                       'snapshots = [0, 6]\n')
+                                       'snapshots = [0, 3]\n')
     out = tmp_path / "o"
     assert main(["run", "ssca", "--config", str(tmp_path / "run.toml"), "--rounds", "3", "--quiet",
                  "--out", str(out)]) == 0
