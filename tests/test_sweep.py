@@ -189,10 +189,14 @@ def _alive(pid):
         return False
 
 
-def _start_sweep(tmp_path, name):
-    spec = _spec(tmp_path, text=SPEC.format(rounds=400).replace("seeds = 2", "seeds = 8"), name=f"{name}.toml")
+def _start_sweep(tmp_path, name, command="sweep"):
     out = tmp_path / name
-    proc = subprocess.Popen([sys.executable, "-m", "refimpl", "sweep", spec, "--out", str(out), "--workers", "2",
+    if command == "sweep":
+        spec = _spec(tmp_path, text=SPEC.format(rounds=400).replace("seeds = 2", "seeds = 8"), name=f"{name}.toml")
+        argv = ["sweep", spec]
+    else:                                          # 24 runs of about 4 s
+        argv = ["reproduce", "ssca-sample", "--quick"]
+    proc = subprocess.Popen([sys.executable, "-m", "refimpl", *argv, "--out", str(out), "--workers", "2",
                              "--quiet"], start_new_session=True, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -205,12 +209,13 @@ def _start_sweep(tmp_path, name):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads worker PIDs from Linux /proc")
-@pytest.mark.parametrize("how", ["SIGINT to the process group", "SIGTERM to the PID"])
-def test_interrupt_stops_the_engine_at_once(tmp_path, how):
+@pytest.mark.parametrize("command, how", [("sweep", "SIGINT to the process group"), ("sweep", "SIGTERM to the PID"),
+                                          ("reproduce", "SIGINT to the process group")])
+def test_interrupt_stops_the_engine_at_once(tmp_path, command, how):
     """Ctrl-C (SIGINT to the whole group, as a terminal sends it) or SIGTERM: nothing more is
     dispatched, the running tasks are stopped, exit 130 within seconds with the resume hint;
-    the workers are gone and a rerun finishes the rest."""
-    proc, out = _start_sweep(tmp_path, "int")
+    the workers are gone."""
+    proc, out = _start_sweep(tmp_path, "int", command)
     workers = _children(proc.pid)
     t0 = time.time()
     if how.startswith("SIGINT"):
@@ -221,7 +226,8 @@ def test_interrupt_stops_the_engine_at_once(tmp_path, how):
     assert time.time() - t0 < 10 and proc.returncode == 130
     assert "interrupted" in err and "Traceback" not in err
     finished = [n for n in os.listdir(out / "tasks") if not n.startswith(".")]
-    assert 1 <= len(finished) < 32
+    assert 1 <= len(finished) < (32 if command == "sweep" else 24)
+    assert ("--resume" if command == "reproduce" else "rerun the same command") in err
     deadline = time.time() + 10
     while any(_alive(p) for p in workers) and time.time() < deadline:
         time.sleep(0.1)
