@@ -460,10 +460,20 @@ def test_sweep_summary_top_and_metric_are_checked(tmp_path, capsys):
     assert main(["sweep-summary", str(out), "--metric", "nope"]) == 2
     err = capsys.readouterr().err
     assert "--metric nope: not a metric of these runs" in err and "train_cost" in err
+    assert main(["sweep-summary", str(out), "--criterion", "final:nope"]) == 2
+    assert "'nope' is not a metric of these runs" in capsys.readouterr().err
+    assert main(["sweep-summary", str(out), "--criterion", "first:train_cost<=abc"]) == 2
+    assert "'abc' after <= is not a number" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("text, words", [
     ('runner = "ssca"\nseeds = true\n', "seeds must be a positive count or a list of integers, got True"),
+    ('runner = "ssca"\nseeds = [-1]\n', "seeds must be whole numbers >= 0, got [-1]"),
+    ('runner = "ssca"\nfixed = 3\n', "[fixed] must be a table of settings (name = value), got 3"),
+    ('runner = "ssca"\n[grid]\ntau = [0.1, "x"]\n', "tau must be a number, got 'x'"),
+    ('runner = "ssca"\n[grid]\ntau = { start = 0.1, stop = 0.2, num = "three" }\n', "num must be a whole number"),
+    ('runner = "ssca"\n[grid]\ntau = { start = 0.0, stop = 0.2, num = 3, log = true }\n',
+     "a log range needs start and stop > 0, got 0 to 0.2"),
     ('runner = "ssca"\n[grid]\ntau = { start = 0.1, stop = 0.2, num = 2.7 }\n', "num must be a whole number"),
     ('runner = "ssca"\n[grid]\ntau = { start = 0.1, stop = 0.2, num = 10000 }\nlam = { start = 0.1, stop = 1, '
      'num = 1000 }\n', "the grid has 10,000,000 cells (tau: 10000 × lam: 1000), above the limit of 10,000"),

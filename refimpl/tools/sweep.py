@@ -75,7 +75,13 @@ def _expand(name, v):
             raise ValueError(f"grid range {name!r}: num must be a whole number of values, got {num!r}")
         if num < 1:
             raise ValueError(f"grid range {name!r}: num must be >= 1, got {num}")
-        vals = (np.geomspace if v.get("log") else np.linspace)(float(v["start"]), float(v["stop"]), num)
+        try:
+            start, stop = float(v["start"]), float(v["stop"])
+        except (TypeError, ValueError):
+            raise ValueError(f"grid range {name!r}: start and stop must be numbers, got {v['start']!r}, {v['stop']!r}")
+        if v.get("log") and not (start > 0 and stop > 0):
+            raise ValueError(f"grid range {name!r}: a log range needs start and stop > 0, got {start:g} to {stop:g}")
+        vals = (np.geomspace if v.get("log") else np.linspace)(start, stop, num)
         return [float(x) for x in vals]
     raise ValueError(f"grid entry {name!r} must be a list or a {{start, stop, num}} range, got {type(v).__name__}")
 
@@ -123,6 +129,9 @@ def validate_spec(doc, max_cells=MAX_CELLS):
     family = _runner_family(runner)
     cls = _config_class(family)
     allowed = {f.name for f in fields(cls)} - {_method_field(family), "seed"}
+    for part in ("fixed", "grid"):
+        if not isinstance(doc.get(part, {}), dict):
+            raise ValueError(f"[{part}] must be a table of settings (name = value), got {doc[part]!r}")
     fixed = dict(doc.get("fixed", {}))
     grid_raw = dict(doc.get("grid", {}))
     for part, keys in (("fixed", fixed), ("grid", grid_raw)):
@@ -155,6 +164,8 @@ def validate_spec(doc, max_cells=MAX_CELLS):
         seeds = list(range(seeds))
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers or a count, got {seeds!r}")
+    if any(s < 0 for s in seeds):
+        raise ValueError(f"seeds must be whole numbers >= 0, got {seeds}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds repeat: {seeds}")
     # every cell must build a valid configuration before anything runs
@@ -336,7 +347,10 @@ def _criterion(name):
         for op in ("<=", ">="):
             if op in rest:
                 metric, val = rest.split(op)
-                val = float(val)
+                try:
+                    val = float(val)
+                except ValueError:
+                    raise ValueError(f"criterion {name!r}: {val!r} after {op} is not a number")
 
                 def f(m, metric=metric, op=op, val=val):
                     x = np.asarray(m[metric])
@@ -370,6 +384,11 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
                              "error": rec["error"]})
     if not groups:
         raise ValueError(f"{out_dir}: no finished tasks")
+    recorded = sorted({k for ms in groups.values() for _, tr in ms for k in tr.metrics})
+    wanted = criterion.lstrip("-").partition(":")[2].split("<=")[0].split(">=")[0]
+    if wanted not in recorded:
+        raise ValueError(f"--criterion {criterion}: {wanted!r} is not a metric of these runs; recorded: "
+                         f"{', '.join(recorded)}")
     rows, curves = [], []
     for key, members in groups.items():
         vals = [crit(tr.metrics) for _, tr in members]
@@ -395,7 +414,6 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
     write_csv(os.path.join(out_dir, "curves.csv"), curves)
     write_csv(os.path.join(out_dir, "failures.csv"), failures, ("task", "cell", "seed", "error"))
     metric = metric or criterion.lstrip("-").partition(":")[2].split("<")[0].split(">")[0]
-    recorded = sorted({k for ms in groups.values() for _, tr in ms for k in tr.metrics})
     if metric not in recorded:
         raise ValueError(f"--metric {metric}: not a metric of these runs; recorded: {', '.join(recorded)}")
     _plot_best(out_dir, rows[:top], curves, metric)
