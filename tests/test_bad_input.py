@@ -571,3 +571,20 @@ def test_what_gave_a_traceback_is_one_line(tmp_path, capsys, argv, words):
     err = capsys.readouterr().err
     assert words.replace("DIR", str(tmp_path / "d")) in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_damaged_trace_or_task_file_is_named(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "ssca", *TINY, "--out", str(out)]) == 0
+    (out / "trace.json").write_text("{bad")
+    assert main(["crosscheck", str(out), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'trace.json'}: not valid JSON" in err and "Traceback" not in err
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP.format(rounds=2))
+    sw = tmp_path / "s"
+    assert main(["sweep", str(spec), "--out", str(sw), "--workers", "1", "--quiet"]) == 0
+    task = next(p for p in (sw / "tasks").iterdir() if not p.name.startswith("."))
+    (task / "task.json").write_text("")
+    assert main(["sweep-summary", str(sw)]) == 2
+    assert "task.json: not valid JSON" in capsys.readouterr().err

@@ -76,7 +76,7 @@ class Trace:
         """Load from a directory holding trace.npz (trace.json optional) or from the .npz itself."""
         npz = os.path.join(path, "trace.npz") if os.path.isdir(path) else path
         js = os.path.join(os.path.dirname(npz), "trace.json")
-        doc = json.load(open(js)) if os.path.exists(js) else {}
+        doc = _read_json(js) if os.path.exists(js) else {}
         tr = cls(config=doc.get("config", {}), status=doc.get("status", "unknown"),
                  ledger_round1=doc.get("ledger_round1", []))
         with np.load(npz, allow_pickle=False) as z:
@@ -149,6 +149,15 @@ def _atomic_all(files):
         raise
     for path, _ in blobs:
         os.replace(path + ".tmp", path)
+
+
+def _read_json(path):
+    """A JSON file's content, or a one-line error naming the file (a corrupt trace or task file)."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); the file is damaged — rerun what wrote it") from None
 
 
 def _jsonable(o):

@@ -371,7 +371,8 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
     for name in sorted(os.listdir(tdir)) if os.path.isdir(tdir) else []:
         if name.startswith("."):
             continue
-        task = json.load(open(os.path.join(tdir, name, "task.json")))
+        from refimpl.core.trace import _read_json
+        task = _read_json(os.path.join(tdir, name, "task.json"))
         tr = Trace.load(os.path.join(tdir, name))
         key = json.dumps(task["cell"], sort_keys=True)
         groups.setdefault(key, []).append((task, tr))
