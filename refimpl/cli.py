@@ -581,11 +581,11 @@ def _dispatch_run(args):
         from refimpl.core.matfiles import mat_initial_point
         init = mat_initial_point(args.init)
     elif args.init:
-        with np.load(args.init, allow_pickle=False) as z:
+        with _np_load("init", args.init) as z:
             if "W1" not in z or "W2" not in z:
                 raise ValueError(f"{args.init}: needs arrays W1 and W2")
             init = (z["W1"], z["W2"])
-    batches = np.load(args.batches, allow_pickle=False) if args.batches else None
+    batches = _np_load("batches", args.batches) if args.batches else None
     sweep = ("U", Us) if len(Us) > 1 else ("lam", lams) if len(lams) > 1 else None
     if sweep is None:
         return _run_one(args, base.resolved(), data, init, batches, args.out)[0]
@@ -606,6 +606,16 @@ def _dispatch_run(args):
     for r in rows:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
     return code
+
+
+def _np_load(flag, path):
+    """np.load of --init / --batches, or a one-line error naming the flag and the file."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"--{flag} {path}: not a NumPy .npy/.npz file without pickled objects ({exc})")
 
 
 def _tradeoff_row(name, value, trace):

@@ -588,3 +588,28 @@ def test_a_damaged_trace_or_task_file_is_named(tmp_path, capsys):
     (task / "task.json").write_text("")
     assert main(["sweep-summary", str(sw)]) == 2
     assert "task.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_data_and_replay_files_that_are_not_what_they_claim(tmp_path, capsys):
+    from refimpl.core.data import load_embedded_mnist
+    d = load_embedded_mnist()
+    base = dict(X_train=d.X_train[:50], y_train=d.y_train[:50], X_test=d.X_test[:20], y_test=d.y_test[:20])
+    (tmp_path / "t.txt").write_text("hello")
+    cases = [
+        (dict(base, X_train=base["X_train"].astype(complex)), [], "X_train has dtype complex128; features must be "
+                                                                  "real numbers"),
+        (dict(base, y_train=np.where(np.arange(50) == 0, 2.5, base["y_train"] + 1), y_test=base["y_test"] + 1),
+         ["--label-base", "1"], "y_train[0] = 2.5 in the file (1.5 after --label-base 1)"),
+        (dict(base, y_train=np.where(np.arange(50) == 0, 10 ** 12, base["y_train"])), [],
+         "is not a class index (at most 100,000 classes)"),
+        (dict(base, y_train=base["y_train"] > 4), [], "y_train must hold integer class indices, got dtype bool"),
+    ]
+    for arrays, extra, words in cases:
+        np.savez(tmp_path / "d.npz", **arrays)
+        assert main(["run", "ssca", "--rounds", "2", "--batch", "2", "--clients", "2", "--quiet",
+                     "--data", str(tmp_path / "d.npz"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, words
+    for flag in ("--init", "--batches"):
+        assert main(["run", "ssca", *TINY, flag, str(tmp_path / "t.txt")]) == 2
+        assert f"{flag} {tmp_path / 't.txt'}: not a NumPy .npy/.npz file" in capsys.readouterr().err

@@ -76,6 +76,10 @@ def mnist_5k() -> Dataset:
     return load_embedded_mnist()
 
 
+#: the most classes a --data file may hold (a label beyond it is taken for a mistake, not a class)
+MAX_CLASSES = 100_000
+
+
 def load_npz_dataset(path, label_base=0) -> Dataset:
     """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test and optionally
     n_classes. Labels must be integer class indices 0..L−1; without ``n_classes`` in the file, L
@@ -122,18 +126,27 @@ def load_npz_dataset(path, label_base=0) -> Dataset:
                                  "1..L (MATLAB style); drop --label-base for 0-based labels")
             arrays[k] = y - 1
     for k in ("X_train", "X_test"):
+        if arrays[k].dtype.kind not in "iuf" and arrays[k].dtype.kind != "b":
+            raise ValueError(f"--data {path}: {k} has dtype {arrays[k].dtype}; features must be real numbers "
+                             f"(complex or text values are refused, not cast)")
         if arrays[k].ndim != 2 or arrays[k].shape[0] == 0:
             raise ValueError(f"--data {path}: {k} must be a non-empty 2-d array (samples × features), "
                              f"got shape {arrays[k].shape}")
     for k in ("y_train", "y_test"):
         y = arrays[k]
-        if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        if y.dtype.kind == "b" or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
             raise ValueError(f"--data {path}: {k} must hold integer class indices, got dtype {y.dtype}")
         bad = ~np.isfinite(y) | (y != np.round(y)) | (y < 0) if np.issubdtype(y.dtype, np.floating) else y < 0
         if np.any(bad):
             i = int(np.flatnonzero(np.ravel(bad))[0])
-            raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]}; labels must be integer class "
-                             "indices 0..L-1")
+            shown = (f"{np.ravel(y)[i] + 1} in the file ({np.ravel(y)[i]} after --label-base 1)" if label_base
+                     else f"{np.ravel(y)[i]}")
+            raise ValueError(f"--data {path}: {k}[{i}] = {shown}; labels must be integer class "
+                             f"indices {'1..L' if label_base else '0..L-1'}")
+        if y.size and np.max(y) >= MAX_CLASSES:
+            i = int(np.argmax(np.ravel(y)))
+            raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]:.0f} is not a class index (at most "
+                             f"{MAX_CLASSES:,} classes)")
     y_tr, y_te = arrays["y_train"].astype(np.int64), arrays["y_test"].astype(np.int64)
     if given is None:
         L = int(max(y_tr.max(), y_te.max())) + 1
