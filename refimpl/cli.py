@@ -145,7 +145,7 @@ def _load_run_config(path, algorithm):
     vals = {}
     from dataclasses import fields as _fields
     from .options import config_class
-    from .tools.sweep import _normalise
+    from .tools.sweep import typed_value
     cls = config_class(family_of(algorithm))
     typed = {f.name for f in _fields(cls)}
     for k, v in doc.items():
@@ -154,7 +154,7 @@ def _load_run_config(path, algorithm):
             v = ",".join(str(x) for x in v)
         elif k in typed and not isinstance(v, list):
             try:
-                v = _normalise(cls, k, v)
+                v = typed_value(cls, k, v)
             except ValueError as exc:
                 raise ValueError(f"{path}: {exc}")
         if k == "seed" and isinstance(v, int) and v < 0:

@@ -7,6 +7,7 @@ implementations can write the same file and be compared with :func:`crosscheck`.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -136,10 +137,9 @@ def _atomic_all(files):
                 fh.write(data)
     except OSError as exc:
         for tmp in done:
-            try:
+            # the last temporary may not exist (open itself failed); the others are always removed
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(tmp)
-            except OSError:
-                pass
         if exc.errno == errno.ENOSPC:
             where = os.path.dirname(os.path.abspath(blobs[0][0]))
             need = sum(len(d) for _, d in blobs)

@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 import time
 import traceback
 
@@ -401,3 +402,11 @@ def probe_task(task, tmp):
 def part_probe(x):
     """``(x², pid)``: a part function for testing :func:`refimpl.verification.registry.map_parts`."""
     return x * x, os.getpid()
+
+
+def report_death(task, n, counts):
+    """A worker died while running ``task``: one line on stderr, counted in the run's JSON."""
+    counts["worker_deaths"] = counts.get("worker_deaths", 0) + 1
+    name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
+    print(f"refimpl: a worker process died while running {name} ({n} time{'s' if n > 1 else ''}); it was "
+          f"replaced and the task is rerun", file=sys.stderr, flush=True)

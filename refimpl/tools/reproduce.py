@@ -257,7 +257,7 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
 def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs"):
     """Run the unfinished ``tasks`` on the engine (their roots locked, partial directories of a
     killed run removed first); returns (counts, failures, results by task id)."""
-    from refimpl.tools.engine import RootLock, clean_partial, execute, finished, resolve_workers
+    from refimpl.tools.engine import RootLock, clean_partial, execute, finished, report_death, resolve_workers
     roots = sorted({t["root"] for t in tasks})
     workers = resolve_workers(workers, len(tasks), what)
     for r in roots:
@@ -283,16 +283,9 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
         if progress and counts["reused"]:
             progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
         execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result,
-                on_death=lambda task, n: _report_death(task, n, counts))
+                on_death=lambda task, n: report_death(task, n, counts))
     return counts, failures, results
 
-
-def _report_death(task, n, counts):
-    """A worker died while running ``task``: one line on stderr, counted in the run's JSON."""
-    counts["worker_deaths"] = counts.get("worker_deaths", 0) + 1
-    name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
-    print(f"refimpl: a worker process died while running {name} ({n} time{'s' if n > 1 else ''}); it was "
-          f"replaced and the task is rerun", file=sys.stderr, flush=True)
 
 
 def finish(rep, counts=None, seconds=None, executor="local", workers=None):

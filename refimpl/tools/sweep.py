@@ -30,7 +30,7 @@ from dataclasses import asdict, fields
 import numpy as np
 
 from refimpl.tools.engine import (EXECUTORS, RootLock, clean_partial, content_id, execute, finished, make_out_dir,
-                                  resolve_workers)
+                                  report_death, resolve_workers)
 
 SPEC_KEYS = {"runner", "seeds", "fixed", "grid", "description"}
 
@@ -150,8 +150,8 @@ def validate_spec(doc, max_cells=MAX_CELLS):
         shape = " × ".join(f"{k}: {n}" for k, n in sizes.items())
         raise ValueError(f"the grid has {n_cells:,} cells ({shape}), above the limit of {max_cells:,}; "
                          f"pass --max-cells {n_cells} to run them all")
-    grid = {k: [_normalise(cls, k, x) for x in _expand(k, v)] for k, v in grid_raw.items()}
-    fixed = {k: _normalise(cls, k, v) for k, v in fixed.items()}
+    grid = {k: [typed_value(cls, k, x) for x in _expand(k, v)] for k, v in grid_raw.items()}
+    fixed = {k: typed_value(cls, k, v) for k, v in fixed.items()}
     for k, vals in grid.items():
         if len(set(map(json.dumps, vals))) != len(vals):
             raise ValueError(f"grid entry {k!r} repeats a value: {vals} (equal numbers count as one value)")
@@ -174,7 +174,7 @@ def validate_spec(doc, max_cells=MAX_CELLS):
     return runner, fixed, grid, seeds
 
 
-def _normalise(cls, name, v):
+def typed_value(cls, name, v):
     """A spec value in the type of its configuration field, so that a spec's identity (its
     tasks' hashes, the check against the spec a directory holds) is by value: ``lam = 0`` and
     ``lam = 0.0`` are one setting; a float where a whole number is required is refused."""
@@ -314,10 +314,9 @@ def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None
 
         def on_result(task, status, msg, result):
             _account((task["id"], status, msg), task, counts, len(pending), progress)
-        from refimpl.tools.reproduce import _report_death
         counts["worker_deaths"] = 0
         execute(pending, executor, workers, scheduler, on_result,
-                on_death=lambda task, n: _report_death(task, n, counts))
+                on_death=lambda task, n: report_death(task, n, counts))
     return counts
 
 

@@ -347,7 +347,8 @@ class FlexVFL:
                 states = out_states
             wb, W = np.array([weight_summary(o, int(t), e) for o, t, e in zip(self.opts, tau, eta)]).T
             up, down = self.messages(len(batch_idx))
-            dur, work = pol.clock.duration(st, tau, up, down), pol.clock.work(st, tau, up, down)
+            work = pol.clock.work(st, tau, up, down)
+            dur = pol.clock.with_round_trip(work)
             clock += dur
             floats += up + down
             recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, work, up + down, pol.clock.overruns(st)))

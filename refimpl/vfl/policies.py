@@ -273,9 +273,13 @@ class RoundClock:
             compute = max(self.timeout, compute)
         return compute + self.network.time(floats_up) + self.network.time(floats_down)
 
+    def with_round_trip(self, work):
+        """A round's duration from its :meth:`work`: (compute + up + down) + S, the same additions in
+        the same order as written out in one sum."""
+        return work + self.network.server_time
+
     def duration(self, step_times, tau, floats_up, floats_down):
-        # (compute + up + down) + S: the same additions in the same order as written out in one sum
-        return self.work(step_times, tau, floats_up, floats_down) + self.network.server_time
+        return self.with_round_trip(self.work(step_times, tau, floats_up, floats_down))
 
     def overruns(self, step_times):
         """Per party, whether one local step takes longer than the timeout (the party cannot finish
