@@ -231,6 +231,13 @@ def cmd_run_vfl(args):
             bar(line)
     with bar:
         tr = vfl.run(cfg, _load_data(args), progress=progress)
+    if tr.config.get("speeds_note"):
+        _say(f"note: {tr.config['speeds_note']}")
+    if not args.quiet and tr.metrics.get("time"):
+        unit = "events" if cfg.method == "async-vfl" else "rounds"
+        n = int(tr.metrics["round"][-1]) if tr.metrics.get("round") else len(tr.metrics["time"]) - 1
+        _say(f"[{cfg.method}] final: {n} {unit}, simulated time {tr.metrics['time'][-1]:.6g}, "
+             f"test accuracy {tr.metrics['test_accuracy'][-1]:.4f}")
     if args.out:
         tr.save(args.out)
         _write_dump_mat(args.out, tr)
@@ -396,10 +403,21 @@ def cmd_compare_mfcgd(args):
 
 
 def cmd_bound(args):
-    from refimpl.mfcgd.bounds import (Constants, find_theorem_parameters, theorem1_bound, theorem2_bound,
-                               theorem_conditions, TheoremParams)
-    from refimpl.mfcgd.bounds import check_run
+    from refimpl.mfcgd.bounds import Constants
     c = Constants.from_json(args.constants)
+    try:
+        return _bound_report(args, c)
+    except (OverflowError, ZeroDivisionError) as exc:
+        big = max(c.__dict__.items(), key=lambda kv: abs(float(kv[1])))
+        raise ValueError(f"--constants {args.constants}: the theorem's constants overflow the float range "
+                         f"(±1.8e308) with these values ({exc}; largest: {big[0]} = {big[1]:g}); "
+                         "give constants whose squares and products stay below about 1e150")
+
+
+def _bound_report(args, c):
+    from refimpl.mfcgd.bounds import (find_theorem_parameters, theorem1_bound, theorem2_bound,
+                                      theorem_conditions, TheoremParams)
+    from refimpl.mfcgd.bounds import check_run
     if args.theorem == 2 and (args.rho is not None or args.A_rms is not None):
         raise ValueError("--rho and --A-rms belong to Theorem 1 (AdaMFCGD); Theorem 2 has A_t = I, ρ = 1")
     rho = 1.0 if args.theorem == 2 else (0.5 if args.rho is None else args.rho)

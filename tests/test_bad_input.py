@@ -613,3 +613,48 @@ def test_data_and_replay_files_that_are_not_what_they_claim(tmp_path, capsys):
     for flag in ("--init", "--batches"):
         assert main(["run", "ssca", *TINY, flag, str(tmp_path / "t.txt")]) == 2
         assert f"{flag} {tmp_path / 't.txt'}: not a NumPy .npy/.npz file" in capsys.readouterr().err
+
+
+def test_mat_inputs_that_hold_no_matrix_are_named(tmp_path, capsys):
+    import scipy.io as sio
+    out = tmp_path / "o"
+    assert main(["run", "ssca", *TINY, "--out", str(out)]) == 0
+    sio.savemat(tmp_path / "empty.mat", {})
+    sio.savemat(tmp_path / "text.mat", {"Theta1a_3": "abc", "Theta2a_3": np.ones((2, 2))})
+    sio.savemat(tmp_path / "cell.mat", {"Theta1a_3": np.array([np.ones(2), np.ones(3)], dtype=object),
+                                        "Theta2a_3": np.ones((2, 2))})
+    sio.savemat(tmp_path / "plain.mat", {"Theta1a": np.ones((2, 2)), "Theta2a": np.ones((2, 2))})
+    for name, extra, words in [
+            ("empty.mat", [], "the .mat file holds no variables"),
+            ("text.mat", [], "variable 'Theta1a_3' holds a string; expected a real numeric matrix"),
+            ("cell.mat", [], "variable 'Theta1a_3' holds a cell array or struct"),
+            ("plain.mat", ["--round", "-1"], "--round -1: a round is an integer ≥ 0")]:
+        assert main(["crosscheck", str(out), str(tmp_path / name), *extra]) == 2, name
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err, (name, err)
+
+
+def test_nested_partition_lists_and_overflowing_constants_are_one_line(tmp_path, capsys):
+    (tmp_path / "p.json").write_text("[[0, 1], [2, [3, 4]]]")
+    assert main(["partition-stats", "--partition-file", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "client 1, entry 1 is a list ([3, 4]); each client is a flat list of integer sample ids" in err
+    (tmp_path / "c.json").write_text(json.dumps(dict(CONSTANTS, L_f=1e308)))
+    assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "overflow the float range" in err and "L_f = 1e+308" in err and "Traceback" not in err
+    (tmp_path / "c.json").write_text(json.dumps(CONSTANTS))
+    assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json"), "--T", str(10 ** 21)]) == 2
+    assert "beyond 2^53" in capsys.readouterr().err
+
+
+def test_cpu_trace_outside_the_unit_interval_runs_clipped_with_a_note(tmp_path, capsys):
+    cpu = np.random.default_rng(0).uniform(-0.3, 1.3, (6, 8))
+    np.savetxt(tmp_path / "cpu.csv", cpu, delimiter=",")
+    assert main(["run", "flexvfl", "--speeds", f"cputrace:{tmp_path / 'cpu.csv'}", "--rounds", "2",
+                 "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    n_out = int(np.sum((cpu < 0) | (cpu > 1)))
+    assert f"values outside [0, 1] clipped" in err and f"{n_out} of 48" in err
+    assert "[flexvfl] final: 2 rounds, simulated time" in err and "test accuracy" in err
+    assert json.load(open(tmp_path / "o" / "trace.json"))["config"]["speeds_note"].startswith("CPU trace")

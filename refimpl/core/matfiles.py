@@ -41,10 +41,29 @@ def parse_map(text):
     return out
 
 
+def numeric_matrix(path, name, value):
+    """A .mat variable as a float64 array, or a ValueError naming the file, the variable and what
+    it holds instead (MATLAB strings load as text arrays, cell arrays as object arrays)."""
+    arr = np.asarray(value)
+    kinds = {"U": "a string", "S": "a string", "O": "a cell array or struct", "c": "complex numbers",
+             "b": "logical values", "V": "a struct"}
+    if arr.dtype.kind not in "fiu":
+        what = kinds.get(arr.dtype.kind, f"values of type {arr.dtype}")
+        raise ValueError(f"{path}: variable {name!r} holds {what}; expected a real numeric matrix")
+    if arr.size == 0:
+        raise ValueError(f"{path}: variable {name!r} is empty; expected a real numeric matrix")
+    return np.asarray(arr, dtype=np.float64)
+
+
 def mat_snapshots(path, mapping, round_=None):
     """Iterate snapshots {round: (W1, W2)} from a .mat file: variables ``<name>_<round>`` (e.g.
     Theta1_30, Theta2_30) give their round; plain ``<name>`` variables need ``round_``."""
+    if round_ is not None and (isinstance(round_, bool) or int(round_) != round_ or round_ < 0):
+        raise ValueError(f"--round {round_}: a round is an integer ≥ 0 (0 is the initial point)")
     var = load_mat(path)
+    if not var:
+        raise ValueError(f"{path}: the .mat file holds no variables; expected the iterates "
+                         f"{mapping['W1']!r}, {mapping['W2']!r} (or <name>_<round>)")
     rounds = {}
     for key in ("W1", "W2"):
         name = mapping[key]
@@ -52,12 +71,12 @@ def mat_snapshots(path, mapping, round_=None):
         for v in var:
             m = pat.match(v)
             if m:
-                rounds.setdefault(int(m.group(1)), {})[key] = np.asarray(var[v], dtype=np.float64)
+                rounds.setdefault(int(m.group(1)), {})[key] = numeric_matrix(path, v, var[v])
         if name in var:
             if round_ is None:
                 raise ValueError(f"{path}: variable {name!r} has no round in its name; give --round R "
                                  f"(or name the variables {name}_<round>)")
-            rounds.setdefault(int(round_), {})[key] = np.asarray(var[name], dtype=np.float64)
+            rounds.setdefault(int(round_), {})[key] = numeric_matrix(path, name, var[name])
     if not rounds:
         hint = ""
         if mapping["W1"] == "Theta1a" and any(re.match(r"^Theta1(_\d+)?$", v) for v in var):
@@ -75,8 +94,10 @@ def _single_array(path):
     var = load_mat(path)
     arrays = {k: v for k, v in var.items() if isinstance(v, np.ndarray) and v.dtype.kind in "fiu"}
     if len(arrays) != 1:
-        raise ValueError(f"{path}: expected one numeric matrix, found {sorted(var)}")
-    return np.asarray(next(iter(arrays.values())), dtype=np.float64)
+        found = ", ".join(f"{k} ({'numeric' if k in arrays else 'not numeric'})" for k in sorted(var))
+        raise ValueError(f"{path}: expected exactly one numeric matrix, found {found or 'no variables'}")
+    name, value = next(iter(arrays.items()))
+    return numeric_matrix(path, name, value)
 
 
 def mat_initial_point(path):

@@ -133,6 +133,12 @@ def read_partition_file(path, n_samples):
         raise ValueError(f"--partition-file {path}: not valid JSON ({exc})")
     if not isinstance(parts, list) or not parts or not all(isinstance(b, list) and b for b in parts):
         raise ValueError(f"--partition-file {path}: expected a JSON list of non-empty index lists, one per client")
+    for k, b in enumerate(parts):
+        nested = next((i for i, v in enumerate(b) if isinstance(v, (list, dict))), None)
+        if nested is not None:
+            raise ValueError(f"--partition-file {path}: client {k}, entry {nested} is a "
+                             f"{'list' if isinstance(b[nested], list) else 'JSON object'} ({json.dumps(b[nested])[:40]}); "
+                             "each client is a flat list of integer sample ids, e.g. [[0, 1, 2], [3, 4]]")
     parts = [V.index_array(f"--partition-file {path}: client {k}", b) for k, b in enumerate(parts)]
     _check_exact_cover(parts, n_samples, f"--partition-file {path}: sample ids",
                        f"--partition-file {path}: every sample must belong to exactly one client")

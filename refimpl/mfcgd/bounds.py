@@ -102,6 +102,9 @@ def check_run(T, q=1, rho=1.0, A_rms=None):
     for name, v in (("T", T), ("q", q)):
         if not float(v).is_integer() or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if v > 2 ** 53:
+            raise ValueError(f"{name} = {v} is beyond 2^53 ≈ 9.0e15, the largest integer a float holds "
+                             "exactly; give at most 9007199254740992")
     if not (np.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be finite and > 0 (A_t ⪰ ρI, Assumption 5), got {rho!r}")
     if A_rms is not None and not (np.isfinite(A_rms) and A_rms >= rho):

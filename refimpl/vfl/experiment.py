@@ -183,9 +183,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     tr.config["server_time_absolute"] = net.server_time
     note = getattr(model_speeds, "note", None)
     if note:
-        tr.config["speeds_note"] = note
-        if progress:
-            progress(note)
+        tr.config["speeds_note"] = note          # the CLI prints it once the run is over
     return tr
 
 
