@@ -79,7 +79,10 @@ for algorithm in ("ssca", "sgdm"):
 # ## A figure
 
 # %%
-png = runs["ssca"].plot(os.path.join(OUT, "ssca_tutorial.png"), "SSCA, sample-based, B = 10")
+from refimpl.core.plots import plot_traces
+
+png = plot_traces({"SSCA": runs["ssca"], "SGD-m": runs["sgdm"]}, os.path.join(OUT, "ssca_tutorial.png"),
+                  f"SSCA and SGD-m, sample-based, B = 10, embedded MNIST subset, seed 0, {ROUNDS} rounds")
 print("figure:", png)
 
 # %% [markdown]

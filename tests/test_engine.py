@@ -196,3 +196,15 @@ def test_a_replaced_worker_is_reported_in_one_line_and_in_the_counts(tmp_path, c
     assert counts["worker_deaths"] == 1 and counts["ran"] == 2 and not failures
     err = capsys.readouterr().err
     assert err.count("a worker process died while running probe-zero") == 1 and "rerun" in err
+
+
+def test_progress_counts_what_the_tasks_hold_not_tasks(tmp_path):
+    """verify's groups: two checks in one task advance the count by two (35 rows, 35 counted)."""
+    from refimpl.tools.reproduce import run_tasks
+    root = tmp_path / "w"
+    tasks = [dict(_probe(root, 0), checks=["a", "b"]), dict(_probe(root, 1), checks=["c"])]
+    seen = []
+    run_tasks(tasks, "local", 1, progress=lambda msg, n=None: seen.append((msg, n)), what="checks",
+              weight=lambda t: len(t["checks"]))
+    assert seen[-1][1] == 3 and seen[-1][0].endswith("(3/3 checks)")
+    assert sorted(n for _, n in seen) == [1, 3] or sorted(n for _, n in seen) == [2, 3]

@@ -71,6 +71,15 @@ def test_quick_report_lists_every_check_and_theorems_hold(tmp_path):
         assert "error" not in r["details"], (cid, r["details"])
         if cid not in CLAIMS:
             assert r["holds"], (cid, r["details"])
+    # the table says what the checks know: vacuous bounds, two-sided and lower-bound relations
+    for cid in ("mfcgd.theorem1_bound", "mfcgd.theorem2_bound"):
+        d = recs[cid]["details"]
+        inst = [v["vacuous"] for v in d.values() if isinstance(v, dict) and "vacuous" in v]
+        assert len(inst) == 2 and d.get("vacuous", False) == all(inst), cid
+        assert ("yes (vacuous)" in text.split(f"`{cid}`")[1].split("\n")[0]) == (all(inst) and recs[cid]["holds"])
+    assert recs["vfl.corollary1_rate"]["details"]["relation"] == "≈"
+    assert recs["vfl.claim_flex_vs_sync"]["details"]["relation"] == ">"
+    assert "worst:" in recs["mfcgd.nonlinear_constants"]["details"]["table_note"]
     for name in ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates"):
         assert (tmp_path / "reproductions" / name / f"{name}.png").exists()
         assert f"![{name}](reproductions/{name}/{name}.png)" in text
@@ -115,3 +124,29 @@ def test_format_profile_says_when_a_target_is_missed():
                                                                  "jit_seconds": 1.5})]
     assert "MISSED" in format_profile(recs, wall=75.0, cpu=80.0, rss=300.0, target=60.0)
     assert "target ≤ 60 s: met" in format_profile(recs, wall=50.0, target=60.0)
+
+
+def test_ratio_direction_is_uniform_and_the_table_says_what_checks_know(monkeypatch):
+    ur = verify.uniform_ratio
+    assert ur(0.5, 1.0) == 0.5 and ur(2.0, 1.0) == 2.0                         # upper bound
+    assert ur(2.0, 1.0, ">") == 0.5 and ur(0.5, 1.0, "≥") == 2.0               # lower bound: speed-up > 1
+    assert ur(-0.5, -1 / 3) == pytest.approx(2 / 3) and ur(-0.0855, -1 / 3) > 1   # slopes: ≤ 1 iff it holds
+    assert ur(-0.606, -0.5, "≈") == pytest.approx(1.212) and ur(1.0, -1.0) is None and ur(1.0, 0.0) is None
+    long = "the derived constants of the nonlinear-inner-map problem hold on samples: gradients bounded"
+    cut = verify.short(long)
+    assert len(cut) <= 60 and cut.endswith("…") and long.startswith(cut[:-1]) and long[len(cut) - 1] == " "
+    checks = {"t.vac": {"measured": 0.3, "bound": 6.86, "holds": True, "vacuous": True, "note": "vacuous: above cap"},
+              "t.fast": {"measured": 1.5, "bound": 1.0, "holds": True, "relation": ">"},
+              "t.slow": {"measured": 0.7, "bound": 1.0, "holds": False, "relation": ">"},
+              "t.rel": {"measured": 1.0, "bound": 1.0, "relation": "!"}}
+    for cid, out in checks.items():
+        monkeypatch.setitem(verify.REGISTRY, cid, (long, "s", lambda quick, out=out: out, "theorem"))
+    recs = {r.id: r for r in verify.run_checks(list(checks))}
+    assert recs["t.fast"].ratio == pytest.approx(2 / 3) and recs["t.slow"].ratio == pytest.approx(1 / 0.7)
+    assert "relation must be one of" in recs["t.rel"].details["error"]
+    table = verify.format_table(list(recs.values())).splitlines()
+    row = {line.split(" | ")[0].strip(): [c.strip() for c in line.split(" | ")] for line in table[2:-1]}
+    assert row["t.vac"][6] == "yes (vacuous)" and row["t.vac"][7] == "vacuous: above cap"
+    assert row["t.fast"][3] == ">" and row["t.fast"][6] == "yes" and row["t.slow"][6] == "NO"
+    assert all(r[1] == cut for r in row.values())
+    assert table[-1].startswith("ratio: ≤ 1 when")

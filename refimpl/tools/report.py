@@ -85,12 +85,16 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
              f"**{held} of {len(records)} checks hold.** A paper's experimental claim that does not reproduce "
              "here is listed with its figures (holds = no (claim)); every other check is an identity, lemma, "
              "theorem or implementation check. Each record's details are in `checks.json`.", "",
-             "## Checks", "", "| id | claim | measured | bound | ratio | holds | source |", "|---|---|---|---|---|---|---|"]
+             "## Checks", "", "ratio is ≤ 1 exactly when a one-sided relation (≤, <, ≥, >) holds; for ≈ it is "
+             "measured/bound.", "",
+             "| id | claim | measured | rel | bound | ratio | holds | note | source |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    from refimpl.tools.verify import verdict
     for r in records:
         claim = r.claim.replace("|", "\\|")
-        verdict = _fmt(r.holds) + (" (claim)" if not r.holds and r.details.get("kind") == "claim" else "")
-        lines.append(f"| `{r.id}` | {claim} | {_fmt(r.measured)} | {_fmt(r.bound)} | {_fmt(r.ratio)} | "
-                     f"{verdict} | {r.source} |")
+        note = str(r.details.get("table_note", "")).replace("|", "\\|")
+        lines.append(f"| `{r.id}` | {claim} | {_fmt(r.measured)} | {r.details.get('relation', '≤')} | {_fmt(r.bound)} | "
+                     f"{_fmt(r.ratio)} | {verdict(r)} | {note} | {r.source} |")
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
         rel = os.path.relpath(d, out)

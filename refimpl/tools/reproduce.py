@@ -254,9 +254,11 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
     return Reproduction(name, out, plan, axis, metrics, seeds, ds, data, tasks, header)
 
 
-def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs"):
+def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs", weight=None):
     """Run the unfinished ``tasks`` on the engine (their roots locked, partial directories of a
-    killed run removed first); returns (counts, failures, results by task id)."""
+    killed run removed first); returns (counts, failures, results by task id). ``weight(task)``:
+    how many of ``what`` a task holds (a group of checks in one task); then the progress lines
+    count those, and ``progress(msg, n=done)`` is given the position."""
     from refimpl.tools.engine import RootLock, clean_partial, execute, finished, report_death, resolve_workers
     roots = sorted({t["root"] for t in tasks})
     workers = resolve_workers(workers, len(tasks), what)
@@ -270,6 +272,8 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
         counts = {"total": len(tasks), "reused": len(tasks) - len(pending), "ran": 0, "failed": 0,
                   "workers": workers, "worker_deaths": 0}
         failures, results = [], {}
+        total = sum(weight(t) for t in pending) if weight else len(pending)
+        done = [0]
 
         def on_result(task, status, msg, result):
             counts["ran" if status == "done" else "failed"] += 1
@@ -277,9 +281,13 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
             name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
             if status != "done":
                 failures.append(f"{name}: {msg}")
-            if progress:
+            if progress and weight is None:
                 progress(f"{name} {'finished' if status == 'done' else 'FAILED'} "
                          f"({counts['ran'] + counts['failed']}/{len(pending)})")
+            elif progress:
+                done[0] += weight(task)
+                progress(f"{name} {'finished' if status == 'done' else 'FAILED'} ({done[0]}/{total} {what})",
+                         n=done[0])
         if progress and counts["reused"]:
             progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
         execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result,
@@ -310,7 +318,7 @@ def finish(rep, counts=None, seconds=None, executor="local", workers=None):
         json.dump({"command": " ".join(sys.argv), "executor": executor, "workers": (counts or {}).get("workers", workers),
                    "new_runs": (counts or {}).get("ran"), "resumed_runs": (counts or {}).get("reused"),
                    "seconds": seconds, "unused_tasks": unused}, fh, indent=1)
-    _plot(out, rep.name, rows, rep.axis, rep.metrics, rep.header["preset"])
+    _plot(out, rep.name, rows, rep.axis, rep.metrics, rep.header, rep.plan)
     return path
 
 
@@ -386,13 +394,17 @@ def _figure3(rep, plan, seeds, target=None):
     plt = _pyplot()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(5, 4))
-        pts = [r for r in rows if r["comm_floats"] is not None]
-        ax.loglog([r["grad_evals"] for r in pts], [r["comm_floats"] for r in pts], "o-")
+        pts = [r for r in rows if r["comm_floats"] and r["grad_evals"]]       # reached, after round 0
+        if pts:
+            ax.loglog([r["grad_evals"] for r in pts], [r["comm_floats"] for r in pts], "o-")
+        else:
+            ax.text(0.5, 0.5, "no batch size reached the target after round 0", ha="center",
+                    transform=ax.transAxes)
         for r in pts:
             ax.annotate(f"B={r['batch']}", (r["grad_evals"], r["comm_floats"]), fontsize=8)
         ax.set_xlabel("computation: sample gradients")
         ax.set_ylabel("communication: floats")
-        ax.set_title(f"to reach training cost {target:.3g}")
+        ax.set_title(f"to reach training cost {target:.3g}\n{figure_title(rep.name, rep.header, plan, 60)}", fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "figure3_comm_vs_computation.png"), dpi=110)
@@ -410,13 +422,20 @@ def _figure3(rep, plan, seeds, target=None):
     write_csv(os.path.join(out, "figure4_norm_vs_cost.csv"), f4)
     if plt is not None and f4:
         fig, ax = plt.subplots(figsize=(5, 4))
-        for kind, mark in (("constrained", "o-"), ("regularised", "s--")):
+        for kind, mark, what in (("constrained", "o-", "constrained (40), varying U"),
+                                 ("regularised", "s--", "regularised (32), varying λ")):
             pts = [r for r in f4 if r["run"].startswith(kind)]
             ax.errorbar([r["data_loss_mean"] for r in pts], [r["sq_norm_mean"] for r in pts],
-                        xerr=[r["data_loss_std"] for r in pts], yerr=[r["sq_norm_std"] for r in pts], fmt=mark, label=kind)
-        ax.set_xlabel("training cost (1/N) Σ ℓ")
+                        xerr=[r["data_loss_std"] for r in pts], yerr=[r["sq_norm_std"] for r in pts], fmt=mark,
+                        label=what)
+            for r in pts:           # "constrained U=0.1" → "U=0.1", "regularised lam=0.001" → "λ=0.001"
+                ax.annotate(r["run"].split(" ", 1)[1].replace("lam=", "λ="),
+                            (r["data_loss_mean"], r["sq_norm_mean"]), fontsize=7, xytext=(3, 3),
+                            textcoords="offset points")
+        ax.set_xlabel("training data loss (1/N) Σ ℓ")
         ax.set_ylabel("||ω||²")
-        ax.legend()
+        ax.set_title(figure_title(rep.name, rep.header, plan, 60), fontsize=8)
+        ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "figure4_norm_vs_cost.png"), dpi=110)
@@ -441,8 +460,45 @@ def _time_to_target(rep, plan, seeds, targets=(0.8, 0.85)):
     return rows
 
 
-def _plot(out, name, rows, axis, metrics, preset="paper"):
-    from refimpl.core.plots import _finish, _pyplot, band
+def settings_source(header):
+    """Where a reproduction's settings come from, for its figures' titles: tuned per method, the
+    authors' preset, the paper's settings, or the paper's step sizes at a reduced size (and quick)."""
+    if header.get("tuned"):
+        src = "tuned per method on a validation split"
+    elif header.get("preset") == "authors":
+        src = "authors' preset"
+    elif header.get("paper_settings"):
+        src = "paper settings"
+    else:
+        src = "paper step sizes, reduced size"
+    return src + (", --quick" if header.get("quick") else "")
+
+
+def horizon(plan):
+    """The runs' length for a title: rounds (SSCA), the time budget and round cap (VFL), steps (MFCGD)."""
+    fam, cfg = plan[0][1], plan[0][2]
+    if fam == "ssca":
+        T = sorted({c.resolved().rounds for _, _, c in plan})
+        return f"{'/'.join(str(t) for t in T)} rounds"
+    if fam == "vfl":
+        return f"time budget {cfg.time_budget:g}, at most {cfg.rounds} rounds"
+    return f"{cfg.steps} steps"
+
+
+def figure_title(name, header, plan, width=None):
+    """``NAME — data, settings source, seeds, length``: what was run, never what was not (wrapped
+    at ``width`` characters for a narrow figure)."""
+    n = len(header.get("seeds", [])) or 1
+    text = (f"{name} — {header.get('data', '?')}, {settings_source(header)}, {n} seed{'s' if n != 1 else ''}, "
+            f"{horizon(plan)}")
+    if width:
+        import textwrap
+        text = textwrap.fill(text, width)
+    return text
+
+
+def _plot(out, name, rows, axis, metrics, header=None, plan=None):
+    from refimpl.core.plots import _finish, _pyplot, bands, integer_ticks
     plt = _pyplot()
     if plt is None:
         return
@@ -450,18 +506,17 @@ def _plot(out, name, rows, axis, metrics, preset="paper"):
     fig, axes = plt.subplots(1, len(shown), figsize=(5.5 * len(shown), 4), squeeze=False)
     labels = list(dict.fromkeys(r["run"] for r in rows))
     for ax, m in zip(axes[0], shown):
-        for lab in labels:
-            pts = [r for r in rows if r["run"] == lab and f"{m}_mean" in r]
-            if not pts:
-                continue
-            band(ax, pts, axis, m, lab)
+        bands(ax, {lab: [r for r in rows if r["run"] == lab and f"{m}_mean" in r] for lab in labels}, axis, m,
+              m if len(shown) > 1 else "")
         ax.set_xlabel(axis)
         ax.set_ylabel(m)
         if m in ("train_cost", "grad_norm"):
             ax.set_yscale("log")
         if axis == "samples":
             ax.set_xscale("log")
-    fig.suptitle(f"{name} ({preset} settings)")
+        if axis == "round":
+            integer_ticks(ax)
+    fig.suptitle((figure_title(name, header or {}, plan) if plan else name) + "; mean ± std over seeds", fontsize=10)
     _finish(fig, axes[0], os.path.join(out, f"{name}.png"))
 
 

@@ -421,21 +421,32 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
 
 
 def _plot_best(out_dir, best, curves, metric):
-    from refimpl.core.plots import _finish, _pyplot, band
+    from refimpl.core.plots import _finish, _pyplot, bands, integer_ticks
     plt = _pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     axis = "round"
+    groups = {}
     for r in best:
-        key = json.dumps({k: v for k, v in r.items() if k not in ("seeds", "criterion", "mean", "std")}, sort_keys=True)
-        pts = [c for c in curves if c["cell"] == key and f"{metric}_mean" in c]
+        cell = {k: v for k, v in r.items() if k not in ("seeds", "criterion", "mean", "std")}
+        pts = [c for c in curves if c["cell"] == json.dumps(cell, sort_keys=True) and f"{metric}_mean" in c]
         if not pts:
             continue
         axis = next(k for k in ("round", "step", "time") if k in pts[0])
-        band(ax, pts, axis, metric, key)
+        groups[cell_label(cell, r.get("seeds"))] = pts
+    bands(ax, groups, axis, metric)
     ax.set_xlabel(axis)
     ax.set_ylabel(metric)
+    ax.set_title("best cells: mean ± std over seeds", fontsize=9)
+    if axis in ("round", "step"):
+        integer_ticks(ax)
     _finish(fig, [ax], os.path.join(out_dir, "best.png"))
+
+
+def cell_label(cell, seeds=None):
+    """A grid cell as a legend entry: ``tau=0.1, lam=0 (3 seeds)``."""
+    text = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(cell.items()))
+    return (text or "(no grid)") + (f" ({seeds} seed{'s' if seeds != 1 else ''})" if seeds else "")
 
 

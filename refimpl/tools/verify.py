@@ -65,6 +65,29 @@ class _JitClock:
         return False
 
 
+#: how a check's measured value must relate to its bound: "≤" (the default), "<", ">" or "≥"
+#: (a lower bound, e.g. a speed-up above 1), "≈" (two-sided: equal within the check's tolerance)
+RELATIONS = ("≤", "<", "≥", ">", "≈")
+
+
+def uniform_ratio(measured, bound, relation="≤"):
+    """The table's ratio, in one direction for every check: for one-sided relations it is ≤ 1
+    exactly when measured stands on the holding side of bound (measured/bound for an upper bound,
+    bound/measured for a lower one, the reverse when both are negative, e.g. slopes); for "≈" it
+    is measured/bound (1 = agreement). None when the two have different signs or bound is 0."""
+    if measured is None or bound in (None, 0.0):
+        return None
+    if relation == "≈":
+        return measured / bound
+    if measured == 0.0:
+        return 0.0 if (relation in ("≤", "<")) == (bound > 0) else None
+    if (measured > 0) != (bound > 0):
+        return None
+    upper = relation in ("≤", "<")
+    r = measured / bound if upper else bound / measured
+    return r if bound > 0 else 1.0 / r
+
+
 def run_check(cid, quick=True) -> CheckRecord:
     """One check's record; its details carry ``seconds`` (wall), ``cpu_seconds`` (this process
     and the part processes it started) and ``jit_seconds`` (Numba compiling or cache loading)."""
@@ -78,14 +101,22 @@ def run_check(cid, quick=True) -> CheckRecord:
                            {"kind": kind, "error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=5)})
     measured, bound = _num(out.get("measured")), _num(out.get("bound"))
-    ratio = None
-    if measured is not None and bound not in (None, 0.0):
-        ratio = measured / bound
+    relation = out.get("relation", "≤")
+    if relation not in RELATIONS:          # a defect of the check: reported as a failed check
+        return CheckRecord(cid, claim, source, None, None, None, False,
+                           {"kind": kind, "error": f"check {cid}: relation must be one of {RELATIONS}, "
+                                                   f"got {relation!r}"})
+    ratio = uniform_ratio(measured, bound, relation)
     holds = out.get("holds")
     if holds is None:
         holds = measured is not None and bound is not None and measured <= bound
     details = dict(out.get("details", {}))
     details["kind"] = kind
+    details["relation"] = relation
+    if out.get("note"):
+        details["table_note"] = str(out["note"])
+    if out.get("vacuous"):
+        details["vacuous"] = True
     details["seconds"] = round(time.perf_counter() - t0, 3)
     details["cpu_seconds"] = round(cpu_seconds() - c0, 3)
     details["jit_seconds"] = round(jit.seconds, 3)
@@ -183,7 +214,8 @@ def run_checks(only=None, quick=True, progress=None, executor=None, workers=None
         w = resolve_workers(workers, len(tasks), "checks")
         for t in tasks:
             t["part_workers"] = w
-        _, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="checks")
+        _, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="checks",
+                                         weight=(lambda t: len(t["checks"])) if progress else None)
     return records_of(ids, tasks, results, failures)
 
 
@@ -201,14 +233,36 @@ def failing(records, strict=False):
     return [r.id for r in records if not r.holds and (strict or r.details.get("kind") != "claim")]
 
 
+def short(text, width=60):
+    """``text`` cut at a word boundary to at most ``width`` characters, "…" marking a cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1].rsplit(" ", 1)[0].rstrip(",;:(")
+    return cut + "…"
+
+
+def verdict(r):
+    """``yes``, ``yes (vacuous)`` (a bound no run could violate), ``no (claim)`` or ``NO``."""
+    if r.holds:
+        return "yes (vacuous)" if r.details.get("vacuous") else "yes"
+    return "no (claim)" if r.details.get("kind") == "claim" else "NO"
+
+
 def format_table(records):
-    rows = [("id", "claim", "measured", "bound", "ratio", "holds")]
+    """The verify table. ``rel`` is how measured must relate to bound; ``ratio`` is ≤ 1 exactly
+    when a one-sided relation holds (for ≈ it is measured/bound); ``note`` says what else the
+    check knows (a vacuous bound, a tight constant, a crash). Full claims: ``verify --list``."""
+    rows = [("id", "claim", "measured", "rel", "bound", "ratio", "holds", "note")]
     for r in records:
-        verdict = "yes" if r.holds else ("no (claim)" if r.details.get("kind") == "claim" else "NO")
-        rows.append((r.id, r.claim[:60], _fmt(r.measured), _fmt(r.bound), _fmt(r.ratio), verdict))
-    widths = [max(len(row[i]) for row in rows) for i in range(6)]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+        note = r.details.get("table_note") or (short(r.details["error"], 50) if r.details.get("error") else "")
+        rows.append((r.id, short(r.claim), _fmt(r.measured), r.details.get("relation", "≤"), _fmt(r.bound),
+                     _fmt(r.ratio), verdict(r), note))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(" |") for row in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
+    lines.append("ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower "
+                 "bound); for ≈, measured/bound")
     return "\n".join(lines)
 
 

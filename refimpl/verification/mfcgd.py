@@ -115,10 +115,17 @@ def _bound_check(quick, adaptive):
         holds &= ok
         if name.startswith("homogeneous"):
             main = (mean, bound)
+    inst = {k: d for k, d in det.items() if isinstance(d, dict)}
+    vacuous = all(d["vacuous"] for d in inst.values())
+    cap = next(iter(inst.values()))["a_priori_cap_C_f_C_g"]
+    sides = " and ".join(f"{d['right_hand_side']:.3g}" for d in inst.values())
     det["note"] = ("||∇F|| ≤ C_f C_g for every x (Remark 1): a right side above that cap cannot be violated by any "
-                   "trajectory (reported as vacuous). The verdict needs both instances; measured and bound are "
-                   "those of the low-noise homogeneous one, whose right side is below the cap")
-    return {"measured": main[0], "bound": main[1], "holds": holds, "details": det}
+                   "trajectory (vacuous). The verdict needs both instances; measured and bound are those of the "
+                   f"low-noise homogeneous one. Right sides {sides} against the cap {cap:.3g}: "
+                   + ("both vacuous" if vacuous else "not both vacuous"))
+    note = (f"vacuous: right sides {sides} ≥ cap C_f·C_g = {cap:.3g}" if vacuous else
+            f"right sides {sides}; cap C_f·C_g = {cap:.3g}")
+    return {"measured": main[0], "bound": main[1], "holds": holds, "vacuous": vacuous, "note": note, "details": det}
 
 
 @check("mfcgd.theorem1_bound", "AdaMFCGD (Adam-type A_t, ρ = 0.5) with parameters meeting every condition of "
@@ -274,7 +281,9 @@ def nonlinear_constants(quick):
     r = {k: float(v) for k, v in r.items()}
     worst = max(r, key=r.get)
     # δ_g is attained exactly by the pair realising the maximum: allow rounding (1e-12)
+    tight = abs(r[worst] - 1.0) <= 1e-12
     return {"measured": r[worst], "bound": 1.0, "holds": r[worst] <= 1.0 + 1e-12,
+            "note": f"worst: {worst}" + (" (attained: the constant is tight)" if tight else ""),
             "details": {"ratios": r, "worst": worst, "constants": C, "pairs": n,
                         "note": "finite-difference entries are relative errors divided by 1e-6"}}
 
