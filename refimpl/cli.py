@@ -834,6 +834,8 @@ def cmd_bench(args):
                            "checks": {r.id: {k: r.details.get(k) for k in ("seconds", "cpu_seconds", "jit_seconds")}
                                       for r in records}}, fh, indent=1)
         return 0
+    from refimpl.tools.bench import bench_conditions, load_average
+    load_before = load_average()
     if args.what == "vfl":
         with _progress(args, None, "bench vfl", "msg") as bar:
             rows = bench_vfl(repeats=args.repeats, progress=bar)
@@ -861,6 +863,8 @@ def cmd_bench(args):
         with _progress(args, None, "bench constrained", "msg") as bar:
             rows = bench_constrained(repeats=args.repeats, progress=bar)
         print(format_constrained(rows))
+    for line in bench_conditions(load_before, load_average(), args.what == "ssca" and not args.breakdown, rows):
+        print(line)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

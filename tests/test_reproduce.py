@@ -96,29 +96,34 @@ def test_presets_run_on_full_size_data(tmp_path, preset):
     assert doc["config"]["preset"] == preset and doc["status"] == "finished"
 
 
+#: the README's command (``reproduce ssca-sample --data-dir DIR --tune --out runs/tuned``) with the
+#: reduced sizes this test adds; tests/test_doc_commands.py counts on this test running it
+TUNE_ARGV = ["reproduce", "ssca-sample", "--data-dir", "DIR", "--tune", "--out", "OUT"]
+
+
 def test_tune_picks_each_methods_best_on_validation_then_runs_it(tmp_path):
     d = _fashion_or_fail()
     out = tmp_path / "t"
-    assert main(["reproduce", "ssca-feature", "--tune", "--data-dir", d, "--rounds", "3", "--seeds", "2",
-                 "--workers", "2", "--out", str(out), "--quiet"]) == 0
+    argv = [{"DIR": d, "OUT": str(out)}.get(a, a) for a in TUNE_ARGV]
+    reduced = ["--rounds", "3", "--seeds", "2", "--workers", "2", "--quiet"]
+    assert main([*argv, *reduced]) == 0
     rec = json.load(open(out / "reproduction.json"))
     tune = rec["tuning"]
     assert tune["validation_split"] == {"train": 50000, "validation": 10000, "seed": tune["validation_split"]["seed"]}
-    assert set(tune["methods"]) == {"SSCA", "SGD", "SGD-m"}                      # feature-based: no FedAvg
+    assert set(tune["methods"]) == {"SSCA", "SGD", "SGD-m", "FedAvg E=5"}        # sample-based: FedAvg too
     for m, t in tune["methods"].items():
         assert len(t["grid"]) == tune["points_per_method"] == 6                   # the same budget per method
         ok = [g for g in t["grid"] if g["status"] == "finished"]
         assert t["chosen"] == max(ok, key=lambda g: (g["validation_accuracy"], -g["train_cost"]))["settings"]
         assert set(t["chosen_at_grid_edge"]) <= set(t["chosen"])
-    assert [r["label"].split(" (")[0] for r in rec["runs"]] == ["SSCA", "SGD", "SGD-m"]
+    assert [r["label"].split(" (")[0] for r in rec["runs"]] == ["SSCA", "SGD", "SGD-m", "FedAvg E=5"]
     assert all(len(r["tasks"]) == 2 for r in rec["runs"]) and rec["n_train"] == 60000
     rows = (out / "tuned_results.csv").read_text().splitlines()
-    assert rows[0].startswith("method,final_train_cost_mean") and len(rows) == 4
+    assert rows[0].startswith("method,final_train_cost_mean") and len(rows) == 5
     ex = json.load(open(out / "execution.json"))
-    assert ex["new_runs"] == 18 + 6
+    assert ex["new_runs"] == 24 + 8
     # resumable: a rerun repeats nothing
-    assert main(["reproduce", "ssca-feature", "--tune", "--data-dir", d, "--rounds", "3", "--seeds", "2",
-                 "--workers", "2", "--out", str(out), "--quiet", "--resume"]) == 0
+    assert main([*argv, *reduced, "--resume"]) == 0
     assert json.load(open(out / "execution.json"))["new_runs"] == 0
 
 

@@ -560,3 +560,26 @@ def bench_paper_scale(data_dir=None, rounds=1000, eval_every=10, progress=None):
     return {"data": ds.name, "n_train": ds.n_train, "rounds": rounds, "eval_every": eval_every,
             "wall_seconds": wall, "peak_rss_mib": peak, "final_train_cost": tr.series("train_cost")[-1],
             "final_test_accuracy": tr.series("test_accuracy")[-1], "status": tr.status}
+
+
+def load_average():
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:                    # not every platform has one
+        return None
+
+
+def bench_conditions(load_before, load_after, torch_columns=False, rows=()):
+    """The lines under a bench table: the machine's load (a warning when other work was running,
+    which slows every figure), and why torch columns show "-"."""
+    cores = os.cpu_count() or 1
+    out = []
+    if load_before is not None:
+        out.append(f"load average {load_before:.2f} before, {load_after:.2f} after, on {cores} cores")
+        if load_before >= 0.5 * cores:
+            out.append(f"warning: the machine was busy before the bench started (load {load_before:.2f} on {cores} "
+                       "cores): these timings are slower than on an idle machine; rerun when it is idle")
+    if torch_columns and rows and all(r.get("ratio_to_torch") is None for r in rows):
+        out.append('torch columns show "-": torch is not installed (pip install torch adds the comparison)')
+    return out

@@ -290,6 +290,11 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
                          n=done[0])
         if progress and counts["reused"]:
             progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
+        if progress and pending:       # at once: a long first run otherwise leaves the terminal silent
+            n_w = min(workers, len(pending))
+            start = (f"running {total} {what} on {n_w} worker{'s' if n_w != 1 else ''}; "
+                     "a line as each finishes")
+            progress(start) if weight is None else progress(start, n=0)
         execute(pending, executor, min(workers, max(1, len(pending))), scheduler, on_result,
                 on_death=lambda task, n: report_death(task, n, counts))
     return counts, failures, results
