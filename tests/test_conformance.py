@@ -82,6 +82,18 @@ def test_harness_passes_for_refimpl_and_the_numpy_example(tmp_path):
     assert code == 0 and f"{n} passed" in out, out
 
 
+def test_harness_passes_for_the_pytorch_example(tmp_path):
+    """examples/conformance_torch_adapter.py: gradients by torch's autograd, float64 on the CPU.
+    torch is the project's ``torch`` extra, installed by the README's test command and in CI."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.fail("torch is not installed: pip install -e '.[test,plot,flower,torch]' (the README's test command)")
+    n = sum(len(d["cases"]) for d in VX.generate().values())
+    code, out = _harness(tmp_path, "conformance_torch_adapter", EXAMPLES)
+    assert code == 0 and f"{n} passed" in out, out
+
+
 def test_harness_fails_readably_on_a_planted_bug(tmp_path):
     src = (EXAMPLES / "conformance_numpy_adapter.py").read_text()
     planted = src.replace("return ((1 - eta * param) ** (tau - 1 - t),)", "return ((1 - eta * param) ** (tau - t + 1),)")

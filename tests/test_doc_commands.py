@@ -64,6 +64,10 @@ RUN_ELSEWHERE = {
     "refimpl report --out report --quick": "tests/test_verify.py::test_quick_report_lists_every_check_and_theorems_hold",
     "refimpl reproduce ssca-sample --data-dir DIR --tune --out runs/tuned":
         "tests/test_reproduce.py::test_tune_picks_each_methods_best_on_validation_then_runs_it",
+    **{f"refimpl {c}": "tests/test_flower.py::test_the_readme_commands_agree" for c in (
+        "run ssca --engine flower --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/fl",
+        "run ssca --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/own",
+        "crosscheck runs/own runs/fl --tol 1e-10")},
 }
 
 VFL = {"flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd"}
@@ -88,7 +92,9 @@ def reduced(argv):
     if cmd == "bench":
         return ["--batches", "10", "--repeats", "1"]
     if cmd == "reproduce":
-        return ["--seeds", "1", "--rounds", "2"] + ([] if "--paper" in argv else ["--quick"])
+        if "--paper" in argv:                 # the paper's batch sizes on 60,000 samples: one round
+            return ["--seeds", "1", "--rounds", "1"]
+        return ["--seeds", "1", "--rounds", "2", "--quick"]
     if cmd == "sweep":
         return ["--workers", "2"]
     if cmd == "compare":
@@ -180,11 +186,14 @@ def test_the_documents_hold_commands_and_the_exceptions_are_exact():
     texts = [c for _, c in COMMANDS]
     assert len(texts) >= 50
     assert set(NOT_RUN) == {c for c in texts if "scheduler-host" in c}
-    assert set(RUN_ELSEWHERE) == {c for c in texts if (c.startswith("refimpl report") or "--tune" in c)
-                                  and c not in NOT_RUN}
+    assert set(RUN_ELSEWHERE) == {c for c in texts if (c.startswith("refimpl report") or "--tune" in c
+                                                       or " runs/fl" in c.replace("runs/flex", "")
+                                                       or "runs/own" in c) and c not in NOT_RUN}
     # the other tests run the same commands (plus the reduced sizes and --out they add)
     src = (ROOT / "tests" / "test_verify.py").read_text()
-    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path)])' in src
+    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1"])' in src
+    from test_flower import README_FLOWER
+    assert {f"refimpl {c}" for c in README_FLOWER} == {c for c in RUN_ELSEWHERE if "test_flower" in RUN_ELSEWHERE[c]}
     from test_reproduce import TUNE_ARGV
     assert ["refimpl", *[{"OUT": "runs/tuned"}.get(a, a) for a in TUNE_ARGV]] == shlex.split(
         "refimpl reproduce ssca-sample --data-dir DIR --tune --out runs/tuned")

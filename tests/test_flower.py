@@ -14,7 +14,26 @@ COMMON = ["--setting", "sample", "--clients", "4", "--batch", "10", "--rounds", 
           "--eval-every", "5", "--seed", "3", "--snapshots", ",".join(str(t) for t in range(ROUNDS + 1)), "--quiet"]
 
 
-@pytest.mark.parametrize("algorithm", ["ssca", "sgd"])
+#: the README's three commands (Flower engine, refimpl's runner, crosscheck), as written; this
+#: test runs them (tests/test_doc_commands.py counts on it), adding only the reduced size below
+README_FLOWER = ["run ssca --engine flower --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/fl",
+                 "run ssca --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/own",
+                 "crosscheck runs/own runs/fl --tol 1e-10"]
+
+
+def test_the_readme_commands_agree(tmp_path, capsys):
+    """Flower's simulation engine and refimpl's runner as the README runs them: every snapshot the
+    command keeps (rounds 0, 10, 20) within 1e-10 relative."""
+    paths = {"runs/fl": str(tmp_path / "fl"), "runs/own": str(tmp_path / "own")}
+    for i, text in enumerate(README_FLOWER):
+        argv = [paths.get(a, a) for a in text.split()]
+        extra = ["--hidden", "16", "--quiet"] if argv[0] == "run" else []
+        assert main([*argv, *extra]) == 0, text
+    out = capsys.readouterr().out
+    assert "W1@20" in out and "W1@10" in out and "DIFFERS" not in out
+
+
+@pytest.mark.parametrize("algorithm", ["sgd"])       # SSCA: test_the_readme_commands_agree
 def test_flower_engine_equals_refimpl_runner(tmp_path, algorithm, capsys):
     a, b = tmp_path / "refimpl", tmp_path / "flower"
     assert main(["run", algorithm, *COMMON, "--out", str(a)]) == 0

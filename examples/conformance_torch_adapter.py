@@ -1,0 +1,146 @@
+"""A conformance adapter for a PyTorch implementation, written from the papers' equations without
+refimpl: the second example of docs/conformance.md. The network's gradients come from torch's
+autograd (not a hand derivation), every tensor is float64 on the CPU, and each function converts
+the vector's NumPy inputs to tensors and its outputs back. Run the kit against it with
+
+    REFIMPL_IMPL=conformance_torch_adapter PYTHONPATH=examples python -m pytest --pyargs refimpl.conformance
+
+(needs ``pip install torch==2.13.0``, the project's ``torch`` extra).
+"""
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+
+
+def _t(a):
+    return torch.as_tensor(np.asarray(a, dtype=np.float64))
+
+
+def _with_bias(M, bias):
+    return torch.cat([torch.ones(M.shape[0], 1), M], dim=1) if bias else M
+
+
+def loss_grad(W1, W2, X, y, activation, bias):
+    """Mean softmax cross-entropy of act(X̃ W1ᵀ)~ W2ᵀ, gradients by autograd. torch's ReLU has
+    derivative 0 at 0, as the vectors require."""
+    W1, W2 = _t(W1).requires_grad_(), _t(W2).requires_grad_()
+    Xb = _with_bias(_t(X), bias)
+    Z = Xb @ W1.T
+    H = torch.nn.functional.silu(Z) if activation == "swish" else torch.relu(Z)
+    out = _with_bias(H, bias) @ W2.T
+    loss = torch.nn.functional.cross_entropy(out, torch.as_tensor(np.asarray(y, dtype=np.int64)))
+    g1, g2 = torch.autograd.grad(loss, (W1, W2))
+    return float(loss.detach()), g1.numpy(), g2.numpy()
+
+
+def exp_nonpos(x):
+    return (torch.exp(_t(x)).numpy(),)
+
+
+def surrogate_update(A, B, C, loss_hat, grad_hat, omega, rho, tau, curvature):
+    B, g, w = _t(B), _t(grad_hat), _t(omega)
+    A_new = tau if curvature == "fixed" else (1 - rho) * A + rho * tau
+    B_new = (1 - rho) * B + rho * (g - 2 * tau * w)
+    C_new = (1 - rho) * C + rho * (loss_hat - torch.dot(g, w) + tau * torch.dot(w, w))
+    return float(A_new), B_new.numpy(), float(C_new)
+
+
+def unconstrained_step(A, B, lam):
+    return ((-_t(B) / (2 * (A + lam))).numpy(),)
+
+
+def move(omega, omega_bar, gamma):
+    return (((1 - gamma) * _t(omega) + gamma * _t(omega_bar)).numpy(),)
+
+
+def closed_form_step(A, B, C, U, c):
+    """Lemma 1 through the dual of the one-constraint QCQP; at an active constraint the multiplier
+    is raised by ulps until the float64 point is feasible (the vectors ask for feasibility)."""
+    B = _t(B)
+
+    def q(w):
+        return float(A * torch.dot(w, w) + torch.dot(B, w) + C)
+
+    def point(nu):
+        return B * (-nu / (2 * (1 + nu * A)))
+    if C <= U:
+        return np.zeros(B.shape[0]), 0.0, 0.0
+    b, d = float(torch.dot(B, B)), 4 * A * (C - U)
+    nu0 = d / (A * (b - d) * (np.sqrt(b / (b - d)) + 1)) if b > d else np.inf
+    nu = min(nu0, c)
+    w = point(nu)
+    if nu0 <= c:
+        step = max(nu, np.finfo(float).tiny) * np.finfo(float).eps
+        while q(w) > U and nu < c:
+            nu = min(nu + step, c)
+            w = point(nu)
+            step *= 2
+    return w.numpy(), max(0.0, q(w) - U), nu
+
+
+def local_weights(optimizer, param, tau, eta):
+    """The weights of (8), read off by running the optimizer on unit "gradients": every optimizer
+    here is affine in the gradients with θ^0 = 0 (the proximal pull too: δ ← (1 − ημ)δ − ηg), so
+    with g^s = e_s (one coordinate per step) θ^τ − θ^0 = −η Σ_s w^s e_s and w = (θ^0 − θ^τ)/η."""
+    tau = int(tau)
+    theta0 = torch.zeros(tau)
+    theta, state = theta0.clone(), torch.zeros(tau)
+    for s in range(tau):
+        g = torch.zeros(tau)
+        g[s] = 1.0
+        theta, state = _step(optimizer, param, g, theta, theta0, state, eta, s)
+    return ((theta0 - theta) / eta).numpy(),
+
+
+def _step(optimizer, param, g, theta, theta0, state, eta, t):
+    if optimizer == "momentum":
+        u = param * state + g
+        return theta - eta * u, u
+    if optimizer == "proximal":
+        return theta - eta * (g + param * (theta - theta0)), torch.zeros_like(theta)
+    if optimizer == "time-varying-lr":
+        return theta - eta / (1 + param * t) * g, torch.zeros_like(theta)
+    return theta - eta * g, torch.zeros_like(theta)
+
+
+def local_update(optimizer, param, g, theta, theta0, state, eta, t):
+    th, st = _step(optimizer, param, _t(g), _t(theta), _t(theta0), _t(state), eta, t)
+    return th.numpy(), st.numpy()
+
+
+def condition14(eta, tau, w_bar, L, L_k):
+    eta, tau, w_bar, L_k = (_t(a) for a in (eta, tau, w_bar, L_k))
+    return ((eta <= 1 / (16 * torch.clamp(L_k, min=L) * tau * w_bar)).to(torch.float64).numpy(),)
+
+
+def storm_update(A, b, c, x_new, x_old, h, u, v, zeta, xi, alpha, beta, varrho, C_g, C_f):
+    A, b, c, x_new, x_old, h, u, v, zeta, xi = (_t(a) for a in (A, b, c, x_new, x_old, h, u, v, zeta, xi))
+
+    def phi(z):
+        return z / torch.sqrt(1 + z * z)
+
+    def proj(m, r):
+        n = torch.linalg.norm(m)
+        return m if n <= r else m * (r / n)
+    h_new = (A @ x_new + b + zeta) + (1 - alpha) * (h - (A @ x_old + b + zeta))
+    u_new = proj(A + (1 - beta) * (u - A), C_g)
+    v_new = proj(phi(h_new - c) + xi + (1 - varrho) * (v - (phi(h - c) + xi)), C_f)
+    return h_new.numpy(), u_new.numpy(), v_new.numpy()
+
+
+def storm_weights(k, n, c1, c2, c3, t):
+    eta = k / (n + t) ** (1 / 3)
+    return eta, min(1.0, c1 * eta ** 2), min(1.0, c2 * eta ** 2), min(1.0, c3 * eta ** 2)
+
+
+def adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
+    a, a_max, w_bar = _t(a), _t(a_max), _t(w_bar)
+    if kind == "norm":
+        s = theta * a[0] + (1 - theta) * torch.linalg.norm(w_bar)
+        return torch.full_like(a, float(s)).numpy(), a_max.numpy(), torch.full_like(a, float(s + rho)).numpy()
+    a_new = theta * a + (1 - theta) * w_bar ** 2
+    if kind == "adam":
+        return a_new.numpy(), a_max.numpy(), (torch.sqrt(a_new) + rho).numpy()
+    m = torch.maximum(a_max, a_new)
+    return a_new.numpy(), m.numpy(), (torch.sqrt(m) + rho).numpy()
