@@ -131,3 +131,57 @@ def adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
         return a_new, a_max, np.sqrt(a_new) + rho
     m = np.maximum(a_max, a_new)
     return a_new, m, np.sqrt(m) + rho
+
+
+def _softmax_xent_grads(W0, H, y):
+    """Mean cross-entropy of H W0[:, 1:]ᵀ + W0[:, 0]: (∂/∂W0, ∂/∂H)."""
+    O = H @ W0[:, 1:].T + W0[:, 0]
+    P = np.exp(O - O.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    P[np.arange(len(y)), y] -= 1.0
+    P /= len(y)
+    return np.hstack([P.sum(axis=0)[:, None], P.T @ H]), P @ W0[:, 1:]
+
+
+def _step(optimizer, param, g, theta, theta0, state, eta, t):
+    return local_update(optimizer, param, g, theta, theta0, state, eta, t)
+
+
+def vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1, s2):
+    """One round: the server's τ_0 steps with H fixed, each party's τ_k steps with the server head
+    and the other embedding at their round-start values."""
+    y = np.asarray(y, dtype=int)
+    Ws, Xs, S = [W0, W1, W2], [None, X1, X2], [s0, s1, s2]
+    hs = [X @ W[:, 1:].T + W[:, 0] for X, W in zip(Xs[1:], Ws[1:])]
+    H = np.hstack(hs)
+    cols = [None, slice(0, hs[0].shape[1]), slice(hs[0].shape[1], H.shape[1])]
+    sent = _softmax_xent_grads(W0, H, y)[1]
+    out_W, out_S = [], []
+    for k in range(3):
+        th, st = Ws[k].copy(), (S[k] if optimizer == "momentum" else np.zeros_like(Ws[k]))
+        for t in range(int(tau[k])):
+            if k == 0:
+                g = _softmax_xent_grads(th, H, y)[0]
+            else:
+                Hk = H.copy()
+                Hk[:, cols[k]] = Xs[k] @ th[:, 1:].T + th[:, 0]
+                dh = (sent if labels == "server" else _softmax_xent_grads(W0, Hk, y)[1])[:, cols[k]]
+                g = np.hstack([dh.sum(axis=0)[:, None], dh.T @ Xs[k]])
+            th, st = _step(optimizer, param, g, th, Ws[k], st, eta[k], t)
+        out_W.append(th)
+        out_S.append(st if optimizer == "momentum" else np.zeros_like(th))
+    return (*out_W, *out_S)
+
+
+def vfl_taus(rule, timeout, Q, server_steps, step_times):
+    tau = np.maximum(1, np.floor(timeout / step_times)).astype(int) if rule == "timeout" \
+        else np.full(len(step_times), int(Q))
+    if server_steps > 0:
+        tau[0] = server_steps
+    return (tau,)
+
+
+def vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
+    if rule == "paper":
+        return A / (tau * w_bar), prev
+    return eta * prev / tau, np.asarray(tau, dtype=float)

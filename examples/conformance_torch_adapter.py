@@ -144,3 +144,56 @@ def adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
         return a_new.numpy(), a_max.numpy(), (torch.sqrt(a_new) + rho).numpy()
     m = torch.maximum(a_max, a_new)
     return a_new.numpy(), m.numpy(), (torch.sqrt(m) + rho).numpy()
+
+
+def vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1, s2):
+    """One Flex-VFL round; every local gradient by autograd on the loss with the other blocks
+    (and, for a party, the server head) detached at their round-start values."""
+    y = torch.as_tensor(np.asarray(y, dtype=np.int64))
+    W = [_t(a) for a in (W0, W1, W2)]
+    X = [None, _t(X1), _t(X2)]
+    S = [_t(a) for a in (s0, s1, s2)]
+
+    def enc(Wk, Xk):
+        return Xk @ Wk[:, 1:].T + Wk[:, 0]
+
+    def loss(W0_, h1, h2):
+        H = torch.cat([h1, h2], dim=1)
+        return torch.nn.functional.cross_entropy(H @ W0_[:, 1:].T + W0_[:, 0], y)
+    h = [None, enc(W[1], X[1]), enc(W[2], X[2])]
+    hh = [None, h[1].clone().requires_grad_(), h[2].clone().requires_grad_()]
+    sent = torch.autograd.grad(loss(W[0], hh[1], hh[2]), (hh[1], hh[2]))
+    out_W, out_S = [], []
+    for k in range(3):
+        th = W[k].clone()
+        st = S[k] if optimizer == "momentum" else torch.zeros_like(th)
+        for t in range(int(tau[k])):
+            p = th.clone().requires_grad_()
+            if k == 0:
+                g, = torch.autograd.grad(loss(p, h[1], h[2]), (p,))
+            elif labels == "server":
+                g, = torch.autograd.grad((enc(p, X[k]) * sent[k - 1]).sum(), (p,))
+            else:
+                hs = [h[1], h[2]]
+                hs[k - 1] = enc(p, X[k])
+                g, = torch.autograd.grad(loss(W[0], *hs), (p,))
+            th, st = _step(optimizer, param, g, th, W[k], st, float(eta[k]), t)
+        out_W.append(th.numpy())
+        out_S.append(st.numpy() if optimizer == "momentum" else np.zeros(th.shape))
+    return (*out_W, *out_S)
+
+
+def vfl_taus(rule, timeout, Q, server_steps, step_times):
+    s = _t(step_times)
+    tau = (torch.clamp(torch.floor(timeout / s), min=1) if rule == "timeout"
+           else torch.full_like(s, float(Q))).to(torch.int64)
+    if server_steps > 0:
+        tau[0] = int(server_steps)
+    return (tau.numpy(),)
+
+
+def vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
+    A, eta, prev, tau, w_bar = (_t(a) for a in (A, eta, prev, tau, w_bar))
+    if rule == "paper":
+        return (A / (tau * w_bar)).numpy(), prev.numpy()
+    return (eta * prev / tau).numpy(), tau.numpy()

@@ -774,6 +774,8 @@ def cmd_verify(args):
             raise ValueError(f"--{flag.replace('_', '-')} applies only with --mutations")
     from refimpl.tools.verify import format_table, run_checks, write_json
     only = [s.strip() for s in args.only.split(",")] if args.only else None
+    if args.coverage:
+        return _verify_coverage(args, only)
     from refimpl.tools.verify import load_checks
     import time as _time
     from refimpl.tools.verify import cpu_seconds, peak_rss_mb
@@ -794,6 +796,29 @@ def cmd_verify(args):
     claims = [r.id for r in records if not r.holds and r.details.get("kind") == "claim"]
     if claims:
         _say(f"claims of the papers not reproduced here (reported, see the table): {', '.join(claims)}")
+    fatal = failing(records, args.strict)
+    if fatal:
+        _say(f"checks not holding: {', '.join(fatal)}")
+        return 1
+    return 0
+
+
+def _verify_coverage(args, only):
+    """verify --coverage: the theorem-kind checks in this process under a line tracer; the table of
+    what they execute per module (and, with --json, the lines no check executes)."""
+    from refimpl.tools.verify import failing, format_coverage, format_table, run_coverage
+    given = [f for f, default in (("executor", "local"), ("workers", None), ("scheduler", None), ("profile", False))
+             if getattr(args, f, default) != default]
+    if given:
+        raise ValueError(f"--{given[0]} does not apply with --coverage (the checks run in this process, traced)")
+    with _progress(args, None, "verify --coverage", "check") as bar:
+        records, rows = run_coverage(args.quick, bar, only)
+    print(format_table(records))
+    print()
+    print(format_coverage(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"checks": [r.id for r in records], "quick": bool(args.quick), "modules": rows}, fh, indent=1)
     fatal = failing(records, args.strict)
     if fatal:
         _say(f"checks not holding: {', '.join(fatal)}")
@@ -1150,6 +1175,8 @@ def build_parser():
     v.add_argument("--catalogue", help="with --mutations: another catalogue file (default: the package's)")
     _engine_options(v, "processes running checks (or mutations) at a time; default: the number of cores")
     v.add_argument("--markdown", help="with --mutations: also write the tables as Markdown to this file")
+    v.add_argument("--coverage", action="store_true",
+                   help="run the theorem-kind checks traced in this process; print the lines they execute per module")
     v.add_argument("--profile", action="store_true",
                    help="also print each check's wall, CPU and Numba seconds and the totals against the target")
     v.set_defaults(fn=cmd_verify)

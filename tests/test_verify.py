@@ -12,7 +12,8 @@ REQUIRED = {"grad.fd", "kernels.numba_numpy", "ssca.feature_equals_central", "ss
             "vfl.claim_adaptive", "mfcgd.lemma1_smoothness", "mfcgd.lemma2", "mfcgd.theorem1_bound",
             "mfcgd.theorem2_bound", "mfcgd.rate_slope", "mfcgd.complexity_vs_baselines",
             "vfl.weights_time_varying_lr", "vfl.clock", "mfcgd.nonlinear_constants", "mfcgd.algorithm1_literal",
-            "mfcgd.lemma8_descent", "mfcgd.lemma9_tracking", "mfcgd.theorem_statement_literal"}
+            "mfcgd.lemma8_descent", "mfcgd.lemma9_tracking", "mfcgd.theorem_statement_literal",
+            "vfl.round_literal", "core.chunked_evaluation", "core.partitions", "ssca.constrained_round_literal"}
 #: experimental claims of the papers: they must run and report figures; they may honestly not hold
 CLAIMS = {i for i in REQUIRED if ".claim_" in i} | {"mfcgd.complexity_vs_baselines", "mfcgd.rate_slope"}
 
@@ -150,3 +151,21 @@ def test_ratio_direction_is_uniform_and_the_table_says_what_checks_know(monkeypa
     assert row["t.fast"][3] == ">" and row["t.fast"][6] == "yes" and row["t.slow"][6] == "NO"
     assert all(r[1] == cut for r in row.values())
     assert table[-1].startswith("ratio: ≤ 1 when")
+
+
+def test_coverage_says_which_lines_the_checks_execute(tmp_path, capsys):
+    """verify --coverage: the traced checks' lines per module; a module only a check's import
+    touches shows its function bodies as not executed; Numba kernels count as compiled."""
+    import json
+    out = tmp_path / "cov.json"
+    assert main(["verify", "--coverage", "--quick", "--only", "core.chunked_evaluation", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "total: core + the three papers" in text and "core.chunked_evaluation" in text
+    mods = {m["module"]: m for m in json.load(open(out))["modules"]}
+    model = mods["refimpl/core/model.py"]
+    assert model["executed"] > 0.8 * model["statements"]                   # the check evaluates the model
+    policies = mods["refimpl/vfl/policies.py"]
+    assert policies["not_executed"] > 0 and policies["missing"]             # no Flex-VFL round ran
+    assert mods["refimpl/core/kernels.py"]["compiled"] > 0                  # the swish / softmax kernels
+    assert main(["verify", "--coverage", "--workers", "2", "--only", "grad.fd"]) == 2
+    assert "--workers does not apply with --coverage" in capsys.readouterr().err

@@ -58,6 +58,25 @@ FAMILIES = {
                         ("a", "a_max", "A"),
                         "adam: a = ϑa + (1−ϑ)w̄², A = sqrt(a) + ρ; norm: a = ϑa + (1−ϑ)||w̄|| (scalar in a[0]), "
                         "A = (a + ρ)1; amsgrad: a_max = max(a_max, a), A = sqrt(a_max) + ρ"),
+    "vfl_round": ("vfl", "[FlexVFL] Algorithm 1, (5)–(6): one round",
+                  ("W0", "W1", "W2", "X1", "X2", "y", "tau", "eta", "optimizer", "param", "labels", "s0", "s1", "s2"),
+                  ("W0", "W1", "W2", "s0", "s1", "s2"),
+                  "one global round of two parties with linear encoders h_k = X_k W_k[:, 1:]ᵀ + W_k[:, 0] and a "
+                  "linear server head on [h_1, h_2] (softmax cross-entropy, mean over the batch): H from Θ^{r,0}; "
+                  "the server takes τ_0 steps on W0 with H fixed; party k takes τ_k steps on W_k with W0 and the "
+                  "other party's embedding at their round-start values (labels 'all': ∂l/∂h_k recomputed at each "
+                  "step from the party's fresh h_k; 'server': the ∂l/∂h_k the server sent at the round start); "
+                  "local steps as local_update (θ^{r,0} is the round's start); s_k: party k's momentum buffer "
+                  "at the round start and end (zeros: a reset; unused optimizers return zeros)"),
+    "vfl_taus": ("vfl", "[FlexVFL] Algorithm 1, line 4; synchronous VFL; P-BCD",
+                 ("rule", "timeout", "Q", "server_steps", "step_times"), ("tau",),
+                 "local step counts: rule 'timeout' τ_k = max(1, ⌊timeout / s_k⌋) (Flex-VFL), 'fixed' τ_k = Q "
+                 "(synchronous VFL; P-BCD with Q = 1); server_steps > 0 sets the server's (party 0's) count "
+                 "whatever its speed (the authors' protocol)"),
+    "vfl_adaptive_eta": ("vfl", "[FlexVFL] Algorithm 2, line 11", ("rule", "A", "eta", "prev", "tau", "w_bar"),
+                         ("eta", "prev"),
+                         "the next round's step sizes: rule 'paper' η_k = A_k / (τ_k w̄_k) (prev unchanged); "
+                         "'authors' η_k ← η_k · prev_k / τ_k and prev ← τ (their adaptive code, no w̄)"),
 }
 PAPERS = ("core", "ssca", "vfl", "mfcgd")
 
@@ -178,6 +197,56 @@ def _ref_adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
         return np.full_like(a, s), a_max, A
     (a2, am2), A = m.update((a, a_max), w_bar)
     return a2, am2, A
+
+
+def _ref_vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1, s2):
+    from refimpl.vfl.flexvfl import party_local_phase, server_local_phase
+    from refimpl.vfl.local_optimizers import make_optimizer
+    from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
+    W0, W1, W2, X1, X2 = (np.asarray(a, dtype=np.float64) for a in (W0, W1, W2, X1, X2))
+    y = np.asarray(y, dtype=np.int64)
+    model = VerticalModel((LinearEncoder(X1.shape[1], W1.shape[0]), LinearEncoder(X2.shape[1], W2.shape[0])),
+                          LinearFusion(W1.shape[0] + W2.shape[0], W0.shape[0]))
+    opt = make_optimizer(optimizer if optimizer == "sgd" else f"{optimizer}:{param!r}")
+    thetas, Xb = [W0.ravel(), W1.ravel(), W2.ravel()], [X1, X2]
+    states = [np.asarray(s, dtype=np.float64).ravel() if optimizer == "momentum" else None for s in (s0, s1, s2)]
+    H = np.hstack(model.embeddings(thetas, Xb))
+    dh = [None, None]
+    if labels == "server":
+        dH = model.fusion.loss_grads(thetas[0], H, y)[2]
+        dh = [dH[:, model.offsets[k - 1]:model.offsets[k]] for k in (1, 2)]
+    elif labels != "all":
+        raise ValueError(f"labels must be 'all' or 'server', got {labels!r}")
+    new, out = [None] * 3, [None] * 3
+    new[0], _, out[0] = server_local_phase(model, thetas[0], H, y, opt, float(eta[0]), int(tau[0]), state=states[0])
+    for k in (1, 2):
+        new[k], _, out[k] = party_local_phase(model, k, thetas[k], thetas[0], H, Xb[k - 1], y, opt, float(eta[k]),
+                                              int(tau[k]), dh[k - 1], state=states[k])
+    shapes = (W0.shape, W1.shape, W2.shape)
+    return (*(n.reshape(sh) for n, sh in zip(new, shapes)),
+            *(np.zeros(sh) if o is None else np.asarray(o).reshape(sh) for o, sh in zip(out, shapes)))
+
+
+def _ref_vfl_taus(rule, timeout, Q, server_steps, step_times):
+    from refimpl.vfl.policies import FixedSteps, ServerSteps, StepsFromTimeout
+    steps = StepsFromTimeout(float(timeout)) if rule == "timeout" else FixedSteps(int(Q))
+    if rule not in ("timeout", "fixed"):
+        raise ValueError(f"rule must be 'timeout' or 'fixed', got {rule!r}")
+    if int(server_steps) > 0:
+        steps = ServerSteps(steps, int(server_steps))
+    return steps.taus(1, np.asarray(step_times, dtype=np.float64)).astype(np.int64)
+
+
+def _ref_vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
+    from refimpl.vfl.policies import AuthorsAdaptive, PaperAdaptive
+    A, eta, prev, tau, w_bar = (np.asarray(a, dtype=np.float64) for a in (A, eta, prev, tau, w_bar))
+    if rule == "paper":
+        e, _ = PaperAdaptive(A, 1.0).update(eta, None, tau, w_bar)
+        return e, prev
+    if rule == "authors":
+        e, p = AuthorsAdaptive(A).update(eta, prev, tau, w_bar)
+        return e, np.asarray(p, dtype=np.float64)
+    raise ValueError(f"rule must be 'paper' or 'authors', got {rule!r}")
 
 
 _REFERENCE = {k: globals()[f"_ref_{k}"] for k in FAMILIES}
@@ -361,6 +430,63 @@ def _cases_adaptive_matrix(rng):
                              w_bar=rng.standard_normal(d), rho=0.1, theta=0.9), tol={"rel": 1e-15})
             for i, (k, f, c) in enumerate((("adam", [], "Adam type"), ("norm", ["scalar-state"], "norm type: a is a scalar"),
                                           ("amsgrad", ["running-max"], "AMSGrad type: the running maximum")))]
+
+
+def _cases_vfl_round(rng):
+    B, d1, d2, O1, O2, C = 6, 4, 3, 2, 3, 3
+
+    def inputs(tau, eta, optimizer="sgd", param=0.0, labels="all", state=0.0):
+        W0, W1, W2 = (rng.standard_normal(sh) * 0.5 for sh in ((C, O1 + O2 + 1), (O1, d1 + 1), (O2, d2 + 1)))
+        return dict(W0=W0, W1=W1, W2=W2, X1=rng.standard_normal((B, d1)), X2=rng.standard_normal((B, d2)),
+                    y=rng.integers(0, C, B), tau=np.array(tau, dtype=np.int64), eta=np.array(eta, dtype=np.float64),
+                    optimizer=optimizer, param=param, labels=labels,
+                    s0=rng.standard_normal(W0.shape) * state, s1=rng.standard_normal(W1.shape) * state,
+                    s2=rng.standard_normal(W2.shape) * state)
+    return [dict(id=f"vfl_round-{i}", comment=c, flags=f, inputs=inputs(**kw), tol={"rel": 1e-13})
+            for i, (kw, f, c) in enumerate((
+                (dict(tau=[3, 2, 5], eta=[0.1, 0.1, 0.1]), ["stale-embeddings", "server-keeps-round-start-H"],
+                 "Flex-VFL: unequal τ; each party sees the others' round-start embeddings"),
+                (dict(tau=[4, 4, 4], eta=[0.2, 0.2, 0.2]), [], "synchronous VFL: Q = 4 steps for every party"),
+                (dict(tau=[1, 1, 1], eta=[0.3, 0.3, 0.3]), ["one-step"], "P-BCD: one step per party"),
+                (dict(tau=[2, 6, 3], eta=[0.05, 0.02, 0.04]), ["per-party-eta"],
+                 "adaptive Flex-VFL: a different η_k per party"),
+                (dict(tau=[3, 3, 2], eta=[0.1, 0.1, 0.1], optimizer="momentum", param=0.9),
+                 ["momentum-reset"], "momentum, buffers reset at the round start (s = 0)"),
+                (dict(tau=[3, 3, 2], eta=[0.1, 0.1, 0.1], optimizer="momentum", param=0.9, state=1.0),
+                 ["momentum-persistent"], "momentum, buffers carried from the previous round (the authors' MOSEI "
+                                          "solver): the end buffers are the next round's start"),
+                (dict(tau=[2, 3, 4], eta=[0.1, 0.1, 0.1], optimizer="proximal", param=0.5),
+                 ["proximal-anchor-round-start"], "proximal: the pull is towards θ^{r,0}, the round's start"),
+                (dict(tau=[2, 3, 4], eta=[0.1, 0.1, 0.1], labels="server"), ["labels-at-server", "stale-gradient"],
+                 "labels only at the server: each party steps along the ∂l/∂h_k sent at the round start")))]
+
+
+def _cases_vfl_taus(rng):
+    st = np.array([0.2, 1.0, 1.5, 3.4, 12.0])
+    return [dict(id=f"vfl_taus-{i}", comment=c, flags=f, inputs=dict(rule=r, timeout=t, Q=q, server_steps=sv,
+                                                                    step_times=x), tol={"rel": 0.0})
+            for i, (r, t, q, sv, x, f, c) in enumerate((
+                ("timeout", 10.0, 0, 0, st, ["floor-not-round", "at-least-one-step"],
+                 "Flex-VFL: ⌊10/s⌋, and one step for the party slower than the timeout"),
+                ("timeout", 10.0, 0, 0, np.array([2.5, 0.5, 10.0 / 3.0, 5.0]), ["exact-division"],
+                 "step times dividing the timeout exactly (10/(10/3) may round below 3)"),
+                ("fixed", 0.0, 5, 0, st, [], "synchronous VFL: Q = 5 for every party"),
+                ("fixed", 0.0, 1, 0, st, [], "P-BCD: one step"),
+                ("timeout", 10.0, 0, 5, st, ["server-steps-fixed"],
+                 "the authors' protocol: the server takes 5 steps whatever its speed")))]
+
+
+def _cases_vfl_adaptive_eta(rng):
+    A, tau = np.array([0.5, 1.0, 0.8]), np.array([4.0, 2.0, 7.0])
+    return [dict(id=f"vfl_adaptive_eta-{i}", comment=c, flags=f,
+                 inputs=dict(rule=r, A=A, eta=np.array([0.1, 0.2, 0.05]), prev=np.array([10.0, 10.0, 10.0]),
+                             tau=tau, w_bar=wb), tol={"rel": 1e-15})
+            for i, (r, wb, f, c) in enumerate((
+                ("paper", np.array([1.0, 1.0, 1.0]), [], "SGD: w̄ = 1, η_k = A_k/τ_k"),
+                ("paper", np.array([3.439, 1.9, 5.217031]), ["w-bar-not-W"],
+                 "momentum: w̄ = max_t w^t (not W = Σ_t w^t)"),
+                ("authors", np.array([3.439, 1.9, 5.217031]), ["previous-tau"],
+                 "the authors' rule: η ← η·prev/τ, no w̄")))]
 
 
 _CASES = {k: globals()[f"_cases_{k}"] for k in FAMILIES}

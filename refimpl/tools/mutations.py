@@ -59,8 +59,8 @@ def theorem_checks(paper):
     which every paper's checks exercise)."""
     from refimpl.tools.verify import load_checks
     reg = load_checks()
-    prefixes = {"core": ("grad.", "kernels.", "ssca."), "ssca": ("ssca.", "grad.", "kernels."),
-                "vfl": ("vfl.",), "mfcgd": ("mfcgd.",)}[paper]
+    prefixes = {"core": ("grad.", "kernels.", "core.", "ssca."), "ssca": ("ssca.", "grad.", "kernels.", "core."),
+                "vfl": ("vfl.", "core."), "mfcgd": ("mfcgd.",)}[paper]
     return [cid for cid, (_, _, _, kind) in reg.items() if kind == "theorem" and cid.startswith(prefixes)]
 
 

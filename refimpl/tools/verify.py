@@ -294,3 +294,119 @@ def format_profile(records, wall=None, cpu=None, rss=None, target=None):
                      + (f", peak memory {rss:.0f} MB (largest process)" if rss is not None else "")
                      + (f"; target ≤ {target:g} s: {'met' if wall <= target else 'MISSED'}" if target else ""))
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- --coverage
+
+def _compiled_lines():
+    """{file: set of line numbers} of the Numba-compiled functions of the package: their bodies run
+    as machine code, which a line tracer never sees (the checks compare them with their NumPy twins)."""
+    import inspect
+    import sys
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("refimpl") or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            fn = getattr(obj, "py_func", None)
+            if fn is None or not hasattr(obj, "signatures"):
+                continue
+            try:
+                src, start = inspect.getsourcelines(fn)
+                path = os.path.realpath(inspect.getsourcefile(fn))
+            except (OSError, TypeError):
+                continue
+            out.setdefault(path, set()).update(range(start, start + len(src)))
+    return out
+
+
+def _import_time_lines(path):
+    """Lines a module runs when it is imported (its top-level and class-level statements, the def
+    and decorator lines): the tracer starts after the checks' modules are imported, so these count
+    as executed for every imported module."""
+    import ast
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    lines = set()
+
+    def visit(body):
+        for node in body:
+            lines.add(node.lineno)
+            for dec in getattr(node, "decorator_list", ()):
+                lines.update(range(dec.lineno, getattr(dec, "end_lineno", dec.lineno) + 1))
+            if isinstance(node, ast.ClassDef):
+                visit(node.body)
+            elif isinstance(node, (ast.If, ast.Try)) and not isinstance(node, ast.FunctionDef):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for h in getattr(node, "handlers", []):
+                    visit(h.body)
+                visit(getattr(node, "finalbody", []))
+    visit(tree.body)
+    return lines
+
+
+def run_coverage(quick=True, progress=None, only=None):
+    """``refimpl verify --coverage``: the theorem-kind checks (or ``only``) in this process under
+    coverage.py's line tracer; per module of the package its statements, those executed, those in
+    Numba-compiled functions (run, but not traceable) and those no check executes. Returns
+    (records, rows); a row's ``missing`` lists the lines no check executes."""
+    try:
+        import coverage
+    except ImportError:
+        raise ValueError("verify --coverage needs coverage.py: pip install -e '.[coverage]' (or pip install coverage)")
+    import refimpl
+    root = os.path.realpath(os.path.dirname(refimpl.__file__))
+    load_checks()
+    ids = list(only) if only else [cid for cid, entry in REGISTRY.items() if entry[3] == "theorem"]
+    cov = coverage.Coverage(source=[root], data_file=None, config_file=False, branch=False)
+    cov.start()
+    try:
+        records = run_checks(ids, quick=quick, progress=progress)
+    finally:
+        cov.stop()
+    compiled = _compiled_lines()
+    import sys
+    imported = {os.path.realpath(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())
+                if n.startswith("refimpl") and m is not None}
+    rows = []
+    for dirpath, _, files in os.walk(root):
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, f)
+            _, statements, _, missing, _ = cov.analysis2(path)
+            statements, missing = set(statements), set(missing)
+            if os.path.realpath(path) in imported:
+                missing -= _import_time_lines(path)
+            jit = missing & compiled.get(path, set())
+            rows.append({"module": os.path.relpath(path, os.path.dirname(root)), "statements": len(statements),
+                         "executed": len(statements - missing), "compiled": len(jit),
+                         "not_executed": len(missing - jit), "missing": sorted(missing - jit)})
+    rows.sort(key=lambda r: r["module"])
+    return records, rows
+
+
+def format_coverage(rows):
+    """The --coverage table: per module, and totals for the papers' code and for the tools."""
+    head = ("module", "statements", "executed", "Numba", "not executed", "executed %")
+    out = [head]
+
+    def line(name, rs):
+        st = sum(r["statements"] for r in rs)
+        ex, jit = sum(r["executed"] for r in rs), sum(r["compiled"] for r in rs)
+        out.append((name, str(st), str(ex), str(jit), str(sum(r["not_executed"] for r in rs)),
+                    f"{100.0 * (ex + jit) / st:.0f}" if st else "-"))
+    for r in rows:
+        if r["statements"]:
+            line(r["module"], [r])
+    methods = [r for r in rows if not r["module"].startswith(("refimpl/tools/", "refimpl/cli", "refimpl/options",
+                                                              "refimpl/conformance/", "refimpl/verification/"))]
+    line("total: core + the three papers", methods)
+    line("total: package", rows)
+    w = [max(len(r[i]) for r in out) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(n) if i == 0 else c.rjust(n) for i, (c, n) in enumerate(zip(r, w))) for r in out]
+    lines.insert(1, "-+-".join("-" * n for n in w))
+    lines.append("executed %: (executed + Numba) / statements; Numba: lines of compiled kernels, run as machine code "
+                 "(the checks compare each with its NumPy twin); --json lists the lines no check executes")
+    return "\n".join(lines)

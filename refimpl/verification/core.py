@@ -214,3 +214,113 @@ def kernels_exp_ulps(quick):
             "details": {"points": int(x.size), "max_ulps": float(ulps[worst]), "at_x": float(x[worst]),
                         "fraction_not_bit_equal": float(np.mean(ulps > 0)),
                         "reference": "numpy.exp (the C library's exp), one ulp = numpy.spacing(exp(x))"}}
+
+
+@check("core.chunked_evaluation", "whole-data evaluations over more rows than one chunk (12,000 rows; chunks of "
+       "8,192, 5,000 and 999) equal one unchunked pass: the training loss of the two-layer network, the authors' "
+       "one-vs-all cost, the full gradient ∇F of (32) and the Flex-VFL model's loss (worst relative difference)",
+       "refimpl/core/model.py (loss, one_vs_all_cost, full_gradient); refimpl/vfl/models.py (loss)")
+def chunked_evaluation(quick):
+    from refimpl.core.model import full_gradient
+    from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
+    rng = np.random.default_rng(9)
+    N, D, L = 12000, 20, 10
+    X, y = rng.standard_normal((N, D)), rng.integers(0, L, N)
+    model = TwoLayerNet(D, 8, L)
+    theta = rng.standard_normal(model.n_params) * 0.3
+    O = model.logits(theta, X)                                   # one pass over every row
+    O = O - O.max(axis=1, keepdims=True)
+    logp = O - np.log(np.exp(O).sum(axis=1, keepdims=True))
+    rows = np.arange(N)
+    want = {"loss": float(-logp[rows, y].mean()),
+            "one_vs_all": float((-logp[rows, y].sum() - np.log1p(-np.exp(logp)).sum()
+                                 + np.log1p(-np.exp(logp[rows, y])).sum()) / N),
+            "gradient": model.loss_grad(theta, X, y, np.full(N, 1.0 / N))[1] + 2 * 1e-3 * theta}
+    vm = VerticalModel((LinearEncoder(12, 3), LinearEncoder(8, 2)), LinearFusion(5, L))
+    thetas = vm.init(rng)
+    Xs = [X[:, :12], X[:, 12:]]
+    want["vfl_loss"] = vm.fusion.loss_grads(thetas[0], np.hstack(vm.embeddings(thetas, Xs)), y)[0]
+    errors = {}
+    for chunk in (8192, 5000, 999):
+        got = {"loss": model.loss(theta, X, y, chunk=chunk), "one_vs_all": model.one_vs_all_cost(theta, X, y, chunk=chunk),
+               "gradient": full_gradient(model, theta, X, y, 1e-3, chunk=chunk),
+               "vfl_loss": vm.loss(thetas, Xs, y, chunk=chunk)}
+        for k, v in got.items():
+            w = np.asarray(want[k])
+            errors[f"{k}@{chunk}"] = float(np.max(np.abs(np.asarray(v) - w)) / np.max(np.abs(w)))
+    worst = max(errors.values())
+    return {"measured": worst, "bound": 1e-12, "details": {"rows": N, "relative_errors": errors},
+            "note": "12,000 rows: 2, 3 and 13 chunks"}
+
+
+@check("core.partitions", "the sample-based partitions: every sample in exactly one client for every kind, with more "
+       "classes than clients (K = 7, L = 10); Dirichlet:α class shares with the variance (1/K)(1 − 1/K)/(Kα + 1) of "
+       "Dir(α·1_K) (α = 0.2, 1, 5) and the minimum size kept; quantity:σ log-sizes with standard deviation σ, "
+       "non-empty clients even at σ = 5; iid clients' label histograms against the whole set (χ²): each statistical "
+       "test at |z| ≤ 4 (false alarm ≈ 6e-5 per test), its power against the nearest wrong convention reported",
+       "docs/ssca.md (partitions); refimpl/core/partition.py")
+def partitions(quick):
+    from math import erf, sqrt
+    from refimpl.core.partition import sample_partition
+    N, K, L, S = 10000, 7, 10, 30
+    rng = np.random.default_rng(12)
+    labels = np.sort(rng.integers(0, L, N))               # sorted: a split that forgets to shuffle shows
+    det, bad_cover, z = {}, 0, {}
+
+    def cover(parts, nonempty=True):
+        allx = np.concatenate(parts)
+        return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1))
+    for kind in ("contiguous", "iid", "label_skew", "dirichlet:1.0", "dirichlet:0.2:50", "quantity:0.5", "quantity:5"):
+        for s in range(3):
+            parts = sample_partition(N, K, kind, np.random.default_rng(s), labels)
+            bad_cover += cover(parts)
+            if kind == "dirichlet:0.2:50":
+                bad_cover += int(min(len(p) for p in parts) < 50)
+    # Dirichlet: per (seed, class) unit u = (1/K) Σ_k (share_k − 1/K)², E[u] = (1/K)(1 − 1/K)/(Kα + 1)
+    for alpha in (0.2, 1.0, 5.0):
+        us = []
+        for s in range(S):
+            parts = sample_partition(N, K, f"dirichlet:{alpha}:0", np.random.default_rng(100 + s), labels)
+            counts = np.array([np.bincount(labels[p], minlength=L) for p in parts], dtype=float)   # (K, L)
+            share = counts / counts.sum(axis=0)
+            us.extend(np.mean((share - 1 / K) ** 2, axis=0))
+        us = np.array(us)
+        want = (1 / K) * (1 - 1 / K) / (K * alpha + 1)
+        se = us.std(ddof=1) / np.sqrt(us.size)
+        z[f"dirichlet:{alpha}"] = float((us.mean() - want) / se)
+        alt = (1 / K) * (1 - 1 / K) / (alpha + 1)            # the Dir(α/K · 1_K) convention
+        det[f"dirichlet:{alpha}"] = {"mean_u": float(us.mean()), "expected": want, "z": z[f"dirichlet:{alpha}"],
+                                     "z_under_alpha_over_K": float((alt - want) / se)}
+    # quantity: log sizes − their mean, pooled: standard deviation σ (up to the floor's rounding)
+    for sigma in (0.5,):
+        Kq, dev = 50, []
+        for s in range(S):
+            sizes = np.array([len(p) for p in sample_partition(10 ** 6, Kq, f"quantity:{sigma}",
+                                                                 np.random.default_rng(200 + s), None)])
+            lg = np.log(sizes)
+            dev.extend(lg - lg.mean())
+        dev = np.array(dev)
+        sd = float(np.sqrt(np.sum(dev ** 2) / (dev.size - S)))
+        se = sigma / np.sqrt(2 * (dev.size - S))
+        z[f"quantity:{sigma}"] = (sd - sigma) / se
+        det[f"quantity:{sigma}"] = {"sd_log_size": sd, "expected": sigma, "z": z[f"quantity:{sigma}"],
+                                    "z_under_sigma_squared": float((sigma ** 2 - sigma) / se)}
+    # iid: each client's label histogram against the whole set's proportions; drawn without
+    # replacement (hypergeometric), Pearson's χ² has mean and sd (L − 1)·f and sqrt(2(L − 1))·f,
+    # f = (N − n)/(N − 1), asymptotically in the counts
+    chis = []
+    for s in range(S):
+        parts = sample_partition(N, K, "iid", np.random.default_rng(300 + s), labels)
+        p = np.bincount(labels, minlength=L) / N
+        for b in parts:
+            e = p * len(b)
+            f = (N - len(b)) / (N - 1)
+            chis.append(float(np.sum((np.bincount(labels[b], minlength=L) - e) ** 2 / e)) / f)
+    chis = np.array(chis)
+    z["iid_chi2"] = float((chis.mean() - (L - 1)) / (np.sqrt(2 * (L - 1)) / np.sqrt(chis.size)))
+    det["iid_chi2"] = {"mean_over_f": float(chis.mean()), "expected": L - 1, "z": z["iid_chi2"],
+                       "z_unshuffled": "contiguous blocks of sorted labels give χ² of order n"}
+    worst = max(abs(v) for v in z.values())
+    det.update(cover_violations=bad_cover, z=z, false_alarm_per_test=float(1 - erf(4 / sqrt(2))))
+    return {"measured": max(worst / 4.0, float(bad_cover)), "bound": 1.0, "details": det,
+            "note": f"max |z| {worst:.2f} (≤ 4), {bad_cover} cover violations"}
