@@ -270,12 +270,18 @@ def partitions(quick):
     def cover(parts, nonempty=True):
         allx = np.concatenate(parts)
         return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1))
-    for kind in ("contiguous", "iid", "label_skew", "dirichlet:1.0", "dirichlet:0.2:50", "quantity:0.5", "quantity:5"):
+    for kind in ("contiguous", "iid", "label_skew", "dirichlet:1.0", "quantity:0.5", "quantity:5"):
         for s in range(3):
-            parts = sample_partition(N, K, kind, np.random.default_rng(s), labels)
-            bad_cover += cover(parts)
-            if kind == "dirichlet:0.2:50":
-                bad_cover += int(min(len(p) for p in parts) < 50)
+            bad_cover += cover(sample_partition(N, K, kind, np.random.default_rng(s), labels))
+    # the minimum size: at α = 0.1 most unconditioned draws leave a client below 500 samples, so
+    # ten draws that all hold ≥ 500 show the redraw rule at work (power: 1 − (1 − rate)^10)
+    small = np.mean([min(len(p) for p in sample_partition(N, K, "dirichlet:0.1:0", np.random.default_rng(400 + s),
+                                                           labels)) < 500 for s in range(20)])
+    for s in range(10):
+        parts = sample_partition(N, K, "dirichlet:0.1:500", np.random.default_rng(500 + s), labels)
+        bad_cover += cover(parts) + int(min(len(p) for p in parts) < 500)
+    det["min_size"] = {"unconditioned_draws_below_500": float(small), "power_against_no_redraw":
+                       float(1 - (1 - small) ** 10)}
     # Dirichlet: per (seed, class) unit u = (1/K) Σ_k (share_k − 1/K)², E[u] = (1/K)(1 − 1/K)/(Kα + 1)
     for alpha in (0.2, 1.0, 5.0):
         us = []

@@ -215,7 +215,7 @@ ROUND_CASES = (
 )
 
 
-@check("vfl.round_literal", "three rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
+@check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
        "Algorithms 1–2 sharing no code with the package: τ, η and every block (worst relative difference ≤ 1e-12)",
@@ -224,12 +224,13 @@ def round_literal(quick):
     from refimpl.verification.vfl_literal import run_literal
     from refimpl.vfl.local_optimizers import make_optimizer
     rng = np.random.default_rng(47)
-    n, (d1, d2), (O1, O2), C, B, R, timeout = 40, (5, 4), (3, 2), 3, 8, 3, 10.0
+    n, (d1, d2), (O1, O2), C, B, R, timeout = 40, (5, 4), (3, 2), 3, 8, 4, 10.0
     X1, X2 = rng.standard_normal((n, d1)), rng.standard_normal((n, d2))
     y = rng.integers(0, C, n)
     data = VerticalData((X1, X2), y, (X1[:10], X2[:10]), y[:10])
     model = VerticalModel((LinearEncoder(d1, O1), LinearEncoder(d2, O2)), LinearFusion(O1 + O2, C))
-    speeds = rng.uniform(0.9, 4.0, (R + 1, 3))
+    # step times with the slowest round not first: the authors' rule's τ^max and τ^{prev} differ
+    speeds = np.array([[2.5, 3.0, 1.2], [1.1, 2.2, 3.1], [3.3, 1.3, 2.4], [1.6, 3.9, 1.05], [2.0, 1.5, 3.5]])
     batches = np.array([rng.choice(n, B, replace=False) for _ in range(R)])
     thetas = model.init(np.random.default_rng(48))
     shapes = [(C, O1 + O2 + 1), (O1, d1 + 1), (O2, d2 + 1)]
