@@ -114,7 +114,7 @@ def test_partition_stats_shows_the_runs_split(tmp_path, capsys):
 
 def test_dirichlet_split_matches_flower_datasets_statistics():
     """Our dirichlet:α split and Flower Datasets' DirichletPartitioner on the same labels and α
-    (30 seeds each): the mean largest class share per client, the mean number of classes above
+    (15 seeds each): the mean largest class share per client, the mean number of classes above
     5 % per client and the spread of client sizes agree within 4 standard errors."""
     fds = pytest.importorskip("flwr_datasets", reason="flwr-datasets is part of the flower extra installed in CI")
     from datasets import Dataset as HFDataset
@@ -122,7 +122,7 @@ def test_dirichlet_split_matches_flower_datasets_statistics():
     from refimpl.core.partition import sample_partition
     from refimpl.verification.registry import embedded
     y = embedded().y_train
-    K, L, S = 10, 10, 30
+    K, L, S = 10, 10, 15
     table = HFDataset.from_dict({"label": y.tolist(), "idx": list(range(len(y)))})
 
     def stats(parts):

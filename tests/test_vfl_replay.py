@@ -167,7 +167,7 @@ def test_async_replays_its_batches(tmp_path):
     """The event order follows the clock (the speeds); given the same speeds, the initial point
     and the per-event batches replay the run whatever the seed."""
     a, b = tmp_path / "a", tmp_path / "b"
-    base = ["--time-budget", "30", "--batch", "16", "--quiet", "--speeds", "constant:0.2,1,1.5,2,3"]
+    base = ["--time-budget", "10", "--batch", "16", "--quiet", "--speeds", "constant:0.2,1,1.5,2,3"]
     assert main(["run", "async-vfl", *base, "--seed", "1", "--out", str(a)]) == 0
     npz = str(a / "trace.npz")
     assert main(["run", "async-vfl", *base, "--seed", "5", "--init", npz, "--batches", npz, "--out", str(b)]) == 0
