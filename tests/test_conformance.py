@@ -145,3 +145,28 @@ def test_the_walkthrough_lists_every_family():
     text = (Path(__file__).resolve().parents[1] / "docs" / "conformance.md").read_text()
     for fam, (paper, eq, ins, outs, _) in VX.FAMILIES.items():
         assert f"`{fam}({', '.join(ins)})` → ({', '.join(outs)})" in text, fam
+
+
+def test_the_flex_vfl_vectors_agree_with_the_literal_transcription():
+    """The vfl_round and vfl_taus vectors' expected values (refimpl's NumPy twins) against
+    refimpl/verification/vfl_literal.py, which shares no code with the package."""
+    from refimpl.verification.vfl_literal import run_literal
+    docs = VX.generate(("vfl",))
+    for case in docs["vfl_round"]["cases"]:
+        i = {k: VX.decode(v) for k, v in case["inputs"].items()}
+        e = {k: VX.decode(v) for k, v in case["expected"].items()}
+        n = i["X1"].shape[0]
+        W, _, _, buf = run_literal([i["W0"], i["W1"], i["W2"]], [i["X1"], i["X2"]], i["y"], np.arange(n)[None],
+                                   None, method="flex", eta=list(i["eta"]), opt=i["optimizer"], param=i["param"],
+                                   labels=i["labels"], persistent=True, taus=i["tau"][None],
+                                   buffers=[i["s0"], i["s1"], i["s2"]])
+        for k in range(3):
+            np.testing.assert_allclose(W[k], e[f"W{k}"], rtol=1e-13, atol=1e-15, err_msg=case["id"])
+            if i["optimizer"] == "momentum":
+                np.testing.assert_allclose(buf[k], e[f"s{k}"], rtol=1e-13, atol=1e-15, err_msg=case["id"])
+    from refimpl.verification.vfl_literal import steps_literal
+    for case in docs["vfl_taus"]["cases"]:
+        i = {k: VX.decode(v) for k, v in case["inputs"].items()}
+        method = "flex" if i["rule"] == "timeout" else ("pbcd" if i["Q"] == 1 else "sync")
+        want = steps_literal(method, list(i["step_times"]), i["timeout"], i["Q"], i["server_steps"] or None)
+        np.testing.assert_array_equal(want, VX.decode(case["expected"]["tau"]), err_msg=case["id"])

@@ -54,27 +54,36 @@ def _max_weight(opt, param, tau, eta):
     return max(ws)
 
 
+def steps_literal(method, s, timeout=None, Q=1, server_steps=None):
+    """τ_k of one round from the step times s_k: ⌊timeout/s_k⌋ but at least one (Flex-VFL and its
+    adaptive variant), Q (synchronous VFL), 1 (P-BCD); the authors' fixed server count on top."""
+    if method in ("flex", "adaptive"):
+        t = [max(1, math.floor(timeout / s[k])) for k in range(len(s))]
+    elif method == "sync":
+        t = [Q] * len(s)
+    else:                                      # P-BCD
+        t = [1] * len(s)
+    if server_steps is not None:
+        t[0] = server_steps
+    return t
+
+
 def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1, opt="sgd", param=0.0,
-                labels="all", persistent=False, A=None, rule="paper", server_steps=None):
+                labels="all", persistent=False, A=None, rule="paper", server_steps=None, taus=None, buffers=None):
     """R rounds (R = len(batches)) from the blocks W = [W0, W1, …, WK] (matrices, bias column 0);
     Xs: the parties' feature blocks, y: labels, batches (R, B), step_times (rows, K+1) with row 0
-    the dummy round of the paper's adaptive rule. Returns (final blocks, τ per round, η per round)."""
+    the dummy round of the paper's adaptive rule. ``taus`` (R, K+1): given step counts instead of
+    the method's rule; ``buffers``: momentum buffers at the start (zeros by default). Returns
+    (final blocks, τ per round, η per round) and, with ``buffers`` given, the final buffers too."""
     K1 = len(W)
     W = [w.copy() for w in W]
-    buffers = [np.zeros_like(w) for w in W]
+    given_buffers = buffers is not None
+    buffers = [np.zeros_like(w) for w in W] if buffers is None else [np.array(b, dtype=float) for b in buffers]
     R = len(batches)
     rows = step_times[1:] if (method == "adaptive" and rule == "paper") else step_times
 
     def taus_of(s):
-        if method in ("flex", "adaptive"):
-            t = [max(1, math.floor(timeout / s[k])) for k in range(K1)]
-        elif method == "sync":
-            t = [Q] * K1
-        else:                                  # P-BCD
-            t = [1] * K1
-        if server_steps is not None:
-            t[0] = server_steps
-        return t
+        return steps_literal(method, s, timeout, Q, server_steps)
     if method == "adaptive" and rule == "paper":
         t0 = [max(1, math.floor(timeout / step_times[0][k])) for k in range(K1)]
         eta_r = [A[k] / (t0[k] * _max_weight(opt, param, t0[k], A[k] / t0[k])) for k in range(K1)]
@@ -85,7 +94,7 @@ def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1
         eta_r = list(eta)
     all_tau, all_eta = [], []
     for r in range(R):
-        tau = taus_of(rows[r])
+        tau = [int(t) for t in taus[r]] if taus is not None else taus_of(rows[r])
         idx = batches[r]
         Xb, yb = [X[idx] for X in Xs], y[idx]
         H = np.hstack([_embed(W[k + 1], Xb[k]) for k in range(K1 - 1)])
@@ -126,4 +135,6 @@ def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1
         elif method == "adaptive":
             eta_r = [eta_r[k] * prev[k] / tau[k] for k in range(K1)]
             prev = list(tau)
+    if given_buffers:
+        return W, np.array(all_tau, dtype=float), np.array(all_eta), buffers
     return W, np.array(all_tau, dtype=float), np.array(all_eta)
