@@ -13,7 +13,8 @@ REQUIRED = {"grad.fd", "kernels.numba_numpy", "ssca.feature_equals_central", "ss
             "mfcgd.theorem2_bound", "mfcgd.rate_slope", "mfcgd.complexity_vs_baselines",
             "vfl.weights_time_varying_lr", "vfl.clock", "mfcgd.nonlinear_constants", "mfcgd.algorithm1_literal",
             "mfcgd.lemma8_descent", "mfcgd.lemma9_tracking", "mfcgd.theorem_statement_literal",
-            "vfl.round_literal", "core.chunked_evaluation", "core.partitions", "ssca.constrained_round_literal"}
+            "vfl.round_literal", "core.chunked_evaluation", "core.partitions", "ssca.constrained_round_literal",
+            "ssca.flower_aggregation", "core.divergence_reference"}
 #: experimental claims of the papers: they must run and report figures; they may honestly not hold
 CLAIMS = {i for i in REQUIRED if ".claim_" in i} | {"mfcgd.complexity_vs_baselines", "mfcgd.rate_slope"}
 

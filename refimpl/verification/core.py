@@ -330,3 +330,42 @@ def partitions(quick):
     det.update(cover_violations=bad_cover, z=z, false_alarm_per_test=float(1 - erf(4 / sqrt(2))))
     return {"measured": max(worst / 4.0, float(bad_cover)), "bound": 1.0, "details": det,
             "note": f"max |z| {worst:.2f} (≤ 4), {bad_cover} cover violations"}
+
+
+@check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
+       "the initial point: on a blowing-up SGD run (SSCA family) and a blowing-up Flex-VFL run, the run stops at the "
+       "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
+       "same seed (a factor chosen so that comparing with the previous evaluation would never stop); 0 mismatches",
+       "refimpl/core/divergence.py and the runners that call it")
+def divergence_reference(quick):
+    import re
+    from refimpl.ssca.experiment import RunConfig, run_experiment
+    from refimpl.verification.registry import embedded
+    from refimpl.vfl import run as run_vfl
+    from refimpl.vfl.experiment import VFLConfig
+    ds = embedded()
+    cases = {
+        "ssca-family/sgd": (30.0, lambda f: run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=1,
+                                                                     hidden=8, batch=20, diverge_cost_factor=f,
+                                                                     diverge_sq_norm=1e300), ds), "train_cost"),
+        "flexvfl": (500.0, lambda f: run_vfl(VFLConfig(method="flexvfl", rounds=6, eta="3", diverge_cost_factor=f,
+                                                       diverge_sq_norm=1e300)), "train_loss"),
+    }
+    det, mismatches = {}, 0
+    for name, (factor, make, metric) in cases.items():
+        free = make(1e12)
+        c = np.asarray(free.metrics[metric], dtype=float)
+        rounds = np.asarray(free.metrics["round"])
+        over = np.flatnonzero(c > factor * c[0])
+        want = int(rounds[over[0]]) if over.size else None
+        prev_rule = np.flatnonzero(c[1:] > factor * c[:-1])
+        stopped = make(factor)
+        m = re.match(r"diverged: round (\d+):", stopped.status)
+        got = int(m.group(1)) if m else None
+        mismatches += int(got != want or want is None or len(stopped.metrics[metric]) != over[0])
+        det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
+                     "status": stopped.status, "previous_evaluation_rule_would_stop_at":
+                     int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
+    return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
+            "note": "SGD stops at round {}, Flex-VFL at round {}".format(det["ssca-family/sgd"]["stopped_round"],
+                                                                         det["flexvfl"]["stopped_round"])}
