@@ -415,9 +415,8 @@ def cmd_bound(args):
 
 
 def _bound_report(args, c):
-    from refimpl.mfcgd.bounds import (find_theorem_parameters, theorem1_bound, theorem2_bound,
+    from refimpl.mfcgd.bounds import (check_run, find_theorem_parameters, theorem1_bound, theorem2_bound,
                                       theorem_conditions, TheoremParams)
-    from refimpl.mfcgd.bounds import check_run
     if args.theorem == 2 and (args.rho is not None or args.A_rms is not None):
         raise ValueError("--rho and --A-rms belong to Theorem 1 (AdaMFCGD); Theorem 2 has A_t = I, ρ = 1")
     rho = 1.0 if args.theorem == 2 else (0.5 if args.rho is None else args.rho)

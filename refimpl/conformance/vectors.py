@@ -200,28 +200,18 @@ def _ref_adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
 
 
 def _ref_vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1, s2):
-    from refimpl.vfl.flexvfl import party_local_phase, server_local_phase
+    from refimpl.vfl.flexvfl import local_round
     from refimpl.vfl.local_optimizers import make_optimizer
     from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
     W0, W1, W2, X1, X2 = (np.asarray(a, dtype=np.float64) for a in (W0, W1, W2, X1, X2))
-    y = np.asarray(y, dtype=np.int64)
     model = VerticalModel((LinearEncoder(X1.shape[1], W1.shape[0]), LinearEncoder(X2.shape[1], W2.shape[0])),
                           LinearFusion(W1.shape[0] + W2.shape[0], W0.shape[0]))
     opt = make_optimizer(optimizer if optimizer == "sgd" else f"{optimizer}:{param!r}")
-    thetas, Xb = [W0.ravel(), W1.ravel(), W2.ravel()], [X1, X2]
     states = [np.asarray(s, dtype=np.float64).ravel() if optimizer == "momentum" else None for s in (s0, s1, s2)]
-    H = np.hstack(model.embeddings(thetas, Xb))
-    dh = [None, None]
-    if labels == "server":
-        dH = model.fusion.loss_grads(thetas[0], H, y)[2]
-        dh = [dH[:, model.offsets[k - 1]:model.offsets[k]] for k in (1, 2)]
-    elif labels != "all":
-        raise ValueError(f"labels must be 'all' or 'server', got {labels!r}")
-    new, out = [None] * 3, [None] * 3
-    new[0], _, out[0] = server_local_phase(model, thetas[0], H, y, opt, float(eta[0]), int(tau[0]), state=states[0])
-    for k in (1, 2):
-        new[k], _, out[k] = party_local_phase(model, k, thetas[k], thetas[0], H, Xb[k - 1], y, opt, float(eta[k]),
-                                              int(tau[k]), dh[k - 1], state=states[k])
+    # the runner's own round, on its NumPy path (the Numba party loop is checked against it)
+    _, _, new, _, out = local_round(model, [W0.ravel(), W1.ravel(), W2.ravel()], [X1, X2],
+                                    np.asarray(y, dtype=np.int64), [opt] * 3, tau=[int(t) for t in tau],
+                                    eta=[float(e) for e in eta], labels=labels, use_numba=False, states=states)
     shapes = (W0.shape, W1.shape, W2.shape)
     return (*(n.reshape(sh) for n, sh in zip(new, shapes)),
             *(np.zeros(sh) if o is None else np.asarray(o).reshape(sh) for o, sh in zip(out, shapes)))

@@ -581,5 +581,5 @@ def bench_conditions(load_before, load_after, torch_columns=False, rows=()):
             out.append(f"warning: the machine was busy before the bench started (load {load_before:.2f} on {cores} "
                        "cores): these timings are slower than on an idle machine; rerun when it is idle")
     if torch_columns and rows and all(r.get("ratio_to_torch") is None for r in rows):
-        out.append('torch columns show "-": torch is not installed (pip install torch adds the comparison)')
+        out.append('torch columns show "-": torch is not installed (pip install -e ".[torch]" adds the comparison: the pinned CPU build)')
     return out

@@ -336,7 +336,7 @@ def _import_time_lines(path):
                 lines.update(range(dec.lineno, getattr(dec, "end_lineno", dec.lineno) + 1))
             if isinstance(node, ast.ClassDef):
                 visit(node.body)
-            elif isinstance(node, (ast.If, ast.Try)) and not isinstance(node, ast.FunctionDef):
+            elif isinstance(node, (ast.If, ast.Try)):
                 visit(node.body)
                 visit(getattr(node, "orelse", []))
                 for h in getattr(node, "handlers", []):

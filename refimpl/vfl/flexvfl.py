@@ -109,6 +109,39 @@ def party_local_phase(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, tau, 
     return th, grads, state
 
 
+def local_round(m, thetas, Xb, yb, opts, tau, eta, labels="all", use_numba=True, record=False, states=None,
+                steps=None):
+    """The local phases of one round on the batch rows ``Xb`` (per party), ``yb``: H from Θ^{r,0},
+    the server's τ_0 steps with H fixed, each party's τ_k steps against the round-start head and
+    embeddings (labels "all") or along the ∂l/∂h_k sent at the round start ("server"); a linear
+    party's loop runs in its Numba kernel when ``use_numba`` allows. ``states``: optimizer states
+    to start from (None entries: reset); ``steps``: per-party lists that receive each step (dumps).
+    Returns (H, the sent ∂l/∂h_k or None, Θ^{r+1,0}, gradients if ``record``, final states)."""
+    hs = m.embeddings(thetas, Xb)
+    H = np.hstack(hs)
+    dh_stale = None
+    if labels == "server":
+        dH = m.fusion.loss_grads(thetas[0], H, yb)[2]
+        dh_stale = [dH[:, m.offsets[k - 1]:m.offsets[k]] for k in range(1, m.K + 1)]
+    elif labels != "all":
+        raise ValueError(f"labels must be 'all' or 'server', got {labels!r}")
+    states = [None] * (m.K + 1) if states is None else states
+    new, grads, out_states = [None] * (m.K + 1), [None] * (m.K + 1), [None] * (m.K + 1)
+    new[0], grads[0], out_states[0] = server_local_phase(m, thetas[0], H, yb, opts[0], eta[0], int(tau[0]),
+                                                         record, states[0], None if steps is None else steps[0])
+    for k in range(1, m.K + 1):
+        if use_numba and not record and numba_applies(m, k, opts[k], labels):
+            new[k], out_states[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb,
+                                                          opts[k], eta[k], int(tau[k]), states[k],
+                                                          None if steps is None else steps[k])
+        else:
+            new[k], grads[k], out_states[k] = party_local_phase(
+                m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opts[k], eta[k], int(tau[k]),
+                None if dh_stale is None else dh_stale[k - 1], record, states[k],
+                None if steps is None else steps[k])
+    return H, dh_stale, new, grads, out_states
+
+
 def numba_applies(model, k, opt, labels):
     return (k >= 1 and labels == "all" and isinstance(model.encoders[k - 1], LinearEncoder)
             and type(opt) in (SGD, LocalMomentum, Proximal))
@@ -267,27 +300,9 @@ class FlexVFL:
         m, d = self.model, self.data
         Xb = [X[batch_idx] for X in d.Xs_train]
         yb = d.y_train[batch_idx]
-        hs = m.embeddings(thetas, Xb)
-        H = np.hstack(hs)
-        dh_stale = None
-        if self.labels == "server":
-            dH = m.fusion.loss_grads(thetas[0], H, yb)[2]
-            dh_stale = [dH[:, m.offsets[k - 1]:m.offsets[k]] for k in range(1, m.K + 1)]
-        states = [None] * (m.K + 1) if states is None else states
-        new, grads, out_states = [None] * (m.K + 1), [None] * (m.K + 1), [None] * (m.K + 1)
         steps = None if dump is None else [[] for _ in range(m.K + 1)]
-        new[0], grads[0], out_states[0] = server_local_phase(m, thetas[0], H, yb, self.opts[0], eta[0], int(tau[0]),
-                                                             record, states[0], None if steps is None else steps[0])
-        for k in range(1, m.K + 1):
-            if self.use_numba and not record and numba_applies(m, k, self.opts[k], self.labels):
-                new[k], out_states[k] = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb,
-                                                              self.opts[k], eta[k], int(tau[k]), states[k],
-                                                              None if steps is None else steps[k])
-            else:
-                new[k], grads[k], out_states[k] = party_local_phase(
-                    m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, self.opts[k], eta[k], int(tau[k]),
-                    None if dh_stale is None else dh_stale[k - 1], record, states[k],
-                    None if steps is None else steps[k])
+        H, dh_stale, new, grads, out_states = local_round(m, thetas, Xb, yb, self.opts, tau, eta, self.labels,
+                                                          self.use_numba, record, states, steps)
         if dump is not None:
             dump.update(round_dump(m, batch_idx, H, dh_stale, thetas, steps, new, tau, eta))
         return new, grads, out_states
