@@ -23,7 +23,7 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_su
 from refimpl.vfl.speeds import Network
 from refimpl.core.trace import Trace
 from refimpl.vfl.models import LinearEncoder
-from refimpl.vfl.policies import compose, validate_batches, validate_taus
+from refimpl.vfl.policies import AsyncServerQueue, compose, validate_batches, validate_taus
 # the Numba party loop lives in its own file (an edit here leaves its compilation cache valid)
 from refimpl.vfl.kernels import linear_party_phase_nb
 
@@ -453,11 +453,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     protocol), so only ``server_time`` separates consecutive events of the server.
     ``batches`` (E, B): the mini-batch of each event in event order (a replay; the run ends when
     they are used up); the trace keeps the batches it used as ``trace.batches`` either way, the
-    party of each event as array ``event_party`` and the initial and final parameters as arrays
-    ``init_theta<k>`` / ``final_theta<k>``. ``loss_every``: as for :meth:`FlexVFL.run` (the
+    party of each event as array ``event_party``, the time the server starts on it as
+    ``event_time`` (:class:`~refimpl.vfl.policies.AsyncServerQueue`) and the initial and final
+    parameters as arrays ``init_theta<k>`` / ``final_theta<k>``. ``loss_every``: as for :meth:`FlexVFL.run` (the
     training loss at every ``loss_every``-th evaluation, the first and the last; NaN between).
     """
-    import heapq
     loss_every = V.positive_int("loss_every", loss_every)
     m, d = model, data
     K, B = m.K, int(batch)
@@ -478,13 +478,9 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     trace = Trace(config={"method": "async", "batch": B})
     trace.status = "running"
     floats, events, stale_sum = 0, 0, 0.0
-    count = np.zeros(K + 1, dtype=int)
-    queue = []
     msg = [0.0] + [network.time(B * (off[k] - off[k - 1])) for k in range(1, K + 1)]
-    for k in range(1, K + 1):
-        heapq.heappush(queue, (speeds[0, k] + msg[k], k))     # arrival of party k's first embedding
-        count[k] = 1
-    server_next = 0.0
+    clock = AsyncServerQueue(speeds, msg, network.server_time, server_free)
+    times = []
 
     rule = DivergenceRule() if divergence is None else divergence
 
@@ -505,9 +501,11 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
 
     evaluate(0.0)
     next_eval = eval_dt
-    while queue:
-        arrival, k = heapq.heappop(queue)
-        now = max(arrival, server_next)                 # FIFO: wait while the server is busy
+    while True:
+        nxt = clock.next()
+        if nxt is None:
+            break
+        now, k = nxt
         if now > time_budget:
             break
         reason = None
@@ -526,6 +524,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         idx = rng.choice(d.n, B, replace=False) if batches is None else batches[events]
         used.append(idx)
         order.append(k)
+        times.append(now)
         enc = m.encoders[k - 1]
         h, cache = enc.forward(thetas[k], d.Xs_train[k - 1][idx])
         table[idx, off[k - 1]:off[k]] = h
@@ -537,11 +536,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         thetas[k] = thetas[k] - eta[k] * enc.backward(thetas[k], cache, dH[:, off[k - 1]:off[k]])
         floats += 2 * B * (off[k] - off[k - 1])
         events += 1
-        row = speeds[count[k] % speeds.shape[0]]
-        count[k] += 1
-        server_done = now + (0.0 if server_free else row[0])
-        heapq.heappush(queue, (server_done + network.server_time + msg[k] + row[k] + msg[k], k))
-        server_next = server_done
+        clock.served(now, k)
         reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(x, x)) for x in thetas))
         if reason:
             trace.status = f"diverged: event {events} (party {k}): {reason}; trace holds events 0..{events - 1}"
@@ -556,6 +551,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     if used:
         trace.batches = np.array(used[:events], dtype=np.int64)
         trace.arrays["event_party"] = np.array(order[:events], dtype=np.int64)
+        trace.arrays["event_time"] = np.array(times[:events], dtype=np.float64)
     return trace
 
 

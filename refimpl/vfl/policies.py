@@ -293,6 +293,46 @@ class RoundClock:
                 "server_time": self.network.server_time}
 
 
+class AsyncServerQueue:
+    """The asynchronous baseline's clock: parties send embeddings at their own pace and the server,
+    one resource, serves them in order of arrival, waiting while it is busy.
+
+    ``speeds`` (R, K+1): row i holds each participant's step time for its i-th cycle (cycled);
+    ``msg`` (K+1): party k's one-way message time (entry 0 unused). Party k's first embedding
+    arrives at s_k + msg_k. Serving an embedding that arrives at a while the server is free from f
+    starts at now = max(a, f), takes the server's step time (0 when ``server_free``: the authors'
+    protocol), then the round trip ``server_time``, the reply msg_k, the party's next step and its
+    next upload msg_k: the party's next arrival. :meth:`next` gives (now, k) of the next event."""
+
+    def __init__(self, speeds, msg, server_time=0.0, server_free=False):
+        import heapq
+        self._heapq = heapq
+        self.speeds, self.msg = np.asarray(speeds, dtype=np.float64), [float(m) for m in msg]
+        self.server_time, self.server_free = float(server_time), bool(server_free)
+        K = self.speeds.shape[1] - 1
+        self.count = np.zeros(K + 1, dtype=int)
+        self.queue = []
+        for k in range(1, K + 1):
+            heapq.heappush(self.queue, (self.speeds[0, k] + self.msg[k], k))   # party k's first embedding
+            self.count[k] = 1
+        self.server_next = 0.0
+
+    def next(self):
+        """(now, k): when the server starts on the next embedding and whose it is; None when empty."""
+        if not self.queue:
+            return None
+        arrival, k = self._heapq.heappop(self.queue)
+        return max(arrival, self.server_next), k            # FIFO: wait while the server is busy
+
+    def served(self, now, k):
+        """The server started party k's embedding at ``now``: schedule the party's next arrival."""
+        row = self.speeds[self.count[k] % self.speeds.shape[0]]
+        self.count[k] += 1
+        server_done = now + (0.0 if self.server_free else row[0])
+        self._heapq.heappush(self.queue, (server_done + self.server_time + self.msg[k] + row[k] + self.msg[k], k))
+        self.server_next = server_done
+
+
 # ----------------------------------------------------------------------------- a method
 
 @dataclass(frozen=True)
