@@ -1,5 +1,5 @@
 """Second, literal transcriptions of [MFCGD] used as oracles by the checks: Algorithm 1 line by
-line (per-client dictionaries, slow) and the statements of Theorems 1–2 (conditions, G, δ̂², the
+line (per-client dictionaries, slow), the baselines' update rules likewise, and the statements of Theorems 1–2 (conditions, G, δ̂², the
 right sides (14) and (16)), written from the paper's text and sharing no code with
 :mod:`refimpl.mfcgd.algorithm` or :mod:`refimpl.mfcgd.bounds`. A misreading made once in the
 package and once here would have to be made twice, in two different shapes.
@@ -103,6 +103,52 @@ def algorithm1_literal(problem, x1, T, *, k, n, c1, c2, c3, gamma, q, C_g, C_f, 
 
 
 # ----------------------------------------------------------------------------- Theorems 1–2
+
+def local_scgd_literal(problem, x1, T, q, eta, beta, alpha, samples):
+    """The baselines' update rules one line at a time, per client in a dictionary: ComFedL-style
+    local SCGD (``alpha`` None) and Local-SCGDM. Client m keeps x_m, y_m (the tracked inner value)
+    and, with momentum, m_m. At step t it reads ζ_{t,m}, ζ'_{t,m}, ξ_{t,m} and sets
+
+        y_m ← (1 − β) y_m + β g_m(x_m; ζ)
+        d_m = ∇g_m(x_m; ζ')ᵀ ∇f_m(y_m; ξ)
+        SCGD: x_m ← x_m − η d_m;   SCGDM: m_m ← (1 − α) m_m + α d_m,  x_m ← x_m − η m_m
+
+    and when q divides t every client receives the mean of the clients' x (SCGDM: of x, y and m).
+    y_m starts at g_m(x^1; ζ_{0,m}); m_m at 0. ``samples`` = (ζ_0 (M, …), ζ (T, M, …), ζ' (T, M, …),
+    ξ (T, M, …)). Returns (x̄_1 … x̄_T, samples used after each step, communication rounds after
+    each step); x̄_t is the clients' mean before step t, one sample each for the y_m start and three
+    per client and step."""
+    zeta0, zeta, zeta2, xi = samples
+    M = problem.M
+    x1 = np.asarray(x1, dtype=np.float64)
+    clients = [{"x": x1.copy(), "y": problem.g(m, x1, zeta0[m]), "m": np.zeros_like(x1)} for m in range(M)]
+    shared = ("x",) if alpha is None else ("x", "y", "m")
+    traj, used, comms = [], [], []
+    n_used, n_rounds = M, 0
+    for t in range(1, T + 1):
+        total = np.zeros_like(x1)
+        for c in clients:
+            total = total + c["x"]
+        traj.append(total / M)
+        for m, c in enumerate(clients):
+            c["y"] = (1.0 - beta) * c["y"] + beta * problem.g(m, c["x"], zeta[t - 1][m])
+            direction = problem.jac_g(m, c["x"], zeta2[t - 1][m]).T @ problem.grad_f(m, c["y"], xi[t - 1][m])
+            if alpha is None:
+                c["x"] = c["x"] - eta * direction
+            else:
+                c["m"] = (1.0 - alpha) * c["m"] + alpha * direction
+                c["x"] = c["x"] - eta * c["m"]
+        n_used += 3 * M
+        if t % q == 0:
+            for key in shared:
+                mean = sum(c[key] for c in clients) / M
+                for c in clients:
+                    c[key] = mean.copy()
+            n_rounds += 1
+        used.append(n_used)
+        comms.append(n_rounds)
+    return np.array(traj), np.array(used), np.array(comms)
+
 
 def theorem_literal(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, *, k, n, c1, c2, c3, gamma, q, B, rho, T,
                     A_rms=1.0):
