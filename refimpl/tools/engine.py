@@ -26,7 +26,6 @@ single-threaded worker processes, or the scheduler at ``scheduler``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
@@ -36,16 +35,14 @@ import sys
 import time
 import traceback
 
+from refimpl.core.identity import content_id  # noqa: F401  (the engine's task names)
+
 EXECUTORS = ("local", "dask")
 SCHEDULER_TIMEOUT = 5.0          # seconds to reach a --scheduler before giving up
 
 
 # ----------------------------------------------------------------------------- naming
 
-def content_id(doc, n=20):
-    """The task name: SHA-256 of the canonical JSON of ``doc`` (sorted keys), first ``n`` hex digits."""
-    canon = json.dumps(doc, sort_keys=True, default=str)
-    return hashlib.sha256(canon.encode()).hexdigest()[:n]
 
 
 def default_workers():

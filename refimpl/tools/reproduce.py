@@ -21,6 +21,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from refimpl.core.trace import Trace, write_csv
+from refimpl.core.identity import run_identity, select, selection_score
 from refimpl.tools.engine import content_id, make_out_dir
 
 NAMES = ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates")
@@ -212,7 +213,7 @@ def make_task(root, label, family, cfg, seed, data):
     """One (run, seed) as an engine task, named by the hash of its family, resolved configuration
     and data: a changed setting is a different task, never a reused one."""
     c = replace(cfg, seed=seed)
-    ident = {"kind": "reproduce-run", "family": family, "config": _planned_config(family, c), "data": data}
+    ident = run_identity(family, _planned_config(family, c), data)
     return {"id": content_id(ident), "root": root, "fn": "refimpl.tools.reproduce:run_task", "label": label,
             "seed": seed, "family": family, "config": asdict(c), "data": data, "cost": _cost(family, c)}
 
@@ -557,11 +558,10 @@ def _tuned_settings(cfg):
 
 
 def _pick(tr):
-    """Selection score on the validation split: final validation accuracy (higher is better),
-    ties broken by the final training cost; a diverged run is never picked."""
-    if tr.status != "finished":
-        return (-np.inf, np.inf)
-    return (float(tr.series("test_accuracy")[-1]), -float(tr.series("train_cost")[-1]))
+    """Selection score on the validation split (:func:`refimpl.core.identity.selection_score`):
+    final validation accuracy (higher is better), ties broken by the final training cost; a
+    diverged run is never picked."""
+    return selection_score(tr.status, tr.series("test_accuracy")[-1], tr.series("train_cost")[-1])
 
 
 def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, progress=None,
@@ -602,7 +602,10 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
             rows.append({"settings": _tuned_settings(c), "status": tr.status,
                          "validation_accuracy": float(tr.series("test_accuracy")[-1]),
                          "train_cost": float(tr.series("train_cost")[-1]), "score": _pick(tr)})
-        best = max(range(len(g)), key=lambda i: rows[i]["score"])
+        best = select([r["score"] for r in rows])
+        if best is None:
+            raise RuntimeError(f"--tune: every one of the {len(g)} tuning runs of {m} diverged or failed on the "
+                               f"validation split; no setting to pick (statuses: {[r['status'] for r in rows]})")
         for r in rows:
             del r["score"]
         chosen = rows[best]["settings"]
