@@ -185,3 +185,146 @@ def vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
     if rule == "paper":
         return A / (tau * w_bar), prev
     return eta * prev / tau, np.asarray(tau, dtype=float)
+
+
+# ----------------------------------------------------------------------------- the machinery
+
+def full_cost(W1, W2, X, y, activation, bias, lam):
+    """Whole-data loss, the authors' one-vs-all cost and ∇(loss + λ||ω||²), in one pass."""
+    loss, g1, g2 = loss_grad(W1, W2, X, y, activation, bias)
+    Xb = _with_bias(X, bias)
+    Z = Xb @ W1.T
+    A = Z / (1.0 + np.exp(-Z)) if activation == "swish" else np.maximum(Z, 0.0)
+    O = _with_bias(A, bias) @ W2.T
+    O = O - O.max(axis=1, keepdims=True)
+    logp = O - np.log(np.exp(O).sum(axis=1, keepdims=True))
+    onehot = np.zeros_like(O)
+    onehot[np.arange(len(y)), y] = 1.0
+    ova = float(np.mean(np.sum(-onehot * logp - (1 - onehot) * np.log1p(-np.exp(logp)), axis=1)))
+    return loss, ova, g1 + 2 * lam * W1, g2 + 2 * lam * W2
+
+
+class _Draws:
+    def __init__(self, perms, shares, normals):
+        self.perms, self.shares, self.normals = list(perms), list(shares), list(normals)
+        self.used = 0
+
+    def permutation(self, n):
+        out, self.perms = self.perms[:n], self.perms[n:]
+        self.used += 1
+        return np.asarray(out, dtype=int)
+
+    def dirichlet(self, K):
+        out, self.shares = self.shares[:K], self.shares[K:]
+        return np.asarray(out)
+
+
+def partition(kind, n_clients, labels, permutations, dirichlet, normals):
+    labels = np.asarray(labels, dtype=int)
+    N, K = labels.size, int(n_clients)
+    draws = _Draws(permutations, dirichlet, normals)
+    owner = np.empty(N, dtype=int)
+    name, *par = kind.split(":")
+    if name in ("iid", "quantity"):
+        if name == "iid":
+            sizes = [N // K + (k < N % K) for k in range(K)]
+        else:
+            w = np.exp(float(par[0]) * np.asarray(normals, dtype=float))
+            sizes = 1 + np.floor(w / w.sum() * (N - K)).astype(int)
+            sizes[np.argmax(sizes)] += N - sizes.sum()
+        order = draws.permutation(N)
+        start = 0
+        for k, size in enumerate(sizes):
+            owner[order[start:start + size]] = k
+            start += size
+    elif name == "label_skew":
+        ids = np.argsort(labels, kind="stable")
+        shards = np.array_split(ids, 2 * K)
+        order = draws.permutation(2 * K)
+        for k in range(K):
+            owner[shards[order[2 * k]]] = k
+            owner[shards[order[2 * k + 1]]] = k
+    else:                                    # dirichlet:alpha[:min_size]
+        min_size = int(par[1]) if len(par) > 1 else 0
+        while True:
+            for c in np.unique(labels):
+                ids = np.flatnonzero(labels == c)[draws.permutation(int(np.sum(labels == c)))]
+                cuts = np.floor(np.cumsum(draws.dirichlet(K))[:-1] * ids.size).astype(int)
+                bounds = [0, *cuts, ids.size]
+                for k in range(K):
+                    owner[ids[bounds[k]:bounds[k + 1]]] = k
+            if np.bincount(owner, minlength=K).min() >= max(min_size, 1):
+                break
+    return owner, draws.used
+
+
+def tune_select(finished, accuracy, cost):
+    ok = [i for i in range(len(accuracy)) if finished[i] and not np.isnan(accuracy[i])]
+    if not ok:
+        return (-1,)
+    return (min(ok, key=lambda i: (-accuracy[i], cost[i], i)),)
+
+
+def vfl_round_time(step_times, tau, timeout, server_free, floats_up, floats_down, bandwidth, latency, server_time):
+    work = (tau * step_times)[1:] if server_free else tau * step_times
+    compute = max(float(np.max(work)), timeout) if timeout > 0 else float(np.max(work))
+    messages = 2 * latency + 8 * (floats_up + floats_down) / bandwidth
+    over = (step_times > timeout).astype(float) if timeout > 0 else np.zeros(len(step_times))
+    return compute + messages + server_time, over
+
+
+def vfl_async_events(speeds, msg, server_time, server_free, n_events):
+    """The event loop, written as a sort of the next arrivals (a heap in a real implementation)."""
+    K = speeds.shape[1] - 1
+    arrivals = {k: speeds[0, k] + msg[k] for k in range(1, K + 1)}
+    cycle = {k: 1 for k in range(1, K + 1)}
+    free_at, times, parties = 0.0, [], []
+    for _ in range(int(n_events)):
+        k = min(arrivals, key=lambda j: (arrivals[j], j))
+        now = max(arrivals[k], free_at)
+        row = speeds[cycle[k] % len(speeds)]
+        cycle[k] += 1
+        free_at = now + (0.0 if server_free else row[0])
+        arrivals[k] = free_at + server_time + msg[k] + row[k] + msg[k]
+        times.append(now)
+        parties.append(k)
+    return np.array(times), np.array(parties)
+
+
+def scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
+    M = b.shape[0]
+    X = np.tile(x1, (M, 1))
+    Y = X @ A.T + b + zeta0
+    Mo = np.zeros_like(X)
+    traj = []
+    for t in range(1, int(T) + 1):
+        traj.append(X.mean(axis=0))
+        Y = (1 - beta) * Y + beta * (X @ A.T + b + zeta[t - 1])
+        D = (((Y - c) / np.sqrt(1 + (Y - c) ** 2)) + xi[t - 1]) @ A
+        if alpha > 0:
+            Mo = (1 - alpha) * Mo + alpha * D
+            X = X - eta * Mo
+        else:
+            X = X - eta * D
+        if t % q == 0:
+            X = np.tile(X.mean(axis=0), (M, 1))
+            if alpha > 0:
+                Y, Mo = np.tile(Y.mean(axis=0), (M, 1)), np.tile(Mo.mean(axis=0), (M, 1))
+    t = np.arange(1, int(T) + 1)
+    return np.array(traj), M + 3 * M * t, t // int(q)
+
+
+def theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2, c3, gamma, q, rho, T, A_rms):
+    L_fg, C_fg = np.sqrt(L_f ** 2 * C_g ** 2 + L_g ** 2), max(C_f, C_g)
+    s2 = sigma ** 2
+
+    def G(r):
+        dhat2 = (2 * c1 ** 2 * L_f ** 2 * s2 + c3 ** 2 * s2 + 4 * c3 ** 2 * delta_f ** 2
+                 + 4 * c3 ** 2 * L_f ** 2 * delta_g ** 2 + c2 ** 2 * s2 + 3 * c2 ** 2 * delta_g ** 2)
+        return (4 * F_gap / (k * r * gamma) + 12 * n ** (1 / 3) * s2 / (q * k ** 2 * r ** 2)
+                + 4 * k ** 2 * (dhat2 / (4 * gamma ** 2 * L_fg ** 2)
+                                + (c1 ** 2 + c2 ** 2 + c3 ** 2) * s2 / (3 * r * gamma * q * L_fg * C_fg)) * np.log(n + T))
+
+    def rhs(g):
+        return np.sqrt(2 * g) * n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * g) / T ** (1 / 3)
+    return G(rho), rhs(G(rho)) * A_rms, rhs(G(1.0))

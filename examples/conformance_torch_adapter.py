@@ -197,3 +197,54 @@ def vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
     if rule == "paper":
         return (A / (tau * w_bar)).numpy(), prev.numpy()
     return (eta * prev / tau).numpy(), tau.numpy()
+
+
+# ----------------------------------------------------------------------------- the machinery
+
+def full_cost(W1, W2, X, y, activation, bias, lam):
+    """The whole-data cost (32) and its gradient by autograd, and the authors' one-vs-all cost."""
+    W1, W2 = _t(W1).requires_grad_(), _t(W2).requires_grad_()
+    Z = _with_bias(_t(X), bias) @ W1.T
+    H = torch.nn.functional.silu(Z) if activation == "swish" else torch.relu(Z)
+    out = _with_bias(H, bias) @ W2.T
+    yt = torch.as_tensor(np.asarray(y, dtype=np.int64))
+    loss = torch.nn.functional.cross_entropy(out, yt)
+    g1, g2 = torch.autograd.grad(loss + lam * (W1.pow(2).sum() + W2.pow(2).sum()), (W1, W2))
+    logp = torch.log_softmax(out.detach(), dim=1)
+    onehot = torch.nn.functional.one_hot(yt, out.shape[1]).to(torch.float64)
+    ova = (-onehot * logp - (1 - onehot) * torch.log1p(-logp.exp())).sum(dim=1).mean()
+    return float(loss.detach()), float(ova), g1.numpy(), g2.numpy()
+
+
+def scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
+    """The baselines with the inner map's Jacobian from autograd (a vector-Jacobian product)."""
+    A, b, c = _t(A), _t(b), _t(c)
+    M = b.shape[0]
+    X = _t(x1).repeat(M, 1)
+    Y = X @ A.T + b + _t(zeta0)
+    Mo = torch.zeros_like(X)
+    traj = []
+    for t in range(1, int(T) + 1):
+        traj.append(X.mean(dim=0).numpy().copy())
+        Y = (1 - beta) * Y + beta * (X @ A.T + b + _t(zeta[t - 1]))
+        Xg = X.clone().requires_grad_()
+        inner = Xg @ A.T + b + _t(zeta2[t - 1])
+        grad_f = (Y - c) / torch.sqrt(1 + (Y - c) ** 2) + _t(xi[t - 1])
+        (D,) = torch.autograd.grad(inner, Xg, grad_outputs=grad_f)
+        if alpha > 0:
+            Mo = (1 - alpha) * Mo + alpha * D
+            X = X - eta * Mo
+        else:
+            X = X - eta * D
+        if t % q == 0:
+            X = X.mean(dim=0).repeat(M, 1)
+            if alpha > 0:
+                Y, Mo = Y.mean(dim=0).repeat(M, 1), Mo.mean(dim=0).repeat(M, 1)
+    t = np.arange(1, int(T) + 1)
+    return np.array(traj), M + 3 * M * t, t // int(q)
+
+
+# Partitions, the tuning rule, the VFL clocks and the theorems' right sides hold no tensors: the
+# plain-NumPy example's functions serve this adapter too.
+from conformance_numpy_adapter import (partition, theorem_rhs, tune_select, vfl_async_events,  # noqa: E402,F401
+                                       vfl_round_time)

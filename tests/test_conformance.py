@@ -130,14 +130,17 @@ def test_adapter_errors_and_exported_vectors(tmp_path):
 
 
 def test_vectors_catch_a_mutation_behind_them_and_not_one_outside(tmp_path):
-    """The mutation runner's copies: a Lemma 1 mutation fails a vector; a mutation of the simulated
-    clock (no vector calls it) passes them all, which the report says."""
+    """The mutation runner's copies: a Lemma 1 mutation and a mutation of the simulated clock each
+    fail a vector; a mutation of the divergence rule (no vector calls it) passes them all, which
+    the report says."""
     from refimpl.tools.mutations import load_catalogue, run_mutation
     VX.export(tmp_path / "v")
     cat = {m.id: m for m in load_catalogue()}
     caught = run_mutation(cat["ssca-lemma1-d-factor"], vectors_dir=tmp_path / "v")
     assert caught.error is None and caught.caught and caught.caught_by[0].startswith("closed_form_step-")
-    missed = run_mutation(cat["vfl-server-time-dropped"], vectors_dir=tmp_path / "v")
+    clock = run_mutation(cat["vfl-server-time-dropped"], vectors_dir=tmp_path / "v")
+    assert clock.error is None and clock.caught and clock.caught_by[0].startswith("vfl_round_time-")
+    missed = run_mutation(cat["core-divergence-factor-additive"], vectors_dir=tmp_path / "v")
     assert missed.error is None and not missed.caught
 
 
@@ -170,3 +173,27 @@ def test_the_flex_vfl_vectors_agree_with_the_literal_transcription():
         method = "flex" if i["rule"] == "timeout" else ("pbcd" if i["Q"] == 1 else "sync")
         want = steps_literal(method, list(i["step_times"]), i["timeout"], i["Q"], i["server_steps"] or None)
         np.testing.assert_array_equal(want, VX.decode(case["expected"]["tau"]), err_msg=case["id"])
+
+
+def test_the_mfcgd_machinery_vectors_agree_with_the_literal_transcriptions():
+    """scgd_run's expected values (the NumPy runner) against the baselines' per-client
+    transcription, and theorem_rhs's (refimpl.mfcgd.bounds) against the statements written out
+    (refimpl/verification/mfcgd_literal.py, which shares no code with the package)."""
+    from refimpl.mfcgd.problems import SyntheticComposition
+    from refimpl.verification.mfcgd_literal import local_scgd_literal, theorem_literal
+    docs = VX.generate(("mfcgd",))
+    for case in docs["scgd_run"]["cases"]:
+        i = {k: VX.decode(v) for k, v in case["inputs"].items()}
+        pr = SyntheticComposition(i["A"], i["b"], i["c"])
+        traj, used, comms = local_scgd_literal(pr, i["x1"], i["T"], i["q"], i["eta"], i["beta"],
+                                               i["alpha"] if i["alpha"] > 0 else None,
+                                               (i["zeta0"], i["zeta"], i["zeta2"], i["xi"]))
+        np.testing.assert_allclose(traj, VX.decode(case["expected"]["x_bar"]), rtol=1e-13, err_msg=case["id"])
+        np.testing.assert_array_equal(used, VX.decode(case["expected"]["samples"]), err_msg=case["id"])
+        np.testing.assert_array_equal(comms, VX.decode(case["expected"]["rounds"]), err_msg=case["id"])
+    for case in docs["theorem_rhs"]["cases"]:
+        i = {k: VX.decode(v) for k, v in case["inputs"].items()}
+        consts = [i.pop(k) for k in ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap")]
+        lit = theorem_literal(*consts, B=0.0, **i)
+        np.testing.assert_allclose(lit["G"], VX.decode(case["expected"]["G"]), rtol=1e-13, err_msg=case["id"])
+        np.testing.assert_allclose(lit["bound"], VX.decode(case["expected"]["rhs14"]), rtol=1e-13, err_msg=case["id"])

@@ -77,6 +77,58 @@ FAMILIES = {
                          ("eta", "prev"),
                          "the next round's step sizes: rule 'paper' η_k = A_k / (τ_k w̄_k) (prev unchanged); "
                          "'authors' η_k ← η_k · prev_k / τ_k and prev ← τ (their adaptive code, no w̄)"),
+    "full_cost": ("core", "[SSCA] (32) and its gradient over the whole data set; the authors' recorded cost",
+                  ("W1", "W2", "X", "y", "activation", "bias", "lam"), ("loss", "ova_cost", "grad_W1", "grad_W2"),
+                  "whole-data evaluations (refimpl evaluates them in chunks of 8,192 rows; one case has more rows "
+                  "than a chunk): loss = the mean softmax cross-entropy; ova_cost = (1/N) Σ_n Σ_l [−y_nl log p_nl − "
+                  "(1 − y_nl) log(1 − p_nl)] with p = softmax(logits), y one-hot (the SSCA authors' recorded cost); "
+                  "grad = ∇ of loss + λ||ω||² (ω = W1 and W2)"),
+    "partition": ("core", "sample-based partitions (iid, quantity:σ, dirichlet:α[:MIN], label_skew)",
+                  ("kind", "n_clients", "labels", "permutations", "dirichlet", "normals"), ("owner", "draws"),
+                  "the client of every sample given the random draws, replayed in the order the rule consumes "
+                  "them: permutations (concatenated; each a permutation of 0..n−1 of the length asked for), "
+                  "dirichlet (K shares per class and try, concatenated), normals (K standard normals). iid: "
+                  "permute 0..N−1 and cut into K near-equal consecutive blocks (the first N mod K one longer); "
+                  "quantity:σ: sizes 1 + ⌊w_k/Σw (N − K)⌋ with w = exp(σ z), the remainder to the largest (first "
+                  "of equal), then permute 0..N−1 and cut; dirichlet:α: for each class in increasing order, permute "
+                  "its sample ids (ascending), draw shares p and cut at ⌊cumsum(p)_k · n_c⌋, k < K; redraw all "
+                  "classes until every client holds at least max(MIN, 1); label_skew: sort ids by label (stable), "
+                  "cut into 2K near-equal shards, permute 0..2K−1 and give client k shards 2k and 2k + 1 of that "
+                  "order. draws: how many permutations were consumed"),
+    "tune_select": ("core", "reproduce --tune's selection rule", ("finished", "accuracy", "cost"), ("index",),
+                    "the grid point chosen: among finished runs (1.0) with a numeric accuracy the highest final "
+                    "validation accuracy, ties broken by the lowest final training cost, then the first; −1 when "
+                    "no run finished"),
+    "vfl_round_time": ("vfl", "[FlexVFL] the simulated clock of one round",
+                       ("step_times", "tau", "timeout", "server_free", "floats_up", "floats_down", "bandwidth",
+                        "latency", "server_time"), ("duration", "overrun"),
+                       "duration = max_k τ_k s_k (participants 0..K; without the server, 0, when server_free: "
+                       "the authors' protocol), at least the timeout when timeout > 0 (Flex-VFL), plus the upload "
+                       "and the download (each latency + 8·floats/bandwidth) plus the server round trip S; "
+                       "overrun_k = 1.0 when one step of party k outlasts the timeout (timeout > 0)"),
+    "vfl_async_events": ("vfl", "[FlexVFL] the asynchronous baseline's event clock",
+                         ("speeds", "msg", "server_time", "server_free", "n_events"), ("time", "party"),
+                         "parties 1..K send embeddings at their own pace and the server serves them one at a time "
+                         "in order of arrival (ties: the lower party first), waiting while busy: party k's first "
+                         "arrival s_k + msg_k (row 0 of speeds); an event starts at max(arrival, server free); the "
+                         "server's step takes s_0 (0 when server_free), then S, the reply msg_k, the party's next "
+                         "step s_k and its upload msg_k give the next arrival; party k's i-th cycle reads row i "
+                         "mod R of speeds. time: each event's start; party: whose embedding"),
+    "scgd_run": ("mfcgd", "[MFCGD] Table 1 baselines: ComFedL-style local SCGD and Local-SCGDM",
+                 ("A", "b", "c", "x1", "zeta0", "zeta", "zeta2", "xi", "T", "q", "eta", "beta", "alpha"),
+                 ("x_bar", "samples", "rounds"),
+                 "M clients of the synthetic problem (g_m(x; ζ) = A x + b_m + ζ, ∇f_m(y; ξ) = φ(y − c_m) + ξ, "
+                 "φ(z) = z/sqrt(1 + z²)); y_m starts at g_m(x1; ζ0_m); per step t and client: y ← (1 − β)y + "
+                 "β g(x; ζ_t), d = ∇g(x; ζ'_t)ᵀ ∇f(y; ξ_t), SCGD (alpha ≤ 0): x ← x − ηd; SCGDM: m ← (1 − α)m + "
+                 "αd, x ← x − ηm (m starts at 0); when q divides t every client gets the mean x (SCGDM: x, y, m). "
+                 "x_bar[t−1]: the clients' mean before step t; samples: M + 3Mt after step t; rounds: ⌊t/q⌋"),
+    "theorem_rhs": ("mfcgd", "[MFCGD] Theorems 1–2: G and the right sides of (14) and (16)",
+                    ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap", "k", "n", "c1", "c2", "c3",
+                     "gamma", "q", "rho", "T", "A_rms"), ("G", "rhs14", "rhs16"),
+                    "L_fg = sqrt(L_f²C_g² + L_g²), C_fg = max(C_f, C_g); δ̂² = 2c1²L_f²σ² + c3²σ² + "
+                    "4c3²δ_f² + 4c3²L_f²δ_g² + c2²σ² + 3c2²δ_g²; G = 4F_gap/(kργ) + 12n^{1/3}σ²/(qk²ρ²) + "
+                    "4k²(δ̂²/(4γ²L_fg²) + (c1² + c2² + c3²)σ²/(3ργqL_fgC_fg)) ln(n + T); rhs14 = (sqrt(2G) "
+                    "n^{1/6}/sqrt(T) + sqrt(2G)/T^{1/3}) A_rms; rhs16 the same with ρ = 1 and no A_rms"),
 }
 PAPERS = ("core", "ssca", "vfl", "mfcgd")
 
@@ -237,6 +289,110 @@ def _ref_vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
         e, p = AuthorsAdaptive(A).update(eta, prev, tau, w_bar)
         return e, np.asarray(p, dtype=np.float64)
     raise ValueError(f"rule must be 'paper' or 'authors', got {rule!r}")
+
+
+def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
+    from refimpl.core.model import TwoLayerNet, full_gradient
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    m = TwoLayerNet(X.shape[1], W1.shape[0], W2.shape[0], activation, bool(bias), "numpy")
+    th = m.pack(np.asarray(W1, float), np.asarray(W2, float))
+    g1, g2 = m.unpack(full_gradient(m, th, X, y, float(lam)))
+    return float(m.loss(th, X, y)), float(m.one_vs_all_cost(th, X, y)), g1.copy(), g2.copy()
+
+
+class ReplayDraws:
+    """A stand-in for numpy.random.Generator that hands out given draws in order (the conformance
+    partition vectors): ``permutation`` takes the next n positions (applied to an array argument),
+    ``dirichlet`` the next K shares, ``standard_normal`` the next K normals."""
+
+    def __init__(self, permutations, dirichlet, normals):
+        self.perm = np.asarray(permutations, dtype=np.int64).ravel()
+        self.dir = np.asarray(dirichlet, dtype=np.float64).ravel()
+        self.nrm = np.asarray(normals, dtype=np.float64).ravel()
+        self.at = {"perm": 0, "dir": 0, "nrm": 0}
+        self.permutations = 0
+
+    def _take(self, key, arr, n):
+        i = self.at[key]
+        if i + n > arr.size:
+            raise ValueError(f"the vector's {key} draws are used up ({arr.size} given)")
+        self.at[key] = i + n
+        return arr[i:i + n]
+
+    def permutation(self, x):
+        n = int(x) if np.ndim(x) == 0 else len(x)
+        pos = self._take("perm", self.perm, n)
+        if sorted(pos.tolist()) != list(range(n)):
+            raise ValueError(f"permutation draw {self.permutations} is not a permutation of 0..{n - 1}")
+        self.permutations += 1
+        return pos.copy() if np.ndim(x) == 0 else np.asarray(x)[pos]
+
+    def dirichlet(self, alpha):
+        return self._take("dir", self.dir, len(alpha)).copy()
+
+    def standard_normal(self, size):
+        return self._take("nrm", self.nrm, int(size)).copy()
+
+
+def _ref_partition(kind, n_clients, labels, permutations, dirichlet, normals):
+    from refimpl.core.partition import sample_partition
+    labels = np.asarray(labels, dtype=np.int64)
+    rng = ReplayDraws(permutations, dirichlet, normals)
+    parts = sample_partition(labels.size, int(n_clients), kind, rng=rng, labels=labels)
+    owner = np.full(labels.size, -1, dtype=np.int64)
+    for k, p in enumerate(parts):
+        owner[p] = k
+    return owner, rng.permutations
+
+
+def _ref_tune_select(finished, accuracy, cost):
+    from refimpl.core.identity import select, selection_score
+    i = select([selection_score("finished" if f else "diverged", a, c)
+                for f, a, c in zip(np.atleast_1d(finished), np.atleast_1d(accuracy), np.atleast_1d(cost))])
+    return -1 if i is None else i
+
+
+def _ref_vfl_round_time(step_times, tau, timeout, server_free, floats_up, floats_down, bandwidth, latency,
+                        server_time):
+    from refimpl.vfl.policies import RoundClock
+    from refimpl.vfl.speeds import Network
+    clock = RoundClock(Network(float(bandwidth), float(latency), float(server_time)),
+                       float(timeout) if timeout > 0 else None, bool(server_free))
+    st = np.asarray(step_times, dtype=np.float64)
+    return (clock.duration(st, np.asarray(tau, dtype=np.float64), float(floats_up), float(floats_down)),
+            clock.overruns(st).astype(np.float64))
+
+
+def _ref_vfl_async_events(speeds, msg, server_time, server_free, n_events):
+    from refimpl.vfl.policies import AsyncServerQueue
+    q = AsyncServerQueue(np.asarray(speeds, dtype=np.float64), np.asarray(msg, dtype=np.float64), float(server_time),
+                         bool(server_free))
+    times, parties = [], []
+    for _ in range(int(n_events)):
+        now, k = q.next()
+        q.served(now, k)
+        times.append(now)
+        parties.append(k)
+    return np.array(times), np.array(parties, dtype=np.int64)
+
+
+def _ref_scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
+    from refimpl.mfcgd.algorithm import run_local_scgd
+    from refimpl.mfcgd.problems import SyntheticComposition
+    pr = SyntheticComposition(np.asarray(A, float), np.asarray(b, float), np.asarray(c, float))
+    r = run_local_scgd(pr, np.asarray(x1, float), int(T), int(q), float(eta), float(beta),
+                       float(alpha) if alpha > 0 else None,
+                       samples=tuple(np.asarray(a, float) for a in (zeta0, zeta, zeta2, xi)))
+    return r.x_bar.copy(), r.samples.astype(np.int64), r.rounds.astype(np.int64)
+
+
+def _ref_theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2, c3, gamma, q, rho, T, A_rms):
+    from refimpl.mfcgd.bounds import Constants, G_value, TheoremParams, theorem1_bound, theorem2_bound
+    c = Constants(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap)
+    p = TheoremParams(k, n, c1, c2, c3, gamma, int(q), 0.0)
+    return float(G_value(c, p, int(T), float(rho))), theorem1_bound(c, p, int(T), float(rho), float(A_rms)), \
+        theorem2_bound(c, p, int(T))
 
 
 _REFERENCE = {k: globals()[f"_ref_{k}"] for k in FAMILIES}
@@ -477,6 +633,133 @@ def _cases_vfl_adaptive_eta(rng):
                  "momentum: w̄ = max_t w^t (not W = Σ_t w^t)"),
                 ("authors", np.array([3.439, 1.9, 5.217031]), ["previous-tau"],
                  "the authors' rule: η ← η·prev/τ, no w̄")))]
+
+
+def _cases_full_cost(rng):
+    out = []
+    for i, (N, d, H, C, act, bias, lam, flags, comment) in enumerate((
+            (9000, 2, 3, 3, "swish", True, 1e-3, ["more-rows-than-a-chunk"],
+             "9,000 rows: more than refimpl's chunk of 8,192 (a chunked sum must weigh each chunk by its rows)"),
+            (37, 4, 5, 4, "relu", False, 0.0, [], "ReLU, no bias, λ = 0"),
+            (50, 3, 4, 3, "swish", False, 0.1, ["lambda-term"], "λ = 0.1: the gradient's 2λω term"))):
+        Din = d + 1 if bias else d
+        W1 = rng.standard_normal((H, Din)) * 0.7
+        W2 = rng.standard_normal((C, H + 1 if bias else H)) * 0.7
+        out.append(dict(id=f"full_cost-{i}", comment=comment, flags=flags,
+                        inputs=dict(W1=W1, W2=W2, X=np.round(rng.standard_normal((N, d)), 3), y=rng.integers(0, C, N),
+                                    activation=act, bias=bias, lam=lam), tol={"rel": 1e-11}))
+    return out
+
+
+def _cases_partition(rng):
+    out = []
+    labels = np.repeat(np.arange(4), [5, 7, 3, 9])[rng.permutation(24)]          # 24 samples, 4 classes
+    N, classes = labels.size, np.unique(labels)
+
+    def perms(*sizes):
+        return np.concatenate([rng.permutation(n) for n in sizes]).astype(np.int64)
+
+    def shares(K, tries, alpha):
+        return np.concatenate([rng.dirichlet(np.full(K, alpha)) for _ in range(tries * classes.size)])
+
+    sizes = [int(np.sum(labels == c)) for c in classes]
+    none = np.zeros(0)
+    for kind, K, p, dr, z, flags, comment in (
+            ("iid", 5, perms(N), none, none, ["uneven-blocks"], "24 samples into 5 clients: blocks of 5, 5, 5, 5, 4"),
+            ("quantity:1.0", 4, perms(N), none, np.array([0.3, -1.2, 2.0, 0.0]), ["remainder-to-largest"],
+             "log-normal sizes; the floor's remainder goes to the largest client"),
+            ("quantity:1.0", 3, perms(N), none, np.array([0.5, 0.5, -0.5]), ["largest-first-of-equal"],
+             "two equal largest sizes: the remainder goes to the first"),
+            ("dirichlet:0.5", 3, perms(*sizes), shares(3, 1, 0.5), none, ["clients-not-classes"],
+             "3 clients, 4 classes: shares per class over the clients"),
+            ("dirichlet:1.0", 6, perms(*sizes), shares(6, 1, 1.0), none, ["clients-more-than-classes"],
+             "6 clients, 4 classes"),
+            ("dirichlet:0.3:3", 3, perms(*(sizes * 2)), np.concatenate([np.array([1.0, 0.0, 0.0] * 4), shares(3, 1, 3)]),
+             none, ["min-size-redraw"], "the first draw leaves two clients empty: the rule redraws every class"),
+            ("label_skew", 3, perms(6), none, none, ["shards-by-label"], "2 shards per client, sorted by label")):
+        out.append(dict(id=f"partition-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(kind=kind, n_clients=K, labels=labels, permutations=p, dirichlet=dr, normals=z),
+                        tol={"rel": 0.0}))
+    return out
+
+
+def _cases_tune_select(rng):
+    out = []
+    for fin, acc, cost, flags, comment in (
+            ([1, 1, 1], [0.8, 0.9, 0.85], [1.0, 2.0, 0.5], [], "the highest validation accuracy"),
+            ([1, 0, 1], [0.8, 0.95, 0.8], [1.0, 0.1, 0.7], ["diverged-excluded", "tie-lower-cost"],
+             "a diverged run with the best accuracy is never chosen; the tie goes to the lower cost"),
+            ([1, 1, 1], [0.9, 0.9, 0.9], [0.5, 0.3, 0.3], ["first-of-equal"], "equal scores: the first"),
+            ([0, 0], [0.9, 0.8], [1.0, 1.0], ["none-finished"], "no run finished: no choice (−1)"),
+            ([1, 1], [float("nan"), 0.1], [1.0, 2.0], ["nan-accuracy"], "a NaN accuracy is never chosen")):
+        out.append(dict(id=f"tune_select-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(finished=np.array(fin, float), accuracy=np.array(acc), cost=np.array(cost)),
+                        tol={"rel": 0.0}))
+    return out
+
+
+def _cases_vfl_round_time(rng):
+    st = np.array([0.5, 1.0, 3.0])
+    out = []
+    for tau, tmo, free, st_, flags, comment in (
+            ([4, 4, 4], 0.0, 0, st, [], "synchronous VFL: Q·max_k s_k + messages + S"),
+            ([12, 6, 2], 6.0, 0, st, ["at-least-the-timeout"], "Flex-VFL: the round lasts the timeout"),
+            ([4, 6, 2], 6.0, 1, np.array([4.0, 1.0, 3.0]), ["server-free"],
+             "the authors' protocol: the server's compute (4 · 4 = 16) is free"),
+            ([4, 4, 4], 0.0, 0, np.array([4.0, 1.0, 3.0]), ["slow-server"], "the server's compute counts otherwise"),
+            ([12, 6, 1], 6.0, 0, np.array([0.5, 1.0, 8.0]), ["overrun"],
+             "a party's one step (8) outlasts the timeout: flagged, and the round lasts it")):
+        out.append(dict(id=f"vfl_round_time-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(step_times=st_, tau=np.array(tau, dtype=np.int64), timeout=tmo, server_free=free,
+                                    floats_up=1200.0, floats_down=800.0, bandwidth=1e6, latency=0.01,
+                                    server_time=10.0), tol={"rel": 1e-15}))
+    return out
+
+
+def _cases_vfl_async_events(rng):
+    out = []
+    for speeds, msg, S, free, n, flags, comment in (
+            ([[2.0, 1.0, 1.0]], [0.0, 0.0, 0.0], 0.0, 0, 6, ["server-bound"],
+             "a slow server: events every s_0, each party waiting"),
+            ([[0.5, 1.0, 1.0]], [0.0, 0.0, 0.0], 1.0, 0, 6, ["wait-while-busy", "tie-lower-party-first"],
+             "equal arrivals: party 1 first, party 2 waits for the server"),
+            ([[0.5, 1.0, 1.0]], [0.0, 0.0, 0.0], 1.0, 1, 6, ["server-free"], "the authors' free server"),
+            (np.abs(rng.standard_normal((4, 4))) + 0.2, [0.0, 0.05, 0.1, 0.02], 0.5, 0, 12, ["speed-rows-cycled"],
+             "three parties, time-varying speeds (rows cycled per party), message times")):
+        out.append(dict(id=f"vfl_async_events-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(speeds=np.array(speeds, float), msg=np.array(msg, float), server_time=S,
+                                    server_free=free, n_events=n), tol={"rel": 1e-15}))
+    return out
+
+
+def _cases_scgd_run(rng):
+    M, p, d, T = 3, 2, 3, 7
+    A = rng.standard_normal((p, d)) * 0.6
+    b, c = rng.standard_normal((M, p)), rng.standard_normal((M, p))
+    out = []
+    for q, alpha, flags, comment in (
+            (3, 0.0, ["average-x"], "ComFedL-style: the server averages x after steps 3 and 6"),
+            (3, 0.3, ["average-x-y-m", "momentum-convention"], "Local-SCGDM: x, y and m averaged"),
+            (1, 0.3, ["q-1"], "q = 1: averaging after every step")):
+        out.append(dict(id=f"scgd_run-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(A=A, b=b, c=c, x1=rng.standard_normal(d) * 0.5,
+                                    zeta0=rng.standard_normal((M, p)) * 0.1, zeta=rng.standard_normal((T, M, p)) * 0.1,
+                                    zeta2=rng.standard_normal((T, M, p)) * 0.1, xi=rng.standard_normal((T, M, p)) * 0.1,
+                                    T=T, q=q, eta=0.3, beta=0.6, alpha=alpha), tol={"rel": 1e-13}))
+    return out
+
+
+def _cases_theorem_rhs(rng):
+    base = dict(C_f=2.3, C_g=1.4, L_f=1.0, L_g=0.8, sigma=0.3, delta_f=0.2, delta_g=0.1, F_gap=3.0, k=1.0, n=1e6,
+                c1=40.0, c2=30.0, c3=20.0, gamma=0.05, q=4, rho=0.5, T=1000, A_rms=1.2)
+    out = []
+    for kw, flags, comment in (
+            ({}, [], "heterogeneous clients, Adam-type ρ = 0.5"),
+            (dict(delta_f=0.0, delta_g=0.0, rho=1.0, A_rms=1.0), ["homogeneous"], "δ_f = δ_g = 0, ρ = 1"),
+            (dict(T=10 ** 6, q=1), ["log-n-plus-T"], "a long horizon: the ln(n + T) term")):
+        out.append(dict(id=f"theorem_rhs-{len(out)}", comment=comment, flags=flags, inputs={**base, **kw},
+                        tol={"rel": 1e-13}))
+    return out
 
 
 _CASES = {k: globals()[f"_cases_{k}"] for k in FAMILIES}
