@@ -328,3 +328,15 @@ def theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2
     def rhs(g):
         return np.sqrt(2 * g) * n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * g) / T ** (1 / 3)
     return G(rho), rhs(G(rho)) * A_rms, rhs(G(1.0))
+
+
+def client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
+    """The server's assembly of the clients' replies: each reply keyed by its partition id."""
+    import json
+    replies = {int(k): (loss_sums[k], grad_sums[k], batch[k]) for k in arrival}      # in arrival order
+    w = np.asarray(sizes, dtype=float) / np.sum(sizes)
+    loss = sum(w[k] / replies[k][2] * replies[k][0] for k in range(len(sizes)))
+    grad = sum(w[k] / replies[k][2] * replies[k][1] for k in range(len(sizes)))
+    config = json.dumps({str(k): [int(i) for i in b] for k, b in enumerate(batches)})
+    routed = np.array([json.loads(config)[str(k)] for k in range(len(sizes))])
+    return loss, grad, routed

@@ -37,6 +37,15 @@ FAMILIES = {
              "ω^{t+1} = (1 − γ) ω^t + γ ω̄^t"),
     "closed_form_step": ("ssca", "[SSCA] Lemma 1, (43)–(45)", ("A", "B", "C", "U", "c"), ("omega_bar", "slack", "nu"),
                          "the constrained step's closed form; at an active constraint ω̄ is feasible in float64"),
+    "client_aggregate": ("ssca", "[SSCA] Algorithm 1 steps 2–3 over Flower: the server's assembly",
+                         ("sizes", "batch", "loss_sums", "grad_sums", "arrival", "batches"),
+                         ("loss_hat", "grad_hat", "routed"),
+                         "K clients hold N_k = sizes[k] samples (N = Σ N_k); the client of partition k replies with "
+                         "the sums of its losses and gradients over its batch of B_k = batch[k] samples; replies "
+                         "arrive in the order arrival (partition ids); ℓ̂ = Σ_k (N_k/N)(1/B_k) loss_sums[k] and ĝ "
+                         "likewise, each reply matched to its partition id. routed[k]: the batch the client of "
+                         "partition id k (0-based, as Flower's partition-id) reads from the round's configuration "
+                         "(batches[k] sent as JSON {\"k\": [ids]})"),
     "local_weights": ("vfl", "[FlexVFL] (8)", ("optimizer", "param", "tau", "eta"), ("w",),
                       "weights w^t, t = 0..τ−1, with θ^τ − θ^0 = −η Σ_t w^t g^t; optimizer sgd | momentum (ρ) | "
                       "proximal (μ) | time-varying-lr (decay)"),
@@ -289,6 +298,26 @@ def _ref_vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
         e, p = AuthorsAdaptive(A).update(eta, prev, tau, w_bar)
         return e, np.asarray(p, dtype=np.float64)
     raise ValueError(f"rule must be 'paper' or 'authors', got {rule!r}")
+
+
+def _ref_client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
+    import json as _json
+
+    from refimpl.core.model import TwoLayerNet
+    from refimpl.ssca.flower import FlowerCollection, batches_config
+    from refimpl.ssca.protocols import SampleBasedProtocol
+    sizes, batch = np.asarray(sizes, dtype=np.int64), np.asarray(batch, dtype=np.int64)
+    grad_sums = np.asarray(grad_sums, dtype=np.float64)
+    model = TwoLayerNet(1, 1, grad_sums.shape[1] - 1, "swish", False, "numpy")     # any d ≥ 2 parameters
+    N = int(sizes.sum())
+    parts = np.split(np.arange(N), np.cumsum(sizes)[:-1])
+    proto = SampleBasedProtocol(model, np.zeros((N, 1)), np.zeros(N, dtype=np.int64), parts)
+    fc = FlowerCollection(proto)
+    fc.assemble({int(k): (float(loss_sums[k]), grad_sums[k], int(batch[k])) for k in np.asarray(arrival)})
+    loss, grad, _ = fc.collect(None, [None] * len(parts))
+    cfg = _json.loads(batches_config(np.asarray(batches)))
+    routed = np.array([cfg[str(k)] for k in range(len(parts))], dtype=np.int64)
+    return float(loss), grad, routed
 
 
 def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
@@ -635,6 +664,23 @@ def _cases_vfl_adaptive_eta(rng):
                  "the authors' rule: η ← η·prev/τ, no w̄")))]
 
 
+def _cases_client_aggregate(rng):
+    out = []
+    for sizes, batch, arrival, flags, comment in (
+            ([147, 600, 1720], [10, 10, 10], [0, 1, 2], ["unequal-partitions", "weights-N_k/N"],
+             "unequal partitions: weights N_k/N, not 1/K and not num_examples/Σ num_examples of the batches"),
+            ([300, 80, 500, 120], [20, 8, 20, 12], [2, 0, 3, 1], ["arrival-order", "unequal-batches"],
+             "replies in another order than the partition ids, unequal batch sizes")):
+        K = len(sizes)
+        out.append(dict(id=f"client_aggregate-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(sizes=np.array(sizes, dtype=np.int64), batch=np.array(batch, dtype=np.int64),
+                                    loss_sums=rng.uniform(1, 30, K), grad_sums=rng.standard_normal((K, 8)),
+                                    arrival=np.array(arrival, dtype=np.int64),
+                                    batches=np.array([rng.choice(sizes[k], 3, replace=False) for k in range(K)])),
+                        tol={"rel": 1e-15}))
+    return out
+
+
 def _cases_full_cost(rng):
     out = []
     for i, (N, d, H, C, act, bias, lam, flags, comment) in enumerate((
@@ -666,16 +712,17 @@ def _cases_partition(rng):
     none = np.zeros(0)
     for kind, K, p, dr, z, flags, comment in (
             ("iid", 5, perms(N), none, none, ["uneven-blocks"], "24 samples into 5 clients: blocks of 5, 5, 5, 5, 4"),
-            ("quantity:1.0", 4, perms(N), none, np.array([0.3, -1.2, 2.0, 0.0]), ["remainder-to-largest"],
-             "log-normal sizes; the floor's remainder goes to the largest client"),
+            ("quantity:1.5", 4, perms(N), none, np.array([0.3, -1.2, 2.0, 0.0]), ["remainder-to-largest", "sigma"],
+             "log-normal sizes w = exp(σz) with σ = 1.5; the floor's remainder goes to the largest client"),
             ("quantity:1.0", 3, perms(N), none, np.array([0.5, 0.5, -0.5]), ["largest-first-of-equal"],
              "two equal largest sizes: the remainder goes to the first"),
             ("dirichlet:0.5", 3, perms(*sizes), shares(3, 1, 0.5), none, ["clients-not-classes"],
              "3 clients, 4 classes: shares per class over the clients"),
             ("dirichlet:1.0", 6, perms(*sizes), shares(6, 1, 1.0), none, ["clients-more-than-classes"],
              "6 clients, 4 classes"),
-            ("dirichlet:0.3:3", 3, perms(*(sizes * 2)), np.concatenate([np.array([1.0, 0.0, 0.0] * 4), shares(3, 1, 3)]),
-             none, ["min-size-redraw"], "the first draw leaves two clients empty: the rule redraws every class"),
+            ("dirichlet:0.3:3", 3, perms(*(sizes * 2)), np.concatenate([np.array([0.8, 0.1, 0.1] * 4), shares(3, 1, 3)]),
+             none, ["min-size-redraw"], "the first draw gives client 1 two samples, fewer than MIN_SIZE = 3: the rule "
+                                        "redraws every class"),
             ("label_skew", 3, perms(6), none, none, ["shards-by-label"], "2 shards per client, sorted by label")):
         out.append(dict(id=f"partition-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(kind=kind, n_clients=K, labels=labels, permutations=p, dirichlet=dr, normals=z),

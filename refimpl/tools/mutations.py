@@ -5,7 +5,7 @@ each names the file, the exact text it replaces (which must occur exactly once),
 and the equation it breaks, and the checks expected to catch it. For every mutation the runner
 copies the package to a temporary directory (modification times kept, so Numba's on-disk cache
 of untouched modules is reused), applies the replacement, and runs, in a fresh interpreter on
-that copy, the theorem-kind checks of the mutation's paper in quick mode — the expected catchers
+that copy (forked from one that has imported NumPy, SciPy, Numba and cvxpy, never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected catchers
 first, then the others until one fails. A mutation is *caught* when a theorem-kind check does not
 hold (a check that crashes on the mutated code counts: the runner reports it as failing); claim
 checks and tests never count.
@@ -137,7 +137,87 @@ def _vector_child(vectors_dir):
     print(json.dumps({"package": refimpl.__file__, "ran": ["vectors"], "caught_by": failed[:3]}))
 
 
-def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None):
+#: the zygote: an interpreter that imports the heavy libraries once, then forks one child per
+#: mutation; the child puts the mutated copy first on sys.path and imports refimpl from it. Saves
+#: each mutation the libraries' import (about a second) without sharing any refimpl module.
+_ZYGOTE = r"""
+import json, os, sys, time, traceback
+import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba
+try:
+    import cvxpy
+except ImportError:
+    pass
+print("ready", flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            out = os.open(job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            err = os.open(job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            os.chdir(job["tmp"])
+            sys.path.insert(0, job["tmp"])
+            exec(job["code"], {"__name__": "__mutation__"})
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+    deadline, status = time.monotonic() + job["timeout"], None
+    while True:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.01)
+    print(json.dumps({"status": status}), flush=True)
+"""
+
+
+class Zygote:
+    """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
+
+    def __init__(self, env):
+        env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE], env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the mutation runner's zygote did not start")
+
+    def run(self, tmp, code, timeout):
+        """(stdout, stderr, timed_out) of ``code`` run in a fork with ``tmp`` first on sys.path."""
+        out, err = os.path.join(tmp, ".out"), os.path.join(tmp, ".err")
+        self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err})
+                              + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        read = (lambda p: open(p).read() if os.path.exists(p) else "")
+        return read(out), read(err), reply["status"] is None
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+def _mutation_env():
+    # NUMBA_OPT=0: the mutated file's kernels compile about a third faster (the unmutated files'
+    # kernels load from the copied on-disk cache as compiled); the checks' verdicts do not
+    # depend on LLVM's optimisation level (the whole catalogue is caught either way: tested)
+    return dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                NUMBA_OPT=os.environ.get("REFIMPL_MUTATION_NUMBA_OPT", "0"))
+
+
+def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None):
     # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
     order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
     t0 = time.perf_counter()
@@ -147,27 +227,30 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None):
         shutil.copytree(package, dst, copy_function=shutil.copy2)
         target = Path(tmp) / m.file
         target.write_text(target.read_text().replace(m.find, m.replace))
-        # NUMBA_OPT=0: the mutated file's kernels compile about a third faster (the unmutated files'
-        # kernels load from the copied on-disk cache as compiled); the checks' verdicts do not
-        # depend on LLVM's optimisation level (the whole catalogue is caught either way: tested)
-        env = dict(os.environ, PYTHONPATH=tmp, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   NUMBA_OPT=os.environ.get("REFIMPL_MUTATION_NUMBA_OPT", "0"))
-        cmd = [sys.executable, "-c", f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"]
+        code = f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"
         if vectors_dir is not None:
-            cmd = [sys.executable, "-c",
-                   f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"]
-        try:
-            proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
+            code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+        if zygote is not None:
+            stdout, stderr, timed_out = zygote.run(tmp, code, timeout)
+            exit_note = "the fork ended"
+        else:
+            try:
+                proc = subprocess.run([sys.executable, "-c", code], env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
+                                      capture_output=True, text=True, timeout=timeout)
+                stdout, stderr, timed_out = proc.stdout, proc.stderr, False
+                exit_note = f"exit {proc.returncode}"
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        if timed_out:
             out.error = f"timed out after {timeout} s"
             out.seconds = time.perf_counter() - t0
             return out
-        last = proc.stdout.strip().splitlines()[-1:] if proc.stdout.strip() else []
+        last = stdout.strip().splitlines()[-1:] if stdout.strip() else []
         try:
             res = json.loads(last[0])
         except (IndexError, json.JSONDecodeError):
-            tail = " ".join(proc.stderr.strip().splitlines()[-2:])[-300:]
-            out.error = f"the checks did not run (exit {proc.returncode}): {tail}"
+            tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+            out.error = f"the checks did not run ({exit_note}): {tail}"
             out.seconds = time.perf_counter() - t0
             return out
         if not res["package"].startswith(tmp):
@@ -183,9 +266,19 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
     first failing vector ids."""
     results = [None] * len(mutations)
+    import queue
+    zygotes = queue.Queue()
+    if hasattr(os, "fork"):
+        for _ in range(max(1, int(workers))):
+            zygotes.put(Zygote(_mutation_env()))
 
     def one(i):
-        results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir)
+        z = zygotes.get() if hasattr(os, "fork") else None
+        try:
+            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z)
+        finally:
+            if z is not None:
+                zygotes.put(z)
         if progress:
             r = results[i]
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
@@ -199,8 +292,12 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
         except OSError:
             return 1
     order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
-    with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
-        list(ex.map(one, order))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
+            list(ex.map(one, order))
+    finally:
+        while not zygotes.empty():
+            zygotes.get().close()
     return results
 
 
