@@ -340,3 +340,12 @@ def client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
     config = json.dumps({str(k): [int(i) for i in b] for k, b in enumerate(batches)})
     routed = np.array([json.loads(config)[str(k)] for k in range(len(sizes))])
     return loss, grad, routed
+
+
+def divergence_stop(costs, sq_norms, cost_factor, max_sq_norm):
+    for i, (c, q) in enumerate(zip(costs, sq_norms)):
+        if not np.isfinite(c) or abs(c) > cost_factor * max(abs(costs[0]), 1e-300):
+            return (i,)
+        if not np.isfinite(q) or q > max_sq_norm:
+            return (i,)
+    return (-1,)

@@ -244,7 +244,7 @@ def scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
     return np.array(traj), M + 3 * M * t, t // int(q)
 
 
-# The server's assembly of replies, partitions, the tuning rule, the VFL clocks and the theorems'
-# right sides hold no tensors: the plain-NumPy example's functions serve this adapter too.
-from conformance_numpy_adapter import (client_aggregate, partition, theorem_rhs, tune_select,  # noqa: E402,F401
-                                       vfl_async_events, vfl_round_time)
+# The server's assembly of replies, partitions, the divergence and tuning rules, the VFL clocks
+# and the theorems' right sides hold no tensors: the plain-NumPy example's functions serve here too.
+from conformance_numpy_adapter import (client_aggregate, divergence_stop, partition, theorem_rhs,  # noqa: E402,F401
+                                       tune_select, vfl_async_events, vfl_round_time)

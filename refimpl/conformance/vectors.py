@@ -104,6 +104,12 @@ FAMILIES = {
                   "classes until every client holds at least max(MIN, 1); label_skew: sort ids by label (stable), "
                   "cut into 2K near-equal shards, permute 0..2K−1 and give client k shards 2k and 2k + 1 of that "
                   "order. draws: how many permutations were consumed"),
+    "divergence_stop": ("core", "the divergence rule (a run's stop)", ("costs", "sq_norms", "cost_factor", "max_sq_norm"),
+                        ("index",),
+                        "the first evaluation i (from 0) that counts as diverged, −1 if none: its cost is not finite, "
+                        "or |cost_i| > cost_factor · max(|cost_0|, 1e-300) — the reference is the cost at the initial "
+                        "point, not the previous evaluation's — or its iterate's squared norm is not finite or "
+                        "exceeds max_sq_norm"),
     "tune_select": ("core", "reproduce --tune's selection rule", ("finished", "accuracy", "cost"), ("index",),
                     "the grid point chosen: among finished runs (1.0) with a numeric accuracy the highest final "
                     "validation accuracy, ties broken by the lowest final training cost, then the first; −1 when "
@@ -373,6 +379,16 @@ def _ref_partition(kind, n_clients, labels, permutations, dirichlet, normals):
     for k, p in enumerate(parts):
         owner[p] = k
     return owner, rng.permutations
+
+
+def _ref_divergence_stop(costs, sq_norms, cost_factor, max_sq_norm):
+    from refimpl.core.divergence import DivergenceRule
+    rule = DivergenceRule(float(cost_factor), float(max_sq_norm))
+    costs, sq = np.atleast_1d(np.asarray(costs, float)), np.atleast_1d(np.asarray(sq_norms, float))
+    for i in range(costs.size):
+        if rule.cost("cost", costs[i], float(costs[0])) or rule.sq_norm("||x||^2", sq[i]):
+            return i
+    return -1
 
 
 def _ref_tune_select(finished, accuracy, cost):
@@ -727,6 +743,21 @@ def _cases_partition(rng):
         out.append(dict(id=f"partition-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(kind=kind, n_clients=K, labels=labels, permutations=p, dirichlet=dr, normals=z),
                         tol={"rel": 0.0}))
+    return out
+
+
+def _cases_divergence_stop(rng):
+    out = []
+    for costs, sq, flags, comment in (
+            ([2.3, 3.0, 10.0, 500.0, 2400.0, 3000.0], [1.0] * 6, ["reference-is-initial"],
+             "a slow blow-up: each cost under 1000 × the previous one, the fifth over 1000 × the initial one"),
+            ([2.3, 2.0, float("nan"), 1.0], [1.0] * 4, ["not-finite"], "a NaN cost stops the run at once"),
+            ([2.3, 2.2, 2.1], [1e3, 1e13, 1e3], ["iterate-norm"], "the iterate's squared norm passes 1e12"),
+            ([0.0, 1e-200, 1.0], [1.0] * 3, ["zero-initial-cost"], "an initial cost of 0: the reference is 1e-300"),
+            ([2.3, 1.5, 0.9], [1.0] * 3, ["converging"], "a converging run never stops (−1)")):
+        out.append(dict(id=f"divergence_stop-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(costs=np.array(costs), sq_norms=np.array(sq), cost_factor=1e3,
+                                    max_sq_norm=1e12), tol={"rel": 0.0}))
     return out
 
 
