@@ -349,3 +349,22 @@ def divergence_stop(costs, sq_norms, cost_factor, max_sq_norm):
         if not np.isfinite(q) or q > max_sq_norm:
             return (i,)
     return (-1,)
+
+
+def constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma_alpha, U, c, curvature):
+    """Algorithm 2 with one client, from the pieces above: surrogate (7)–(9), Lemma 1, move (5)."""
+    shapes = (W1.shape, W2.shape)
+    w = np.concatenate([W1.ravel(), W2.ravel()])
+    A, B, C = 0.0, np.zeros_like(w), 0.0
+    rec = []
+    for t, batch in enumerate(batches, start=1):
+        W1t, W2t = w[:W1.size].reshape(shapes[0]), w[W1.size:].reshape(shapes[1])
+        loss, g1, g2 = loss_grad(W1t, W2t, X[batch], y[batch], "swish", False)
+        g = np.concatenate([g1.ravel(), g2.ravel()])
+        rho, gamma = rho_a / t ** rho_alpha, gamma_a / t ** gamma_alpha
+        A, B, C = surrogate_update(A, B, C, loss, g, w, rho, tau, curvature)
+        w_bar, slack, nu = closed_form_step(A, B, C, U, c)
+        (w,) = move(w, w_bar, gamma)
+        rec.append((A, nu, slack, loss))
+    A_t, nu_t, s_t, l_t = (np.array(v) for v in zip(*rec))
+    return w[:W1.size].reshape(shapes[0]), w[W1.size:].reshape(shapes[1]), A_t, nu_t, s_t, l_t

@@ -244,6 +244,25 @@ def scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
     return np.array(traj), M + 3 * M * t, t // int(q)
 
 
+def constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma_alpha, U, c, curvature):
+    """Algorithm 2 with one client: this adapter's surrogate update, Lemma 1 and move, with the
+    mini-batch gradient from autograd on the flattened parameters."""
+    n1 = W1.size
+    w = torch.cat([_t(W1).reshape(-1), _t(W2).reshape(-1)])
+    state = (0.0, np.zeros(w.numel()), 0.0)
+    history = []
+    for t, batch in enumerate(batches, start=1):
+        loss, g1, g2 = loss_grad(w[:n1].reshape(W1.shape).numpy(), w[n1:].reshape(W2.shape).numpy(), X[batch],
+                                 y[batch], "swish", False)
+        g = np.concatenate([g1.reshape(-1), g2.reshape(-1)])
+        state = surrogate_update(*state, loss, g, w.numpy(), rho_a / t ** rho_alpha, tau, curvature)
+        w_bar, slack, nu = closed_form_step(*state, U, c)
+        w = _t(move(w.numpy(), w_bar, gamma_a / t ** gamma_alpha)[0])
+        history.append([state[0], nu, slack, loss])
+    h = np.array(history)
+    return w[:n1].reshape(W1.shape).numpy(), w[n1:].reshape(W2.shape).numpy(), h[:, 0], h[:, 1], h[:, 2], h[:, 3]
+
+
 # The server's assembly of replies, partitions, the divergence and tuning rules, the VFL clocks
 # and the theorems' right sides hold no tensors: the plain-NumPy example's functions serve here too.
 from conformance_numpy_adapter import (client_aggregate, divergence_stop, partition, theorem_rhs,  # noqa: E402,F401

@@ -132,8 +132,8 @@ def test_adapter_errors_and_exported_vectors(tmp_path):
 
 def test_vectors_catch_a_mutation_behind_them_and_not_one_outside(tmp_path):
     """The mutation runner's copies: a Lemma 1 mutation and a mutation of the simulated clock each
-    fail a vector; a mutation of the divergence rule (no vector calls it) passes them all, which
-    the report says."""
+    fail a vector; a mutation of a run's identity (refimpl's bookkeeping: no vector calls it)
+    passes them all, which the report says."""
     from refimpl.tools.mutations import load_catalogue, run_mutation
     VX.export(tmp_path / "v")
     cat = {m.id: m for m in load_catalogue()}
@@ -141,7 +141,7 @@ def test_vectors_catch_a_mutation_behind_them_and_not_one_outside(tmp_path):
     assert caught.error is None and caught.caught and caught.caught_by[0].startswith("closed_form_step-")
     clock = run_mutation(cat["vfl-server-time-dropped"], vectors_dir=tmp_path / "v")
     assert clock.error is None and clock.caught and clock.caught_by[0].startswith("vfl_round_time-")
-    missed = run_mutation(cat["core-divergence-factor-additive"], vectors_dir=tmp_path / "v")
+    missed = run_mutation(cat["core-identity-seed-dropped"], vectors_dir=tmp_path / "v")
     assert missed.error is None and not missed.caught
 
 

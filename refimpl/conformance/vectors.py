@@ -46,6 +46,15 @@ FAMILIES = {
                          "likewise, each reply matched to its partition id. routed[k]: the batch the client of "
                          "partition id k (0-based, as Flower's partition-id) reads from the round's configuration "
                          "(batches[k] sent as JSON {\"k\": [ids]})"),
+    "constrained_run": ("ssca", "[SSCA] Algorithm 2 (one client, closed-form step): T rounds",
+                        ("W1", "W2", "X", "y", "batches", "tau", "rho_a", "rho_alpha", "gamma_a", "gamma_alpha", "U",
+                         "c", "curvature"), ("W1", "W2", "A", "nu", "slack", "loss_hat"),
+                        "constrained SSCA on the swish network without bias: per round t = 1..T, ℓ̂ and ĝ the mean "
+                        "loss and gradient on batches[t−1], ρ_t = rho_a/t^rho_alpha, γ_t = gamma_a/t^gamma_alpha; the "
+                        "surrogate of the loss updated as surrogate_update from A⁰ = 0, B⁰ = 0, C⁰ = 0 (curvature "
+                        "'recursive' or 'fixed'); ω̄ and the slack and multiplier from the closed form of Lemma 1 "
+                        "with bound U and penalty c; ω ← (1 − γ_t)ω + γ_t ω̄. Outputs: the final W1, W2 and per round "
+                        "A^t, ν^t, s^t and ℓ̂^t"),
     "local_weights": ("vfl", "[FlexVFL] (8)", ("optimizer", "param", "tau", "eta"), ("w",),
                       "weights w^t, t = 0..τ−1, with θ^τ − θ^0 = −η Σ_t w^t g^t; optimizer sgd | momentum (ρ) | "
                       "proximal (μ) | time-varying-lr (decay)"),
@@ -324,6 +333,27 @@ def _ref_client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
     cfg = _json.loads(batches_config(np.asarray(batches)))
     routed = np.array([cfg[str(k)] for k in range(len(parts))], dtype=np.int64)
     return float(loss), grad, routed
+
+
+def _ref_constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma_alpha, U, c, curvature):
+    from refimpl.core.model import TwoLayerNet
+    from refimpl.core.schedules import PowerLaw
+    from refimpl.ssca.constrained_algorithms import ConstrainedSSCA
+    from refimpl.ssca.protocols import SampleBasedProtocol
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.int64)
+    W1, W2 = np.asarray(W1, dtype=np.float64), np.asarray(W2, dtype=np.float64)
+    model = TwoLayerNet(X.shape[1], W1.shape[0], W2.shape[0], "swish", False, "numpy")
+    alg = ConstrainedSSCA(SampleBasedProtocol(model, X, y, [np.arange(X.shape[0])]), PowerLaw(rho_a, rho_alpha),
+                          PowerLaw(gamma_a, gamma_alpha), tau, U, c, curvature=curvature)
+    state = alg.init(model.pack(W1, W2))
+    rec = {k: [] for k in ("A", "nu", "slack", "loss_hat")}
+    for t, batch in enumerate(np.asarray(batches, dtype=np.int64), start=1):
+        state = alg.apply(state, t, [batch])[0]
+        for k, v in (("A", state.surrogates[0].A), ("nu", state.nu[0]), ("slack", state.slack[0]),
+                     ("loss_hat", state.loss_hat)):
+            rec[k].append(float(v))
+    g1, g2 = model.unpack(state.omega)
+    return (g1.copy(), g2.copy(), *(np.array(rec[k]) for k in ("A", "nu", "slack", "loss_hat")))
 
 
 def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
@@ -694,6 +724,24 @@ def _cases_client_aggregate(rng):
                                     arrival=np.array(arrival, dtype=np.int64),
                                     batches=np.array([rng.choice(sizes[k], 3, replace=False) for k in range(K)])),
                         tol={"rel": 1e-15}))
+    return out
+
+
+def _cases_constrained_run(rng):
+    N, d, H, C, T, B = 40, 4, 3, 3, 6, 8
+    X, y = rng.standard_normal((N, d)), rng.integers(0, C, N)
+    out = []
+    for curvature, U, rho_a, flags, comment in (
+            ("recursive", 1.05, 0.6, ["A0=0", "rho<1", "constraint-active", "slack-active"],
+             "A⁰ = 0 and ρ_1 = 0.6 < 1: A^1 = 0.6 τ, not τ; U below the loss: the constraint binds (ν < c), "
+             "then the slack takes over (ν = c)"),
+            ("fixed", 1.05, 0.6, ["curvature-fixed"], "the SSCA authors' convention: A^t = τ in every round"),
+            ("recursive", 5.0, 1.0, ["constraint-inactive", "rho=1"], "U above the loss: ν = 0, ω̄ = 0")):
+        out.append(dict(id=f"constrained_run-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(W1=rng.standard_normal((H, d)) * 0.5, W2=rng.standard_normal((C, H)) * 0.5, X=X,
+                                    y=y, batches=np.array([rng.choice(N, B, replace=False) for _ in range(T)]),
+                                    tau=0.2, rho_a=rho_a, rho_alpha=0.3, gamma_a=0.5, gamma_alpha=0.4, U=U, c=1e4,
+                                    curvature=curvature), tol={"rel": 1e-11}))
     return out
 
 
