@@ -327,7 +327,7 @@ def theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2
 
     def rhs(g):
         return np.sqrt(2 * g) * n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * g) / T ** (1 / 3)
-    return G(rho), rhs(G(rho)) * A_rms, rhs(G(1.0))
+    return G(rho), rhs(G(rho)) * A_rms, rhs(G(1.0)), np.sqrt(2 * C_f ** 2 * L_g ** 2 + 2 * C_g ** 4 * L_f ** 2)
 
 
 def client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
@@ -368,3 +368,42 @@ def constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma
         rec.append((A, nu, slack, loss))
     A_t, nu_t, s_t, l_t = (np.array(v) for v in zip(*rec))
     return w[:W1.size].reshape(shapes[0]), w[W1.size:].reshape(shapes[1]), A_t, nu_t, s_t, l_t
+
+
+def mfcgd_run(A, b, c, x1, zeta0, xi0, zeta, xi, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, matrix, rho, theta):
+    """Algorithm 1 with M clients, from storm_update, storm_weights and adaptive_matrix above."""
+    M, d = b.shape[0], x1.size
+
+    def phi(z):
+        return z / np.sqrt(1 + z * z)
+    X = np.tile(x1, (M, 1))
+    H = np.array([np.mean([A @ x1 + b[m] + zeta0[m, j] for j in range(q)], axis=0) for m in range(M)])
+    U = np.array([A.copy() for _ in range(M)])
+    V = np.array([np.mean([phi(H[m] - c[m]) + xi0[m, j] for j in range(q)], axis=0) for m in range(M)])
+    a, a_max = np.zeros(d), np.zeros(d)
+
+    def matrix_of(w_bar):
+        nonlocal a, a_max
+        if matrix == "identity":
+            return np.ones(d)
+        a, a_max, diag = adaptive_matrix(matrix, a, a_max, w_bar, rho, theta)
+        return diag
+    W = np.einsum("mpd,mp->md", U, V)
+    Adiag = matrix_of(W.mean(axis=0))
+    traj = []
+    for t in range(1, int(T) + 1):
+        x_bar = X.mean(axis=0)
+        traj.append(x_bar)
+        eta, al, be, va = storm_weights(k, n, c1, c2, c3, t)
+        if t % q == 0:
+            Adiag = matrix_of(W.mean(axis=0))
+            X_new = np.tile(x_bar - gamma * eta * W.mean(axis=0) / Adiag, (M, 1))
+        else:
+            X_new = X - gamma * eta * W / Adiag
+        for m in range(M):
+            H[m], U[m], V[m] = storm_update(A, b[m], c[m], X_new[m], X[m], H[m], U[m], V[m], zeta[t - 1, m],
+                                            xi[t - 1, m], al, be, va, C_g, C_f)
+        W = np.einsum("mpd,mp->md", U, V)
+        X = X_new
+    t = np.arange(1, int(T) + 1)
+    return np.array(traj), 2 * q * M + 2 * M * t, t // int(q)

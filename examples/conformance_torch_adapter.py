@@ -263,6 +263,55 @@ def constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma
     return w[:n1].reshape(W1.shape).numpy(), w[n1:].reshape(W2.shape).numpy(), h[:, 0], h[:, 1], h[:, 2], h[:, 3]
 
 
+def mfcgd_run(A, b, c, x1, zeta0, xi0, zeta, xi, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, matrix, rho, theta):
+    """Algorithm 1 with the clients as one batch of tensors: ∇f from autograd on
+    f(y; ξ) = Σ_i sqrt(1 + (y_i − c_i)²) + ⟨ξ, y⟩, the recursions and projections per client."""
+    A, b, c = _t(A), _t(b), _t(c)
+    M, d = b.shape[0], A.shape[1]
+
+    def grad_f(Y, Xi):
+        Y = Y.clone().requires_grad_()
+        (g,) = torch.autograd.grad((torch.sqrt(1 + (Y - c) ** 2) + _t(Xi) * Y).sum(), Y)
+        return g
+
+    def project(T_, r):                        # per client: Frobenius / Euclidean ball of radius r
+        norms = T_.reshape(M, -1).norm(dim=1).reshape((M,) + (1,) * (T_.dim() - 1))
+        return torch.where(norms <= r, T_, T_ * (r / norms))
+    X = _t(x1).repeat(M, 1)
+    H = torch.stack([X @ A.T + b + _t(zeta0[:, j]) for j in range(q)]).mean(dim=0)
+    U = A.expand(M, -1, -1).clone()
+    V = torch.stack([grad_f(H, xi0[:, j]) for j in range(q)]).mean(dim=0)
+    state = (np.zeros(d), np.zeros(d))
+
+    def diag_of(w_bar):
+        nonlocal state
+        if matrix == "identity":
+            return torch.ones(d)
+        a, a_max, diag = adaptive_matrix(matrix, state[0], state[1], w_bar.numpy(), rho, theta)
+        state = (a, a_max)
+        return _t(diag)
+    W = torch.einsum("mpd,mp->md", U, V)
+    Adiag = diag_of(W.mean(dim=0))
+    traj = []
+    for t in range(1, int(T) + 1):
+        x_bar = X.mean(dim=0)
+        traj.append(x_bar.numpy().copy())
+        eta, al, be, va = storm_weights(k, n, c1, c2, c3, t)
+        if t % q == 0:
+            Adiag = diag_of(W.mean(dim=0))
+            X_new = (x_bar - gamma * eta * W.mean(dim=0) / Adiag).repeat(M, 1)
+        else:
+            X_new = X - gamma * eta * W / Adiag
+        Z = _t(zeta[t - 1])
+        H_new = (X_new @ A.T + b + Z) + (1 - al) * (H - (X @ A.T + b + Z))
+        U = project(A + (1 - be) * (U - A), C_g)
+        V = project(grad_f(H_new, xi[t - 1]) + (1 - va) * (V - grad_f(H, xi[t - 1])), C_f)
+        H, X = H_new, X_new
+        W = torch.einsum("mpd,mp->md", U, V)
+    t = np.arange(1, int(T) + 1)
+    return np.array(traj), 2 * q * M + 2 * M * t, t // int(q)
+
+
 # The server's assembly of replies, partitions, the divergence and tuning rules, the VFL clocks
 # and the theorems' right sides hold no tensors: the plain-NumPy example's functions serve here too.
 from conformance_numpy_adapter import (client_aggregate, divergence_stop, partition, theorem_rhs,  # noqa: E402,F401

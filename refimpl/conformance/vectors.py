@@ -146,13 +146,24 @@ FAMILIES = {
                  "β g(x; ζ_t), d = ∇g(x; ζ'_t)ᵀ ∇f(y; ξ_t), SCGD (alpha ≤ 0): x ← x − ηd; SCGDM: m ← (1 − α)m + "
                  "αd, x ← x − ηm (m starts at 0); when q divides t every client gets the mean x (SCGDM: x, y, m). "
                  "x_bar[t−1]: the clients' mean before step t; samples: M + 3Mt after step t; rounds: ⌊t/q⌋"),
-    "theorem_rhs": ("mfcgd", "[MFCGD] Theorems 1–2: G and the right sides of (14) and (16)",
+    "mfcgd_run": ("mfcgd", "[MFCGD] Algorithm 1 on the synthetic problem: T steps",
+                  ("A", "b", "c", "x1", "zeta0", "xi0", "zeta", "xi", "T", "q", "k", "n", "c1", "c2", "c3", "gamma",
+                   "C_g", "C_f", "matrix", "rho", "theta"), ("x_bar", "samples", "rounds"),
+                  "M clients (b, c: one row each) of the problem of storm_update. Line 1: h_m, u_m, v_m the means "
+                  "over j < q of g_m(x1; ζ0_mj), ∇g = A, ∇f_m(h_m; ξ0_mj); w_m = u_mᵀv_m; A_1 from the adaptive-"
+                  "matrix rule on w̄_1 (identity: A = I; adam / norm / amsgrad as adaptive_matrix from a = 0). "
+                  "Step t = 1..T: x̄_t = mean of x_m; when q divides t, A_t from the rule on w̄_t and every "
+                  "x_m ← x̄_t − γη_t A_t⁻¹ w̄_t, else x_m ← x_m − γη_t A_t⁻¹ w_m (A kept); then every client's "
+                  "recursions (storm_update with α, β, ϱ of storm_weights at t and samples ζ_t, ξ_t). Outputs: "
+                  "x̄_t for every t, samples 2qM + 2Mt and communication rounds ⌊t/q⌋ after step t"),
+    "theorem_rhs": ("mfcgd", "[MFCGD] Theorems 1–2: G and the right sides of (14) and (16); Lemma 1's L",
                     ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap", "k", "n", "c1", "c2", "c3",
-                     "gamma", "q", "rho", "T", "A_rms"), ("G", "rhs14", "rhs16"),
+                     "gamma", "q", "rho", "T", "A_rms"), ("G", "rhs14", "rhs16", "L"),
                     "L_fg = sqrt(L_f²C_g² + L_g²), C_fg = max(C_f, C_g); δ̂² = 2c1²L_f²σ² + c3²σ² + "
                     "4c3²δ_f² + 4c3²L_f²δ_g² + c2²σ² + 3c2²δ_g²; G = 4F_gap/(kργ) + 12n^{1/3}σ²/(qk²ρ²) + "
                     "4k²(δ̂²/(4γ²L_fg²) + (c1² + c2² + c3²)σ²/(3ργqL_fgC_fg)) ln(n + T); rhs14 = (sqrt(2G) "
-                    "n^{1/6}/sqrt(T) + sqrt(2G)/T^{1/3}) A_rms; rhs16 the same with ρ = 1 and no A_rms"),
+                    "n^{1/6}/sqrt(T) + sqrt(2G)/T^{1/3}) A_rms; rhs16 the same with ρ = 1 and no A_rms; L = "
+                    "sqrt(2C_f²L_g² + 2C_g⁴L_f²), the smoothness of F (Lemma 1)"),
 }
 PAPERS = ("core", "ssca", "vfl", "mfcgd")
 
@@ -462,12 +473,22 @@ def _ref_scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
     return r.x_bar.copy(), r.samples.astype(np.int64), r.rounds.astype(np.int64)
 
 
+def _ref_mfcgd_run(A, b, c, x1, zeta0, xi0, zeta, xi, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, matrix, rho, theta):
+    from refimpl.mfcgd.algorithm import MFCGDParams, make_matrix, run_mfcgd
+    from refimpl.mfcgd.problems import SyntheticComposition
+    pr = SyntheticComposition(np.asarray(A, float), np.asarray(b, float), np.asarray(c, float))
+    par = MFCGDParams(k=k, n=n, c1=c1, c2=c2, c3=c3, gamma=gamma, q=int(q), C_g=C_g, C_f=C_f)
+    r = run_mfcgd(pr, np.asarray(x1, float), int(T), par, make_matrix(matrix, float(rho), float(theta)),
+                  np.random.default_rng(0), noise=tuple(np.asarray(a, float) for a in (zeta0, xi0, zeta, xi)))
+    return r.x_bar.copy(), r.samples.astype(np.int64), r.rounds.astype(np.int64)
+
+
 def _ref_theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2, c3, gamma, q, rho, T, A_rms):
     from refimpl.mfcgd.bounds import Constants, G_value, TheoremParams, theorem1_bound, theorem2_bound
     c = Constants(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap)
     p = TheoremParams(k, n, c1, c2, c3, gamma, int(q), 0.0)
     return float(G_value(c, p, int(T), float(rho))), theorem1_bound(c, p, int(T), float(rho), float(A_rms)), \
-        theorem2_bound(c, p, int(T))
+        theorem2_bound(c, p, int(T)), c.L
 
 
 _REFERENCE = {k: globals()[f"_ref_{k}"] for k in FAMILIES}
@@ -872,6 +893,27 @@ def _cases_scgd_run(rng):
                                     zeta0=rng.standard_normal((M, p)) * 0.1, zeta=rng.standard_normal((T, M, p)) * 0.1,
                                     zeta2=rng.standard_normal((T, M, p)) * 0.1, xi=rng.standard_normal((T, M, p)) * 0.1,
                                     T=T, q=q, eta=0.3, beta=0.6, alpha=alpha), tol={"rel": 1e-13}))
+    return out
+
+
+def _cases_mfcgd_run(rng):
+    M, p, d, T, q = 3, 2, 3, 8, 3
+    A = rng.standard_normal((p, d)) * 0.8
+    b, c = rng.standard_normal((M, p)), rng.standard_normal((M, p))
+    out = []
+    for matrix, C_g, C_f, flags, comment in (
+            ("identity", 10.0, 10.0, ["average-every-q"], "MFCGD: A = I; x averaged after steps 3 and 6"),
+            ("adam", 1.0, 0.8, ["A1-from-w-bar-1", "projection-u-binds", "projection-v-binds", "cap-active"],
+             "AdaMFCGD (Adam type): A_1 from w̄_1, kept between communications; both projections bind and "
+             "c·η² > 1 at the first steps"),
+            ("norm", 10.0, 10.0, ["scalar-state"], "the norm type"),
+            ("amsgrad", 10.0, 10.0, ["running-max"], "the AMSGrad type")):
+        out.append(dict(id=f"mfcgd_run-{len(out)}", comment=comment, flags=flags,
+                        inputs=dict(A=A, b=b, c=c, x1=rng.standard_normal(d) * 0.5,
+                                    zeta0=rng.standard_normal((M, q, p)) * 0.1, xi0=rng.standard_normal((M, q, p)) * 0.1,
+                                    zeta=rng.standard_normal((T, M, p)) * 0.1, xi=rng.standard_normal((T, M, p)) * 0.1,
+                                    T=T, q=q, k=1.0, n=2.0, c1=3.0, c2=4.0, c3=5.0, gamma=0.5, C_g=C_g, C_f=C_f,
+                                    matrix=matrix, rho=0.1, theta=0.9), tol={"rel": 1e-12}))
     return out
 
 
