@@ -51,7 +51,7 @@ def test_export_is_reproducible_and_valid(tmp_path):
 def test_manifest_refuses_an_edited_file(tmp_path, capsys):
     assert main(["vectors", "export", str(tmp_path), "--paper", "ssca", "--quiet"]) == 0
     assert VX.load(tmp_path).keys() == {"surrogate_update", "unconstrained_step", "move", "closed_form_step",
-                                        "client_aggregate"}
+                                        "client_aggregate", "constrained_run"}
     p = tmp_path / "move.json"
     p.write_text(p.read_text().replace('"gamma": 0.3', '"gamma": 0.31'))
     with pytest.raises(ValueError, match="move.json: its SHA-256 does not match"):
