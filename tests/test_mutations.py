@@ -83,8 +83,9 @@ def test_every_catalogued_mutation_is_caught_by_a_theorem_check(tmp_path):
 
 
 def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):
-    """The forked interpreter imports refimpl from the mutated copy (never the installed package)
-    and a mutation that breaks the import is reported as not run, with the error."""
+    """The forked interpreter imports refimpl from the mutated copy (never the installed package);
+    a copy that fails to import, or kills its interpreter, is reported as not run with the error or
+    the signal; a dead zygote is replaced by a fresh interpreter for that mutation."""
     import os
     if not hasattr(os, "fork"):
         pytest.skip("no os.fork on this platform: the runner starts one interpreter per mutation")
@@ -96,6 +97,18 @@ def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):
         broken = MU.Mutation("broken-import", "core", m.file, m.find, "if best is None or s >>> scores[best]:",
                              "none", ("core.tune_selection",))
         bad = MU.run_mutation(broken, zygote=z)
-        assert not bad.caught and "the checks did not run" in bad.error and "SyntaxError" in bad.error, bad
+        assert not bad.caught and "the checks did not run (the fork exited 0)" in bad.error, bad
+        assert "SyntaxError" in bad.error, bad
+        # a copy that kills its own interpreter is reported with the signal; the zygote lives on
+        killer = MU.Mutation("kills-itself", "core", "refimpl/core/identity.py", "def content_id(doc, n=20):",
+                             "import os as _os; _os.kill(_os.getpid(), 9)\ndef content_id(doc, n=20):", "none",
+                             ("core.tune_selection",))
+        dead = MU.run_mutation(killer, zygote=z)
+        assert not dead.caught and "killed by signal 9" in dead.error and z.alive, dead
+        # a zygote that has died: the mutation runs in a fresh interpreter instead
+        z.proc.kill()
+        z.proc.wait()
+        again = MU.run_mutation(m, zygote=z)
+        assert again.error is None and again.caught_by == ["core.tune_selection"], again
     finally:
         z.close()

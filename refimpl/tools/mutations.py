@@ -181,6 +181,10 @@ for line in sys.stdin:
 """
 
 
+class ZygoteGone(RuntimeError):
+    """The zygote process died (killed, out of memory): the runner falls back to a fresh interpreter."""
+
+
 class Zygote:
     """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
 
@@ -191,15 +195,32 @@ class Zygote:
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the mutation runner's zygote did not start")
 
+    @property
+    def alive(self):
+        return self.proc.poll() is None
+
     def run(self, tmp, code, timeout):
-        """(stdout, stderr, timed_out) of ``code`` run in a fork with ``tmp`` first on sys.path."""
+        """(stdout, stderr, timed_out, how the fork ended) of ``code`` run in a fork with ``tmp``
+        first on sys.path; :class:`ZygoteGone` when the zygote itself has died."""
         out, err = os.path.join(tmp, ".out"), os.path.join(tmp, ".err")
-        self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err})
-                              + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
+        try:
+            self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err})
+                                  + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            raise ZygoteGone(str(exc))
+        if not line:
+            raise ZygoteGone(f"the zygote exited ({self.proc.poll()})")
+        status = json.loads(line)["status"]
         read = (lambda p: open(p).read() if os.path.exists(p) else "")
-        return read(out), read(err), reply["status"] is None
+        if status is None:
+            how = "timed out"
+        elif os.WIFSIGNALED(status):
+            how = f"the fork was killed by signal {os.WTERMSIG(status)}"
+        else:
+            how = f"the fork exited {os.WEXITSTATUS(status)}"
+        return read(out), read(err), status is None, how
 
     def close(self):
         try:
@@ -231,9 +252,11 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
         if vectors_dir is not None:
             code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
         if zygote is not None:
-            stdout, stderr, timed_out = zygote.run(tmp, code, timeout)
-            exit_note = "the fork ended"
-        else:
+            try:
+                stdout, stderr, timed_out, exit_note = zygote.run(tmp, code, timeout)
+            except ZygoteGone:
+                zygote = None                   # this mutation in a fresh interpreter instead
+        if zygote is None:
             try:
                 proc = subprocess.run([sys.executable, "-c", code], env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
                                       capture_output=True, text=True, timeout=timeout)
@@ -278,6 +301,9 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z)
         finally:
             if z is not None:
+                if not z.alive:                 # died under a mutation: the next one gets a new zygote
+                    z.close()
+                    z = Zygote(_mutation_env())
                 zygotes.put(z)
         if progress:
             r = results[i]
