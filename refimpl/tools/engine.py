@@ -41,10 +41,6 @@ EXECUTORS = ("local", "dask")
 SCHEDULER_TIMEOUT = 5.0          # seconds to reach a --scheduler before giving up
 
 
-# ----------------------------------------------------------------------------- naming
-
-
-
 def default_workers():
     """The number of cores this process may use."""
     try:

@@ -5,8 +5,9 @@ each names the file, the exact text it replaces (which must occur exactly once),
 and the equation it breaks, and the checks expected to catch it. For every mutation the runner
 copies the package to a temporary directory (modification times kept, so Numba's on-disk cache
 of untouched modules is reused), applies the replacement, and runs, in a fresh interpreter on
-that copy (forked from one that has imported NumPy, SciPy, Numba and cvxpy, never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected catchers
-first, then the others until one fails. A mutation is *caught* when a theorem-kind check does not
+that copy (forked from one that has imported NumPy, SciPy, Numba and cvxpy, never refimpl), the
+theorem-kind checks of the mutation's paper in quick mode — the expected catchers first, then
+the others until one fails. A mutation is *caught* when a theorem-kind check does not
 hold (a check that crashes on the mutated code counts: the runner reports it as failing); claim
 checks and tests never count.
 """
@@ -142,11 +143,7 @@ def _vector_child(vectors_dir):
 #: each mutation the libraries' import (about a second) without sharing any refimpl module.
 _ZYGOTE = r"""
 import json, os, sys, time, traceback
-import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba
-try:
-    import cvxpy
-except ImportError:
-    pass
+import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba, cvxpy
 print("ready", flush=True)
 for line in sys.stdin:
     job = json.loads(line)
@@ -290,13 +287,13 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     first failing vector ids."""
     results = [None] * len(mutations)
     import queue
+    forking = hasattr(os, "fork")               # elsewhere: one fresh interpreter per mutation
     zygotes = queue.Queue()
-    if hasattr(os, "fork"):
-        for _ in range(max(1, int(workers))):
-            zygotes.put(Zygote(_mutation_env()))
+    for _ in range(max(1, int(workers)) if forking else 0):
+        zygotes.put(Zygote(_mutation_env()))
 
     def one(i):
-        z = zygotes.get() if hasattr(os, "fork") else None
+        z = zygotes.get() if forking else None
         try:
             results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z)
         finally:

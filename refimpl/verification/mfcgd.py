@@ -8,7 +8,8 @@ import numpy as np
 
 from refimpl.mfcgd.problems import PHI2_MAX, NonlinearComposition, SyntheticComposition
 from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParams, NormType, make_matrix,
-                                     draw_scgd_samples, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb, storm_update)
+                                     draw_scgd_samples, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd,
+                                     run_mfcgd_synthetic_nb, storm_update)
 from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, find_theorem_parameters, theorem1_bound, theorem2_bound,
                                   theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, local_scgd_literal, theorem_literal

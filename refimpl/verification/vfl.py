@@ -160,7 +160,8 @@ def condition14(quick):
        "per party, a slow server's compute counted unless the authors' protocol makes it free; the asynchronous "
        "server as one resource (arrivals wait while it is busy: event times by hand with a slow server and with "
        "contention, and the authors' free server); a party whose one step outlasts the timeout (one step, flagged, "
-       "the round lasts that step); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on hand-checked values",
+       "the round lasts that step); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
+       "hand-checked values",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network

@@ -13,6 +13,7 @@ adaptive rule, an epoch's permutation) it returns its state and is handed it bac
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -305,8 +306,6 @@ class AsyncServerQueue:
     next upload msg_k: the party's next arrival. :meth:`next` gives (now, k) of the next event."""
 
     def __init__(self, speeds, msg, server_time=0.0, server_free=False):
-        import heapq
-        self._heapq = heapq
         self.speeds, self.msg = np.asarray(speeds, dtype=np.float64), [float(m) for m in msg]
         self.server_time, self.server_free = float(server_time), bool(server_free)
         K = self.speeds.shape[1] - 1
@@ -321,7 +320,7 @@ class AsyncServerQueue:
         """(now, k): when the server starts on the next embedding and whose it is; None when empty."""
         if not self.queue:
             return None
-        arrival, k = self._heapq.heappop(self.queue)
+        arrival, k = heapq.heappop(self.queue)
         return max(arrival, self.server_next), k            # FIFO: wait while the server is busy
 
     def served(self, now, k):
@@ -329,7 +328,7 @@ class AsyncServerQueue:
         row = self.speeds[self.count[k] % self.speeds.shape[0]]
         self.count[k] += 1
         server_done = now + (0.0 if self.server_free else row[0])
-        self._heapq.heappush(self.queue, (server_done + self.server_time + self.msg[k] + row[k] + self.msg[k], k))
+        heapq.heappush(self.queue, (server_done + self.server_time + self.msg[k] + row[k] + self.msg[k], k))
         self.server_next = server_done
 
 
