@@ -775,12 +775,12 @@ def cmd_verify(args):
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if args.coverage:
         return _verify_coverage(args, only)
-    from refimpl.tools.verify import load_checks
     import time as _time
     from refimpl.tools.verify import cpu_seconds, peak_rss_mb
+    ids, quick, name = _verify_selection(args, only)
     t0, c0 = _time.perf_counter(), cpu_seconds()
-    with _progress(args, len(only) if only else len(load_checks()), "verify", "check") as bar:
-        records = run_checks(only, quick=args.quick, progress=bar, executor=args.executor, workers=args.workers,
+    with _progress(args, len(ids), name, "check") as bar:
+        records = run_checks(ids, quick=quick, progress=bar, executor=args.executor, workers=args.workers,
                              scheduler=args.scheduler)
         bar("", n=len(records))
     print(format_table(records))
@@ -788,18 +788,38 @@ def cmd_verify(args):
         from refimpl.tools.verify import TARGETS, format_profile
         print()
         print(format_profile(records, _time.perf_counter() - t0, cpu_seconds() - c0, peak_rss_mb(),
-                             None if only else TARGETS["verify --quick" if args.quick else "verify"]))
+                             None if only else TARGETS.get(name)))
     if args.json:
         write_json(records, args.json)
-    from refimpl.tools.verify import failing
+    from refimpl.tools.verify import claims_line, failing, record_claims
+    record_claims(records, quick)
     claims = [r.id for r in records if not r.holds and r.details.get("kind") == "claim"]
     if claims:
         _say(f"claims of the papers not reproduced here (reported, see the table): {', '.join(claims)}")
+    if only is None and not any(r.details.get("kind") == "claim" for r in records):
+        print(claims_line())
     fatal = failing(records, args.strict)
     if fatal:
         _say(f"checks not holding: {', '.join(fatal)}")
         return 1
     return 0
+
+
+def _verify_selection(args, only):
+    """(check ids, quick sizes?, command name) of a verify command: the theorem-kind tier by
+    default; ``--claims`` the papers' experimental claims; ``--all`` both tiers; ``--full`` both
+    tiers at full sizes; ``--only`` the ids given (at full sizes with ``--full``)."""
+    from refimpl.tools.verify import tier_ids
+    quick = not args.full
+    if only is not None:
+        return only, quick, "verify"
+    if args.full:
+        return tier_ids(), False, "verify --full"
+    if args.all:
+        return tier_ids(), True, "verify --all"
+    if args.claims:
+        return tier_ids(("claim",)), True, "verify --claims"
+    return tier_ids(("theorem",)), True, "verify"
 
 
 def _verify_coverage(args, only):
@@ -811,13 +831,13 @@ def _verify_coverage(args, only):
     if given:
         raise ValueError(f"--{given[0]} does not apply with --coverage (the checks run in this process, traced)")
     with _progress(args, None, "verify --coverage", "check") as bar:
-        records, rows = run_coverage(args.quick, bar, only)
+        records, rows = run_coverage(not args.full, bar, only)
     print(format_table(records))
     print()
     print(format_coverage(rows))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"checks": [r.id for r in records], "quick": bool(args.quick), "modules": rows}, fh, indent=1)
+            json.dump({"checks": [r.id for r in records], "quick": not args.full, "modules": rows}, fh, indent=1)
     fatal = failing(records, args.strict)
     if fatal:
         _say(f"checks not holding: {', '.join(fatal)}")
@@ -843,21 +863,18 @@ def cmd_bench(args):
     from refimpl.tools.bench import bench_constrained, bench_ssca, bench_vfl, format_bench, format_constrained, format_vfl
     if args.full and args.what != "verify":
         raise ValueError("--full applies to bench verify only")
+    if (args.claims or args.cold) and args.what != "verify":
+        raise ValueError("--claims and --cold apply to bench verify only")
     if args.what == "verify":
-        import time as _time
-        from refimpl.tools.verify import TARGETS, cpu_seconds, format_profile, peak_rss_mb, run_checks
-        t0, c0 = _time.perf_counter(), cpu_seconds()
+        from refimpl.tools.bench import bench_verify
+        tier = "--full" if args.full else "--claims" if args.claims else ""
         with _progress(args, None, "bench verify", "msg") as bar:
-            records = run_checks(None, quick=not args.full, progress=bar, executor="local")
-        wall = _time.perf_counter() - t0
-        print(format_profile(records, wall, cpu_seconds() - c0, peak_rss_mb(),
-                             TARGETS["verify" if args.full else "verify --quick"]))
+            out = bench_verify(tier, cold=args.cold, progress=bar)
+        print(out["table"])
         if args.json:
             with open(args.json, "w") as fh:
-                json.dump({"command": "verify" + ("" if args.full else " --quick"), "wall_seconds": wall,
-                           "checks": {r.id: {k: r.details.get(k) for k in ("seconds", "cpu_seconds", "jit_seconds")}
-                                      for r in records}}, fh, indent=1)
-        return 0
+                json.dump({k: v for k, v in out.items() if k != "table"}, fh, indent=1)
+        return 0 if out["returncode"] in (0, 1) else out["returncode"]
     from refimpl.tools.bench import bench_conditions, load_average
     load_before = load_average()
     if args.what == "vfl":
@@ -1159,7 +1176,13 @@ def build_parser():
     rr.add_argument("--quiet", action="store_true")
     rr.set_defaults(fn=cmd_report)
     v = sub.add_parser("verify", help="run the verification checks")
-    v.add_argument("--quick", action="store_true", help="reduced sizes of the same checks (same verdicts)")
+    v.add_argument("--quick", action="store_true",
+                   help="the checks' reduced sizes: the default of every tier (kept for scripts); --full for full sizes")
+    v.add_argument("--claims", action="store_true",
+                   help="run the papers' experimental claims (reproductions of experiments, minutes) instead of the "
+                        "theorem-kind checks (seconds)")
+    v.add_argument("--all", action="store_true", help="both tiers: the theorem-kind checks and the claims")
+    v.add_argument("--full", action="store_true", help="both tiers at the checks' full sizes (several minutes)")
     v.add_argument("--list", action="store_true", help="list the checks (id, paper, kind, claim) and exit")
     v.add_argument("--only", help="comma-separated check ids")
     v.add_argument("--json", help="write the records to this JSON file")
@@ -1181,7 +1204,10 @@ def build_parser():
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
     b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale", "verify"])
-    b.add_argument("--full", action="store_true", help="verify: the full checks instead of --quick")
+    b.add_argument("--full", action="store_true", help="verify: time `refimpl verify --full` (both tiers, full sizes)")
+    b.add_argument("--claims", action="store_true", help="verify: time `refimpl verify --claims`")
+    b.add_argument("--cold", action="store_true",
+                   help="verify: with an empty Numba cache (every kernel compiled, as on a fresh install)")
     b.add_argument("--quiet", action="store_true", help="no progress lines or bar")
     b.add_argument("--data-dir", default=None, help="paper-scale: MNIST-format IDX files (60,000 training samples)")
     b.add_argument("--batches", default="10,100,600", help="per-client batch sizes")

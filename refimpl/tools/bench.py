@@ -583,3 +583,52 @@ def bench_conditions(load_before, load_after, torch_columns=False, rows=()):
     if torch_columns and rows and all(r.get("ratio_to_torch") is None for r in rows):
         out.append('torch columns show "-": torch is not installed (pip install -e ".[torch]" adds the comparison: the pinned CPU build)')
     return out
+
+
+def bench_verify(tier="", cold=False, progress=None):
+    """``refimpl bench verify``: the main job timed as a user runs it, a whole process from the
+    interpreter's start (imports, the worker pool, Numba's cache, every check): ``refimpl verify``
+    (the theorem-kind tier), or ``tier`` = "--claims" / "--full". ``cold``: with an empty Numba
+    cache directory, so every kernel compiles as on a fresh install. Returns wall and CPU seconds
+    (the command and every process it started), the peak memory of its largest process, the target
+    of the README's Speed table and the per-check profile (from the command's own --json)."""
+    import json
+    import resource
+    import subprocess
+    import sys
+    import tempfile
+    from refimpl.tools.verify import TARGETS, format_profile
+    from refimpl.verification.registry import CheckRecord
+    name = ("verify " + tier).strip()
+    with tempfile.TemporaryDirectory(prefix="refimpl-bench-verify-") as tmp:
+        env = dict(os.environ, REFIMPL_CACHE_DIR=os.path.join(tmp, "cache"))
+        if cold:
+            env["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba")
+        js = os.path.join(tmp, "records.json")
+        cmd = [sys.executable, "-m", "refimpl", *name.split(), "--json", js, "--quiet"]
+        if progress:
+            progress(f"timing `refimpl {name}`{' with an empty Numba cache' if cold else ''} ...")
+        load_before = load_average()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rss = after.ru_maxrss / 1024
+        try:
+            with open(js) as fh:
+                records = [CheckRecord(**d) for d in json.load(fh)]
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"`refimpl {name}` wrote no records (exit {proc.returncode}): "
+                               f"{(proc.stderr or str(exc)).strip().splitlines()[-1:]}")
+    target = TARGETS.get(name)
+    lines = [format_profile(records, wall, cpu, rss, target),
+             f"`refimpl {name}`{' (cold: empty Numba cache)' if cold else ''}: exit {proc.returncode}, "
+             f"{len(records)} checks, BLAS threads of a worker: 1 (the pool pins them)"]
+    lines += bench_conditions(load_before, load_average())
+    return {"command": f"refimpl {name}", "cold": bool(cold), "wall_seconds": wall, "cpu_seconds": cpu,
+            "peak_rss_mb": rss, "target_seconds": target, "returncode": proc.returncode,
+            "checks": {r.id: {k: r.details.get(k) for k in ("seconds", "cpu_seconds", "jit_seconds")}
+                       for r in records},
+            "table": "\n".join(lines)}

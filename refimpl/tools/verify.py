@@ -88,6 +88,68 @@ def uniform_ratio(measured, bound, relation="≤"):
     return r if bound > 0 else 1.0 / r
 
 
+#: the tiers of ``refimpl verify``: the main job runs every theorem-kind check (identities, lemmas,
+#: theorems, implementation and machinery checks); the papers' experimental claims are
+#: reproductions of experiments and run on request (``--claims``) or in the full run (``--full``)
+TIERS = ("theorem", "claim")
+
+
+def tier_ids(kinds=TIERS):
+    """The registered check ids whose kind is in ``kinds``, in registry order."""
+    load_checks()
+    return [cid for cid, entry in REGISTRY.items() if entry[3] in kinds]
+
+
+def claims_record_path():
+    """Where ``refimpl verify --claims`` records the claims' last verdicts: ``$REFIMPL_CACHE_DIR``
+    or ``~/.cache/refimpl``, file ``last_claims.json``."""
+    root = os.environ.get("REFIMPL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "refimpl")
+    return os.path.join(root, "last_claims.json")
+
+
+def record_claims(records, quick):
+    """Keep the claims' verdicts and figures of this run for the main job's closing line (best
+    effort: an unwritable cache directory only loses the line's verdicts)."""
+    claims = {r.id: {"holds": bool(r.holds), "measured": r.measured, "bound": r.bound,
+                     "relation": r.details.get("relation", "≤"), "verdict": verdict(r)}
+              for r in records if r.details.get("kind") == "claim"}
+    if not claims:
+        return None
+    path = claims_record_path()
+    try:
+        old = last_claims()
+        old.update(claims)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w") as fh:
+            json.dump({"sizes": "quick" if quick else "full", "when": time.strftime("%Y-%m-%d %H:%M"),
+                       "claims": old}, fh, indent=1, default=str)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        return None
+    return path
+
+
+def last_claims():
+    """{claim id: its last recorded verdict} (empty when nothing was recorded or the file is damaged)."""
+    try:
+        with open(claims_record_path()) as fh:
+            data = json.load(fh)
+        return dict(data.get("claims", {})) if isinstance(data, dict) else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def claims_line():
+    """The main job's closing line: the claims it did not run, their last recorded verdicts, and
+    the command that runs them."""
+    ids = tier_ids(("claim",))
+    last = last_claims()
+    parts = [f"{cid} {last[cid]['verdict']}" if cid in last and "verdict" in last[cid] else f"{cid} (not run yet)"
+             for cid in ids]
+    return (f"the papers' {len(ids)} experimental claims are not part of this run (last verdicts: "
+            + ", ".join(parts) + "); run them with `refimpl verify --claims` (every tier: --all, full sizes: --full)")
+
+
 def run_check(cid, quick=True) -> CheckRecord:
     """One check's record; its details carry ``seconds`` (wall), ``cpu_seconds`` (this process
     and the part processes it started) and ``jit_seconds`` (Numba compiling or cache loading)."""
@@ -272,7 +334,8 @@ def write_json(records, path):
 
 
 #: the main job's time targets on a 2-core machine (the README's Speed table): never a test
-TARGETS = {"verify --quick": 60.0, "verify": 240.0, "verify --mutations": 120.0, "pytest": 300.0}
+TARGETS = {"verify": 20.0, "verify --claims": 120.0, "verify --full": 360.0, "verify --mutations": 120.0,
+           "pytest": 480.0}
 
 
 def format_profile(records, wall=None, cpu=None, rss=None, target=None):

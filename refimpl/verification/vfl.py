@@ -301,8 +301,9 @@ def corollary1_rate(quick):
             thetas = m.init(rng)
             eta = 1.0 / np.sqrt(tau * R)
             run = FlexVFL(m, d, "sync", [SGD()] * 5, eta, 32, ConstantSpeed((1.0,) * 5).sample(R, rng), Q=tau)
-            # the check reads grad_sq only: the training loss at the first and last rounds suffices
-            tr = run.run(thetas, R, rng, eval_every=1, theory_every=1, loss_every=R)
+            # the check reads grad_sq only: the training loss and the test accuracy at the first and
+            # last rounds suffice
+            tr = run.run(thetas, R, rng, eval_every=1, theory_every=1, loss_every=R, accuracy_every=R)
             vals.append(float(np.mean(tr.series("grad_sq")[:-1])))    # rounds 0..R−1: Θ^{r,0}
         xs.append(np.log(tau * R))
         ys.append(np.log(np.mean(vals)))

@@ -308,7 +308,7 @@ class FlexVFL:
         return new, grads, out_states
 
     def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
-            stop_at_accuracy=None, divergence=None, dump_rounds=(), loss_every=1):
+            stop_at_accuracy=None, divergence=None, dump_rounds=(), loss_every=1, accuracy_every=1):
         """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
         with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
         ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
@@ -323,10 +323,16 @@ class FlexVFL:
         quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md). ``loss_every``:
         the training loss (and the divergence rule's loss test) at every ``loss_every``-th
         evaluation, round 0 and the last; the other evaluations record NaN for it (time-to-target
-        runs need the test accuracy only; the parameter-norm test still runs every round)."""
+        runs need the test accuracy only; the parameter-norm test still runs every round).
+        ``accuracy_every``: likewise for the test accuracy (a run that reads only grad_sq, such as
+        the rate check of Corollary 1, skips it); time-to-target runs need every one."""
         m, d = self.model, self.data
         pol = self.policy
         loss_every = V.positive_int("loss_every", loss_every)
+        accuracy_every = V.positive_int("accuracy_every", accuracy_every)
+        if stop_at_accuracy is not None and accuracy_every != 1:
+            raise ValueError(f"stop_at_accuracy reads the test accuracy of every evaluation: accuracy_every must be 1, "
+                             f"got {accuracy_every}")
         rule = DivergenceRule() if divergence is None else divergence
         need = rounds + pol.step_size.speed_rows          # paper-adaptive: row 0 is the dummy round
         if need > self.speeds.shape[0]:
@@ -376,8 +382,9 @@ class FlexVFL:
             last = r == rounds or (time_budget is not None and clock >= time_budget)
             if reason is None and (r % eval_every == 0 or last):
                 with_loss = last or (r // eval_every) % loss_every == 0
+                with_accuracy = last or (r // eval_every) % accuracy_every == 0
                 reason = self._evaluate(trace, r, clock, floats, thetas, theory_every > 0 and r % theory_every == 0,
-                                        rule, with_loss)
+                                        rule, with_loss, with_accuracy)
             if reason:
                 trace.status = f"diverged: round {r}: {reason}; trace holds rounds 0..{r - 1}"
                 recs.pop()
@@ -413,13 +420,13 @@ class FlexVFL:
                 trace.arrays["cond14"] = np.array(c14)
         return trace
 
-    def _evaluate(self, trace, r, clock, floats, thetas, theory, rule=None, with_loss=True):
+    def _evaluate(self, trace, r, clock, floats, thetas, theory, rule=None, with_loss=True, with_accuracy=True):
         """Record the round's metrics; returns the reason the training loss counts as diverged
-        under ``rule`` (nothing is recorded then), or None. ``with_loss=False``: the training loss
-        is recorded as NaN (not evaluated)."""
+        under ``rule`` (nothing is recorded then), or None. ``with_loss=False`` /
+        ``with_accuracy=False``: the training loss / test accuracy is recorded as NaN (not evaluated)."""
         d, m = self.data, self.model
         vals = dict(round=r, time=clock, comm_floats=floats,
-                    test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test),
+                    test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test) if with_accuracy else np.nan,
                     train_loss=m.loss(thetas, d.Xs_train, d.y_train) if with_loss else np.nan)
         if with_loss and rule is not None and trace.metrics.get("train_loss"):
             reason = rule.cost("training loss", vals["train_loss"], trace.metrics["train_loss"][0])
