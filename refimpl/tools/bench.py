@@ -622,7 +622,7 @@ def bench_verify(tier="", cold=False, progress=None):
         except (OSError, ValueError) as exc:
             raise RuntimeError(f"`refimpl {name}` wrote no records (exit {proc.returncode}): "
                                f"{(proc.stderr or str(exc)).strip().splitlines()[-1:]}")
-    target = TARGETS.get(name)
+    target = TARGETS.get(name + (" (cold)" if cold else ""), TARGETS.get(name))
     lines = [format_profile(records, wall, cpu, rss, target),
              f"`refimpl {name}`{' (cold: empty Numba cache)' if cold else ''}: exit {proc.returncode}, "
              f"{len(records)} checks, BLAS threads of a worker: 1 (the pool pins them)"]

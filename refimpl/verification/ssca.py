@@ -3,7 +3,6 @@ Lemma 1 against cvxpy, and the experimental claim against SGD and SGD-m."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 
 from refimpl.core.model import TwoLayerNet, full_gradient
 from refimpl.core.partition import feature_based_schedule, feature_partition, sample_based_schedule, sample_partition
@@ -17,6 +16,13 @@ from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import SurrogateState, momentum_form_step, surrogate_update
 from refimpl.verification.core import plain_objective_grad
 from refimpl.verification.registry import check, embedded, map_parts
+
+
+def _minimize(*args, **kwargs):
+    """``scipy.optimize.minimize``, imported when a check first calls it (0.3 s of every
+    verify process's start otherwise)."""
+    from scipy.optimize import minimize
+    return minimize(*args, **kwargs)
 
 
 @check("ssca.feature_equals_central",
@@ -280,7 +286,7 @@ def _rel(a, b):
 @check("ssca.lemma1_vs_cvxpy",
        "Lemma 1 closed form equals the cvxpy QCQP solution (ω̄, s̄, ν*, objective) on random instances "
        "of every branch (C ≤ U, constraint active, slack active ν* = c, b = 0)",
-       "[SSCA] Lemma 1, (43)–(45); docs/ssca.md")
+       "[SSCA] Lemma 1, (43)–(45); docs/ssca.md", group="ssca.cvxpy")
 def lemma1_vs_cvxpy(quick):
     rng = np.random.default_rng(31)
     n = 20
@@ -337,7 +343,7 @@ def lemma1_vs_generic_solver(quick):
         def f(w):
             return w @ w + c * max(0.0, st.value(w) - U)
         cons = {"type": "ineq", "fun": lambda w: U - st.value(w), "jac": lambda w: -st.gradient(w)}
-        r = minimize(lambda w: (w @ w, 2 * w), a.omega_bar, jac=True, method="SLSQP", constraints=[cons],
+        r = _minimize(lambda w: (w @ w, 2 * w), a.omega_bar, jac=True, method="SLSQP", constraints=[cons],
                      options={"ftol": 1e-16, "maxiter": 200})
         worst = max(worst, (f(a.omega_bar) - f(r.x)) / max(abs(f(r.x)), 1e-300))
     return {"measured": float(worst), "bound": 1e-12, "holds": bool(worst <= 1e-12 and infeasible == 0 and active >= count // 2),
@@ -409,14 +415,14 @@ def _small_problem():
 
 def _solve32(m, X, y, lam, theta0):
     f = lambda th: (m.loss(th, X, y) + lam * th @ th, full_gradient(m, th, X, y, lam))
-    r = minimize(f, theta0, jac=True, method="L-BFGS-B", options={"gtol": 1e-11, "ftol": 1e-15, "maxiter": 20000})
+    r = _minimize(f, theta0, jac=True, method="L-BFGS-B", options={"gtol": 1e-11, "ftol": 1e-15, "maxiter": 20000})
     return r.x
 
 
 def _solve40(m, X, y, U, theta0):
     cons = {"type": "ineq", "fun": lambda th: U - m.loss(th, X, y),
             "jac": lambda th: -full_gradient(m, th, X, y, 0.0)}
-    r = minimize(lambda th: (th @ th, 2 * th), theta0, jac=True, method="SLSQP", constraints=[cons],
+    r = _minimize(lambda th: (th @ th, 2 * th), theta0, jac=True, method="SLSQP", constraints=[cons],
                  options={"ftol": 1e-14, "maxiter": 2000})
     return r.x
 
@@ -467,7 +473,7 @@ def theorem5_equivalence(quick):
 @check("ssca.multi_constraint_qcqp",
        "with per-client constraints the cvxpy solution satisfies the KKT conditions of the multi-constraint "
        "subproblem to solver tolerance; with one constraint it equals the closed form",
-       "[SSCA] Problem 5 (41); docs/ssca.md")
+       "[SSCA] Problem 5 (41); docs/ssca.md", group="ssca.cvxpy")
 def multi_constraint_qcqp(quick):
     rng = np.random.default_rng(36)
     n, m_c = 30, 5
@@ -545,7 +551,7 @@ def server_step_equations(quick):
        "constrained SSCA (Algorithm 2, closed-form step) over 5 rounds from A⁰ = 0 with ρ_1 = 0.6 < 1, under both "
        "curvatures (A^t recursive: A^1 = ρ_1 τ; fixed: A^t = τ): the dumped ĝ^t against the mini-batch gradient, "
        "A^t, B^t, C^t against (7)–(9) written out, ω̄^t against a cvxpy solve of the round's problem (41) and "
-       "ω^{t+1} against (5) (worst relative difference)", "[SSCA] Algorithm 2, (5), (7)–(9), (41); docs/ssca.md")
+       "ω^{t+1} against (5) (worst relative difference)", "[SSCA] Algorithm 2, (5), (7)–(9), (41); docs/ssca.md", group="ssca.cvxpy")
 def constrained_round_literal(quick):
     import cvxpy as cp
     from refimpl.core.model import TwoLayerNet
