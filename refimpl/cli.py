@@ -877,6 +877,17 @@ def cmd_bench(args):
         return 0 if out["returncode"] in (0, 1) else out["returncode"]
     from refimpl.tools.bench import bench_conditions, load_average
     load_before = load_average()
+    if args.what == "threads":
+        from refimpl.tools.bench import bench_threads, format_threads
+        with _progress(args, None, "bench threads", "msg") as bar:
+            res = bench_threads(repeats=max(args.repeats, 5), progress=bar)
+        print(format_threads(res))
+        for line in bench_conditions(load_before, load_average()):
+            print(line)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(res, fh, indent=1)
+        return 0
     if args.what == "vfl":
         with _progress(args, None, "bench vfl", "msg") as bar:
             rows = bench_vfl(repeats=args.repeats, progress=bar)
@@ -1203,7 +1214,7 @@ def build_parser():
                    help="also print each check's wall, CPU and Numba seconds and the totals against the target")
     v.set_defaults(fn=cmd_verify)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale", "verify"])
+    b.add_argument("what", choices=["ssca", "ssca-constrained", "vfl", "mfcgd", "paper-scale", "verify", "threads"])
     b.add_argument("--full", action="store_true", help="verify: time `refimpl verify --full` (both tiers, full sizes)")
     b.add_argument("--claims", action="store_true", help="verify: time `refimpl verify --claims`")
     b.add_argument("--cold", action="store_true",
@@ -1307,7 +1318,9 @@ def main(argv=None):
             args = parser.parse_args(argv)
             args.argv = argv
             args.config_keys = set(loaded)
-        return args.fn(args)
+        from refimpl.core.threads import blas_threads
+        with blas_threads():               # one BLAS thread unless the environment says otherwise
+            return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
         _say(f"refimpl: error: {exc}")
         return 2

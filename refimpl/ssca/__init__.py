@@ -13,6 +13,7 @@ names are the options of ``refimpl run ssca`` and the keys of a sweep spec. Modu
 :mod:`~refimpl.ssca.algorithms` and :mod:`~refimpl.ssca.constrained_algorithms` (the rounds),
 :mod:`~refimpl.ssca.kernels` (the fused server step).
 """
+from refimpl.core.threads import blas_threads
 from refimpl.core.data import Dataset, mnist_5k
 from refimpl.core.trace import Trace
 from refimpl.ssca.experiment import ALGORITHMS
@@ -32,7 +33,8 @@ def run(config: Config | None = None, data: Dataset | None = None, *, init=None,
     evaluation. Returns the :class:`~refimpl.core.trace.Trace`; its ``status`` says whether the
     run finished."""
     config = Config() if config is None else config
-    return run_experiment(config.resolved(), mnist_5k() if data is None else data, init, batches, progress)
+    with blas_threads():
+        return run_experiment(config.resolved(), mnist_5k() if data is None else data, init, batches, progress)
 
 
 def flower_apps(config: Config | None = None, data: Dataset | None = None, *, init=None, batches=None, progress=None):

@@ -229,10 +229,13 @@ class Evaluator:
     lam: float = 0.0
     every: int = 1
     authors_cost: bool = False      # also the SSCA authors' recorded cost (TwoLayerNet.one_vs_all_cost)
+    #: False: the test accuracy is recorded as NaN, not evaluated (a run that reads only the
+    #: training cost, such as a rounds-to-target run, saves a forward pass over the test set)
+    test_accuracy: bool = True
 
     def __call__(self, theta, state=None):
         out = {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
-               "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test),
+               "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test) if self.test_accuracy else np.nan,
                "sq_norm": float(theta @ theta)}
         if self.authors_cost:
             out["authors_cost"] = self.model.one_vs_all_cost(theta, self.X_train, self.y_train)

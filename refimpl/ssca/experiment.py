@@ -7,6 +7,7 @@ child 1 the batch schedule, child 2 a random partition.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -292,12 +293,15 @@ def _constrained(cfg, protocol, rho, gamma):
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
-                   stop_at_cost=None):
+                   stop_at_cost=None, test_accuracy=True):
     """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished).
     ``stop_at_cost``: end the run at the first evaluation with training cost ≤ this value (see
-    :func:`~refimpl.ssca.algorithms.train`)."""
+    :func:`~refimpl.ssca.algorithms.train`). ``test_accuracy=False``: the evaluations skip the
+    test set (recorded as NaN), for runs that read only the training cost."""
     cfg = cfg.resolved()
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
+    if not test_accuracy:
+        evaluator = dataclasses.replace(evaluator, test_accuracy=False)
     trace = Trace(config={**asdict(cfg), "data": data.name})
     trace.batches = schedule.indices[:cfg.rounds]
     # the initial point and the last iterate are always kept: a trace can be replayed and continued

@@ -573,8 +573,12 @@ def load_average():
 def bench_conditions(load_before, load_after, torch_columns=False, rows=()):
     """The lines under a bench table: the machine's load (a warning when other work was running,
     which slows every figure), and why torch columns show "-"."""
+    from refimpl.core.threads import blas_choice, current_blas_threads
     cores = os.cpu_count() or 1
-    out = []
+    n, why = blas_choice()
+    now = ", ".join(f"{k}: {v}" for k, v in current_blas_threads().items()) or "none loaded"
+    out = [f"BLAS threads during this bench: {now}; refimpl's work uses "
+           f"{'the configured count' if n is None else n} — {why} (refimpl bench threads measures the choice)"]
     if load_before is not None:
         out.append(f"load average {load_before:.2f} before, {load_after:.2f} after, on {cores} cores")
         if load_before >= 0.5 * cores:
@@ -632,3 +636,52 @@ def bench_verify(tier="", cold=False, progress=None):
             "checks": {r.id: {k: r.details.get(k) for k in ("seconds", "cpu_seconds", "jit_seconds")}
                        for r in records},
             "table": "\n".join(lines)}
+
+
+def bench_threads(repeats=20, progress=None):
+    """``refimpl bench threads``: the products and rounds refimpl's work makes, timed with one
+    BLAS thread and with one per core (threadpoolctl, inside this process), so the choice of
+    :mod:`refimpl.core.threads` can be checked on this machine. Rows: what, shape, seconds at 1
+    and at N threads, and N-thread seconds / 1-thread seconds (> 1: one thread is faster)."""
+    from threadpoolctl import threadpool_limits
+    from refimpl.core.threads import blas_choice, current_blas_threads
+    rng = np.random.default_rng(0)
+    cores = os.cpu_count() or 1
+    cases = []
+    for rows_ in (100, 1000, 4000):
+        X = rng.random((rows_, D))
+        W1 = rng.random((J, D))
+        dZ = rng.random((rows_, J))
+        cases.append((f"forward X W1ᵀ + backward Δᵀ X", f"{rows_}×{D}·{D}×{J}",
+                      lambda X=X, W1=W1, dZ=dZ: (X @ W1.T, dZ.T @ X)))
+    Xv = rng.random((1000, 196))
+    Wv = rng.random((8, 196))
+    cases.append(("Flex-VFL party embedding (full data)", "1000×196·196×8", lambda: Xv @ Wv.T))
+    for B in (10, 100):
+        _, _, _, _, algo, batch, _, state = _round_setup(B)
+        cases.append((f"SSCA round, 10 clients × B = {B}", "784-128-10", lambda a=algo, s=state, b=batch: a.apply(s, 2, b)))
+    out = []
+    for what, shape, fn in cases:
+        with threadpool_limits(limits=1, user_api="blas"):
+            t1 = _best(fn, repeats)
+        with threadpool_limits(limits=cores, user_api="blas"):
+            tn = _best(fn, repeats)
+        out.append({"what": what, "shape": shape, "seconds_1_thread": t1, "seconds_n_threads": tn,
+                    "threads": cores, "n_over_1": tn / t1})
+        if progress:
+            progress(f"{what}: {t1 * 1e3:.3f} ms with 1 thread, {tn * 1e3:.3f} ms with {cores}")
+    n, why = blas_choice()
+    return {"rows": out, "choice": n, "why": why, "blas_now": current_blas_threads()}
+
+
+def format_threads(res):
+    rows = [("product or round", "shape", "1 thread ms", "N threads ms", "N/1")]
+    for r in res["rows"]:
+        rows.append((r["what"], r["shape"], f"{r['seconds_1_thread'] * 1e3:.3f}",
+                     f"{r['seconds_n_threads'] * 1e3:.3f} ({r['threads']})", f"{r['n_over_1']:.2f}"))
+    w = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = [" | ".join(c.ljust(n) for c, n in zip(r, w)) for r in rows]
+    lines.insert(1, "-+-".join("-" * n for n in w))
+    choice = "left as configured" if res["choice"] is None else f"{res['choice']}"
+    lines.append(f"BLAS threads for refimpl's work: {choice} — {res['why']}; N/1 > 1: one thread is faster")
+    return "\n".join(lines)

@@ -212,7 +212,8 @@ def _rounds_part(part):
     The run stops at the first evaluation that meets the target: the rounds before it, and so
     the answer, are those of the full-length run (tests/test_ssca.py checks this)."""
     algorithm, kw, target = part
-    return rounds_to_target(run_experiment(RunConfig(algorithm, **kw), embedded(), stop_at_cost=target), target)
+    return rounds_to_target(run_experiment(RunConfig(algorithm, **kw), embedded(), stop_at_cost=target,
+                                           test_accuracy=False), target)
 
 
 @check("ssca.claim_faster_than_sgd",

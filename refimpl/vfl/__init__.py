@@ -12,6 +12,7 @@ and the keys of a sweep spec. Modules: :mod:`~refimpl.vfl.models` (encoders and 
 :mod:`~refimpl.vfl.speeds` (party speeds, network), :mod:`~refimpl.vfl.flexvfl` (the rounds,
 the asynchronous event queue, theory quantities).
 """
+from refimpl.core.threads import blas_threads
 from refimpl.core.data import Dataset, mnist_5k
 from refimpl.core.trace import Trace
 from refimpl.vfl.experiment import VFL_METHODS
@@ -29,4 +30,5 @@ def run(config: Config | None = None, data: Dataset | None = None, *, progress=N
     embedded MNIST subset in image quadrants). ``progress(round, trace)`` is called at every
     evaluation."""
     config = Config() if config is None else config
-    return run_vfl(config, mnist_5k() if data is None else data, progress)
+    with blas_threads():
+        return run_vfl(config, mnist_5k() if data is None else data, progress)

@@ -1,0 +1,118 @@
+"""``refimpl verify``'s tiers (the theorem-kind checks by default, the papers' claims on request)
+and the BLAS threads refimpl's own work uses."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from refimpl.cli import main
+from refimpl.tools import verify
+
+
+def _fake_registry(monkeypatch):
+    reg = {"t.identity": ("an identity", "s", lambda quick: {"measured": 0.0, "bound": 1.0}, "theorem"),
+           "t.sizes": ("records its sizes", "s", lambda quick: {"measured": 0.5 if quick else 0.25, "bound": 1.0},
+                       "theorem"),
+           "t.claim": ("a paper's claim", "s", lambda quick: {"measured": 0.5, "bound": 1.0, "holds": False,
+                                                              "relation": "≤"}, "claim")}
+    monkeypatch.setattr(verify, "REGISTRY", reg)
+    monkeypatch.setattr(verify, "load_checks", lambda: reg)
+    run = verify.run_checks        # the fake checks live in this process: run them here, not in workers
+    monkeypatch.setattr(verify, "run_checks", lambda ids, quick=True, progress=None, **kw: run(ids, quick, progress))
+    return reg
+
+
+def test_every_registered_check_is_in_exactly_one_tier():
+    reg = verify.load_checks()
+    theorems, claims = verify.tier_ids(("theorem",)), verify.tier_ids(("claim",))
+    assert not set(theorems) & set(claims) and set(theorems) | set(claims) == set(reg)
+    assert "ssca.theorem2_kkt" in theorems and "ssca.claim_faster_than_sgd" in claims
+
+
+def test_main_job_runs_the_theorem_tier_and_names_the_claims(monkeypatch, capsys, tmp_path):
+    _fake_registry(monkeypatch)
+    monkeypatch.setenv("REFIMPL_CACHE_DIR", str(tmp_path))
+    js = tmp_path / "v.json"
+    assert main(["verify", "--quiet", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert [r["id"] for r in json.load(open(js))] == ["t.identity", "t.sizes"]
+    last = out.strip().splitlines()[-1]
+    assert "t.claim (not run yet)" in last and "refimpl verify --claims" in last
+    # the claims tier: its verdict recorded, then named by the main job's closing line
+    assert main(["verify", "--claims", "--quiet", "--json", str(js)]) == 0      # a claim is not fatal
+    assert [r["id"] for r in json.load(open(js))] == ["t.claim"]
+    assert json.load(open(tmp_path / "last_claims.json"))["claims"]["t.claim"]["verdict"] == "no (claim)"
+    assert main(["verify", "--claims", "--strict", "--quiet"]) == 1
+    capsys.readouterr()
+    assert main(["verify", "--quiet"]) == 0
+    assert "t.claim no (claim)" in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_all_and_full_run_both_tiers_at_their_sizes(monkeypatch, tmp_path):
+    _fake_registry(monkeypatch)
+    monkeypatch.setenv("REFIMPL_CACHE_DIR", str(tmp_path))
+    for flags, measured in ((["--all"], 0.5), (["--full"], 0.25), (["--quick", "--all"], 0.5)):
+        js = tmp_path / "v.json"
+        assert main(["verify", *flags, "--quiet", "--json", str(js)]) == 0
+        recs = {r["id"]: r for r in json.load(open(js))}
+        assert set(recs) == {"t.identity", "t.sizes", "t.claim"}, flags
+        assert recs["t.sizes"]["measured"] == measured, flags
+
+
+def test_a_damaged_claims_record_only_loses_the_verdicts(monkeypatch, tmp_path):
+    _fake_registry(monkeypatch)
+    monkeypatch.setenv("REFIMPL_CACHE_DIR", str(tmp_path))
+    (tmp_path / "last_claims.json").write_text("{not json")
+    assert verify.last_claims() == {}
+    assert "t.claim (not run yet)" in verify.claims_line()
+
+
+def test_blas_choice_follows_the_environment(monkeypatch):
+    from refimpl.core import threads
+    for v in (*threads.USER_VARS, threads.REFIMPL_VAR):
+        monkeypatch.delenv(v, raising=False)
+    assert threads.blas_choice()[0] == threads.CHOSEN == 1
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    n, why = threads.blas_choice()
+    assert n is None and "OPENBLAS_NUM_THREADS=2" in why
+    monkeypatch.setenv(threads.REFIMPL_VAR, "3")
+    assert threads.blas_choice()[0] == 3
+    monkeypatch.setenv(threads.REFIMPL_VAR, "two")
+    with pytest.raises(ValueError, match="REFIMPL_BLAS_THREADS='two'"):
+        threads.blas_choice()
+
+
+def test_blas_threads_apply_during_the_work_and_are_restored(monkeypatch):
+    from threadpoolctl import threadpool_limits
+    from refimpl.core import threads
+    for v in (*threads.USER_VARS, threads.REFIMPL_VAR):
+        monkeypatch.delenv(v, raising=False)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = threads.current_blas_threads()
+        with threads.blas_threads():
+            assert set(threads.current_blas_threads().values()) == {1}
+        assert threads.current_blas_threads() == before
+
+
+def test_a_run_is_the_same_to_the_bit_whatever_blas_the_caller_set(monkeypatch):
+    """The API pins one thread itself: a run started under a 2-thread BLAS equals one started
+    under one thread (the multi-run tools' workers)."""
+    from threadpoolctl import threadpool_limits
+    from refimpl import ssca
+    from refimpl.core import threads
+    for v in (*threads.USER_VARS, threads.REFIMPL_VAR):
+        monkeypatch.delenv(v, raising=False)
+    cfg = ssca.Config(setting="sample", batch=100, rounds=3, hidden=32, eval_every=3, snapshots=[0, 3])
+    with threadpool_limits(limits=2, user_api="blas"):
+        a = ssca.run(cfg)
+    with threadpool_limits(limits=1, user_api="blas"):
+        b = ssca.run(cfg)
+    assert np.array_equal(a.metrics["train_cost"], b.metrics["train_cost"])
+    assert all(np.array_equal(x, y) for x, y in zip(a.iterate(3), b.iterate(3)))
+
+
+def test_bench_threads_reports_the_choice(capsys):
+    assert main(["bench", "threads", "--repeats", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "1 thread ms" in out and "BLAS threads for refimpl's work" in out and "SSCA round" in out
