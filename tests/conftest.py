@@ -35,3 +35,11 @@ def fashion_or_skip():
             pytest.fail(f"{FASHION} missing: .ci/run installs Debian's dataset-fashion-mnist")
         pytest.skip(f"{FASHION} not installed (apt-get install dataset-fashion-mnist, or REFIMPL_FASHION_DIR=DIR)")
     return FASHION
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Under pytest-xdist (``-n 2``), a file's tests stay together on one worker, in order: the
+    doc-command tests read what the commands before them wrote. A ``--dist`` the user gives wins."""
+    if getattr(config.option, "dist", None) == "load" and not any(a.startswith("--dist") for a in config.invocation_params.args):
+        config.option.dist = "loadfile"
