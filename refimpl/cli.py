@@ -924,33 +924,37 @@ def cmd_bench(args):
 
 
 def cmd_diagnose(args):
-    """refimpl diagnose OURS THEIRS: the first (round, quantity) where the dumps part, and the
-    convention switch under which a rerun from THEIR inputs agrees. Exit 0 agree, 1 differ."""
+    """refimpl diagnose OURS THEIRS: the first (round, quantity) where the dumps part, and why: a
+    baseline rerun from THEIR inputs, then each convention switch (and pairs). Exit codes:
+    refimpl.tools.diagnose.EXIT (0 everything compared agrees, 1 differ or left uncompared,
+    3 explained by a switch, 4 by the inputs, 5 reruns that could not run; 2 bad input)."""
     import math
     from refimpl.tools import diagnose as DG
     if not (isinstance(args.tol, float) and math.isfinite(args.tol) and args.tol >= 0):
         raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {args.tol}")
+    allowed = tuple(n.strip() for n in (args.allow_missing or "").split(",") if n.strip())
     ours = DG.load_side(args.ours)
     theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
     cmp_ = DG.compare_dumps(ours, theirs, args.tol)
-    rows, found = [], None
+    rows, verdict, inputs = [], None, None
     if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
-        _info(args, "rerunning refimpl from THEIR initial point and schedule under each convention switch")
+        _info(args, "rerunning refimpl from THEIR inputs (where their dump holds them; OURS's otherwise): "
+                    "first without a switch (the baseline), then under each convention switch")
         from .options import options_for
         doc = DG._trace_config(args.ours)
         algorithm = doc.get("algorithm") if cmp_.paper == "ssca" else doc.get("method")
         takes = {o.field for o, _ in options_for(algorithm)} if algorithm else set()
-        rows, found = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
-                                      progress=None if args.quiet else _say)
-    lines = DG.describe(cmp_, args.tol, found)
+        rows, verdict = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
+                                        progress=None if args.quiet else _say)
+        if verdict["kind"] == "inputs":
+            inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
+    lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs)
     for ln in lines:
         print(ln)
-    if cmp_.divergence is not None and rows and found is None:
-        print("no convention switch of refimpl makes every round agree")
     if args.report:
         png = DG.write_report(args.report, cmp_, lines, rows)
         _info(args, f"report written to {args.report}" + ("" if png else " (no PNG: matplotlib not installed)"))
-    return 0 if cmp_.divergence is None else 1
+    return DG.verdict_code(cmp_, verdict, allowed)
 
 
 def cmd_vectors(args):
@@ -1243,6 +1247,9 @@ def build_parser():
     dg.add_argument("--tol", type=float, default=1e-10, help="largest relative difference that still agrees")
     dg.add_argument("--report", default=None, help="directory for diagnose.md and diagnose.png")
     dg.add_argument("--no-rerun", action="store_true", help="compare only; do not try refimpl's convention switches")
+    dg.add_argument("--allow-missing", default="",
+                    help="quantities that may be dumped on one side only (comma-separated; 'rounds' for rounds); "
+                         "anything else left uncompared makes the exit 1")
     dg.add_argument("--quiet", action="store_true")
     dg.set_defaults(fn=cmd_diagnose)
     c = sub.add_parser("crosscheck", help="compare two traces (iterate snapshots and metrics)")

@@ -19,12 +19,12 @@ def test_ssca_curvature_between_two_traces(tmp_path, capsys):
     assert main([*SSCA, "--out", str(tmp_path / "ours")]) == 0
     assert main([*SSCA, "--curvature", "fixed", "--out", str(tmp_path / "theirs")]) == 0
     capsys.readouterr()
-    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--report", str(tmp_path / "rep")]) == 1
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--report", str(tmp_path / "rep")]) == 3
     out = _out(capsys)
     assert "round 1, A: 0.08 vs 0.1" in out
     assert "grad_hat 0" in out and "rho 0" in out                 # what still agrees before it
     assert "with --curvature fixed all rounds agree" in out
-    assert (tmp_path / "rep" / "diagnose.md").read_text().count("| curvature | fixed | True |") == 1
+    assert (tmp_path / "rep" / "diagnose.md").read_text().count("| --curvature fixed | True | True | True |") == 1
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "ours")]) == 0
 
 
@@ -69,11 +69,11 @@ def test_ssca_against_an_independent_transcription(tmp_path, rng, capsys):
                  "--init", str(tmp_path / "init.npz"), "--batches", str(tmp_path / "b.npy"), "--dump-rounds", "all",
                  "--quiet", "--out", str(tmp_path / "ours")]) == 0
     capsys.readouterr()
-    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 1
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 3
     out = _out(capsys)
     assert "round 1, A: 0.08 vs 0.1" in out and "grad_hat" in out.split("round 1, A")[1]
     assert "with --curvature fixed all rounds agree" in out
-    assert "C is missing from theirs" in out
+    assert "not compared: " in out and "C (only in ours)" in out and "compared 6 quantities × 4 rounds" in out
 
 
 def test_vfl_momentum_reset_vs_persistent(tmp_path, capsys):
@@ -81,7 +81,7 @@ def test_vfl_momentum_reset_vs_persistent(tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "ours")]) == 0
     assert main([*base, "--momentum", "persistent", "--out", str(tmp_path / "theirs")]) == 0
     capsys.readouterr()
-    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 1
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 3
     out = _out(capsys)
     assert "round 2, theta0" in out and "tau 0" in out
     assert "with --momentum persistent all rounds agree" in out
@@ -93,7 +93,7 @@ def test_mfcgd_adaptive_matrix(tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "ours")]) == 0
     assert main([*base, "--matrix", "amsgrad", "--out", str(tmp_path / "theirs")]) == 0
     capsys.readouterr()
-    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 1
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 3
     out = _out(capsys)
     assert "A at entry" in out and "with --matrix amsgrad all rounds agree" in out
 
@@ -127,3 +127,76 @@ def test_bad_input_and_nan(tmp_path, capsys):
     np.savez(tmp_path / "renamed.npz", **renamed)
     assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "renamed.npz"), "--map", "omega_bar=wbar"]) == 0
     assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "renamed.npz"), "--map", "omega_bar"]) == 2
+
+
+# ----------------------------------------------------------------------------- no reason without evidence
+
+def _per_round(trace_dir):
+    z = dict(np.load(trace_dir / "trace.npz"))
+    return {k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")}
+
+
+def test_inputs_not_a_no_op_switch_explain_runs_from_other_inputs(tmp_path, capsys):
+    """THEIRS: the same method and conventions from another initial point and batch schedule. The
+    baseline rerun from THEIR inputs agrees, so the verdict names the inputs (exit 4); a switch
+    that changes nothing here (the server's time unit) is never credited."""
+    base = ["run", "flexvfl", "--rounds", "3", "--dump-rounds", "all", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*base, "--seed", "7", "--out", str(tmp_path / "theirs")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 4
+    out = _out(capsys)
+    assert "the difference is in the inputs (batch schedule, initial point, τ table)" in out
+    assert "all rounds agree" not in out.split("rerun from THEIR inputs")[0]
+    assert "with --" not in out
+
+
+def test_a_planted_bug_is_explained_by_no_switch(tmp_path, capsys):
+    """THEIRS: refimpl's own dump with the step's result changed from round 2 on (a bug no
+    convention produces): the baseline and every switch differ; the verdict says so (exit 1)."""
+    assert main([*SSCA, "--out", str(tmp_path / "o")]) == 0
+    theirs = _per_round(tmp_path / "o")
+    for t in range(2, 6):
+        theirs[f"r{t}_omega_next"] = theirs[f"r{t}_omega_next"] * (1 + 1e-6)
+    np.savez(tmp_path / "bug.npz", **theirs)
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "bug.npz")]) == 1
+    out = _out(capsys)
+    assert "round 2, omega_next" in out and "no convention switch of refimpl (nor a pair)" in out
+    assert "all rounds agree" not in out
+
+
+def test_nothing_agrees_that_was_not_compared(tmp_path, capsys):
+    assert main([*SSCA, "--out", str(tmp_path / "o")]) == 0
+    theirs = _per_round(tmp_path / "o")
+    # their quantities under other names: only the batch is compared
+    renamed = {(k if k.endswith("_batch") else k.replace("_", "_their_", 1)): v for k, v in theirs.items()}
+    np.savez(tmp_path / "renamed.npz", **renamed)
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "renamed.npz"), "--no-rerun"]) == 1
+    out = _out(capsys)
+    assert "not compared: " in out and "omega (only in ours)" in out and "compared 1 quantity × 5 rounds" in out
+    assert "every compared value agrees" in out
+    # the same NaN on both sides is not an agreement
+    both = {n: v.copy() for n, v in theirs.items()}
+    both["r2_B"][0] = np.nan
+    np.savez(tmp_path / "nan_theirs.npz", **both)
+    z = dict(np.load(tmp_path / "o" / "trace.npz"))
+    z["array_r2_B"] = z["array_r2_B"].copy()
+    z["array_r2_B"][0] = np.nan
+    np.savez(tmp_path / "nan_ours.npz", **{k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")})
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "nan_ours.npz"), str(tmp_path / "nan_theirs.npz"), "--no-rerun"]) == 1
+    out = _out(capsys)
+    assert "round 2, B" in out and "B is not finite (NaN or inf) in round 2" in out
+    # THEIRS holds more rounds than OURS: named, and accepted only when asked
+    more = dict(theirs)
+    more.update({k.replace("r5_", "r6_"): v for k, v in theirs.items() if k.startswith("r5_")})
+    np.savez(tmp_path / "more.npz", **more)
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "more.npz"), "--no-rerun"]) == 1
+    assert "not compared: rounds 6 (only in theirs)" in _out(capsys)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "more.npz"), "--no-rerun",
+                 "--allow-missing", "rounds"]) == 0
+    out = _out(capsys)
+    assert "not compared" not in out and "compared 13 quantities × 5 rounds (65 pairs)" in out

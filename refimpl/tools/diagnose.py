@@ -76,7 +76,9 @@ def parse_map(text):
 
 
 def _rel(a, b):
-    """Relative difference max|a − b| / max(max|a|, tiny); inf for NaN or a shape mismatch."""
+    """Relative difference max|a − b| / max(max|a|, tiny); inf for a shape mismatch or a value that
+    is not finite on either side (NaN and inf never agree, not even with themselves: an agreement
+    is claimed only for values that were compared)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         if a.size == b.size:
@@ -84,7 +86,7 @@ def _rel(a, b):
         else:
             return np.inf
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return 0.0 if np.array_equal(a, b, equal_nan=True) else np.inf
+        return np.inf
     if a.size == 0:
         return 0.0
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(a))), 1e-300))
@@ -108,10 +110,39 @@ class Comparison:
     worst: float
     missing: dict = field(default_factory=dict)       # quantity -> side that lacks it
     per_round: dict = field(default_factory=dict)     # quantity -> [rel per round]
+    one_side_rounds: dict = field(default_factory=dict)   # side that lacks them -> [rounds]
+    compared: int = 0                                  # (round, quantity) pairs compared
+    nonfinite: dict = field(default_factory=dict)      # quantity -> [rounds with NaN or inf on a side]
+
+    def uncompared(self, allowed=()):
+        """What was not compared, one phrase each (quantities and rounds on one side only), less
+        the names in ``allowed`` ("rounds" allows rounds dumped on one side only)."""
+        out = [f"{n} (only in {'ours' if side == 'theirs' else 'theirs'})"
+               for n, side in sorted(self.missing.items()) if n not in allowed]
+        if "rounds" not in allowed:
+            out += [f"rounds {_span(rs)} (only in {'ours' if side == 'theirs' else 'theirs'})"
+                    for side, rs in sorted(self.one_side_rounds.items()) if rs]
+        return out
+
+    def agrees(self, allowed=()):
+        """Every dumped quantity of every dumped round was compared, finite, within the tolerance."""
+        return self.divergence is None and not self.uncompared(allowed)
+
+    def counted(self):
+        """The closing count: what the verdict rests on."""
+        names = len(self.per_round)
+        return (f"compared {names} quantit{'y' if names == 1 else 'ies'} × {len(self.rounds)} "
+                f"round{'' if len(self.rounds) == 1 else 's'} ({self.compared} pairs)")
+
+
+def _span(rounds):
+    rounds = sorted(rounds)
+    return ", ".join(str(r) for r in rounds) if len(rounds) <= 6 else f"{rounds[0]}..{rounds[-1]} ({len(rounds)})"
 
 
 def compare_dumps(ours, theirs, tol):
-    """Walk both dumps ({round: {name: array}}) in round and data-flow order."""
+    """Walk both dumps ({round: {name: array}}) in round and data-flow order; count what was
+    compared and list what was not (a quantity or a round on one side only)."""
     if not ours:
         raise ValueError("OURS holds no per-round dump (run it with --dump-rounds)")
     if not theirs:
@@ -127,14 +158,19 @@ def compare_dumps(ours, theirs, tol):
     names = ordered(paper, names_o & names_t)
     if not names:
         raise ValueError(f"the dumps share no quantity (ours: {sorted(names_o)}, theirs: {sorted(names_t)})")
-    div, worst, per_round = None, 0.0, {n: [] for n in names}
+    div, worst, per_round, compared, nonfinite = None, 0.0, {n: [] for n in names}, 0, {}
     for r in common:
         agreeing = []
         for n in names:
             if n not in ours[r] or n not in theirs[r]:
                 per_round[n].append(np.nan)
+                missing.setdefault(n, "theirs" if n not in theirs[r] else "ours")
                 continue
-            d = _rel(ours[r][n], theirs[r][n])
+            a, b = np.asarray(ours[r][n], dtype=float), np.asarray(theirs[r][n], dtype=float)
+            d = _rel(a, b)
+            compared += 1
+            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                nonfinite.setdefault(n, []).append(r)
             per_round[n].append(d)
             worst = max(worst, d)
             if div is None:
@@ -142,7 +178,8 @@ def compare_dumps(ours, theirs, tol):
                     div = Divergence(r, n, np.asarray(ours[r][n]), np.asarray(theirs[r][n]), d, list(agreeing))
                 else:
                     agreeing.append((n, d))
-    return Comparison(paper, common, div, worst, missing, per_round)
+    one_side = {"theirs": sorted(set(ours) - set(theirs)), "ours": sorted(set(theirs) - set(ours))}
+    return Comparison(paper, common, div, worst, missing, per_round, one_side, compared, nonfinite)
 
 
 def load_side(path, mapping=None):
@@ -219,46 +256,117 @@ def rerun(ours_path, theirs_path, paper, rounds, overrides):
     return dump_arrays(tr.arrays)
 
 
+#: the replay inputs of each paper's runs (names in THEIR dump and in a refimpl trace), with the
+#: words a verdict uses for them
+INPUTS = {"ssca": (("W1_0", "initial point"), ("W2_0", "initial point"), ("batches", "batch schedule")),
+          "vfl": ((r"init_theta\d+", "initial point"), ("batches", "batch schedule"), ("tau", "τ table")),
+          "mfcgd": (("x1", "initial point"), ("init_x1", "initial point"), (r"zeta.*|samples_.*", "samples"))}
+
+
+def differing_inputs(ours_path, theirs_path, paper):
+    """Which replay inputs OURS's trace and THEIR dump both hold and that differ (their words,
+    e.g. "initial point"), and which were recorded on one side only."""
+    def arrays(path):
+        f = path if os.path.isfile(path) else os.path.join(path, "trace.npz")
+        try:
+            return read_arrays(f, os.path.basename(f))
+        except (ValueError, OSError):
+            return {}
+    a, b = arrays(ours_path), arrays(theirs_path)
+    differ, unknown = [], []
+    for pattern, word in INPUTS[paper]:
+        keys = sorted({k for k in set(a) | set(b) if re.fullmatch(pattern, k)})
+        for k in keys:
+            if k not in a or k not in b:
+                unknown.append(word)
+                continue
+            x, y = np.asarray(a[k]), np.asarray(b[k])
+            if x.shape != y.shape or not np.array_equal(x, y):
+                differ.append(word)
+    return sorted(set(differ)), sorted(set(unknown) - set(differ))
+
+
+def _label(overrides):
+    return " + ".join(f"--{o.replace('_', '-')} {v}" for o, v in overrides.items()) or "no switch (baseline)"
+
+
 def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None):
-    """For each convention switch of the paper that the algorithm takes (``takes``: its option
-    names) and each of its other values: rerun and compare with THEIRS. Returns rows {switch,
-    value, agrees, worst, first} and the agreeing one (or None)."""
+    """Why the dumps part. First a baseline: refimpl rerun from THEIR inputs with OURS's
+    conventions. If it agrees with THEIRS the difference is in the inputs. Otherwise each
+    convention switch the algorithm takes (``takes``: its option names), then every pair of
+    switches of two options when no single one explains it; a switch is credited only when its
+    rerun agrees with THEIRS *and* differs from the baseline (a switch that changes nothing is
+    never credited). Returns (rows, verdict); a row {switch, overrides, ran, agrees, changes,
+    worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}."""
     cfg = _trace_config(ours_path) or {}
-    rows, found = [], None
+    rounds = sorted(theirs)
+    rows = []
+
+    def attempt(overrides, baseline=None):
+        row = {"switch": _label(overrides), "overrides": dict(overrides), "ran": False, "agrees": False,
+               "changes": None, "worst": None, "first": None}
+        rows.append(row)
+        try:
+            dump = rerun(ours_path, theirs_path, paper, rounds, overrides)
+        except ValueError as exc:
+            row["first"] = f"could not rerun: {exc}"
+            if progress:
+                progress(f"{row['switch']}: could not rerun: {exc}")
+            return None, row
+        cmp_ = compare_dumps(dump, theirs, tol)
+        row.update(ran=True, agrees=cmp_.divergence is None, worst=cmp_.worst,
+                   first=None if cmp_.divergence is None else f"round {cmp_.divergence.round}, {cmp_.divergence.quantity}")
+        if baseline is not None:
+            row["changes"] = compare_dumps(dump, baseline, tol).divergence is not None
+        if progress:
+            what = ("all rounds agree" if row["agrees"] else f"differs at {row['first']}")
+            if baseline is not None and not row["changes"]:
+                what += " (the same as the baseline: this switch changes nothing here)"
+            progress(f"{row['switch']}: {what}")
+        return dump, row
+
+    base, base_row = attempt({})
+    if base is None:
+        return rows, {"kind": "not-run", "row": base_row, "not_run": [base_row]}
+    if base_row["agrees"]:
+        return rows, {"kind": "inputs", "row": base_row, "not_run": []}
+    singles = []
     for option, values in SWITCHES[paper].items():
-        if option not in takes:
+        if option not in takes or option not in cfg:
             continue
         current = cfg.get(option)
-        if option in cfg and current is None:
-            current = values[0]
-        for v in values:
-            if v == current or option not in cfg:
-                continue
-            try:
-                dump = rerun(ours_path, theirs_path, paper, sorted(theirs), {option: v})
-            except ValueError as exc:
-                rows.append({"switch": option, "value": v, "agrees": False, "worst": None, "first": f"not run: {exc}"})
-                continue
-            cmp_ = compare_dumps(dump, theirs, tol)
-            first = None if cmp_.divergence is None else f"round {cmp_.divergence.round}, {cmp_.divergence.quantity}"
-            row = {"switch": option, "value": v, "agrees": cmp_.divergence is None, "worst": cmp_.worst, "first": first}
-            rows.append(row)
-            if progress:
-                progress(f"--{option.replace('_', '-')} {v}: " + ("all rounds agree" if row["agrees"] else f"differs at {first}"))
-            if row["agrees"] and found is None:
-                found = row
-    return rows, found
+        current = values[0] if current is None else current
+        singles += [(option, v) for v in values if v != current]
+    credited = []
+    for option, v in singles:
+        dump, row = attempt({option: v}, base)
+        if dump is not None and row["agrees"] and row["changes"]:
+            credited.append(row)
+    if not credited:
+        for i, (o1, v1) in enumerate(singles):
+            for o2, v2 in singles[i + 1:]:
+                if o1 == o2:
+                    continue
+                dump, row = attempt({o1: v1, o2: v2}, base)
+                if dump is not None and row["agrees"] and row["changes"]:
+                    credited.append(row)
+    not_run = [r for r in rows if not r["ran"]]
+    if credited:
+        return rows, {"kind": "switch", "row": credited[0], "not_run": not_run}
+    return rows, {"kind": "not-run" if not_run else "none", "row": None, "not_run": not_run}
 
 
-def describe(cmp_, tol, found=None):
-    """The report's text lines."""
-    lines = [f"{cmp_.paper} dumps, rounds {cmp_.rounds[0]}..{cmp_.rounds[-1]} ({len(cmp_.rounds)} compared), "
+#: exit codes of ``refimpl diagnose``, one per verdict
+EXIT = {"agree": 0, "differ": 1, "switch": 3, "inputs": 4, "not-run": 5}
+
+
+def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
+    """The report's text lines, ending with the count of what was compared."""
+    lines = [f"{cmp_.paper} dumps, rounds {cmp_.rounds[0]}..{cmp_.rounds[-1]} ({len(cmp_.rounds)} on both sides), "
              f"tolerance {tol:g} (relative)"]
-    for n, side in sorted(cmp_.missing.items()):
-        lines.append(f"note: {n} is missing from {side}; the other quantities are compared without it")
     d = cmp_.divergence
     if d is None:
-        lines.append(f"all rounds agree (worst relative difference {cmp_.worst:.2g})")
+        lines.append(f"every compared value agrees (worst relative difference {cmp_.worst:.2g})")
     else:
         entry = ""
         a, b = np.asarray(d.ours, dtype=float), np.asarray(d.theirs, dtype=float)
@@ -272,10 +380,39 @@ def describe(cmp_, tol, found=None):
             entry = f": shapes {a.shape} vs {b.shape}"
         agree = ", ".join(f"{n} {r:.1g}" for n, r in d.agreeing) or "none before it"
         lines.append(f"round {d.round}, {d.quantity}{entry} (relative {d.rel:.3g}); agreeing before it: {agree}")
-    if found is not None:
-        lines.append(f"with --{found['switch'].replace('_', '-')} {found['value']} all rounds agree "
-                     f"(worst {found['worst']:.2g})")
+    for n, rs in sorted(cmp_.nonfinite.items()):
+        lines.append(f"{n} is not finite (NaN or inf) in round{'s' if len(rs) > 1 else ''} {_span(rs)}: "
+                     "never counted as agreeing")
+    if verdict is not None:
+        kind, row = verdict["kind"], verdict.get("row")
+        if kind == "inputs":
+            which = ", ".join(inputs[0]) if inputs and inputs[0] else "the inputs"
+            lines.append(f"rerun from THEIR inputs with OURS's conventions, every round agrees (worst {row['worst']:.2g}): "
+                         f"the difference is in the inputs ({which}), not in a convention")
+        elif kind == "switch":
+            lines.append(f"with {row['switch']} all rounds agree (worst {row['worst']:.2g}); the rerun without it "
+                         "(the baseline, from the same inputs) does not")
+        elif kind == "none":
+            lines.append("no convention switch of refimpl (nor a pair) makes every round agree; "
+                         "the baseline rerun from THEIR inputs differs too")
+        for r in verdict.get("not_run", []):
+            lines.append(f"{r['switch']}: {r['first']}")
+        if kind == "not-run" and row is None:
+            lines.append("no switch that ran explains the difference; the reruns above could not run")
+    gaps = cmp_.uncompared(allowed)
+    if gaps:
+        lines.append("not compared: " + "; ".join(gaps) + " (exit 1; --allow-missing NAME,… or rounds to accept)")
+    lines.append(cmp_.counted())
     return lines
+
+
+def verdict_code(cmp_, verdict=None, allowed=()):
+    """The exit code: 0 only when everything dumped was compared and agrees."""
+    if cmp_.divergence is None:
+        return EXIT["agree"] if not cmp_.uncompared(allowed) else EXIT["differ"]
+    if verdict is None or verdict["kind"] == "none":
+        return EXIT["differ"]
+    return EXIT[verdict["kind"]]
 
 
 def write_report(directory, cmp_, lines, rows):
@@ -284,10 +421,12 @@ def write_report(directory, cmp_, lines, rows):
     os.makedirs(directory, exist_ok=True)
     md = ["# refimpl diagnose", ""] + [f"- {ln}" for ln in lines]
     if rows:
-        md += ["", "| switch | value | agrees | worst | first divergence |", "|---|---|---|---|---|"]
+        md += ["", "| rerun | ran | agrees with theirs | differs from the baseline | worst | first divergence |",
+               "|---|---|---|---|---|---|"]
         for r in rows:
             worst = "-" if r["worst"] is None else f"{r['worst']:.2g}"
-            md.append(f"| {r['switch']} | {r['value']} | {r['agrees']} | {worst} | {r['first'] or '-'} |")
+            changes = "-" if r["changes"] is None else str(r["changes"])
+            md.append(f"| {r['switch']} | {r['ran']} | {r['agrees']} | {changes} | {worst} | {r['first'] or '-'} |")
     with open(os.path.join(directory, "diagnose.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     try:
