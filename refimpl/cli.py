@@ -1001,12 +1001,18 @@ def cmd_crosscheck(args):
         _say("refimpl: no iterates were compared (the traces share no snapshot round); only metrics"
              + ("" if args.metrics_only else " — exit 1 (pass --metrics-only to accept that)"))
     bad = not args.metrics_only and not any("@" in r["what"] for r in rows)
+    allowed = {n.strip() for n in (args.allow_missing or "").split(",") if n.strip()}
     from refimpl.core.trace import shifted_agreement
-    shifts = set()
+    shifts, uncompared = set(), []
     for r in rows:
         if r.get("skipped"):
             print(f"{r['what']:<22} {r['note']}")
+            if r["what"] not in allowed:
+                uncompared.append(r["what"])
             continue
+        if r.get("one_sided") and r["what"] not in allowed:
+            uncompared.append(f"{r['what']} at {len(r['one_sided'])} round{'s' if len(r['one_sided']) > 1 else ''} "
+                              "(NaN on one side: not evaluated there)")
         ok = r["rel"] <= args.tol
         bad |= not ok
         note = r.get("note")
@@ -1022,7 +1028,13 @@ def cmd_crosscheck(args):
         s = shifts.pop()
         _say(f"note: the snapshots agree under a shift of one round (first trace's W_r = second's W_{{r{s:+d}}}): "
              "an off-by-one snapshot convention (is round 0 the initial point in both?)")
-    return 1 if bad else 0
+    if uncompared:
+        print("not compared: " + "; ".join(uncompared) + " (exit 1; --allow-missing NAME,… to accept)")
+    n_snap = sum(1 for r in rows if "@" in r["what"] and not r.get("skipped"))
+    n_met = [r for r in rows if "@" not in r["what"] and not r.get("skipped")]
+    print(f"compared {n_snap} snapshot arrays and {len(n_met)} metrics "
+          f"({sum(r['rounds'] for r in n_met)} metric values)")
+    return 1 if bad or uncompared else 0
 
 
 def cmd_partition_stats(args):
@@ -1257,6 +1269,9 @@ def build_parser():
     c.add_argument("b")
     c.add_argument("--tol", type=float, default=1e-8, help="largest allowed relative difference")
     c.add_argument("--metrics-only", action="store_true", help="accept a comparison without common iterate snapshots")
+    c.add_argument("--allow-missing", default="",
+                   help="metrics that may be recorded by one trace only or at other rounds (comma-separated); anything "
+                        "else left uncompared makes the exit 1")
     c.add_argument("--map", default="W1=Theta1a,W2=Theta2a",
                    help=".mat inputs: the variables holding W1 and W2 (snapshots as NAME_<round>); the default "
                         "names the authors' iterate (their Theta1/Theta2 are the surrogate minimiser ω̄)")

@@ -24,17 +24,39 @@ def test_a_metric_recorded_less_often_is_not_paired_with_the_wrong_rounds(tmp_pa
     theirs = dict(m, train_cost=m["train_cost"][::3])            # every 3rd round, one value per evaluation
     _write(tmp_path / "theirs", tr, theirs, tr.snapshots)
     capsys.readouterr()
-    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--tol", "1e-12"]) == 0
+    # a metric that cannot be aligned is not compared: named, exit 1 unless allowed
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--tol", "1e-12"]) == 1
     out = capsys.readouterr().out
     assert "DIFFERS" not in out and "train_cost" in out and "not compared" in out and "3 values for 7 rounds" in out
+    assert "compared 14 snapshot arrays and 4 metrics" in out
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--tol", "1e-12",
+                 "--allow-missing", "train_cost"]) == 0
     # swapped: no traceback either way
-    assert main(["crosscheck", str(tmp_path / "theirs"), str(tmp_path / "ours"), "--tol", "1e-12"]) == 0
-    # NaN where the implementation did not evaluate: the evaluated rounds are compared
+    assert main(["crosscheck", str(tmp_path / "theirs"), str(tmp_path / "ours"), "--tol", "1e-12",
+                 "--allow-missing", "train_cost"]) == 0
+    # NaN where the implementation did not evaluate: the evaluated rounds are compared, the others named
     nan = dict(m, train_cost=[v if i % 3 == 0 else np.nan for i, v in enumerate(m["train_cost"])])
     _write(tmp_path / "nan", tr, nan, tr.snapshots)
     capsys.readouterr()
-    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "nan"), "--tol", "1e-12"]) == 0
-    assert "train_cost             max|Δ| 0.000e+00" in capsys.readouterr().out
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "nan"), "--tol", "1e-12"]) == 1
+    out = capsys.readouterr().out
+    assert "train_cost             max|Δ| 0.000e+00" in out and "train_cost at 4 rounds (NaN on one side" in out
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "nan"), "--tol", "1e-12",
+                 "--allow-missing", "train_cost"]) == 0
+    # an infinite cost never agrees, not even with itself
+    inf = dict(m, train_cost=[np.inf if i == 6 else v for i, v in enumerate(m["train_cost"])])
+    _write(tmp_path / "inf", tr, inf, tr.snapshots)
+    _write(tmp_path / "inf2", tr, inf, tr.snapshots)
+    capsys.readouterr()
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "inf"), "--tol", "1e-12"]) == 1
+    assert "infinite at round 6" in capsys.readouterr().out
+    assert main(["crosscheck", str(tmp_path / "inf2"), str(tmp_path / "inf"), "--tol", "1e-12"]) == 1
+    # a metric of one trace only is named
+    only = {k: v for k, v in m.items() if k != "sq_norm"}
+    _write(tmp_path / "only", tr, only, tr.snapshots)
+    capsys.readouterr()
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "only"), "--tol", "1e-12"]) == 1
+    assert "sq_norm                not compared: only the first trace records it" in capsys.readouterr().out
 
 
 def test_half_a_snapshot_is_an_error_naming_it(tmp_path, capsys):

@@ -172,18 +172,35 @@ def _jsonable(o):
 
 def crosscheck(a: Trace, b: Trace):
     """Compare two traces: per common snapshot round, max |Δ| of W1 and W2 (absolute, and
-    relative to max |W| of the first trace); per common metric, max |Δ| over common rounds."""
+    relative to max |W| of the first trace); per common metric, max |Δ| over common rounds.
+
+    Nothing agrees that was not compared: a row's ``rounds`` counts the values compared; a value
+    that is not finite (inf, or NaN on one side only) makes the row differ (``rel`` inf) and is
+    named in ``nonfinite``; a round whose value is NaN on one side only (not evaluated there) is
+    named in ``one_sided`` (the CLI counts it as not compared). A metric of one trace only is a
+    row with ``only`` = the side that has it."""
     rows = []
     for r in sorted(set(a.snapshots) & set(b.snapshots)):
         for i, name in enumerate(("W1", "W2")):
-            x, y = a.snapshots[r][i], b.snapshots[r][i]
+            x, y = np.asarray(a.snapshots[r][i], dtype=float), np.asarray(b.snapshots[r][i], dtype=float)
             if x.shape != y.shape:
-                rows.append({"what": f"{name}@{r}", "abs": np.inf, "rel": np.inf,
+                rows.append({"what": f"{name}@{r}", "abs": np.inf, "rel": np.inf, "rounds": 0,
                              "note": f"shape {x.shape} vs {y.shape}"})
                 continue
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+                rows.append({"what": f"{name}@{r}", "abs": np.inf, "rel": np.inf, "rounds": 1,
+                             "note": "not finite (NaN or inf) in "
+                                     + " and ".join(s for s, v in (("the first", x), ("the second", y))
+                                                    if not np.all(np.isfinite(v)))})
+                continue
             d = float(np.max(np.abs(x - y))) if x.size else 0.0
-            rows.append({"what": f"{name}@{r}", "abs": d, "rel": d / max(float(np.max(np.abs(x))), 1e-300)})
+            rows.append({"what": f"{name}@{r}", "abs": d, "rel": d / max(float(np.max(np.abs(x))), 1e-300),
+                         "rounds": 1})
     ra, rb = a.metrics.get("round", []), b.metrics.get("round", [])
+    for k in sorted((set(a.metrics) ^ set(b.metrics)) - {"round"}):
+        rows.append({"what": k, "abs": np.nan, "rel": np.nan, "skipped": True, "only": "first" if k in a.metrics
+                     else "second", "note": f"not compared: only the {'first' if k in a.metrics else 'second'} "
+                                            "trace records it"})
     for k in sorted(set(a.metrics) & set(b.metrics) - {"round"}):
         # a metric pairs with the round array only when it has one value per round (NaN where the
         # implementation did not evaluate it); a shorter series cannot be aligned and is named instead
@@ -195,13 +212,25 @@ def crosscheck(a: Trace, b: Trace):
                          "note": f"not compared: the {side} trace has {n} values for {m} rounds (write one value "
                                  "per metric_round entry, NaN where it was not evaluated)"})
             continue
-        va = {r: v for r, v in zip(ra, a.metrics[k]) if np.isfinite(v)}
-        vb = {r: v for r, v in zip(rb, b.metrics[k]) if np.isfinite(v)}
-        both = sorted(set(va) & set(vb))
-        if both:
+        va = {r: float(v) for r, v in zip(ra, a.metrics[k])}
+        vb = {r: float(v) for r, v in zip(rb, b.metrics[k])}
+        common = sorted(set(va) & set(vb))
+        both = [r for r in common if np.isfinite(va[r]) and np.isfinite(vb[r])]
+        # NaN on both sides: evaluated by neither; NaN on one side: not evaluated there
+        one_sided = [r for r in common if np.isnan(va[r]) != np.isnan(vb[r])]
+        nonfinite = [r for r in common if np.isinf(va[r]) or np.isinf(vb[r])]
+        row = {"what": k, "rounds": len(both), "one_sided": one_sided, "nonfinite": nonfinite}
+        if nonfinite:
+            row.update(abs=np.inf, rel=np.inf, note=f"infinite at round{'s' if len(nonfinite) > 1 else ''} "
+                                                     f"{', '.join(str(int(r)) for r in nonfinite[:5])}")
+        elif both:
             ds = [abs(va[r] - vb[r]) for r in both]
             scale = max(max(abs(va[r]) for r in both), 1e-300)
-            rows.append({"what": k, "abs": max(ds), "rel": max(ds) / scale})
+            row.update(abs=max(ds), rel=max(ds) / scale)
+        else:
+            row.update(abs=np.nan, rel=np.nan, skipped=True,
+                       note="not compared: no round where both traces have a finite value")
+        rows.append(row)
     return rows
 
 
