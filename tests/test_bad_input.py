@@ -658,3 +658,39 @@ def test_cpu_trace_outside_the_unit_interval_runs_clipped_with_a_note(tmp_path, 
     assert f"values outside [0, 1] clipped" in err and f"{n_out} of 48" in err
     assert "[flexvfl] final: 2 rounds, simulated time" in err and "test accuracy" in err
     assert json.load(open(tmp_path / "o" / "trace.json"))["config"]["speeds_note"].startswith("CPU trace")
+
+
+def test_damaged_files_given_to_the_cross_check_tools_are_one_line(tmp_path, capsys):
+    """A truncated .npz, a 0-byte .mat and a snapshot key without a round number, to crosscheck and
+    diagnose: one line naming the file (and the key), exit 2, no traceback."""
+    out = tmp_path / "o"
+    assert main(["run", "ssca", *TINY, "--dump-rounds", "1", "--out", str(out)]) == 0
+    (tmp_path / "trunc.npz").write_bytes((out / "trace.npz").read_bytes()[:100])
+    (tmp_path / "empty.mat").write_bytes(b"")
+    (tmp_path / "final").mkdir()
+    np.savez(tmp_path / "final" / "trace.npz", W1_final=np.ones((2, 2)), W2_final=np.ones((2, 2)))
+    cases = [(["crosscheck", str(out), str(tmp_path / "trunc.npz")], "trunc.npz: not a readable trace"),
+             (["diagnose", str(out), str(tmp_path / "trunc.npz")], "trunc.npz: not a readable .npy/.npz/.mat file"),
+             (["crosscheck", str(out), str(tmp_path / "empty.mat")], "empty.mat: not a readable .mat file"),
+             (["diagnose", str(out), str(tmp_path / "empty.mat")], "empty.mat: not a readable .mat file"),
+             (["crosscheck", str(out), str(tmp_path / "final")], "array 'W1_final': an iterate snapshot is named")]
+    capsys.readouterr()
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+
+
+def test_a_damaged_vectors_manifest_and_an_empty_adapter_name_are_one_line(tmp_path, monkeypatch):
+    from refimpl.conformance import harness
+    from refimpl.conformance.vectors import load
+    assert main(["vectors", "export", str(tmp_path / "v"), "--paper", "core", "--quiet"]) == 0
+    (tmp_path / "v" / "manifest.json").write_text("{bad")
+    with pytest.raises(ValueError, match=r"manifest.json: a damaged manifest .*export the vectors again"):
+        load(str(tmp_path / "v"))
+    (tmp_path / "v" / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="a damaged manifest"):
+        load(str(tmp_path / "v"))
+    monkeypatch.setenv(harness.IMPL_ENV, "")
+    with pytest.raises(RuntimeError, match="REFIMPL_IMPL is set but empty"):
+        harness.adapter_module()

@@ -14,8 +14,11 @@ IMPL_ENV, VECTORS_ENV = "REFIMPL_IMPL", "REFIMPL_VECTORS"
 
 def adapter_module():
     name = os.environ.get(IMPL_ENV, "refimpl.conformance.adapter")
+    if not name.strip():
+        raise RuntimeError(f"{IMPL_ENV} is set but empty: name your adapter module, e.g. {IMPL_ENV}=mypkg.adapter "
+                           "(unset it to test refimpl's own adapter)")
     try:
-        return importlib.import_module(name)
+        return importlib.import_module(name.strip())
     except ImportError as exc:
         raise RuntimeError(f"{IMPL_ENV}={name}: cannot import the adapter module ({exc})")
 

@@ -1038,7 +1038,13 @@ def load(directory):
     mpath = os.path.join(directory, "manifest.json")
     if not os.path.isfile(mpath):
         raise ValueError(f"{directory}: no manifest.json (write the vectors with refimpl vectors export)")
-    manifest = json.load(open(mpath))
+    try:
+        with open(mpath) as fh:
+            manifest = json.load(fh)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+            raise ValueError("expected an object with a 'files' table of name → SHA-256")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{mpath}: a damaged manifest ({exc}); export the vectors again with refimpl vectors export")
     if manifest.get("format", "json") != "json":
         raise ValueError(f"{directory}: the harness reads the json format; this directory holds {manifest['format']}")
     for name, digest in manifest["files"].items():

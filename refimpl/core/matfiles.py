@@ -13,7 +13,7 @@ import numpy as np
 def load_mat(path):
     """The variables of a .mat file (MATLAB's own ``__header__`` entries dropped)."""
     from scipy.io import loadmat
-    from scipy.io.matlab import matfile_version
+    from scipy.io.matlab import MatReadError, matfile_version
     try:
         if matfile_version(path)[0] == 2:          # v7.3: an HDF5 file behind a MATLAB header
             raise ValueError(f"{path}: a MATLAB v7.3 (HDF5) file, which scipy.io cannot read; save it in MATLAB "
@@ -23,8 +23,8 @@ def load_mat(path):
         if "v7.3" in str(exc):
             raise
         raise ValueError(f"{path}: not a readable .mat file ({exc})")
-    except (OSError, TypeError) as exc:
-        raise ValueError(f"{path}: not a readable .mat file ({exc})")
+    except (OSError, TypeError, MatReadError) as exc:   # MatReadError: empty or truncated
+        raise ValueError(f"{path}: not a readable .mat file ({exc or type(exc).__name__})")
     return {k: v for k, v in raw.items() if not k.startswith("__")}
 
 

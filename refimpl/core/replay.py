@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def _open(path, what):
             return {k: z[k] for k in z.files}
     except ValueError as exc:
         raise ValueError(f"{what} {path}: not a NumPy array file without pickled objects ({exc})")
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:     # BadZipFile: a truncated or corrupt .npz
         raise ValueError(f"{what} {path}: not a readable .npy/.npz/.mat file ({exc})")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import zipfile
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -80,10 +81,19 @@ class Trace:
         doc = _read_json(js) if os.path.exists(js) else {}
         tr = cls(config=doc.get("config", {}), status=doc.get("status", "unknown"),
                  ledger_round1=doc.get("ledger_round1", []))
-        with np.load(npz, allow_pickle=False) as z:
+        try:
+            z = np.load(npz, allow_pickle=False)
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:   # truncated, corrupt, pickled
+            raise ValueError(f"{npz}: not a readable trace (.npz of arrays without pickled objects: {exc})")
+        if not hasattr(z, "files"):
+            raise ValueError(f"{npz}: a single array (.npy), not a trace (.npz with metric_<name>, W1_<round>, …)")
+        with z:
             tr.metrics = {k[len("metric_"):]: z[k].tolist() for k in z.files if k.startswith("metric_")}
             for k in z.files:
                 if k.startswith(("W1_", "W2_")):
+                    if not k[3:].isdigit():
+                        raise ValueError(f"{npz}: array {k!r}: an iterate snapshot is named W1_<round> / W2_<round> "
+                                         "with a whole-number round, e.g. W1_0, W2_300")
                     r = int(k[3:])
                     other = f"W{3 - int(k[1])}_{r}"
                     if other not in z.files:
