@@ -116,3 +116,4 @@ def test_bench_threads_reports_the_choice(capsys):
     assert main(["bench", "threads", "--repeats", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "1 thread ms" in out and "BLAS threads for refimpl's work" in out and "SSCA round" in out
+    assert "1 other busy" in out and "as it is" in out

@@ -1,11 +1,16 @@
 """How many BLAS threads refimpl's own work uses: one, unless the user's environment says otherwise.
 
-Measured with ``refimpl bench threads`` on the products refimpl's rounds make (a mini-batch of
-10 clients' samples through the 784 → 128 layer and back, a Flex-VFL party's embedding, the
-full-data evaluation): on a 2-core machine one thread is as fast or faster for every one of
-them, and several times faster when the other core is busy (OpenBLAS's threads spin waiting
-for each other). One thread also makes a single run's arithmetic that of the multi-run tools'
-workers, which always use one, so a trace is the same to the bit however it was started.
+Measured with ``refimpl bench threads`` on the products and rounds refimpl's runs make (a
+mini-batch of 10 clients' samples through the 784 → 128 layer and back, a Flex-VFL party's
+embedding, the full-data evaluation, whole SSCA rounds), on this project's 2-core machine: with
+the machine otherwise idle, two threads make the large products about 2× faster and a whole
+SSCA round 1.5× faster; with one other busy process (a second run, a test suite, a browser),
+two threads make the rounds 1.25–1.5× *slower* (OpenBLAS's threads wait for each other), and
+users on shared machines measured single runs 2.6–7× slower than with one thread. One thread
+also makes a run's arithmetic independent of where it was started: a single run, the API and
+the multi-run tools' workers (which always use one) give the same trace to the bit, whereas a
+threaded BLAS may split a long dot product differently. So refimpl uses one; a user with an idle
+machine who prefers speed to that guarantee sets ``REFIMPL_BLAS_THREADS=2``.
 
 The choice is applied where refimpl starts work — the ``refimpl`` command and the papers'
 ``run`` functions — with threadpoolctl (a well-kept library for exactly this), and only while
@@ -46,6 +51,7 @@ def blas_threads():
     if n is None:
         yield
         return
+    import scipy.linalg  # noqa: F401  (loads SciPy's own BLAS now: threadpoolctl limits the libraries loaded)
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=n, user_api="blas"):
         yield

@@ -640,9 +640,10 @@ def bench_verify(tier="", cold=False, progress=None):
 
 def bench_threads(repeats=20, progress=None):
     """``refimpl bench threads``: the products and rounds refimpl's work makes, timed with one
-    BLAS thread and with one per core (threadpoolctl, inside this process), so the choice of
-    :mod:`refimpl.core.threads` can be checked on this machine. Rows: what, shape, seconds at 1
-    and at N threads, and N-thread seconds / 1-thread seconds (> 1: one thread is faster)."""
+    BLAS thread and with one per core (threadpoolctl, inside this process), on the machine as it
+    is and with one other process spinning (a shared machine), so the choice of
+    :mod:`refimpl.core.threads` can be checked here. Rows: what, shape, busy, seconds at 1 and at
+    N threads, and N-thread seconds / 1-thread seconds (> 1: one thread is faster)."""
     from threadpoolctl import threadpool_limits
     from refimpl.core.threads import blas_choice, current_blas_threads
     rng = np.random.default_rng(0)
@@ -661,27 +662,42 @@ def bench_threads(repeats=20, progress=None):
         _, _, _, _, algo, batch, _, state = _round_setup(B)
         cases.append((f"SSCA round, 10 clients × B = {B}", "784-128-10", lambda a=algo, s=state, b=batch: a.apply(s, 2, b)))
     out = []
-    for what, shape, fn in cases:
-        with threadpool_limits(limits=1, user_api="blas"):
-            t1 = _best(fn, repeats)
-        with threadpool_limits(limits=cores, user_api="blas"):
-            tn = _best(fn, repeats)
-        out.append({"what": what, "shape": shape, "seconds_1_thread": t1, "seconds_n_threads": tn,
-                    "threads": cores, "n_over_1": tn / t1})
-        if progress:
-            progress(f"{what}: {t1 * 1e3:.3f} ms with 1 thread, {tn * 1e3:.3f} ms with {cores}")
+    for busy in (False, True):
+        # busy: one other process spinning, as on a shared machine or beside a second run
+        spin = None
+        if busy:
+            import subprocess
+            import sys
+            spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            for what, shape, fn in cases:
+                with threadpool_limits(limits=1, user_api="blas"):
+                    t1 = _best(fn, repeats)
+                with threadpool_limits(limits=cores, user_api="blas"):
+                    tn = _best(fn, repeats)
+                out.append({"what": what, "shape": shape, "busy": busy, "seconds_1_thread": t1,
+                            "seconds_n_threads": tn, "threads": cores, "n_over_1": tn / t1})
+                if progress:
+                    progress(f"{what}{' (one other process busy)' if busy else ''}: {t1 * 1e3:.3f} ms with 1 thread, "
+                             f"{tn * 1e3:.3f} ms with {cores}")
+        finally:
+            if spin is not None:
+                spin.kill()
+                spin.wait()
     n, why = blas_choice()
     return {"rows": out, "choice": n, "why": why, "blas_now": current_blas_threads()}
 
 
 def format_threads(res):
-    rows = [("product or round", "shape", "1 thread ms", "N threads ms", "N/1")]
+    rows = [("product or round", "shape", "machine", "1 thread ms", "N threads ms", "N/1")]
     for r in res["rows"]:
-        rows.append((r["what"], r["shape"], f"{r['seconds_1_thread'] * 1e3:.3f}",
-                     f"{r['seconds_n_threads'] * 1e3:.3f} ({r['threads']})", f"{r['n_over_1']:.2f}"))
-    w = [max(len(r[i]) for r in rows) for i in range(5)]
+        rows.append((r["what"], r["shape"], "1 other busy" if r["busy"] else "as it is",
+                     f"{r['seconds_1_thread'] * 1e3:.3f}", f"{r['seconds_n_threads'] * 1e3:.3f} ({r['threads']})",
+                     f"{r['n_over_1']:.2f}"))
+    w = [max(len(r[i]) for r in rows) for i in range(6)]
     lines = [" | ".join(c.ljust(n) for c, n in zip(r, w)) for r in rows]
     lines.insert(1, "-+-".join("-" * n for n in w))
     choice = "left as configured" if res["choice"] is None else f"{res['choice']}"
-    lines.append(f"BLAS threads for refimpl's work: {choice} — {res['why']}; N/1 > 1: one thread is faster")
+    lines.append(f"BLAS threads for refimpl's work: {choice} — {res['why']}; N/1 > 1: one thread is faster "
+                 "(why one: refimpl.core.threads)")
     return "\n".join(lines)
