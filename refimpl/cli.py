@@ -944,8 +944,12 @@ def cmd_diagnose(args):
         doc = DG._trace_config(args.ours)
         algorithm = doc.get("algorithm") if cmp_.paper == "ssca" else doc.get("method")
         takes = {o.field for o, _ in options_for(algorithm)} if algorithm else set()
+        data = _load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
+        if data is not None:
+            _info(args, f"reruns on {data.name} ({data.n_train} training samples"
+                        + (", from --data" if (args.data or args.data_dir) else ", the data OURS's run used") + ")")
         rows, verdict = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
-                                        progress=None if args.quiet else _say)
+                                        progress=None if args.quiet else _say, data=data)
         if verdict["kind"] == "inputs":
             inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
     lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs)
@@ -1259,6 +1263,8 @@ def build_parser():
     dg.add_argument("--tol", type=float, default=1e-10, help="largest relative difference that still agrees")
     dg.add_argument("--report", default=None, help="directory for diagnose.md and diagnose.png")
     dg.add_argument("--no-rerun", action="store_true", help="compare only; do not try refimpl's convention switches")
+    dg.add_argument("--data", default=None, help="FILE.npz for the reruns (default: the data OURS's trace records)")
+    dg.add_argument("--data-dir", default=None, help="MNIST-format IDX directory for the reruns (instead of --data)")
     dg.add_argument("--allow-missing", default="",
                     help="quantities that may be dumped on one side only (comma-separated; 'rounds' for rounds); "
                          "anything else left uncompared makes the exit 1")

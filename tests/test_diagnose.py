@@ -200,3 +200,30 @@ def test_nothing_agrees_that_was_not_compared(tmp_path, capsys):
                  "--allow-missing", "rounds"]) == 0
     out = _out(capsys)
     assert "not compared" not in out and "compared 13 quantities × 5 rounds (65 pairs)" in out
+
+
+def test_reruns_use_the_data_the_run_used(tmp_path, capsys):
+    """A pair of runs on the user's own data: the reruns load that data (from the trace's record),
+    so the curvature switch is found; the file gone or changed is refused, naming it."""
+    d = mnist_5k()
+    X = d.X_train[:400].reshape(400, 28, 28)[:, ::4, ::4].reshape(400, 49)
+    Xt = d.X_test[:100].reshape(100, 28, 28)[:, ::4, ::4].reshape(100, 49)
+    data = tmp_path / "mine.npz"
+    np.savez(data, X_train=X, y_train=d.y_train[:400], X_test=Xt, y_test=d.y_test[:100])
+    run = [*SSCA, "--data", str(data)]
+    assert main([*run, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*run, "--curvature", "fixed", "--out", str(tmp_path / "theirs")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 3
+    out = _out(capsys)
+    assert "reruns on mine.npz (400 training samples, the data OURS's run used)" in out
+    assert "with --curvature fixed all rounds agree" in out
+    moved = tmp_path / "elsewhere.npz"
+    data.rename(moved)
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 2
+    assert f"{data} is not reachable here; give the data with --data FILE.npz" in _out(capsys)
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--data", str(moved)]) == 3
+    capsys.readouterr()
+    np.savez(data, X_train=X + 0.5, y_train=d.y_train[:400], X_test=Xt, y_test=d.y_test[:100])
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 2
+    assert "has changed since the run" in _out(capsys)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
@@ -29,6 +29,10 @@ class Dataset:
     y_test: np.ndarray
     n_classes: int = 10
     name: str = "custom"
+    #: where the data came from, so that a tool can load it again from a trace
+    #: (:func:`load_source`): {"kind": "embedded"} | {"kind": "npz", "path", "label_base", "sha256"}
+    #: | {"kind": "idx", "dir"}; None for arrays built in memory
+    source: dict | None = field(default=None, compare=False)
 
     def __post_init__(self):
         Xtr = V.finite_array("X_train", self.X_train, ndim=2)
@@ -67,7 +71,7 @@ def load_embedded_mnist() -> Dataset:
     X = images[perm].astype(np.float64) / 255.0
     y = labels[perm].astype(np.int64)
     n = EMBEDDED_N_TRAIN
-    return Dataset(X[:n], y[:n], X[n:], y[n:], 10, "mnist-5k-embedded")
+    return Dataset(X[:n], y[:n], X[n:], y[n:], 10, "mnist-5k-embedded", {"kind": "embedded"})
 
 
 def mnist_5k() -> Dataset:
@@ -160,7 +164,9 @@ def load_npz_dataset(path, label_base=0) -> Dataset:
         for k, y in (("y_train", y_tr), ("y_test", y_te)):
             if y.max() >= L:
                 raise ValueError(f"--data {path}: {k} holds label {int(y.max())} but the file's n_classes is {L}")
-    return Dataset(arrays["X_train"], y_tr, arrays["X_test"], y_te, max(L, 2), os.path.basename(str(path)))
+    return Dataset(arrays["X_train"], y_tr, arrays["X_test"], y_te, max(L, 2), os.path.basename(str(path)),
+                   {"kind": "npz", "path": os.path.abspath(str(path)), "label_base": int(label_base),
+                    "sha256": file_sha256(path)})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,4 +223,68 @@ def load_idx_dir(data_dir) -> Dataset:
         if imgs.shape[0] != labs.shape[0]:
             raise ValueError(f"{ip} holds {imgs.shape[0]} images but {lp} holds {labs.shape[0]} labels")
         parts[split] = (imgs.reshape(imgs.shape[0], -1).astype(np.float64) / 255.0, labs.astype(np.int64))
-    return Dataset(*parts["train"], *parts["t10k"], 10, os.path.basename(os.path.normpath(data_dir)))
+    return Dataset(*parts["train"], *parts["t10k"], 10, os.path.basename(os.path.normpath(data_dir)),
+                   {"kind": "idx", "dir": os.path.abspath(str(data_dir))})
+
+
+def file_sha256(path):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def data_digest(ds):
+    """SHA-256 of a data set's arrays (training and test features and labels): a trace records it
+    beside ``data_source``, so that data derived in memory from a named source (a subset, a split)
+    is never taken for that source."""
+    import hashlib
+    h = hashlib.sha256()
+    for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def data_record(ds):
+    """The trace's record of its data: {"data_source": …, "data_digest": …}."""
+    return {"data_source": ds.source, "data_digest": data_digest(ds)}
+
+
+def load_source(source, what="the run's data", digest=None):
+    """The data set a trace's ``data_source`` names (:attr:`Dataset.source`), loaded again; an
+    unreachable or changed file is refused, naming it, and so is data whose ``digest``
+    (:func:`data_digest`) differs from the trace's (data derived in memory from the source)."""
+    ds = _load_source(source, what)
+    if digest and data_digest(ds) != digest:
+        raise ValueError(f"{what}: the data the trace records ({_describe(source)}) loads, but its arrays differ from "
+                         "the run's (a subset or split made in memory?); give the run's data with --data FILE.npz")
+    return ds
+
+
+def _describe(source):
+    return {"embedded": "the embedded MNIST subset", "idx": f"IDX files in {source.get('dir')}",
+            "npz": f"{source.get('path')}"}.get(source.get("kind"), str(source))
+
+
+def _load_source(source, what):
+    if not isinstance(source, dict) or source.get("kind") not in ("embedded", "npz", "idx"):
+        raise ValueError(f"{what}: the trace does not say which data it used ({source!r}); give it with --data "
+                         "FILE.npz or --data-dir DIR")
+    if source["kind"] == "embedded":
+        return load_embedded_mnist()
+    if source["kind"] == "idx":
+        if not os.path.isdir(source.get("dir", "")):
+            raise ValueError(f"{what}: {source.get('dir')} (MNIST-format IDX) is not reachable here; give the data "
+                             "with --data-dir DIR")
+        return load_idx_dir(source["dir"])
+    path = source.get("path", "")
+    if not os.path.isfile(path):
+        raise ValueError(f"{what}: {path} is not reachable here; give the data with --data FILE.npz")
+    if source.get("sha256") and file_sha256(path) != source["sha256"]:
+        raise ValueError(f"{what}: {path} has changed since the run (its SHA-256 differs from the trace's); "
+                         "give the data the run used with --data FILE.npz")
+    return load_npz_dataset(path, label_base=source.get("label_base", 0))

@@ -8,7 +8,7 @@ import numpy as np
 
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
-from refimpl.core.data import load_embedded_mnist
+from refimpl.core.data import data_record, load_embedded_mnist
 from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, make_matrix, run_local_scgd,
                                      run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
 from refimpl.core.partition import sample_partition
@@ -146,6 +146,8 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
             result = r
     tr = Trace(config={**asdict(cfg)})
     tr.config["backend_used"] = "numba" if numba else "numpy"
+    if cfg.problem == "drfl":
+        tr.config.update(data_record(ds if ds is not None else load_embedded_mnist()))
     tr.arrays["init_x1"] = np.asarray(x1, dtype=np.float64)
     if result is not None and getattr(result, "x_bar", None) is not None:
         tr.arrays["x_bar"] = result.x_bar

@@ -16,7 +16,7 @@ from refimpl.core import validate as V
 from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate, train
 from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
 from refimpl.core.divergence import DivergenceRule
-from refimpl.core.data import Dataset
+from refimpl.core.data import Dataset, data_record
 from refimpl.core.model import TwoLayerNet
 from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, parse_partition,
                                     read_partition_file, sample_based_schedule, sample_partition)
@@ -302,7 +302,7 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     if not test_accuracy:
         evaluator = dataclasses.replace(evaluator, test_accuracy=False)
-    trace = Trace(config={**asdict(cfg), "data": data.name})
+    trace = Trace(config={**asdict(cfg), "data": data.name, **data_record(data)})
     trace.batches = schedule.indices[:cfg.rounds]
     # the initial point and the last iterate are always kept: a trace can be replayed and continued
     snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})

@@ -212,9 +212,24 @@ def _family(cfg):
     raise ValueError("trace.json's configuration is of no refimpl family")
 
 
-def rerun(ours_path, theirs_path, paper, rounds, overrides):
+def run_data(ours_path):
+    """The data set OURS's run used, from its trace (``data_source`` and ``data_digest``; a trace
+    of an earlier release that names the embedded subset loads it); refused, naming the file,
+    when it is not reachable here or has changed."""
+    doc = _trace_config(ours_path) or {}
+    source = doc.get("data_source")
+    if source is None and doc.get("data") == "mnist-5k-embedded":
+        source = {"kind": "embedded"}
+    if source is None and _family(doc) == "mfcgd" and doc.get("problem") != "drfl":
+        return None                                     # the problem needs no data set
+    from refimpl.core.data import load_source
+    return load_source(source, f"{ours_path}: the run's data", doc.get("data_digest"))
+
+
+def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
     """refimpl rerun with OURS's configuration, THEIR initial point and schedule (the replay
-    inputs THEIRS holds, refimpl's names) and ``overrides``; returns the rerun's dump."""
+    inputs THEIRS holds, refimpl's names) and ``overrides``, on ``data`` (the run's own data:
+    :func:`run_data`); returns the rerun's dump."""
     from refimpl.mfcgd.experiment import MFCGDConfig
     from refimpl.ssca.experiment import RunConfig
     from refimpl.vfl.experiment import VFLConfig
@@ -235,23 +250,21 @@ def rerun(ours_path, theirs_path, paper, rounds, overrides):
                          "server_time_unit": "step"}
         cfg = replace(cfg, dump_rounds=dump_rounds, rounds=max(rounds), **kw, **overrides)
         from refimpl.vfl.experiment import run_vfl
-        from refimpl.core.data import load_embedded_mnist
-        tr = run_vfl(cfg, load_embedded_mnist())
+        tr = run_vfl(cfg, data)
     elif fam == "mfcgd":
         kw = {"init": theirs if ("x1" in arrays or "init_x1" in arrays) else None,
               "samples": theirs if any(k.startswith(("zeta", "samples_")) for k in arrays) else None}
         cfg = replace(cfg, dump_rounds=dump_rounds, steps=max(rounds), **kw, **overrides)
         from refimpl.mfcgd.experiment import run_mfcgd_config
-        tr = run_mfcgd_config(cfg)
+        tr = run_mfcgd_config(cfg, data)
     else:
         from refimpl.ssca.experiment import run_experiment
-        from refimpl.core.data import load_embedded_mnist
         init = None
         if "W1_0" in arrays and "W2_0" in arrays:
             init = (arrays["W1_0"], arrays["W2_0"])
         batches = arrays.get("batches")
         cfg = replace(cfg, dump_rounds=dump_rounds, rounds=max(rounds), snapshots=[], **overrides)
-        tr = run_experiment(cfg, load_embedded_mnist(), init=init, batches=batches)
+        tr = run_experiment(cfg, data, init=init, batches=batches)
     from refimpl.core.replay import dump_arrays
     return dump_arrays(tr.arrays)
 
@@ -290,7 +303,7 @@ def _label(overrides):
     return " + ".join(f"--{o.replace('_', '-')} {v}" for o, v in overrides.items()) or "no switch (baseline)"
 
 
-def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None):
+def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None, data=None):
     """Why the dumps part. First a baseline: refimpl rerun from THEIR inputs with OURS's
     conventions. If it agrees with THEIRS the difference is in the inputs. Otherwise each
     convention switch the algorithm takes (``takes``: its option names), then every pair of
@@ -307,7 +320,7 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
                "changes": None, "worst": None, "first": None}
         rows.append(row)
         try:
-            dump = rerun(ours_path, theirs_path, paper, rounds, overrides)
+            dump = rerun(ours_path, theirs_path, paper, rounds, overrides, data)
         except ValueError as exc:
             row["first"] = f"could not rerun: {exc}"
             if progress:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from refimpl.core.data import data_record
 from refimpl.vfl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, max_change_factor, quadrant_blocks,
                       run_async, time_to_target)
 from refimpl.vfl.local_optimizers import make_optimizer
@@ -180,6 +181,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     tr.config.update(asdict(cfg))
     tr.config["conventions"] = conv
     tr.config["data"] = ds.name
+    tr.config.update(data_record(ds))
     tr.config["server_time_absolute"] = net.server_time
     note = getattr(model_speeds, "note", None)
     if note:
