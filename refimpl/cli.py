@@ -40,6 +40,13 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+class _EpilogFormatter(_Formatter):
+    """Defaults shown, and the epilog's lines kept as written (a table of definitions)."""
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 _COMMON = (("out", "directory for trace.npz, trace.json, trace.png"),
            ("config", "TOML/JSON of option values (a sweep spec's [fixed] keys); flags override it"),
            ("data", "FILE.npz with X_train, y_train, X_test, y_test (default: embedded MNIST)"),
@@ -402,6 +409,19 @@ def cmd_compare_mfcgd(args):
     return 0
 
 
+BOUND_CONSTANTS = """constants (the assumptions of [MFCGD], docs/mfcgd.md §3):
+  C_f, C_g   Lipschitz constants of the outer map f and the inner map g: ||∇f|| ≤ C_f, ||∇g|| ≤ C_g
+             (so every ||∇F(x)|| ≤ C_f·C_g, the cap a right side must be below to say anything)
+  L_f, L_g   smoothness constants of f and g (their gradients are L_f-, L_g-Lipschitz)
+  sigma      bound on the standard deviation of the stochastic values and gradients of f and g
+  delta_f    heterogeneity of the clients' outer maps: how far their gradients ∇f^m differ
+  delta_g    heterogeneity of the clients' inner maps: how far the g^m differ (e.g. max ||b_m − b_j||
+             on the synthetic problem)
+  F_gap      F(x̄_1) − F*, the initial optimality gap
+the output ends with the verdict: vacuous or informative, the smallest T at which the right side
+drops below the cap with these parameters, and the tightest condition"""
+
+
 def cmd_bound(args):
     from refimpl.mfcgd.bounds import Constants
     c = Constants.from_json(args.constants)
@@ -415,13 +435,12 @@ def cmd_bound(args):
 
 
 def _bound_report(args, c):
-    from refimpl.mfcgd.bounds import (check_run, find_theorem_parameters, theorem1_bound, theorem2_bound,
-                                      theorem_conditions, TheoremParams)
+    from refimpl.mfcgd.bounds import check_run, find_theorem_parameters, theorem_conditions, TheoremParams
     if args.theorem == 2 and (args.rho is not None or args.A_rms is not None):
         raise ValueError("--rho and --A-rms belong to Theorem 1 (AdaMFCGD); Theorem 2 has A_t = I, ρ = 1")
     rho = 1.0 if args.theorem == 2 else (0.5 if args.rho is None else args.rho)
     A_rms = None if args.theorem == 2 else (1.0 if args.A_rms is None else args.A_rms)
-    check_run(args.T, args.q, rho, A_rms)
+    q = 10 if args.q is None else args.q
     if args.params:
         from .tools.sweep import read_document
         doc = read_document(args.params)
@@ -430,18 +449,72 @@ def _bound_report(args, c):
         except TypeError:
             raise ValueError(f"--params {args.params}: expected exactly the keys k, n, c1, c2, c3, gamma, q, B; "
                              f"got {sorted(doc) if isinstance(doc, dict) else type(doc).__name__}")
-    else:
-        p, info = find_theorem_parameters(c, args.T, args.q, rho)
+        if args.q is not None and int(args.q) != int(p.q):
+            raise ValueError(f"q given twice: --q {args.q} and q = {p.q} in --params {args.params}; give one")
+        q = int(p.q)
+    check_run(args.T, q, rho, A_rms)
+    if not args.params:
+        p, info = find_theorem_parameters(c, args.T, q, rho)
         if p is None:
             print(json.dumps({"found": False, **info}, indent=1, default=str))
             return 1
     conds = theorem_conditions(c, p, rho)
     for r in conds:
         print(f"{'met    ' if r['met'] else 'NOT MET'}  {r['name']}:  {r['lhs']:.6g} {r['relation']} {r['rhs']:.6g}")
-    bound = theorem2_bound(c, p, args.T) if args.theorem == 2 else theorem1_bound(c, p, args.T, rho, A_rms)
+    report = bound_verdict(c, p, args.T, args.theorem, rho, A_rms, conds)
     print(json.dumps({"theorem": args.theorem, "T": args.T, "params": {k: float(v) for k, v in p.__dict__.items()},
-                      "right_hand_side": bound, "all_conditions_met": all(r["met"] for r in conds)}, indent=1))
+                      **report}, indent=1, ensure_ascii=False))
+    print(f"verdict: {report['verdict']}")
     return 0 if all(r["met"] for r in conds) else 1
+
+
+def bound_verdict(c, p, T, theorem, rho, A_rms, conds):
+    """The right side of (14)/(16) against the a-priori cap C_f·C_g (every ‖∇F(x)‖ =
+    ‖∇g(x)ᵀ∇f(g(x))‖ ≤ C_g·C_f, so a right side at or above it says nothing), the tightest condition
+    and the smallest T at which the bound drops below the cap with these parameters."""
+    from refimpl.mfcgd.bounds import theorem1_bound, theorem2_bound
+
+    def rhs(t):
+        return theorem2_bound(c, p, t) if theorem == 2 else theorem1_bound(c, p, t, rho, A_rms)
+    bound, cap = rhs(T), float(c.C_f * c.C_g)
+    slack = []
+    for r in conds:
+        if r["rhs"] and r["lhs"] >= 0 and r["rhs"] > 0:
+            slack.append((r["lhs"] / r["rhs"] if r["relation"] in ("≤", "<", "<=") else r["rhs"] / r["lhs"]
+                          if r["lhs"] else 0.0, r["name"]))
+    tight = max(slack)[1] if slack else None
+    informative_from = None
+    if bound < cap:
+        informative_from = _smallest_T_below(rhs, cap, 1, T)
+    else:
+        hi = T
+        while hi < 2 ** 53 and rhs(hi) >= cap:
+            hi *= 2
+        if hi < 2 ** 53:
+            informative_from = _smallest_T_below(rhs, cap, hi // 2 + 1, hi)
+    vacuous = bound >= cap
+    verdict = (f"vacuous: the right side {bound:.4g} is at or above the cap C_f·C_g = {cap:.4g} that bounds every "
+               "gradient norm, so no run could violate it" if vacuous else
+               f"informative: the right side {bound:.4g} is below the cap C_f·C_g = {cap:.4g}")
+    verdict += (f"; with these parameters it is below the cap from T = {informative_from:,}" if informative_from
+                else "; with these parameters it stays at or above the cap for every T up to 2^53")
+    if tight:
+        verdict += f"; tightest condition: {tight}"
+    return {"right_hand_side": bound, "cap": cap, "cap_source": "C_f·C_g", "vacuous": bool(vacuous),
+            "informative_from_T": informative_from, "tight_condition": tight,
+            "all_conditions_met": all(r["met"] for r in conds), "verdict": verdict}
+
+
+def _smallest_T_below(rhs, cap, lo, hi):
+    """The smallest T in [lo, hi] with rhs(T) < cap, given rhs(hi) < cap (bisection; the right
+    side falls with T once T is past its first few steps, and the answer is checked)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rhs(mid) < cap:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def cmd_sweep(args):
@@ -1157,14 +1230,19 @@ def build_parser():
     _add_compare_args(cp.add_argument_group("mfcgd"), "mfcgd", {"seed", "eval_every", "backend", "clients", "eta", "diverge_cost_factor",
                                                                  "diverge_sq_norm"})
     cp.set_defaults(fn=cmd_compare, time_budget=None)
-    bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants")
+    bd = sub.add_parser("bound", help="Theorem 1/2 conditions and right-hand side for given constants",
+                        formatter_class=_EpilogFormatter, epilog=BOUND_CONSTANTS)
     bd.add_argument("what", choices=["mfcgd"])
-    bd.add_argument("--constants", required=True, help="JSON with C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap")
-    bd.add_argument("--params", help="JSON with k, n, c1, c2, c3, gamma, q, B (default: search)")
-    bd.add_argument("--theorem", type=int, choices=[1, 2], default=2)
-    bd.add_argument("--T", type=int, default=10000)
-    bd.add_argument("--q", type=int, default=10)
-    bd.add_argument("--rho", type=float, default=None, help="Theorem 1: ρ of Assumption 5 (default 0.5)")
+    bd.add_argument("--constants", required=True, help="JSON with C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap "
+                                                       "(defined below)")
+    bd.add_argument("--params", help="JSON with k, n, c1, c2, c3, gamma, q, B (default: the parameters meeting every "
+                                     "condition with the smallest G, searched)")
+    bd.add_argument("--theorem", type=int, choices=[1, 2], default=2,
+                    help="1: AdaMFCGD, right side (14); 2: MFCGD (A_t = I), right side (16)")
+    bd.add_argument("--T", type=int, default=10000, help="number of steps")
+    bd.add_argument("--q", type=int, default=None, help="communication period (default 10, or the q of --params; "
+                                                        "giving both with different values is an error)")
+    bd.add_argument("--rho", type=float, default=None, help="Theorem 1: ρ of Assumption 5, A_t ⪰ ρI (default 0.5)")
     bd.add_argument("--A-rms", type=float, default=None, help="Theorem 1: sqrt((1/T) Σ E||A_t||²) (default 1)")
     bd.set_defaults(fn=cmd_bound)
     sw = sub.add_parser("sweep", help="run a hyper-parameter grid × seeds (resumable)")

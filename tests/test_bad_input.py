@@ -694,3 +694,36 @@ def test_a_damaged_vectors_manifest_and_an_empty_adapter_name_are_one_line(tmp_p
     monkeypatch.setenv(harness.IMPL_ENV, "")
     with pytest.raises(RuntimeError, match="REFIMPL_IMPL is set but empty"):
         harness.adapter_module()
+
+
+def test_bound_says_when_it_is_vacuous_and_refuses_a_flag_given_twice(tmp_path, capsys):
+    import json
+    c = {"C_f": 3.0, "C_g": 1.0, "L_f": 1.0, "L_g": 1.0, "sigma": 0.1, "delta_f": 0.0, "delta_g": 0.0, "F_gap": 1.0}
+    (tmp_path / "c.json").write_text(json.dumps(c))
+    capsys.readouterr()
+    assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out[out.index("\n{\n") + 1:out.rindex("\n}") + 2])
+    assert doc["cap"] == 3.0 == c["C_f"] * c["C_g"]                   # the cap by hand
+    assert doc["right_hand_side"] >= 3.0 and doc["vacuous"] is True
+    assert out.strip().splitlines()[-1].startswith("verdict: vacuous: the right side")
+    T0 = doc["informative_from_T"]
+    assert T0 > 10000 and doc["tight_condition"]
+    # the smallest informative T: below the cap there, not one step earlier (same parameters)
+    (tmp_path / "p.json").write_text(json.dumps(doc["params"] | {"q": int(doc["params"]["q"])}))
+    for T, vac in ((T0, False), (T0 - 1, True)):
+        assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json"), "--params", str(tmp_path / "p.json"),
+                     "--T", str(T)]) == 0
+        out = capsys.readouterr().out
+        assert json.loads(out[out.index("\n{\n") + 1:out.rindex("\n}") + 2])["vacuous"] is vac, T
+    # q in the parameters file and on the command line, different: refused naming both
+    assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json"), "--params", str(tmp_path / "p.json"),
+                 "--q", "7"]) == 2
+    assert f"q given twice: --q 7 and q = {int(doc['params']['q'])} in --params" in capsys.readouterr().err
+    # help: defaults and every constant defined
+    with pytest.raises(SystemExit):
+        main(["bound", "--help"])
+    helptext = capsys.readouterr().out
+    assert "(default: 10000)" in helptext and "(default: 2)" in helptext and "default 10" in helptext
+    for name in ("C_f, C_g", "L_f, L_g", "sigma", "delta_f", "delta_g", "F_gap"):
+        assert f"  {name}" in helptext, name
