@@ -727,3 +727,25 @@ def test_bound_says_when_it_is_vacuous_and_refuses_a_flag_given_twice(tmp_path, 
     assert "(default: 10000)" in helptext and "(default: 2)" in helptext and "default 10" in helptext
     for name in ("C_f, C_g", "L_f, L_g", "sigma", "delta_f", "delta_g", "F_gap"):
         assert f"  {name}" in helptext, name
+
+
+def test_check_schedule_takes_a_sequence_of_ones_own(tmp_path, capsys):
+    """A .npy of values or an expression in t: a verdict per condition, the sequence named as
+    what it is (not 'a power law'), the first value outside (0, 1] named."""
+    t = np.arange(1, 2001, dtype=float)
+    np.save(tmp_path / "g.npy", np.r_[[1.2], 0.5 * t[1:] ** -0.8])
+    assert main(["check-schedule", "--rho", "np.minimum(1, 2 / t**0.6)", "--gamma", str(tmp_path / "g.npy")]) == 1
+    out = capsys.readouterr().out
+    assert "sequence of 2000 values" in out and "power law" not in out
+    assert "gamma_in_(0,1]         NOT MET" in out and "gamma_1 = 1.2 is outside (0, 1]" in out
+    assert "(4) sum_rho_sq_finite      met" in out and out.strip().endswith("verdict: not met: gamma_in_(0,1]")
+    assert main(["check-schedule", "--rho-alpha", "0.55", "--gamma", "0.9 * t**-0.9"]) == 0
+    assert "verdict: every condition of (4) and (6) is met" in capsys.readouterr().out
+    # γ decaying no faster than ρ: the ratio condition fails
+    assert main(["check-schedule", "--rho", "t**-0.9", "--gamma", "0.5 * t**-0.6"]) == 1
+    assert "gamma_over_rho_to_0    NOT MET" in capsys.readouterr().out
+    for argv, words in ((["--rho-alpha", "0.5", "--gamma", "foo(t)"], "not an expression in t"),
+                        (["--rho-alpha", "0.5", "--gamma", "t", "--gamma-alpha", "0.6"], "both give gamma_t"),
+                        (["--rho-alpha", "0.5"], "give gamma_t as a power law")):
+        assert main(["check-schedule", *argv]) == 2, argv
+        assert words in capsys.readouterr().err, argv

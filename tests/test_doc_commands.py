@@ -163,6 +163,8 @@ def make_fixtures(argv, here):
                          '[grid]\ntau = [0.1, 0.2]\n')
         elif a == "run.toml":
             p.write_text("gamma = 0.1\nq = 2\n")
+        elif a == "gamma.npy":                   # a step-size sequence of the user's own
+            np.save(p, 0.5 * np.arange(1, 1001, dtype=float) ** -0.8)
         elif a == "constants.json":
             p.write_text(json.dumps({"C_f": 2.3, "C_g": 3.0, "L_f": 1.0, "L_g": 0.5, "sigma": 0.3,
                                      "delta_f": 1.0, "delta_g": 1.0, "F_gap": 5.0}))

@@ -44,13 +44,16 @@ class Sequence:
     """A user-supplied finite schedule s_1, …, s_T (e.g. read from a file)."""
 
     s: np.ndarray
+    #: False: values outside (0, 1] are kept, so that :func:`check_step_sizes` reports the
+    #: condition as not met (``refimpl check-schedule``) instead of refusing the sequence
+    check_range: bool = True
 
     def __post_init__(self):
         arr = np.asarray(self.s, dtype=np.float64).ravel()
         if arr.size == 0 or not np.all(np.isfinite(arr)):
             raise ValueError("a step-size sequence must be non-empty and finite")
         bad = np.flatnonzero((arr <= 0) | (arr > 1))
-        if bad.size:
+        if bad.size and self.check_range:
             raise ValueError(f"step size at t = {bad[0] + 1} is {arr[bad[0]]}, outside (0, 1] "
                              "as required by (4)/(6)")
         object.__setattr__(self, "s", arr)
@@ -64,7 +67,8 @@ class Sequence:
         return np.array([self(t) for t in range(1, T + 1)])
 
     def describe(self):
-        return f"sequence of {self.s.size} values"
+        label = getattr(self, "label", None)
+        return f"sequence of {self.s.size} values" + (f" ({label})" if label else "")
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,12 @@ def check_step_sizes(rho, gamma):
         how = f"tail exponent {'≈' if est else '='} {p:.3g}" + (" (estimated from a finite sequence)" if est else "")
         vals = sched.s if isinstance(sched, Sequence) else sched.values(1000)
         in_range = bool(np.all((vals > 0) & (vals <= 1)))
-        out.append(Condition(f"{label}_in_(0,1]", eq, in_range, "values checked (first 1000 of a power law)"))
+        which = (f"all {vals.size} values of the sequence checked" if isinstance(sched, Sequence)
+                 else "the first 1000 values of the power law checked (it decreases after them)")
+        if not in_range:
+            i = int(np.flatnonzero((vals <= 0) | (vals > 1))[0])
+            which += f"; {label}_{i + 1} = {vals[i]:g} is outside (0, 1]"
+        out.append(Condition(f"{label}_in_(0,1]", eq, in_range, which))
         out.append(Condition(f"{label}_to_0", eq, p > 0, how + "; → 0 iff exponent > 0"))
         out.append(Condition(f"sum_{label}_infinite", eq, p <= 1, how + "; Σ t^−p = ∞ iff p ≤ 1"))
         out.append(Condition(f"sum_{label}_sq_finite", eq, 2 * p > 1, how + "; Σ t^−2p < ∞ iff p > 1/2"))
