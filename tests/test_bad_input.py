@@ -749,3 +749,22 @@ def test_check_schedule_takes_a_sequence_of_ones_own(tmp_path, capsys):
                         (["--rho-alpha", "0.5"], "give gamma_t as a power law")):
         assert main(["check-schedule", *argv]) == 2, argv
         assert words in capsys.readouterr().err, argv
+
+
+def test_vectors_export_overwrite_leaves_only_what_the_manifest_lists(tmp_path):
+    import json
+    from refimpl.conformance.vectors import load
+    d = tmp_path / "v"
+    assert main(["vectors", "export", str(d), "--quiet"]) == 0
+    everything = set(json.load(open(d / "manifest.json"))["files"])
+    assert main(["vectors", "export", str(d), "--paper", "core", "--overwrite", "--quiet"]) == 0
+    listed = set(json.load(open(d / "manifest.json"))["files"])
+    assert listed < everything
+    assert {p.name for p in d.iterdir()} == listed | {"manifest.json"}       # no stale file left
+    assert set(load(str(d))) <= {n[:-len(".json")] for n in listed}
+    (d / "extra.json").write_text("{}")
+    (d / "notes.txt").write_text("mine")                                      # not a kind an export writes
+    with pytest.raises(ValueError, match=r"extra.json not listed in manifest.json"):
+        load(str(d))
+    assert main(["vectors", "export", str(d), "--paper", "core", "--overwrite", "--quiet"]) == 0
+    assert not (d / "extra.json").exists() and (d / "notes.txt").exists()

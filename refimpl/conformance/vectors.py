@@ -1029,7 +1029,21 @@ def export(directory, papers=PAPERS, fmt="json"):
                 "files": files}
     with open(os.path.join(directory, "manifest.json"), "wb") as fh:
         fh.write(_dump(manifest))
+    # an earlier export's files that this manifest does not list (another --paper or --format) go,
+    # so that the directory holds exactly what the manifest names
+    for name in stale_files(directory, files):
+        os.remove(os.path.join(directory, name))
     return manifest
+
+
+#: the kinds of file an export writes (only these are ever removed as stale)
+EXPORT_SUFFIXES = (".json", ".npz", ".mat")
+
+
+def stale_files(directory, listed):
+    """Files of ``directory`` of the kinds an export writes that the manifest (``listed``) does not list."""
+    return sorted(n for n in os.listdir(directory) if n.endswith(EXPORT_SUFFIXES) and n != "manifest.json"
+                  and n not in listed and os.path.isfile(os.path.join(directory, n)))
 
 
 def load(directory):
@@ -1047,6 +1061,11 @@ def load(directory):
         raise ValueError(f"{mpath}: a damaged manifest ({exc}); export the vectors again with refimpl vectors export")
     if manifest.get("format", "json") != "json":
         raise ValueError(f"{directory}: the harness reads the json format; this directory holds {manifest['format']}")
+    extra = stale_files(directory, manifest["files"])
+    if extra:
+        raise ValueError(f"{directory}: {', '.join(extra[:5])}{' …' if len(extra) > 5 else ''} not listed in "
+                         "manifest.json (vectors of another export, or added by hand); export again into an empty "
+                         "directory or with --overwrite")
     for name, digest in manifest["files"].items():
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
