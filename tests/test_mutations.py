@@ -112,3 +112,24 @@ def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):
         assert again.error is None and again.caught_by == ["core.tune_selection"], again
     finally:
         z.close()
+
+
+def test_loading_some_entries_ignores_edits_under_the_others(tmp_path):
+    """``load_catalogue(only=…)`` validates just those entries: a catalogue whose other entry no
+    longer matches the source still yields them; an unknown id is an error."""
+    from refimpl.tools.mutations import CATALOGUE, load_catalogue
+    text = CATALOGUE.read_text()
+    first = load_catalogue()[0]
+    broken = tmp_path / "cat.toml"
+    broken.write_text(text.replace(_toml_str(first.find), _toml_str(first.find + "  # edited"), 1))
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        load_catalogue(broken)
+    other = load_catalogue()[1]
+    assert [m.id for m in load_catalogue(broken, only={other.id})] == [other.id]
+    with pytest.raises(ValueError, match="no mutation"):
+        load_catalogue(only={"no-such-mutation"})
+
+
+def _toml_str(text):
+    import json
+    return json.dumps(text, ensure_ascii=False)[1:-1]
