@@ -207,11 +207,17 @@ def crosscheck(a: Trace, b: Trace):
             rows.append({"what": f"{name}@{r}", "abs": d, "rel": d / max(float(np.max(np.abs(x))), 1e-300),
                          "rounds": 1})
     ra, rb = a.metrics.get("round", []), b.metrics.get("round", [])
-    for k in sorted((set(a.metrics) ^ set(b.metrics)) - {"round"}):
-        rows.append({"what": k, "abs": np.nan, "rel": np.nan, "skipped": True, "only": "first" if k in a.metrics
-                     else "second", "note": f"not compared: only the {'first' if k in a.metrics else 'second'} "
-                                            "trace records it"})
-    for k in sorted(set(a.metrics) & set(b.metrics) - {"round"}):
+    # a metric with no value (an empty series) is not recorded
+    ma, mb = ({k for k, v in t.metrics.items() if len(v)} for t in (a, b))
+    for k in sorted((ma ^ mb) - {"round"}):
+        side, other = ("first", mb) if k in ma else ("second", ma)
+        # a trace of iterates only (a .mat of snapshots) records no metric: its absence is named, not counted
+        iterates_only = not (other - {"round"})
+        rows.append({"what": k, "abs": np.nan, "rel": np.nan, "skipped": True, "only": side,
+                     "iterates_only": iterates_only,
+                     "note": f"not compared: only the {side} trace records it"
+                             + (" (the other holds iterates only)" if iterates_only else "")})
+    for k in sorted(ma & mb - {"round"}):
         # a metric pairs with the round array only when it has one value per round (NaN where the
         # implementation did not evaluate it); a shorter series cannot be aligned and is named instead
         short = [(side, len(t.metrics[k]), len(r)) for side, t, r in (("first", a, ra), ("second", b, rb))
