@@ -179,8 +179,8 @@ class FeatureBasedProtocol:
         Z = Σ_k Z_k and computes the whole gradient — one message per client, B(J + D_k) floats
         against about 2JB + JD_k in Algorithm 3 (fewer when B < J, the paper's regime), and the raw
         features leave the clients (the higher privacy risk the remark names). Same gradient as the
-        three-step collection. The seed lost the message's formula; this reading follows its
-        footnote ("exposes raw data")."""
+        three-step collection. The text of [SSCA] we worked from lost the message's formula; this
+        reading follows the remark's footnote ("exposes raw data")."""
         m, B = self.model, len(batch)
         J = m.n_hidden
         W1, W2 = m.unpack(theta)

@@ -75,9 +75,9 @@ def weights_momentum(quick):
 
 
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
-       "(the seed prints exponent τ − t + 1)", "[FlexVFL] (8), proximal example; docs/flexvfl.md")
+       "(the paper prints exponent τ − t + 1)", "[FlexVFL] (8), proximal example; docs/flexvfl.md")
 def weights_prox(quick):
-    # also measured: the seed's printed exponent τ − t + 1, which does not reproduce the recursion
+    # also measured: the paper's printed exponent τ − t + 1, which does not reproduce the recursion
     def printed(opt, tau, eta):
         return (1.0 - eta * opt.mu) ** (tau - np.arange(tau) + 1)
     return _weights_check(lambda rng: Proximal(float(rng.uniform(0.1, 2.0))), quick, printed)

@@ -60,8 +60,8 @@ class LocalMomentum:
 class Proximal:
     """D = g + μ(θ^t − θ^0); w^t = (1 − ημ)^{τ−1−t}.
 
-    The seed prints the exponent τ − t + 1; unrolling θ^{t+1} − θ^0 = (1 − ημ)(θ^t − θ^0) − η g^t
-    gives τ − 1 − t (``vfl.weights_prox`` checks it). These weights are ≤ 1, against the seed's
+    [FlexVFL] prints the exponent τ − t + 1; unrolling θ^{t+1} − θ^0 = (1 − ημ)(θ^t − θ^0) − η g^t
+    gives τ − 1 − t (``vfl.weights_prox`` checks it). These weights are ≤ 1, against the paper's
     assumption w ≥ 1 (reported by :func:`weights_assumption`)."""
 
     mu: float = 0.1
@@ -109,7 +109,7 @@ def weight_summary(opt, tau, eta):
 
 
 def weights_assumption(opt, tau, eta):
-    """Whether the seed's assumption w^{r,t} ≥ 1 holds for this optimizer, τ and η."""
+    """Whether [FlexVFL]'s assumption w^{r,t} ≥ 1 holds for this optimizer, τ and η."""
     return bool(np.all(opt.weights(tau, eta) >= 1.0 - 1e-15))
 
 
