@@ -173,7 +173,9 @@ def rate_slope(quick):
            "note": "with δ_f, δ_g > 0 and η_t q ≈ k q / n^{1/3} = k constant, local steps drift by a bias that does "
                    "not shrink with T: the heterogeneous average flattens (the bound stays valid, being loose)"}
     holds = slope <= -1 / 3 + 2 * se and slope_het <= -1 / 3 + 2 * se_het
-    return {"measured": max(slope, slope_het), "bound": -1 / 3, "holds": bool(holds), "details": det}
+    note = (f"slopes: homogeneous {slope:.3g} ± {2 * se:.2g}, heterogeneous {slope_het:.3g} ± {2 * se_het:.2g} "
+            "(2 s.e.) vs ≤ −1/3" + ("" if holds else "; the heterogeneous drift floor (details)"))
+    return {"measured": max(slope, slope_het), "bound": -1 / 3, "holds": bool(holds), "details": det, "note": note}
 
 
 def _first_reach(avg, samples, rounds, eps):
