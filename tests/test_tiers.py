@@ -117,3 +117,17 @@ def test_bench_threads_reports_the_choice(capsys):
     out = capsys.readouterr().out
     assert "1 thread ms" in out and "BLAS threads for refimpl's work" in out and "SSCA round" in out
     assert "1 other busy" in out and "as it is" in out
+
+
+def test_a_checks_warning_is_in_its_own_row(monkeypatch):
+    import warnings
+
+    def warns(quick):
+        warnings.warn("Solution may be inaccurate. Try another solver", UserWarning)
+        return {"measured": 0.1, "bound": 1.0, "note": "its own note"}
+    monkeypatch.setitem(verify.REGISTRY, "t.warns", ("warns", "s", warns, "theorem"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # nothing escapes the check's record
+        rec = verify.run_check("t.warns")
+    assert rec.holds and rec.details["warnings"] == ["UserWarning: Solution may be inaccurate. Try another solver"]
+    assert rec.details["table_note"].startswith("its own note; 1 warning(s): UserWarning: Solution may be")

@@ -153,10 +153,14 @@ def claims_line():
 def run_check(cid, quick=True) -> CheckRecord:
     """One check's record; its details carry ``seconds`` (wall), ``cpu_seconds`` (this process
     and the part processes it started) and ``jit_seconds`` (Numba compiling or cache loading)."""
+    import warnings
     claim, source, fn, kind = REGISTRY[cid]
     t0, c0 = time.perf_counter(), cpu_seconds()
     try:
-        with _JitClock() as jit:
+        # a warning a check raises (cvxpy's "Solution may be inaccurate", …) goes into its own
+        # record and note, never loose in the middle of the table
+        with _JitClock() as jit, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             out = fn(quick)
     except Exception as exc:    # a crashed check is a failed check, reported with its error
         return CheckRecord(cid, claim, source, None, None, None, False,
@@ -177,6 +181,11 @@ def run_check(cid, quick=True) -> CheckRecord:
     details["relation"] = relation
     if out.get("note"):
         details["table_note"] = str(out["note"])
+    if caught:
+        texts = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
+        details["warnings"] = texts
+        details["table_note"] = "; ".join(filter(None, [details.get("table_note"),
+                                                        f"{len(caught)} warning(s): {short(texts[0], 70)}"]))
     if out.get("vacuous"):
         details["vacuous"] = True
     details["seconds"] = round(time.perf_counter() - t0, 3)
