@@ -131,3 +131,10 @@ def test_a_checks_warning_is_in_its_own_row(monkeypatch):
         rec = verify.run_check("t.warns")
     assert rec.holds and rec.details["warnings"] == ["UserWarning: Solution may be inaccurate. Try another solver"]
     assert rec.details["table_note"].startswith("its own note; 1 warning(s): UserWarning: Solution may be")
+
+
+def test_tier_flags_do_not_apply_to_mutations_or_coverage(capsys):
+    assert main(["verify", "--mutations", "--claims"]) == 2
+    assert "--claims do(es) not apply with --mutations" in capsys.readouterr().err
+    assert main(["verify", "--coverage", "--full"]) == 2
+    assert "--full do(es) not apply with --coverage" in capsys.readouterr().err
