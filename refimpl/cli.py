@@ -839,10 +839,12 @@ def cmd_verify(args):
         for r in rows:
             print(" | ".join(c.ljust(n) for c, n in zip(r[:3], w)) + " | " + r[3])
         return 0
-    tiers = [f"--{f}" for f in ("claims", "all", "full") if getattr(args, f, False)]
+    tiers = [f"--{f}" for f in (("claims", "all", "full") if args.mutations else ("claims", "all"))
+             if getattr(args, f, False)]
     if tiers and (args.mutations or args.coverage):
         raise ValueError(f"{' '.join(tiers)} do(es) not apply with --{'mutations' if args.mutations else 'coverage'} "
-                         "(it runs the theorem-kind checks at reduced sizes)")
+                         "(it runs the theorem-kind checks" + (" at reduced sizes)" if args.mutations else
+                                                               "; --full for their full sizes)"))
     if args.mutations:
         return cmd_mutations(args)
     for flag in ("only_paper", "catalogue", "markdown", "vectors"):

@@ -136,5 +136,5 @@ def test_a_checks_warning_is_in_its_own_row(monkeypatch):
 def test_tier_flags_do_not_apply_to_mutations_or_coverage(capsys):
     assert main(["verify", "--mutations", "--claims"]) == 2
     assert "--claims do(es) not apply with --mutations" in capsys.readouterr().err
-    assert main(["verify", "--coverage", "--full"]) == 2
-    assert "--full do(es) not apply with --coverage" in capsys.readouterr().err
+    assert main(["verify", "--coverage", "--claims"]) == 2
+    assert "--claims do(es) not apply with --coverage" in capsys.readouterr().err
