@@ -435,7 +435,8 @@ def cmd_bound(args):
 
 
 def _bound_report(args, c):
-    from refimpl.mfcgd.bounds import check_run, find_theorem_parameters, theorem_conditions, TheoremParams
+    from refimpl.mfcgd.bounds import (bound_verdict, check_run, find_theorem_parameters, theorem_conditions,
+                                      TheoremParams)
     if args.theorem == 2 and (args.rho is not None or args.A_rms is not None):
         raise ValueError("--rho and --A-rms belong to Theorem 1 (AdaMFCGD); Theorem 2 has A_t = I, ρ = 1")
     rho = 1.0 if args.theorem == 2 else (0.5 if args.rho is None else args.rho)
@@ -466,55 +467,6 @@ def _bound_report(args, c):
                       **report}, indent=1, ensure_ascii=False))
     print(f"verdict: {report['verdict']}")
     return 0 if all(r["met"] for r in conds) else 1
-
-
-def bound_verdict(c, p, T, theorem, rho, A_rms, conds):
-    """The right side of (14)/(16) against the a-priori cap C_f·C_g (every ‖∇F(x)‖ =
-    ‖∇g(x)ᵀ∇f(g(x))‖ ≤ C_g·C_f, so a right side at or above it says nothing), the tightest condition
-    and the smallest T at which the bound drops below the cap with these parameters."""
-    from refimpl.mfcgd.bounds import theorem1_bound, theorem2_bound
-
-    def rhs(t):
-        return theorem2_bound(c, p, t) if theorem == 2 else theorem1_bound(c, p, t, rho, A_rms)
-    bound, cap = rhs(T), float(c.C_f * c.C_g)
-    slack = []
-    for r in conds:
-        if r["rhs"] and r["lhs"] >= 0 and r["rhs"] > 0:
-            slack.append((r["lhs"] / r["rhs"] if r["relation"] in ("≤", "<", "<=") else r["rhs"] / r["lhs"]
-                          if r["lhs"] else 0.0, r["name"]))
-    tight = max(slack)[1] if slack else None
-    informative_from = None
-    if bound < cap:
-        informative_from = _smallest_T_below(rhs, cap, 1, T)
-    else:
-        hi = T
-        while hi < 2 ** 53 and rhs(hi) >= cap:
-            hi *= 2
-        if hi < 2 ** 53:
-            informative_from = _smallest_T_below(rhs, cap, hi // 2 + 1, hi)
-    vacuous = bound >= cap
-    verdict = (f"vacuous: the right side {bound:.4g} is at or above the cap C_f·C_g = {cap:.4g} that bounds every "
-               "gradient norm, so no run could violate it" if vacuous else
-               f"informative: the right side {bound:.4g} is below the cap C_f·C_g = {cap:.4g}")
-    verdict += (f"; with these parameters it is below the cap from T = {informative_from:,}" if informative_from
-                else "; with these parameters it stays at or above the cap for every T up to 2^53")
-    if tight:
-        verdict += f"; tightest condition: {tight}"
-    return {"right_hand_side": bound, "cap": cap, "cap_source": "C_f·C_g", "vacuous": bool(vacuous),
-            "informative_from_T": informative_from, "tight_condition": tight,
-            "all_conditions_met": all(r["met"] for r in conds), "verdict": verdict}
-
-
-def _smallest_T_below(rhs, cap, lo, hi):
-    """The smallest T in [lo, hi] with rhs(T) < cap, given rhs(hi) < cap (bisection; the right
-    side falls with T once T is past its first few steps, and the answer is checked)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rhs(mid) < cap:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 def cmd_sweep(args):

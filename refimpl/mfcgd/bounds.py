@@ -239,3 +239,49 @@ def find_theorem_parameters(c: Constants, T, q, rho=1.0, ks=(0.25, 0.5, 1.0, 2.0
 
 def params_to_dict(p):
     return asdict(p)
+
+
+def a_priori_cap(c: Constants):
+    """C_f·C_g: every ‖∇F(x)‖ = ‖∇g(x)ᵀ∇f(g(x))‖ ≤ C_g·C_f (Remark 1), so a right side of (14) or
+    (16) at or above it cannot be violated by any trajectory: the bound is vacuous."""
+    return float(c.C_f * c.C_g)
+
+
+def bound_verdict(c: Constants, p: TheoremParams, T, theorem, rho, A_rms, conds):
+    """What a right side says (``refimpl bound``): its value against :func:`a_priori_cap`,
+    ``vacuous`` when it reaches the cap, the tightest condition of ``conds`` (the one whose two
+    sides are closest, lhs/rhs for ≤ and rhs/lhs for ≥), and the smallest T at which, with the
+    same parameters, the right side is below the cap (None when not below 2^53)."""
+    def rhs(t):
+        return theorem2_bound(c, p, t) if theorem == 2 else theorem1_bound(c, p, t, rho, A_rms)
+    bound, cap = rhs(T), a_priori_cap(c)
+    ratios = [((r["lhs"] / r["rhs"]) if r["relation"] == "<=" else (r["rhs"] / r["lhs"]), r["name"])
+              for r in conds if r["lhs"] > 0 and r["rhs"] > 0]
+    tight = max(ratios)[1] if ratios else None
+    lo, hi = 1, T
+    while rhs(hi) >= cap and hi < 2 ** 53:         # the right side falls with T (as T^{-1/3}, up to ln(n + T))
+        lo, hi = hi + 1, hi * 2
+    informative_from = smallest_T_below(rhs, cap, lo, hi) if rhs(hi) < cap else None
+    vacuous = bound >= cap
+    verdict = (f"vacuous: the right side {bound:.4g} is at or above the cap C_f·C_g = {cap:.4g} that bounds every "
+               "gradient norm, so no run could violate it" if vacuous else
+               f"informative: the right side {bound:.4g} is below the cap C_f·C_g = {cap:.4g}")
+    verdict += (f"; with these parameters it is below the cap from T = {informative_from:,}" if informative_from
+                else "; with these parameters it stays at or above the cap for every T up to 2^53")
+    if tight:
+        verdict += f"; tightest condition: {tight}"
+    return {"right_hand_side": bound, "cap": cap, "cap_source": "C_f·C_g", "vacuous": bool(vacuous),
+            "informative_from_T": informative_from, "tight_condition": tight,
+            "all_conditions_met": all(r["met"] for r in conds), "verdict": verdict}
+
+
+def smallest_T_below(rhs, cap, lo, hi):
+    """The smallest T in [lo, hi] with rhs(T) < cap, given rhs(hi) < cap, by bisection (the right
+    side falls with T; ``mfcgd.theorem_statement_literal`` checks the answer and the T before it)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rhs(mid) < cap:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

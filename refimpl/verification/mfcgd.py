@@ -10,8 +10,8 @@ from refimpl.mfcgd.problems import PHI2_MAX, NonlinearComposition, SyntheticComp
 from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParams, NormType, make_matrix,
                                      draw_scgd_samples, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd,
                                      run_mfcgd_synthetic_nb, storm_update)
-from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, find_theorem_parameters, theorem1_bound, theorem2_bound,
-                                  theorem_conditions)
+from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, find_theorem_parameters,
+                                  theorem1_bound, theorem2_bound, theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, local_scgd_literal, theorem_literal
 from refimpl.verification.registry import check
 
@@ -508,16 +508,20 @@ def lemma9_tracking(quick):
 
 @check("mfcgd.theorem_statement_literal", "refimpl's Theorem 1–2 machinery (conditions, G, right sides, Lemma 1's "
        "L) equals a literal transcription of the statements on the parameters the search finds, on each of them "
-       "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, and on random parameter sets (verdicts identical, values to 1e-12)",
+       "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, and on random parameter sets (verdicts identical, values to 1e-12); "
+       "refimpl bound's verdict (cap C_f·C_g, vacuous, smallest informative T) agrees with the literal right side",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
-    sets, disagree, worst = 0, [], 0.0
+    sets, disagree, worst, verdicts = 0, [], 0.0, 0
     for name, (pr, C) in (("synthetic", synthetic()), ("nonlinear", nonlinear())):
         c = constants_of(pr, C, np.zeros(pr.d))
         for rho, T, q in ((1.0, 2000, 10), (0.5, 20000, 5)):
             p, _ = find_theorem_parameters(c, T, q, rho)
             cands = [] if p is None else [p]
+            if p is not None:
+                verdicts += 1
+                disagree += _verdict_disagreements(name, c, p, T, rho)
             if p is not None:
                 for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
                     for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
@@ -546,5 +550,31 @@ def theorem_statement_literal(quick):
     holds = not disagree and worst <= 1e-12
     return {"measured": worst, "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "verdict_disagreements": len(disagree), "examples": disagree[:3],
-                        "max_relative_difference_G_bound_L": worst}}
+                        "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts}}
+
+
+def _verdict_disagreements(name, c, p, T, rho):
+    """``refimpl bound``'s verdict (refimpl.mfcgd.bounds.bound_verdict) against the literal
+    transcription: the cap is C_f·C_g, vacuous exactly when the literal right side reaches it, and
+    the smallest informative T is below the cap while the T before it is not."""
+    conds = theorem_conditions(c, p, rho)
+    v = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, conds)
+    cap = c.C_f * c.C_g
+
+    def lit(t):
+        return theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=rho, T=t,
+                               A_rms=1.0, **{f: getattr(p, f) for f in ("k", "n", "c1", "c2", "c3", "gamma", "q", "B")}
+                               )["bound"]
+    T0 = v["informative_from_T"]
+    wrong = []
+    if v["cap"] != cap:
+        wrong.append(f"cap {v['cap']} vs C_f·C_g = {cap}")
+    if v["vacuous"] != (lit(T) >= cap):
+        wrong.append(f"vacuous {v['vacuous']} but the literal right side {lit(T):.6g} vs cap {cap:.6g}")
+    if T0 is None:
+        if lit(2 ** 53) < cap:
+            wrong.append("no informative T named, but the literal right side is below the cap at 2^53")
+    elif not (lit(T0) < cap and (T0 == 1 or lit(T0 - 1) >= cap)):
+        wrong.append(f"informative from T = {T0}: literal right sides {lit(T0 - 1):.6g}, {lit(T0):.6g} vs cap {cap:.6g}")
+    return [{"problem": name, "rho": rho, "bound_verdict": w} for w in wrong]
 
