@@ -1131,10 +1131,9 @@ def _user_sequence(sym, given, T):
     import numpy as np
     from refimpl.core.schedules import Sequence
     if str(given).endswith(".npy"):
-        try:
-            vals = np.load(given, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--{sym} {given}: not a readable .npy of step sizes ({exc})")
+        if not os.path.isfile(given):
+            raise ValueError(f"--{sym} {given}: no such file (a .npy of step sizes, or an expression in t)")
+        vals = _np_load(sym, given)
         if vals.dtype.kind not in "iuf":
             raise ValueError(f"--{sym} {given}: holds {vals.dtype}; expected real step sizes")
     else:
@@ -1147,11 +1146,9 @@ def _user_sequence(sym, given, T):
                              "e.g. '0.9 * t**-0.9' or 'np.minimum(1, 2 / t)'")
         vals = np.broadcast_to(np.asarray(vals, dtype=np.float64), t.shape)
     try:
-        seq = Sequence(vals, check_range=False)
+        return Sequence(vals, check_range=False, label=given)
     except ValueError as exc:
         raise ValueError(f"--{sym} {given}: {exc}")
-    object.__setattr__(seq, "label", given)
-    return seq
 
 
 RUN_PARSERS = {}

@@ -240,13 +240,17 @@ def data_digest(ds):
     """SHA-256 of a data set's arrays (training and test features and labels): a trace records it
     beside ``data_source``, so that data derived in memory from a named source (a subset, a split)
     is never taken for that source."""
-    import hashlib
-    h = hashlib.sha256()
-    for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
+    cached = ds.__dict__.get("_digest")
+    if cached is None:                  # once per data set: many runs of a reproduction share one
+        import hashlib
+        h = hashlib.sha256()
+        for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
+            a = np.ascontiguousarray(a)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+        cached = h.hexdigest()
+        object.__setattr__(ds, "_digest", cached)   # the arrays of a Dataset are never replaced in place
+    return cached
 
 
 def data_record(ds):

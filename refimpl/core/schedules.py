@@ -47,6 +47,8 @@ class Sequence:
     #: False: values outside (0, 1] are kept, so that :func:`check_step_sizes` reports the
     #: condition as not met (``refimpl check-schedule``) instead of refusing the sequence
     check_range: bool = True
+    #: where the values came from (a file name, an expression), for :meth:`describe`
+    label: str = ""
 
     def __post_init__(self):
         arr = np.asarray(self.s, dtype=np.float64).ravel()
@@ -67,8 +69,7 @@ class Sequence:
         return np.array([self(t) for t in range(1, T + 1)])
 
     def describe(self):
-        label = getattr(self, "label", None)
-        return f"sequence of {self.s.size} values" + (f" ({label})" if label else "")
+        return f"sequence of {self.s.size} values" + (f" ({self.label})" if self.label else "")
 
 
 @dataclass(frozen=True)
