@@ -55,44 +55,25 @@ _COMMON = (("out", "directory for trace.npz, trace.json, trace.png"),
 
 def _add_algorithm_parser(sub, algorithm):
     """``refimpl run ALGORITHM``: only that algorithm's options, each with its help and default."""
-    from .options import family_of, options_for
-    fam = family_of(algorithm)
-    p = sub.add_parser(algorithm, help=_RUN_HELP[algorithm], description=_RUN_HELP[algorithm],
+    from refimpl import papers
+    paper = papers.of_algorithm(algorithm)
+    text = paper.algorithms[algorithm]
+    p = sub.add_parser(algorithm, help=text, description=text,
                        usage=f"refimpl run {algorithm} [options]", formatter_class=_Formatter)
-    for opt, default in options_for(algorithm):
+    for opt, default in paper.options_for(algorithm):
         _add_option(p, opt, default)
-    if fam == "ssca":
-        p.add_argument("--init", help="FILE.npz with W1, W2, or the authors' initial_Theta1.mat (bias in column 0)")
-        p.add_argument("--batches", help="FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature")
+    for flag, text in paper.replay_args:
+        p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=text)
     for dest, text in _COMMON:
-        if dest.startswith("data") and fam == "mfcgd":
-            text += " (problem drfl)"
+        if dest.startswith("data") and paper.data_note:
+            text += f" ({paper.data_note})"
         p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
     p.add_argument("--label-base", type=int, choices=(0, 1), default=0,
                    help="--data labels start at 0, or at 1 (MATLAB)")
     p.add_argument("--overwrite", action="store_true", help="replace a result already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(fn=cmd_run, algorithm=algorithm, family=fam)
+    p.set_defaults(fn=cmd_run, algorithm=algorithm, family=paper.key)
     return p
-
-
-_RUN_HELP = {
-    "ssca": "mini-batch SSCA, [SSCA] Algorithms 1 (sample-based) and 3 (feature-based)",
-    "ssca-constrained": "constrained mini-batch SSCA, [SSCA] Algorithms 2 and 4 (problem (40))",
-    "sgd": "SGD / FedAvg baseline of [SSCA] Section VI",
-    "sgdm": "SGD with momentum (SGD-m) baseline of [SSCA] Section VI",
-    "flexvfl": "Flex-VFL, [FlexVFL] Algorithm 1, on a simulated clock",
-    "adaptive-flexvfl": "Adaptive Flex-VFL, [FlexVFL] Algorithm 2",
-    "sync-vfl": "synchronous VFL baseline (Q local steps, the slowest party sets the pace)",
-    "async-vfl": "asynchronous VFL baseline (VAFL-style event queue)",
-    "pbcd": "parallel block coordinate descent baseline (one local step per round)",
-    "mfcgd": "MFCGD, [MFCGD] Algorithm 1 with A_t = I",
-    "adamfcgd": "AdaMFCGD, [MFCGD] Algorithm 1 with an adaptive matrix",
-    "comfedl": "ComFedL-style local SCGD baseline",
-    "local-scgdm": "Local-SCGDM baseline",
-    "scgd": "single-machine SCGD baseline (M = 1)",
-    "storm": "single-machine STORM-compositional baseline",
-}
 
 
 def _add_option(p, opt, default, shown=True):
@@ -113,22 +94,21 @@ def _add_option(p, opt, default, shown=True):
     p.add_argument(opt.name, **kw)
 
 
-# replay inputs and dumps belong to one run (refimpl run), not to a comparison of several
-_RUN_ONLY = {"init", "batches", "taus", "samples", "keep_samples", "dump_rounds"}
-
-
 def _add_compare_args(g, family, skip):
-    """Every option of a family for ``refimpl compare`` (unset options keep the Config's defaults)."""
-    from .options import family_options
-    for opt, default in family_options(family):
-        if opt.field not in skip and opt.field not in _RUN_ONLY:
+    """Every option of a paper for ``refimpl compare`` (unset options keep the Config's defaults;
+    replay inputs and dumps belong to one run, not to a comparison of several)."""
+    from refimpl import papers
+    paper = papers.get(family)
+    for opt, default in paper.options_for():
+        if opt.field not in skip and opt.field not in paper.run_only:
             _add_option(g, opt, default, shown=False)
 
 
 def _load_run_config(path, algorithm):
     """Option values from a TOML/JSON file whose keys are config field names."""
-    from .options import options_for
+    from refimpl import papers
     from .tools.sweep import read_document
+    paper = papers.of_algorithm(algorithm)
     doc = read_document(path)
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a table of option values")
@@ -142,18 +122,16 @@ def _load_run_config(path, algorithm):
         doc = doc["fixed"]
         if not isinstance(doc, dict):
             raise ValueError(f"{path}: [fixed] must be a table of option values")
-    from .options import family_of
-    allowed = {o.field: o for o, _ in options_for(algorithm)}
-    # --init / --batches of SSCA are not Config fields; the other families' are (options_for)
-    allowed_extra = {"data", "data_dir", "out"} | ({"init", "batches"} if family_of(algorithm) == "ssca" else set())
+    allowed = {o.field: o for o, _ in paper.options_for(algorithm)}
+    # replay files that are not Config fields (SSCA's --init / --batches); the others' are options
+    allowed_extra = {"data", "data_dir", "out"} | {flag for flag, _ in paper.replay_args}
     bad = sorted(set(doc) - set(allowed) - allowed_extra)
     if bad:
         raise ValueError(f"{path}: {bad} do not apply to {algorithm}; allowed keys: {sorted(set(allowed) | allowed_extra)}")
     vals = {}
     from dataclasses import fields as _fields
-    from .options import config_class
     from .tools.sweep import typed_value
-    cls = config_class(family_of(algorithm))
+    cls = paper.config_class()
     typed = {f.name for f in _fields(cls)}
     for k, v in doc.items():
         o = allowed.get(k)
@@ -200,14 +178,14 @@ def _config(args, family, algorithm, **fixed):
     """The family's Config from the parsed options (fields the algorithm does not take keep their
     defaults)."""
     from dataclasses import fields
-    from .options import CONFIG_DEFAULT, OPTIONS, config_class
-    cls = config_class(family)
-    method_field = "algorithm" if family == "ssca" else "method"
-    # the command line's own defaults hold for every algorithm of the family, offered or not
-    vals = {o.field: o.default for o in OPTIONS[family] if o.default is not CONFIG_DEFAULT and o.default is not None}
+    from refimpl import papers
+    paper = papers.get(family)
+    cls = paper.config_class()
+    # the command line's own defaults hold for every algorithm of the paper, offered or not
+    vals = paper.command_line_defaults()
     vals.update({f.name: getattr(args, f.name) for f in fields(cls) if getattr(args, f.name, None) is not None})
     vals.update(fixed)
-    vals[method_field] = algorithm
+    vals[paper.method_field] = algorithm
     return cls(**vals)
 
 
@@ -971,10 +949,11 @@ def cmd_diagnose(args):
     if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
         _info(args, "rerunning refimpl from THEIR inputs (where their dump holds them; OURS's otherwise): "
                     "first without a switch (the baseline), then under each convention switch")
-        from .options import options_for
+        from refimpl import papers
         doc = DG._trace_config(args.ours)
-        algorithm = doc.get("algorithm") if cmp_.paper == "ssca" else doc.get("method")
-        takes = {o.field for o, _ in options_for(algorithm)} if algorithm else set()
+        paper = papers.get(cmp_.paper)
+        algorithm = doc.get(paper.method_field)
+        takes = {o.field for o, _ in paper.options_for(algorithm)} if algorithm in paper.algorithms else set()
         data = _load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
         if data is not None:
             _info(args, f"reruns on {data.name} ({data.n_train} training samples"
@@ -1156,15 +1135,16 @@ RUN_PARSERS = {}
 
 def _foreign_option(argv):
     """``refimpl run ALGORITHM --option`` where the option belongs to other algorithms: say whose it is."""
-    from .options import FAMILIES, options_for, owners
-    if len(argv) < 2 or argv[0] != "run" or argv[1] not in {a for v in FAMILIES.values() for a in v}:
+    from refimpl import papers
+    if len(argv) < 2 or argv[0] != "run" or argv[1] not in papers.algorithms():
         return 0
-    own = {o.name for o, _ in options_for(argv[1])} | {"--" + d.replace("_", "-") for d, _ in _COMMON}
-    own |= {"--init", "--batches", "--quiet", "--help", "--overwrite"}
+    paper = papers.of_algorithm(argv[1])
+    own = {o.name for o, _ in paper.options_for(argv[1])} | {"--" + d.replace("_", "-") for d, _ in _COMMON}
+    own |= {"--" + f.replace("_", "-") for f, _ in paper.replay_args} | {"--quiet", "--help", "--overwrite"}
     for tok in argv[2:]:
         name = tok.split("=", 1)[0]
         if name.startswith("--") and name not in own:
-            who = owners(name)
+            who = papers.owners(name)
             if who:
                 _say(f"refimpl: error: {name} does not apply to {argv[1]}; it is an option of {', '.join(who)} "
                      f"(see refimpl run {argv[1]} --help)")
@@ -1192,13 +1172,12 @@ class _Parser(argparse.ArgumentParser):
 def build_parser():
     p = _Parser(prog="refimpl", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    from .options import FAMILIES
+    from refimpl import papers
     r = sub.add_parser("run", help="run one algorithm and write its trace",
                        description="Run one algorithm; `refimpl run ALGORITHM --help` lists its options.")
     algs = r.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
-    for fam_algs in FAMILIES.values():
-        for alg in fam_algs:
-            RUN_PARSERS[alg] = _add_algorithm_parser(algs, alg)
+    for alg in papers.algorithms():
+        RUN_PARSERS[alg] = _add_algorithm_parser(algs, alg)
     cp = sub.add_parser("compare", help="run several methods on the same data, speeds and seed")
     cp.add_argument("what", choices=["vfl", "mfcgd"])
     cp.add_argument("--rounds", type=int, default=2000, help="cap on rounds per method")
@@ -1258,14 +1237,15 @@ def build_parser():
     ss.add_argument("--top", type=int, default=3)
     ss.set_defaults(fn=cmd_sweep_summary)
     rp = sub.add_parser("reproduce", help="the papers' figures, averaged over seeds")
-    rp.add_argument("name", choices=["ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates"])
+    rp.add_argument("name", choices=[n for p in papers.papers() for n in p.reproductions])
     rp.add_argument("--out", required=True)
     rp.add_argument("--data-dir", default=None)
     rp.add_argument("--seeds", type=int, default=3)
     rp.add_argument("--rounds", type=int, default=None, help="rounds (steps for mfcgd-rates); default per NAME")
     rp.add_argument("--paper", action="store_true", help="the paper's batch sizes and T = 1000 (needs --data-dir)")
     rp.add_argument("--quick", action="store_true", help="short runs (tests, the quick report)")
-    rp.add_argument("--preset", choices=["paper", "authors"], default="paper",
+    rp.add_argument("--preset", choices=sorted({v for p in papers.papers() for v in p.reproduction_presets}),
+                    default="paper",
                     help="SSCA settings: the paper's table, or the authors' scripts (ReLU, bias, their a1/a2/α/τ, A = τ)")
     rp.add_argument("--resume", action="store_true", help="continue an interrupted reproduction in --out")
     rp.add_argument("--tune", action="store_true",

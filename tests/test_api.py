@@ -9,7 +9,7 @@ import refimpl
 from refimpl import mfcgd, ssca, vfl
 from refimpl.cli import main
 from refimpl.core.trace import Trace
-from refimpl.options import FAMILIES, options_for
+from refimpl.papers import algorithms, options_for
 
 
 def test_ssca_run_through_the_api_equals_the_command_line(tmp_path):
@@ -37,7 +37,7 @@ def test_vfl_and_mfcgd_run_through_the_api(tmp_path):
         assert t.plot(tmp_path / name) == tmp_path / name and (tmp_path / name).stat().st_size > 0
 
 
-@pytest.mark.parametrize("algorithm", [a for algs in FAMILIES.values() for a in algs])
+@pytest.mark.parametrize("algorithm", algorithms())
 def test_run_help_lists_only_the_algorithms_options_with_defaults(algorithm, capsys):
     with pytest.raises(SystemExit):
         main(["run", algorithm, "--help"])

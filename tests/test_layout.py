@@ -14,9 +14,9 @@ ALLOWED = {
     "ssca": {"core", "ssca"},
     "vfl": {"core", "vfl"},
     "mfcgd": {"core", "mfcgd"},
-    "verification": {"core", "ssca", "vfl", "mfcgd", "verification"},
-    "tools": {"core", "ssca", "vfl", "mfcgd", "tools", "verification", "conformance"},
-    "conformance": {"core", "ssca", "vfl", "mfcgd", "conformance"},
+    "verification": {"core", "ssca", "vfl", "mfcgd", "verification", "papers"},
+    "tools": {"core", "ssca", "vfl", "mfcgd", "tools", "verification", "conformance", "papers"},
+    "conformance": {"core", "ssca", "vfl", "mfcgd", "conformance", "papers"},
 }
 
 
@@ -107,3 +107,83 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "runs" / "ssca" / "trace.npz").exists()
+
+
+# ----------------------------------------------------------------------------- one description per paper
+
+def _family_comparisons(root, keys):
+    """Where code outside a paper's folder asks "which paper is this?" itself: a comparison with a
+    paper key (``== "ssca"``, ``in ("ssca", …)``, ``.startswith("ssca")``) or a table keyed by two
+    or more paper keys (a second Config table)."""
+    keys = set(keys)
+
+    def is_key(node):
+        return isinstance(node, ast.Constant) and node.value in keys
+
+    def holds_key(node):
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(is_key(e) for e in node.elts)
+
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in keys:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            bad = False
+            if isinstance(node, ast.Compare):
+                sides = [node.left] + node.comparators
+                bad = any(is_key(s) for s in sides) or any(
+                    isinstance(op, (ast.In, ast.NotIn)) and holds_key(c) for op, c in zip(node.ops, node.comparators))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("startswith", "endswith"):
+                bad = any(is_key(a) or holds_key(a) for a in node.args)
+            elif isinstance(node, ast.Dict):
+                bad = sum(is_key(k) for k in node.keys if k is not None) >= 2
+            if bad:
+                hits.append(f"{rel}:{node.lineno}")
+    return hits
+
+
+def test_no_family_name_comparison_outside_the_papers_folders():
+    from refimpl import papers
+    assert _family_comparisons(ROOT, papers.keys()) == []
+
+
+def test_the_family_scan_sees_a_comparison_and_a_config_table(tmp_path):
+    """The scan itself can fail: planted comparisons and a planted Config table are found, a paper's
+    own folder is left alone."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "ssca").mkdir()
+    (tmp_path / "tools" / "bad.py").write_text(
+        'def f(fam, alg):\n'
+        '    if fam == "ssca":\n        return 1\n'
+        '    if alg.startswith("vfl"):\n        return 2\n'
+        '    if fam in ("mfcgd", "x"):\n        return 3\n'
+        '    return {"ssca": 1, "vfl": 2}\n')
+    (tmp_path / "ssca" / "own.py").write_text('KEY = "ssca"\nOK = KEY == "ssca"\n')
+    assert _family_comparisons(tmp_path, ("ssca", "vfl", "mfcgd")) == [
+        "tools/bad.py:2", "tools/bad.py:4", "tools/bad.py:6", "tools/bad.py:8"]
+
+
+def test_each_convention_and_option_choice_is_written_once():
+    """A convention's values and an option's choices are written as a literal in one file only
+    (the paper's description or the module it reads them from)."""
+    from refimpl import papers
+    literals = {}
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and len(node.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                literals.setdefault(tuple(e.value for e in node.elts), set()).add(str(path.relative_to(ROOT)))
+    seen = []
+    keys = set(papers.keys())
+    for p in papers.papers():
+        for c in p.conventions:
+            if all(isinstance(v, str) for v in c.values):
+                # another paper's folder may hold an equal tuple of another meaning (a preset's names)
+                where = sorted(f for f in literals.get(tuple(c.values), ())
+                               if f.split("/")[0] == p.key or f.split("/")[0] not in keys)
+                seen.append((p.key, c.option, where))
+    twice = [s for s in seen if len(s[2]) > 1]
+    assert twice == [], twice
+    assert len(seen) >= 8 and all(len(s[2]) == 1 for s in seen if s[1] != "protocol")

@@ -24,6 +24,9 @@ from refimpl.core import validate as V
 from refimpl.core.kernels import KERNELS
 
 
+ACTIVATIONS = ("swish", "relu")    # the hidden activations: the paper's swish, the authors' ReLU
+
+
 @dataclass(frozen=True)
 class TwoLayerNet:
     """Shape and options of the network; holds no parameters (ω is passed in explicitly)."""
@@ -38,7 +41,7 @@ class TwoLayerNet:
     def __post_init__(self):
         for f in ("n_inputs", "n_hidden", "n_classes"):
             V.positive_int(f, getattr(self, f))
-        if self.activation not in ("swish", "relu"):
+        if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be 'swish' or 'relu', got {self.activation!r}")
         if self.backend not in KERNELS:
             raise ValueError(f"backend must be one of {sorted(KERNELS)}, got {self.backend!r}")

@@ -14,46 +14,34 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from refimpl.core.replay import read_arrays, read_dump
 
-# data-flow order of each paper's dump names (``<k>`` stands for a party index)
-ORDER = {
-    "ssca": ("batch", "omega", "client_count", "client_loss", "client_grad", "loss_hat", "grad_hat", "rho", "gamma",
-             "A", "B", "C", "omega_bar", "multiplier", "slack", "eta", "velocity", "omega_next"),
-    "vfl": ("batch", "H", "dh<k>", "tau", "eta", "theta<k>", "grad<k>", "momentum<k>", "w_bar", "W"),
-    "mfcgd": ("zeta", "xi", "x", "h", "u", "v", "w", "y", "m", "x_bar", "w_bar", "communication", "A", "eta", "alpha",
-              "beta", "varrho", "d", "x_next"),
-}
+def _paper(key):
+    from refimpl import papers
+    return papers.get(key)
 
-# the convention switches a rerun tries, per paper: option → its values
-SWITCHES = {
-    "ssca": {"curvature": ("recursive", "fixed"), "activation": ("swish", "relu")},
-    "vfl": {"momentum": ("reset", "persistent"), "adaptive_rule": ("paper", "authors"),
-            "server_time_unit": ("step", "timeout-over-Q"), "protocol": ("refimpl", "authors")},
-    "mfcgd": {"matrix": ("adam", "norm", "amsgrad")},
-}
+
+def switches(paper):
+    """The convention switches a rerun tries, from the paper's description: option → its values
+    (conventions that act on the arithmetic, and bundles; those acting on the inputs are set by
+    THEIR replay inputs, and record-only ones change no dumped quantity)."""
+    return {c.option: c.values for c in _paper(paper).conventions if c.acts_on in ("arithmetic", "bundle")}
 
 
 def paper_of(names):
-    """Which paper's dump a set of quantity names is."""
-    if {"omega", "omega_next"} & names:
-        return "ssca"
-    if any(re.fullmatch(r"theta\d+", n) for n in names):
-        return "vfl"
-    if {"x", "x_next"} & names:
-        return "mfcgd"
-    raise ValueError(f"cannot tell whose dump this is from its quantities {sorted(names)} "
-                     "(expected refimpl's names: docs/guide.md)")
+    """Which paper's dump a set of quantity names is (its key)."""
+    from refimpl import papers
+    return papers.of_dump(names).key
 
 
 def ordered(paper, names):
     """``names`` in the paper's data-flow order (party-indexed names by party), unknown names last."""
     out = []
-    for pattern in ORDER[paper]:
+    for pattern in _paper(paper).dump_order:
         if "<k>" in pattern:
             rx = re.compile("^" + re.escape(pattern).replace("<k>", r"(\d+)") + "$")
             out += sorted((n for n in names if rx.match(n)), key=lambda n: int(rx.match(n).group(1)))
@@ -202,14 +190,9 @@ def _trace_config(path):
         raise ValueError(f"{js}: not a readable trace.json ({exc})")
 
 
-def _family(cfg):
-    if "algorithm" in cfg and "setting" in cfg:
-        return "ssca"
-    if "parties" in cfg:
-        return "vfl"
-    if "problem" in cfg:
-        return "mfcgd"
-    raise ValueError("trace.json's configuration is of no refimpl family")
+def _owner(cfg):
+    from refimpl import papers
+    return papers.of_record(cfg)
 
 
 def run_data(ours_path):
@@ -220,8 +203,10 @@ def run_data(ours_path):
     source = doc.get("data_source")
     if source is None and doc.get("data") == "mnist-5k-embedded":
         source = {"kind": "embedded"}
-    if source is None and _family(doc) == "mfcgd" and doc.get("problem") != "drfl":
-        return None                                     # the problem needs no data set
+    if source is None:
+        paper = _owner(doc)
+        if not paper.needs_data(paper.config_from_record(doc)):
+            return None                                 # the run needs no data set
     from refimpl.core.data import load_source
     return load_source(source, f"{ours_path}: the run's data", doc.get("data_digest"))
 
@@ -230,50 +215,17 @@ def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
     """refimpl rerun with OURS's configuration, THEIR initial point and schedule (the replay
     inputs THEIRS holds, refimpl's names) and ``overrides``, on ``data`` (the run's own data:
     :func:`run_data`); returns the rerun's dump."""
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    from refimpl.ssca.experiment import RunConfig
-    from refimpl.vfl.experiment import VFLConfig
     cfg_doc = _trace_config(ours_path)
-    fam = _family(cfg_doc)
-    cls = {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[fam]
-    fields_ = cls.__dataclass_fields__
-    cfg = cls(**{k: v for k, v in cfg_doc.items() if k in fields_})
+    owner = _owner(cfg_doc)
+    cfg = owner.config_from_record(cfg_doc)
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
     arrays = read_arrays(theirs, "THEIRS")
-    dump_rounds = ",".join(str(r) for r in rounds)
-    if fam == "vfl":
-        kw = {"init": theirs if any(k.startswith(("theta0", "init_theta0")) for k in arrays) else None,
-              "batches": theirs if "batches" in arrays else None, "taus": theirs if "tau" in arrays else None}
-        if overrides.get("protocol") == "authors":
-            # the protocol's step counts only: THEIR batches and initial point stay
-            overrides = {**overrides, "batch_order": "independent", "init_scheme": "glorot",
-                         "server_time_unit": "step"}
-        cfg = replace(cfg, dump_rounds=dump_rounds, rounds=max(rounds), **kw, **overrides)
-        from refimpl.vfl.experiment import run_vfl
-        tr = run_vfl(cfg, data)
-    elif fam == "mfcgd":
-        kw = {"init": theirs if ("x1" in arrays or "init_x1" in arrays) else None,
-              "samples": theirs if any(k.startswith(("zeta", "samples_")) for k in arrays) else None}
-        cfg = replace(cfg, dump_rounds=dump_rounds, steps=max(rounds), **kw, **overrides)
-        from refimpl.mfcgd.experiment import run_mfcgd_config
-        tr = run_mfcgd_config(cfg, data)
-    else:
-        from refimpl.ssca.experiment import run_experiment
-        init = None
-        if "W1_0" in arrays and "W2_0" in arrays:
-            init = (arrays["W1_0"], arrays["W2_0"])
-        batches = arrays.get("batches")
-        cfg = replace(cfg, dump_rounds=dump_rounds, rounds=max(rounds), snapshots=[], **overrides)
-        tr = run_experiment(cfg, data, init=init, batches=batches)
+    changes, replay = owner.replay_from(arrays, theirs)
+    cfg = owner.with_length(cfg, max(rounds), dump_rounds=",".join(str(r) for r in rounds), **changes,
+                            **owner.rerun_changes(overrides))
+    tr = owner.run(cfg, data, replay)
     from refimpl.core.replay import dump_arrays
     return dump_arrays(tr.arrays)
-
-
-#: the replay inputs of each paper's runs (names in THEIR dump and in a refimpl trace), with the
-#: words a verdict uses for them
-INPUTS = {"ssca": (("W1_0", "initial point"), ("W2_0", "initial point"), ("batches", "batch schedule")),
-          "vfl": ((r"init_theta\d+", "initial point"), ("batches", "batch schedule"), ("tau", "τ table")),
-          "mfcgd": (("x1", "initial point"), ("init_x1", "initial point"), (r"zeta.*|samples_.*", "samples"))}
 
 
 def differing_inputs(ours_path, theirs_path, paper):
@@ -287,8 +239,9 @@ def differing_inputs(ours_path, theirs_path, paper):
             return {}
     a, b = arrays(ours_path), arrays(theirs_path)
     differ, unknown = [], []
-    for pattern, word in INPUTS[paper]:
-        keys = sorted({k for k in set(a) | set(b) if re.fullmatch(pattern, k)})
+    for inp in _paper(paper).replay_inputs:
+        word = inp.word
+        keys = sorted({k for k in set(a) | set(b) if inp.matches(k)})
         for k in keys:
             if k not in a or k not in b:
                 unknown.append(word)
@@ -344,7 +297,7 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
     if base_row["agrees"]:
         return rows, {"kind": "inputs", "row": base_row, "not_run": []}
     singles = []
-    for option, values in SWITCHES[paper].items():
+    for option, values in switches(paper).items():
         if option not in takes or option not in cfg:
             continue
         current = cfg.get(option)

@@ -7,7 +7,7 @@ import datetime
 import json
 import os
 
-from refimpl.tools.reproduce import NAMES, versions
+from refimpl.tools.reproduce import names, versions
 from refimpl.tools.verify import write_json
 
 
@@ -53,7 +53,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
     reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True)
-            for name in NAMES}
+            for name in names()}
     checks_root = os.path.join(out, "checks")
     shutil.rmtree(checks_root, ignore_errors=True)          # checks are never reused
     ids = list(load_checks())

@@ -24,7 +24,12 @@ from refimpl.core.trace import Trace, write_csv
 from refimpl.core.identity import run_identity, select, selection_score
 from refimpl.tools.engine import content_id, make_out_dir
 
-NAMES = ("ssca-sample", "ssca-feature", "ssca-tradeoff", "vfl-time", "mfcgd-rates")
+
+
+def names():
+    """Every reproduction, paper by paper."""
+    from refimpl import papers
+    return tuple(n for p in papers.papers() for n in p.reproductions)
 
 
 def versions():
@@ -38,117 +43,28 @@ def versions():
 
 # ----------------------------------------------------------------------------- run plans
 
-def _ssca_plan(setting, quick, rounds, paper, n_train=4000, clients=10, preset="paper"):
-    from refimpl.ssca.experiment import RunConfig
-    if setting == "sample":
-        batches = (10, 100, 6000) if paper else (10, 100)
-    else:
-        batches = (10, 100, 1000) if paper else (10, 100)
-    T = rounds or (1000 if paper else (60 if quick else 300))
-    every = max(1, T // 50)
-    plan = []
-    for B in batches:
-        base = dict(setting=setting, batch=B, rounds=T, eval_every=every, preset=preset)
-        plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", **base)))
-        plan.append((f"SGD B={B}", "ssca", RunConfig("sgd", lr=0.3, lr_decay=0.3, **base)))
-        plan.append((f"SGD-m B={B}", "ssca", RunConfig("sgdm", lr=1.0, momentum=0.5, lr_decay=0.3, **base)))
-        E = min(5, (n_train // clients) // B)       # E local steps need E·B distinct samples per client
-        if setting == "sample" and E >= 2:
-            plan.append((f"FedAvg E={E} B={B}", "ssca", RunConfig("sgd", lr=0.3, lr_decay=0.3, local_steps=E, **base)))
-    return plan, ("round", ("train_cost", "test_accuracy"))
-
-
-def _tradeoff_plan(quick, rounds, paper, preset="paper"):
-    from refimpl.ssca.experiment import RunConfig
-    T = rounds or (1000 if paper else (80 if quick else 300))
-    every = max(5, T // 50)
-    plan = []
-    # 400: a client's whole data here (not a batch of the authors' scripts)
-    batches = (10, 100, 6000) if paper else ((10, 100) if preset == "authors" else (10, 100, 400))
-    for B in batches:
-        plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", batch=B, rounds=T, eval_every=every, preset=preset)))
-    # Fig. 4 compares end points, so both problems use one schedule meeting (4) and (6)
-    conv = dict(rounds=T, eval_every=every, rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6, preset=preset)
-    for U in (0.1, 0.2, 0.3, 0.5):
-        plan.append((f"constrained U={U}", "ssca", RunConfig("ssca-constrained", U=U, **conv)))
-    for lam in (1e-4, 1e-3, 1e-2):
-        plan.append((f"regularised lam={lam}", "ssca", RunConfig("ssca", lam=lam, **conv)))
-    return plan, ("round", ("train_cost", "test_accuracy", "sq_norm", "comm_floats", "grad_evals"))
-
-
-def _vfl_plan(quick, rounds, paper):
-    from refimpl.vfl.experiment import VFLConfig
-    budget = 300.0 if quick else 1500.0
-    R = rounds or (200 if quick else 1000)
-    base = VFLConfig(rounds=R, time_budget=budget, eta="0.03")
-    plan = [(m, "vfl", replace(base, method=m, eta="0.1" if m == "async-vfl" else base.eta))
-            for m in ("flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd")]
-    return plan, ("time", ("test_accuracy",))
-
-
-def _mfcgd_plan(quick, rounds, paper):
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    T = rounds or (3000 if quick else 30000)
-    base = MFCGDConfig(steps=T, eval_every=max(1, T // 200), heterogeneity=0.1)
-    plan = [("MFCGD", "mfcgd", replace(base, method="mfcgd")),
-            ("AdaMFCGD", "mfcgd", replace(base, method="adamfcgd", gamma=0.1)),
-            ("ComFedL", "mfcgd", replace(base, method="comfedl", eta=0.1, beta=0.5)),
-            ("Local-SCGDM", "mfcgd", replace(base, method="local-scgdm", eta=0.1, beta=0.5))]
-    return plan, ("samples", ("grad_norm", "rounds"))
-
-
 def plan_for(name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
-    if preset != "paper" and not name.startswith("ssca"):
-        raise ValueError(f"--preset {preset} exists for the SSCA reproductions (ssca-sample, ssca-feature, "
-                         f"ssca-tradeoff), not for {name}")
-    if name == "ssca-sample":
-        return _ssca_plan("sample", quick, rounds, paper, n_train, preset=preset)
-    if name == "ssca-feature":
-        return _ssca_plan("feature", quick, rounds, paper, n_train, preset=preset)
-    if name == "ssca-tradeoff":
-        return _tradeoff_plan(quick, rounds, paper, preset)
-    if name == "vfl-time":
-        return _vfl_plan(quick, rounds, paper)
-    if name == "mfcgd-rates":
-        return _mfcgd_plan(quick, rounds, paper)
-    raise ValueError(f"unknown reproduction {name!r}; one of {NAMES}")
-
-
-def _config_class(family):
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    from refimpl.ssca.experiment import RunConfig
-    from refimpl.vfl.experiment import VFLConfig
-    return {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[family]
-
-
-def _run_one(family, cfg, ds):
-    if family == "ssca":
-        from refimpl.ssca.experiment import run_experiment
-        return run_experiment(cfg, ds)
-    if family == "vfl":
-        from refimpl.vfl.experiment import run_vfl
-        return run_vfl(cfg, ds)
-    from refimpl.mfcgd.experiment import run_mfcgd_config
-    return run_mfcgd_config(cfg, ds)
+    """The labelled runs of reproduction ``name`` (asked of the paper that owns it) and its axis
+    and metrics."""
+    from refimpl import papers
+    owner = papers.of_reproduction(name)
+    if preset not in owner.reproduction_presets:
+        takes = [n for p in papers.papers() if preset in p.reproduction_presets for n in p.reproductions]
+        raise ValueError(f"--preset {preset} exists for the reproductions {', '.join(takes)}, not for {name}")
+    return owner.plan(name, quick=quick, rounds=rounds, paper=paper, n_train=n_train, preset=preset)
 
 
 def _planned_config(family, cfg):
     """The configuration a run of the plan records (SSCA runs record their resolved settings)."""
-    return asdict(cfg.resolved()) if family == "ssca" else asdict(cfg)
+    from refimpl import papers
+    return papers.get(family).recorded(cfg)
 
 
 def _preflight(plan, ds):
     """Every run of the plan can start on this data: checked before the first run, not after four."""
+    from refimpl import papers
     for label, family, cfg in plan:
-        if family != "ssca":
-            continue
-        c = cfg.resolved()
-        per_round = c.batch * c.local_steps
-        room = ds.n_train // c.clients if c.setting == "sample" else ds.n_train
-        if per_round > room:
-            raise ValueError(f"reproduction run {label!r} needs batches of {per_round} samples but the data give "
-                             f"{'each client' if c.setting == 'sample' else 'the server'} only {room}; use larger data "
-                             "(--data-dir) or another reproduction")
+        papers.get(family).preflight(label, cfg, ds)
 
 
 # ----------------------------------------------------------------------------- data in the workers
@@ -193,20 +109,18 @@ def validation_split(ds, fraction=1 / 6):
 
 def run_task(task, tmp):
     """The engine's work function of one (run, seed): the trace saved into ``tmp``."""
-    cfg = _config_class(task["family"])(**task["config"])
-    tr = _run_one(task["family"], cfg, load_data(task["data"]))
+    from refimpl import papers
+    paper = papers.get(task["family"])
+    cfg = paper.config_class()(**task["config"])
+    tr = paper.run(cfg, load_data(task["data"]) if paper.needs_data(cfg) else None)
     tr.save(tmp)
     return tr.status, None
 
 
 def _cost(family, cfg):
     """A rough relative cost (for scheduling the longest runs first), not a prediction."""
-    if family == "ssca":
-        c = cfg.resolved()
-        return c.rounds * (c.batch * c.local_steps * (c.clients if c.setting == "sample" else 1) + 2000) * 1e-6
-    if family == "vfl":
-        return cfg.rounds * 0.05
-    return cfg.steps * 2e-4
+    from refimpl import papers
+    return papers.get(family).cost(cfg)
 
 
 def make_task(root, label, family, cfg, seed, data):
@@ -245,7 +159,8 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
     data = data_key(data_dir)
     ds = load_data(data)
     plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train, preset)
-    if paper and ds.n_train < 60000 and name.startswith("ssca"):
+    from refimpl import papers
+    if paper and ds.n_train < papers.of_reproduction(name).paper_settings_n_train:
         raise ValueError("--paper needs the full 60,000-sample training set: give --data-dir with MNIST-format files")
     _preflight(plan, ds)
     _refuse_without_resume(out, resume)
@@ -482,13 +397,8 @@ def settings_source(header):
 
 def horizon(plan):
     """The runs' length for a title: rounds (SSCA), the time budget and round cap (VFL), steps (MFCGD)."""
-    fam, cfg = plan[0][1], plan[0][2]
-    if fam == "ssca":
-        T = sorted({c.resolved().rounds for _, _, c in plan})
-        return f"{'/'.join(str(t) for t in T)} rounds"
-    if fam == "vfl":
-        return f"time budget {cfg.time_budget:g}, at most {cfg.rounds} rounds"
-    return f"{cfg.steps} steps"
+    from refimpl import papers
+    return papers.get(plan[0][1]).horizon([c for _, _, c in plan])
 
 
 def figure_title(name, header, plan, width=None):
@@ -528,35 +438,6 @@ def _plot(out, name, rows, axis, metrics, header=None, plan=None):
 
 # ----------------------------------------------------------------------------- --tune
 
-TUNE_POINTS = 6          # grid points per method: the same budget for every method
-
-
-def tune_grids(setting, batch, rounds, every, local_steps=5):
-    """Per method, ``TUNE_POINTS`` configurations around the paper's settings (all other settings
-    as in the paper's MNIST experiments). SSCA: τ × a2 (γ_t = a2/t^(α+0.05)); SGD and FedAvg: η0
-    (η_t = η0/t^0.3); SGD-m: η0 × momentum."""
-    from refimpl.ssca.experiment import RunConfig
-    base = dict(setting=setting, batch=batch, rounds=rounds, eval_every=every)
-    lrs = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-    grids = {
-        "SSCA": [RunConfig("ssca", tau=tau, gamma_a=a2, **base) for tau in (0.01, 0.05, 0.2) for a2 in (0.3, 0.9)],
-        "SGD": [RunConfig("sgd", lr=lr, lr_decay=0.3, **base) for lr in lrs],
-        "SGD-m": [RunConfig("sgdm", lr=lr, momentum=m, lr_decay=0.3, **base) for lr in (0.1, 0.3, 1.0)
-                  for m in (0.5, 0.9)],
-    }
-    if setting == "sample":
-        grids[f"FedAvg E={local_steps}"] = [RunConfig("sgd", lr=lr, lr_decay=0.3, local_steps=local_steps, **base)
-                                            for lr in lrs]
-    assert all(len(g) == TUNE_POINTS for g in grids.values())
-    return grids
-
-
-def _tuned_settings(cfg):
-    c = cfg.resolved()
-    keys = ("tau", "gamma_a") if c.algorithm == "ssca" else ("lr", "momentum") if c.algorithm == "sgdm" else ("lr",)
-    return {k: getattr(c, k) for k in keys}
-
-
 def _pick(tr):
     """Selection score on the validation split (:func:`refimpl.core.identity.selection_score`):
     final validation accuracy (higher is better), ties broken by the final training cost; a
@@ -570,25 +451,27 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
     points, each run once (seed 0) on the training data minus a held-out validation split and
     judged on that split; each method's best setting then runs over the seeds on the full data
     (test set untouched until then). Both stages are engine tasks (resumable, any executor)."""
-    if name not in ("ssca-sample", "ssca-feature"):
-        raise ValueError(f"--tune exists for ssca-sample and ssca-feature, not {name}")
+    from refimpl import papers
+    owner = papers.of_reproduction(name)
+    T = rounds or 1000
+    every = max(1, T // 50)
+    if owner.tune_grids(name, batch, T, every) is None:
+        tunable = [n for p in papers.papers() for n in p.reproductions if p.tune_grids(n, batch, T, every) is not None]
+        raise ValueError(f"--tune exists for {' and '.join(tunable)}, not {name}")
     if not data_dir:
         raise ValueError("--tune needs --data-dir (a full-size data set in IDX format): the embedded subset has "
                          "no room for a validation split at the paper's batch sizes")
     if int(seeds) < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     t0 = time.perf_counter()
-    setting = name.split("-")[1]
-    T = rounds or 1000
-    every = max(1, T // 50)
     val, full = data_key(data_dir, "validation"), data_key(data_dir)
     vds, ds = load_data(val), load_data(full)
-    grids = tune_grids(setting, batch, T, every)
-    _preflight([(m, "ssca", c) for m, g in grids.items() for c in g], vds)
+    grids = owner.tune_grids(name, batch, T, every)
+    _preflight([(m, owner.key, c) for m, g in grids.items() for c in g], vds)
     _refuse_without_resume(out, resume)
-    stage1 = [make_task(out, f"{m} #{i}", "ssca", c, 0, val) for m, g in grids.items() for i, c in enumerate(g)]
+    stage1 = [make_task(out, f"{m} #{i}", owner.key, c, 0, val) for m, g in grids.items() for i, c in enumerate(g)]
     if progress:
-        progress(f"tuning: {len(stage1)} runs ({TUNE_POINTS} per method) on {vds.name} "
+        progress(f"tuning: {len(stage1)} runs ({len(stage1) // len(grids)} per method) on {vds.name} "
                  f"({vds.n_train} train / {vds.X_test.shape[0]} validation)")
     c1, failures, _ = run_tasks(stage1, executor, workers, scheduler, progress)
     if failures:
@@ -599,7 +482,7 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
         rows = []
         for i, c in enumerate(g):
             tr = Trace.load(os.path.join(out, "tasks", next(t["id"] for t in stage1 if t["label"] == f"{m} #{i}")))
-            rows.append({"settings": _tuned_settings(c), "status": tr.status,
+            rows.append({"settings": owner.tuned_settings(c), "status": tr.status,
                          "validation_accuracy": float(tr.series("test_accuracy")[-1]),
                          "train_cost": float(tr.series("train_cost")[-1]), "score": _pick(tr)})
         best = select([r["score"] for r in rows])
@@ -613,7 +496,7 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
                 and chosen[k] in (min(r["settings"][k] for r in rows), max(r["settings"][k] for r in rows))]
         tuning[m] = {"grid": rows, "chosen": chosen, "chosen_index": best, "chosen_at_grid_edge": edge}
         label = f"{m} (" + ", ".join(f"{k}={v:g}" for k, v in rows[best]["settings"].items()) + ")"
-        plan.append((label, "ssca", g[best]))
+        plan.append((label, owner.key, g[best]))
     rep = Reproduction(name, out, plan, "round", ("train_cost", "test_accuracy"), seeds, ds, full,
                        [make_task(out, label, fam, cfg, s, full) for label, fam, cfg in plan for s in range(seeds)],
                        {"name": name, "preset": "paper", "paper_settings": False, "quick": False, "tuned": True,
@@ -622,7 +505,7 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
                         "tuning": {"selection": "final validation accuracy (ties: final training cost); diverged "
                                                 "runs excluded", "validation_split": {"train": vds.n_train,
                                                 "validation": int(vds.X_test.shape[0]), "seed": VALIDATION_SEED},
-                                   "points_per_method": TUNE_POINTS, "methods": tuning}})
+                                   "points_per_method": len(stage1) // len(grids), "methods": tuning}})
     if progress:
         progress("chosen: " + "; ".join(label for label, _, _ in plan) + f"; {seeds} seeds on the full data")
     c2, failures, _ = run_tasks(rep.tasks, executor, workers, scheduler, progress)

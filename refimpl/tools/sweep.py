@@ -37,28 +37,13 @@ SPEC_KEYS = {"runner", "seeds", "fixed", "grid", "description"}
 
 # ----------------------------------------------------------------------------- spec
 
-def _runner_family(runner):
-    from refimpl.ssca.experiment import ALGORITHMS
-    from refimpl.mfcgd.experiment import METHODS as MF
-    from refimpl.vfl.experiment import VFL_METHODS
-    if runner in ALGORITHMS:
-        return "ssca"
-    if runner in VFL_METHODS:
-        return "vfl"
-    if runner in MF:
-        return "mfcgd"
-    raise ValueError(f"unknown runner {runner!r}; allowed: {sorted(ALGORITHMS) + sorted(VFL_METHODS) + sorted(MF)}")
-
-
-def _config_class(family):
-    from refimpl.ssca.experiment import RunConfig
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    from refimpl.vfl.experiment import VFLConfig
-    return {"ssca": RunConfig, "vfl": VFLConfig, "mfcgd": MFCGDConfig}[family]
-
-
-def _method_field(family):
-    return {"ssca": "algorithm", "vfl": "method", "mfcgd": "method"}[family]
+def _paper(runner):
+    """The paper that owns a runner (any `refimpl run` algorithm)."""
+    from refimpl import papers
+    try:
+        return papers.of_algorithm(runner)
+    except ValueError:
+        raise ValueError(f"unknown runner {runner!r}; allowed: {sorted(papers.algorithms())}") from None
 
 
 def _expand(name, v):
@@ -126,9 +111,9 @@ def validate_spec(doc, max_cells=MAX_CELLS):
     if "runner" not in doc:
         raise ValueError("the spec must name a runner, e.g. runner = \"ssca\"")
     runner = doc["runner"]
-    family = _runner_family(runner)
-    cls = _config_class(family)
-    allowed = {f.name for f in fields(cls)} - {_method_field(family), "seed"}
+    paper = _paper(runner)
+    cls = paper.config_class()
+    allowed = {f.name for f in fields(cls)} - {paper.method_field, "seed"}
     for part in ("fixed", "grid"):
         if not isinstance(doc.get(part, {}), dict):
             raise ValueError(f"[{part}] must be a table of settings (name = value), got {doc[part]!r}")
@@ -208,18 +193,12 @@ def cells(grid):
 
 
 def make_config(runner, settings, seed):
-    family = _runner_family(runner)
-    cls = _config_class(family)
+    paper = _paper(runner)
     try:
-        cfg = cls(**{_method_field(family): runner, **settings, "seed": int(seed)})
+        cfg = paper.config_class()(**{paper.method_field: runner, **settings, "seed": int(seed)})
     except TypeError as exc:
         raise ValueError(f"invalid settings for {runner}: {exc}")
-    if family == "ssca":
-        cfg.resolved()
-    elif family == "vfl":
-        cfg.method_key()
-    else:
-        cfg.validate()
+    paper.validated(cfg)
     return cfg
 
 
@@ -242,18 +221,12 @@ def tasks(runner, fixed, grid, seeds):
 def sweep_task(task, tmp):
     """The engine's work function of a sweep task: one run, its trace saved into ``tmp``."""
     cfg = make_config(task["runner"], task["settings"], task["seed"])
-    family = _runner_family(task["runner"])
-    if family == "ssca":
+    paper = _paper(task["runner"])
+    data = None
+    if paper.needs_data(cfg):
         from refimpl.core.data import load_embedded_mnist
-        from refimpl.ssca.experiment import run_experiment
-        tr = run_experiment(cfg.resolved(), load_embedded_mnist())
-    elif family == "vfl":
-        from refimpl.core.data import load_embedded_mnist
-        from refimpl.vfl.experiment import run_vfl
-        tr = run_vfl(cfg, load_embedded_mnist())
-    else:
-        from refimpl.mfcgd.experiment import run_mfcgd_config
-        tr = run_mfcgd_config(cfg)
+        data = load_embedded_mnist()
+    tr = paper.run(paper.validated(cfg), data)
     tr.save(tmp)
     return tr.status, None
 

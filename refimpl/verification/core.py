@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from refimpl.core.kernels import activation_nb, activation_np, exp_nonpos_nb, softmax_xent_nb, softmax_xent_np
-from refimpl.core.model import TwoLayerNet
+from refimpl.core.model import ACTIVATIONS, TwoLayerNet
 from refimpl.verification.registry import check
 
 
@@ -36,7 +36,7 @@ def directional_fd_error(model, theta, X, y, rng, n_dirs, h=1e-5):
 def grad_fd(quick):
     rng = np.random.default_rng(11)
     errs = {}
-    for act in ("swish", "relu"):
+    for act in ACTIVATIONS:
         for bias in (False, True):
             m = TwoLayerNet(9, 6, 4, act, bias)
             theta = m.init_params(rng, eps=1.0)
@@ -153,7 +153,7 @@ def _scaled_instance(model, rng, B, scale):
 def grad_high_precision(quick):
     rng = np.random.default_rng(13)
     errs, finite = {}, True
-    for act in ("swish", "relu"):
+    for act in ACTIVATIONS:
         for bias in (False, True):
             model = TwoLayerNet(12 if quick else 20, 6 if quick else 12, 10, act, bias)
             for B in ((1, 7) if quick else (1, 7, 100)):
@@ -180,7 +180,7 @@ def kernels_numba_numpy(quick):
     Z[0, :] = np.linspace(-1e3, 1e3, 33)
     b = rng.standard_normal(33)
     diffs = {}
-    for kind in ("swish", "relu"):
+    for kind in ACTIVATIONS:
         A1, d1 = activation_nb(Z, b, kind)
         A2, d2 = activation_np(Z, b, kind)
         diffs[f"{kind} value"] = float(np.max(np.abs(A1 - A2) / np.maximum(1, np.abs(A2))))
@@ -394,10 +394,8 @@ def task_identity(quick):
     from dataclasses import asdict, fields
 
     from refimpl.core.identity import content_id, run_identity
-    from refimpl.mfcgd.experiment import MFCGDConfig
-    from refimpl.ssca.experiment import RunConfig
-    from refimpl.vfl.experiment import VFLConfig
-    configs = {"ssca": RunConfig("ssca"), "vfl": VFLConfig(), "mfcgd": MFCGDConfig()}
+    from refimpl import papers
+    configs = {p.key: p.config_class()() for p in papers.papers()}
     data = {"name": "embedded", "validation": None}
     unchanged, same_bad, checked = [], [], 0
     for family, cfg in configs.items():

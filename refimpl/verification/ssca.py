@@ -562,7 +562,8 @@ def constrained_round_literal(quick):
     T, tau, c = 5, 0.2, 1e4
     worst = {"gradient": 0.0, "A": 0.0, "B": 0.0, "C": 0.0, "omega_bar": 0.0, "omega_next": 0.0}
     det = {}
-    for curvature in ("recursive", "fixed"):
+    from refimpl.ssca.surrogate import CURVATURES
+    for curvature in CURVATURES:
         cfg = RunConfig("ssca-constrained", batch=20, rounds=T, clients=4, hidden=8, tau=tau, rho_a=0.6,
                         rho_alpha=0.3, gamma_a=0.5, gamma_alpha=0.4, U=0.5, penalty=c, curvature=curvature,
                         dump_rounds="all", eval_every=T, seed=3)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from refimpl.core.data import data_record
+from refimpl.vfl.conventions import CONVENTIONS, METHODS, RUN_PROTOCOLS
 from refimpl.vfl.flexvfl import (FlexVFL, VerticalData, condition20, estimate_smoothness, max_change_factor, quadrant_blocks,
                       run_async, time_to_target)
 from refimpl.vfl.local_optimizers import make_optimizer
@@ -16,8 +17,7 @@ from refimpl.core.partition import feature_partition
 from refimpl.vfl.speeds import Network, parse_speeds
 from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
 
-VFL_METHODS = {"flexvfl": "flex", "adaptive-flexvfl": "adaptive", "sync-vfl": "sync", "async-vfl": "async",
-               "pbcd": "pbcd"}
+VFL_METHODS = METHODS
 
 
 @dataclass
@@ -187,20 +187,6 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     if note:
         tr.config["speeds_note"] = note          # the CLI prints it once the run is over
     return tr
-
-
-RUN_PROTOCOLS = ("refimpl", "authors")
-
-# The conventions each protocol picks; an explicit option wins. "authors": the authors'
-# ImageNet/ModelNet loops (docs/flexvfl.md, "Conventions"): a new optimizer every round, one
-# permutation per epoch, their adaptive rule, S in units of timeout/Q, torch's initialisation.
-CONVENTIONS = {
-    "momentum": {"refimpl": "reset", "authors": "reset", "allowed": ("reset", "persistent")},
-    "batch_order": {"refimpl": "independent", "authors": "epoch", "allowed": ("independent", "epoch")},
-    "adaptive_rule": {"refimpl": "paper", "authors": "authors", "allowed": ("paper", "authors")},
-    "server_time_unit": {"refimpl": "step", "authors": "timeout-over-Q", "allowed": ("step", "timeout-over-Q")},
-    "init_scheme": {"refimpl": "glorot", "authors": "torch", "allowed": ("glorot", "torch")},
-}
 
 
 def conventions(cfg):

@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from refimpl.core.replay import index_table
+from refimpl.vfl.conventions import ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM  # noqa: F401  (re-exported)
 from refimpl.vfl.local_optimizers import weight_summary
 from refimpl.vfl.speeds import Network
 
 ROUND_METHODS = ("flex", "adaptive", "sync", "pbcd")
-MOMENTUM = ("reset", "persistent")
-BATCH_ORDERS = ("independent", "epoch")
-ADAPTIVE_RULES = ("paper", "authors")
 
 
 # ----------------------------------------------------------------------------- local steps τ_k^r

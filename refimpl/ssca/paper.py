@@ -1,0 +1,150 @@
+"""[SSCA] as the tools see it: Mini-batch SSCA for sample-based and feature-based federated
+learning, its baselines, options, conventions, replay inputs and dump quantities (one description,
+registered in :mod:`refimpl.papers`)."""
+from __future__ import annotations
+
+from refimpl.core.model import ACTIVATIONS
+from refimpl.core.paper import Convention, Opt, Paper, ReplayInput
+from refimpl.ssca.protocols import SAMPLINGS
+from refimpl.ssca.surrogate import CURVATURES
+
+ALGORITHMS = {
+    "ssca": "mini-batch SSCA, [SSCA] Algorithms 1 (sample-based) and 3 (feature-based)",
+    "ssca-constrained": "constrained mini-batch SSCA, [SSCA] Algorithms 2 and 4 (problem (40))",
+    "sgd": "SGD / FedAvg baseline of [SSCA] Section VI",
+    "sgdm": "SGD with momentum (SGD-m) baseline of [SSCA] Section VI",
+}
+_BASELINES = ("sgd", "sgdm")
+_SSCA_STEP = ("ssca", "ssca-constrained")
+
+
+class SSCAPaper(Paper):
+    key = "ssca"
+    title = ("Sample-based and Feature-based Federated Learning for Unconstrained and Constrained Nonconvex "
+             "Optimization via Mini-batch SSCA")
+    citation = "Ying Cui, Yangchen Li, Chencheng Ye: " + title + " (IEEE Transactions on Signal Processing, 2022)"
+    cite_key = "[SSCA]"
+    algorithms = ALGORITHMS
+    method_field = "algorithm"
+    length_field = "rounds"
+    options = (
+        Opt("setting", "sample- or feature-based FL", choices=("sample", "feature")),
+        Opt("preset", "the paper's table, or the authors' scripts (ReLU, bias, a1/a2/α/τ, A = τ)",
+            choices=("paper", "authors")),
+        Opt("batch", "mini-batch size, per client (sample) or per round (feature)"),
+        Opt("rounds", "communication rounds T"),
+        Opt("clients", "number of clients K (default: 10, or the number of --feature-blocks)", kind=int),
+        Opt("hidden", "hidden width J of the two-layer network"),
+        Opt("activation", "hidden activation", choices=ACTIVATIONS),
+        Opt("bias", "bias as column 0 of W1 and W2 (the authors' MATLAB layout)", flag=True),
+        Opt("lam", "λ of problem (32); a comma list runs the λ trade-off study", ("ssca",) + _BASELINES, text=True),
+        Opt("U", "loss bound U of problem (40); a comma list runs the U trade-off study", ("ssca-constrained",), text=True),
+        Opt("penalty", "slack penalty c of (41)", ("ssca-constrained",)),
+        Opt("solver", "Lemma 1's closed form or cvxpy", ("ssca-constrained",),
+            choices=("closed-form", "cvxpy")),
+        Opt("per_client", "one loss constraint per client (needs --solver cvxpy)", ("ssca-constrained",), flag=True),
+        Opt("ball_radius", "extra constraint ||ω|| <= r (needs --solver cvxpy)", ("ssca-constrained",)),
+        Opt("cvxpy_solver", "cvxpy solver name", ("ssca-constrained",)),
+        Opt("tau", "τ of surrogate (7) (default: the paper's for setting and batch)", _SSCA_STEP),
+        Opt("curvature", "the paper's A-recursion, or A^t = τ (authors' code)", _SSCA_STEP,
+            choices=CURVATURES),
+        Opt("rho_a", "a1 of ρ_t = a1 / t^α", _SSCA_STEP),
+        Opt("rho_alpha", "α of ρ_t (default: the paper's for setting and batch)", _SSCA_STEP),
+        Opt("gamma_a", "a2 of γ_t = a2 / t^(α+0.05)", _SSCA_STEP),
+        Opt("gamma_alpha", "exponent of γ_t (default: α + 0.05)", _SSCA_STEP),
+        Opt("lr", "η0 of the learning rate η_t = η0 / t^β", _BASELINES),
+        Opt("lr_decay", "β of η_t", _BASELINES),
+        Opt("momentum", "momentum m of SGD-m", ("sgdm",)),
+        Opt("local_steps", "local steps E per round (sample-based; E > 1 is FedAvg)", _BASELINES),
+        Opt("partition", "contiguous | iid | label_skew | dirichlet:α[:MIN] | quantity:σ", text=True),
+        Opt("sampling", "B per client from its shard, or K·B pooled from all (authors' SSCA)",
+            choices=SAMPLINGS),
+        Opt("partition_file", "sample-based: JSON file, one list of sample ids per client", text=True),
+        Opt("feature_blocks", "feature-based: JSON file, one list of feature indices per client", text=True),
+        Opt("collection", "feature-based: three-step (Algorithm 3) or one-step (Remark 4)",
+            choices=("three-step", "one-step"), metavar="MODE"),
+        Opt("eval_every", "rounds between evaluations of the full training cost"),
+        Opt("snapshots", "rounds whose iterates the trace keeps, e.g. 0,10,100", default="", text=True),
+        Opt("dump_rounds", "rounds whose intermediate quantities the trace keeps: 1,2,10 | all", default="", text=True),
+        Opt("authors_cost", "also record the authors' cost J (docs/ssca.md; on under --preset authors)", flag=True),
+        Opt("backend", "kernels", choices=("numba", "numpy")),
+        Opt("engine", "refimpl, or Flower's simulation engine (extra flower)",
+            choices=("refimpl", "flower")),
+        Opt("seed", "seed of the run's numpy.random.Generator"),
+        Opt("diverge_cost_factor", "diverged when the training cost exceeds this × its initial value"),
+        Opt("diverge_sq_norm", "diverged when ||ω||² exceeds this"),
+    )
+
+    # replay inputs of `refimpl run` that are files, not Config fields (flag → help)
+    replay_args = (("init", "FILE.npz with W1, W2, or the authors' initial_Theta1.mat (bias in column 0)"),
+                   ("batches", "FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature"))
+    conventions = (
+        Convention("curvature", CURVATURES, "recursive", "A", "arithmetic",
+                   "the paper's A-recursion, or A^t = τ (the authors' code)"),
+        Convention("activation", ACTIVATIONS, "swish", "client_loss", "arithmetic",
+                   "the paper's swish, or the authors' ReLU"),
+        Convention("sampling", SAMPLINGS, "per-client", "batch", "inputs",
+                   "B per client from its shard, or K·B pooled from all (the authors' code)"),
+        Convention("authors_cost", (False, True), False, "train_cost", "record",
+                   "also record the authors' cost J"),
+    )
+    dump_order = ("batch", "omega", "client_count", "client_loss", "client_grad", "loss_hat", "grad_hat", "rho",
+                  "gamma", "A", "B", "C", "omega_bar", "multiplier", "slack", "eta", "velocity", "omega_next")
+    dump_markers = ("omega", "omega_next")
+    replay_inputs = (ReplayInput("W1_0", "initial point"), ReplayInput("W2_0", "initial point"),
+                     ReplayInput("batches", "batch schedule"))
+    checks_module = "refimpl.verification.ssca"
+    mutation_prefixes = ("ssca.", "grad.", "kernels.", "core.")
+    reproductions = ("ssca-sample", "ssca-feature", "ssca-tradeoff")
+    reproduction_presets = ("paper", "authors")
+    paper_settings_n_train = 60000
+
+    def config_class(self):
+        from refimpl.ssca.experiment import RunConfig
+        return RunConfig
+
+    def validated(self, cfg):
+        return cfg.resolved()
+
+    def run(self, cfg, data=None, replay=None, progress=None):
+        from refimpl.ssca.experiment import run_experiment
+        replay = replay or {}
+        return run_experiment(cfg, data, init=replay.get("init"), batches=replay.get("batches"), progress=progress)
+
+    def replay_from(self, arrays, path):
+        init = (arrays["W1_0"], arrays["W2_0"]) if "W1_0" in arrays and "W2_0" in arrays else None
+        return {"snapshots": []}, {"init": init, "batches": arrays.get("batches")}
+
+    def plan(self, name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
+        from refimpl.ssca import reproductions as R
+        if name == "ssca-tradeoff":
+            return R.tradeoff_plan(quick, rounds, paper, preset)
+        if name in ("ssca-sample", "ssca-feature"):
+            return R.convergence_plan(name.split("-")[1], quick, rounds, paper, n_train, preset=preset)
+        return super().plan(name)
+
+    def tune_grids(self, name, batch, rounds, every):
+        if name not in ("ssca-sample", "ssca-feature"):
+            return None
+        from refimpl.ssca.reproductions import tune_grids
+        return tune_grids(name.split("-")[1], batch, rounds, every)
+
+    def tuned_settings(self, cfg):
+        from refimpl.ssca.reproductions import tuned_settings
+        return tuned_settings(cfg)
+
+    def cost(self, cfg):
+        c = cfg.resolved()
+        return c.rounds * (c.batch * c.local_steps * (c.clients if c.setting == "sample" else 1) + 2000) * 1e-6
+
+    def preflight(self, label, cfg, ds):
+        c = cfg.resolved()
+        per_round = c.batch * c.local_steps
+        room = ds.n_train // c.clients if c.setting == "sample" else ds.n_train
+        if per_round > room:
+            raise ValueError(f"reproduction run {label!r} needs batches of {per_round} samples but the data give "
+                             f"{'each client' if c.setting == 'sample' else 'the server'} only {room}; use larger data "
+                             "(--data-dir) or another reproduction")
+
+
+PAPER = SSCAPaper()

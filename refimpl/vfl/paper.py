@@ -1,0 +1,138 @@
+"""[FlexVFL] as the tools see it: Flex-VFL, Adaptive Flex-VFL and the vertical baselines on a
+simulated clock, their options, conventions, replay inputs and dump quantities (one description,
+registered in :mod:`refimpl.papers`)."""
+from __future__ import annotations
+
+from refimpl.core.paper import Convention, Opt, Paper, ReplayInput
+from refimpl.vfl.conventions import (ADAPTIVE_RULES, BATCH_ORDERS, CONVENTIONS, INIT_SCHEMES, METHODS, MOMENTUM,
+                                     RUN_PROTOCOLS, SERVER_TIME_UNITS)
+
+_HELP = {
+    "flexvfl": "Flex-VFL, [FlexVFL] Algorithm 1, on a simulated clock",
+    "adaptive-flexvfl": "Adaptive Flex-VFL, [FlexVFL] Algorithm 2",
+    "sync-vfl": "synchronous VFL baseline (Q local steps, the slowest party sets the pace)",
+    "async-vfl": "asynchronous VFL baseline (VAFL-style event queue)",
+    "pbcd": "parallel block coordinate descent baseline (one local step per round)",
+}
+ALGORITHMS = {m: _HELP[m] for m in METHODS}
+_ROUND_VFL = tuple(m for m in METHODS if m != "async-vfl")
+
+
+def _convention(option, first, acts_on, help_):
+    row = CONVENTIONS[option]
+    return Convention(option, row["allowed"], None, first, acts_on, help_ + f" (default: the protocol's, "
+                      f"{row['refimpl']} under refimpl, {row['authors']} under authors)")
+
+
+class VFLPaper(Paper):
+    key = "vfl"
+    title = "Flexible Vertical Federated Learning with Heterogeneous Parties"
+    citation = ("Timothy Castiglia, Shiqiang Wang, Stacy Patterson: " + title
+                + " (IEEE Transactions on Neural Networks and Learning Systems, 2023)")
+    cite_key = "[FlexVFL]"
+    algorithms = ALGORITHMS
+    method_field = "method"
+    length_field = "rounds"
+    options = (
+        Opt("parties", "number of parties K (4: image quadrants of 28×28 data)"),
+        Opt("encoder", "party encoder: linear | swish, or a comma list, one per party", text=True),
+        Opt("embed_dim", "embedding size O_k"),
+        Opt("hidden", "hidden width of swish encoders"),
+        Opt("optimizer", "sgd | momentum[:ρ] | proximal[:μ] | time-varying-lr[:d], or a server,parties list",
+            text=True),
+        Opt("eta", "learning rate(s) η_k, server first (adaptive: the dummy round's)", text=True),
+        Opt("A", "Adaptive Flex-VFL constants A_k of η_k = A_k / (τ_k w̄_k)", ("adaptive-flexvfl",), text=True),
+        Opt("batch", "mini-batch size"),
+        Opt("rounds", "cap on global rounds (async: events)", default=1000),
+        Opt("time_budget", "stop at this simulated time"),
+        Opt("timeout", "round timeout in simulated time", ("flexvfl", "adaptive-flexvfl")),
+        Opt("Q", "local steps per round of synchronous VFL", ("sync-vfl",)),
+        Opt("speeds", "step times: constant | lognormal | markov | trace | cputrace (docs/flexvfl.md)", text=True),
+        Opt("bandwidth", "bytes per simulated second"),
+        Opt("latency", "simulated seconds per message"),
+        Opt("server_time", "server round trip S per round (async: per event), see --server-time-unit"),
+        Opt("protocol", "authors: the authors' code's conventions (docs/flexvfl.md)",
+            choices=RUN_PROTOCOLS),
+        Opt("labels", "who holds the labels", choices=("all", "server")),
+        Opt("target", "stop when the test accuracy reaches this value"),
+        Opt("eval_every", "rounds between test-accuracy evaluations"),
+        Opt("loss_every", "training loss at every n-th evaluation only (NaN between; time-to-target runs)"),
+        Opt("theory_every", "rounds between evaluations of Σ_k ||∇_k F||² (0: never)"),
+        Opt("smoothness", "condition (14): none | estimate | L,L_0,...,L_K", text=True),
+        Opt("momentum", "local optimizer state: reset every round (paper) or persistent (default: the protocol's)",
+            _ROUND_VFL, choices=MOMENTUM),
+        Opt("batch_order", "mini-batches: independent draws (paper) or one permutation per epoch (authors)",
+            _ROUND_VFL, choices=BATCH_ORDERS),
+        Opt("adaptive_rule", "η^{r+1} = A/(τ w̄) (paper) or lr τ_prev/τ (authors' code)", ("adaptive-flexvfl",),
+            choices=ADAPTIVE_RULES),
+        Opt("server_time_unit", "unit of S: step (the fastest party's mean step) or timeout-over-Q (authors' plots)",
+            choices=SERVER_TIME_UNITS, metavar="UNIT"),
+        Opt("init_scheme", "initial point: Glorot-uniform (refimpl) or torch's defaults + N(0, 0.01) head (authors)",
+            choices=INIT_SCHEMES),
+        Opt("init", "FILE.npz/.mat with theta0 (server head) … thetaK, or a trace.npz (docs/guide.md)", text=True),
+        Opt("batches", "FILE.npy (rounds, B) of 0-based sample ids (async-vfl: one row per event), or a trace.npz",
+            text=True),
+        Opt("taus", "FILE.npy (rounds, K+1) of local steps per round, server first, or a trace.npz", _ROUND_VFL,
+            text=True),
+        Opt("dump_rounds", "rounds whose intermediate quantities the trace stores: 1,2,10 | all", _ROUND_VFL,
+            default="", text=True),
+        Opt("seed", "seed of the run's numpy.random.Generator"),
+        Opt("diverge_cost_factor", "diverged when the training loss exceeds this × its initial value"),
+        Opt("diverge_sq_norm", "diverged when Σ_k ||θ_k||² exceeds this"),
+    )
+
+    conventions = (
+        _convention("momentum", "momentum<k>", "arithmetic", "local optimizer state reset every round or kept"),
+        _convention("batch_order", "batch", "inputs", "independent mini-batch draws or one permutation per epoch"),
+        _convention("adaptive_rule", "eta", "arithmetic", "Adaptive Flex-VFL's rate: the paper's or the authors' code's"),
+        _convention("server_time_unit", "tau", "arithmetic", "the unit of the server time S on the clock"),
+        _convention("init_scheme", "theta<k>", "inputs", "Glorot-uniform or torch's initialisation"),
+        Convention("protocol", RUN_PROTOCOLS, "refimpl", "tau", "bundle",
+                   "the protocol: server τ = Q with free server compute, and every convention above (authors)"),
+    )
+    dump_order = ("batch", "H", "dh<k>", "tau", "eta", "theta<k>", "grad<k>", "momentum<k>", "w_bar", "W")
+    dump_markers = (r"theta\d+",)
+    replay_inputs = (ReplayInput(r"init_theta\d+", "initial point"), ReplayInput("batches", "batch schedule"),
+                     ReplayInput("tau", "τ table"))
+    checks_module = "refimpl.verification.vfl"
+    mutation_prefixes = ("vfl.", "core.")
+    reproductions = ("vfl-time",)
+
+    def config_class(self):
+        from refimpl.vfl.experiment import VFLConfig
+        return VFLConfig
+
+    def validated(self, cfg):
+        cfg.method_key()
+        return cfg
+
+    def run(self, cfg, data=None, replay=None, progress=None):
+        from refimpl.vfl.experiment import run_vfl
+        return run_vfl(cfg, data, progress)
+
+    def replay_from(self, arrays, path):
+        return {"init": path if any(k.startswith(("theta0", "init_theta0")) for k in arrays) else None,
+                "batches": path if "batches" in arrays else None,
+                "taus": path if "tau" in arrays else None}, {}
+
+    def rerun_changes(self, changes):
+        if changes.get("protocol") == "authors":
+            # the protocol's step counts only: THEIR batches and initial point stay
+            changes = {**changes, "batch_order": "independent", "init_scheme": "glorot", "server_time_unit": "step"}
+        return changes
+
+    def plan(self, name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
+        if name != "vfl-time":
+            return super().plan(name)
+        from refimpl.vfl.reproductions import time_plan
+        return time_plan(quick, rounds, paper)
+
+    def cost(self, cfg):
+        return cfg.rounds * 0.05
+
+    def horizon(self, cfgs):
+        cfg = cfgs[0]
+        return f"time budget {cfg.time_budget:g}, at most {cfg.rounds} rounds"
+
+
+PAPER = VFLPaper()
