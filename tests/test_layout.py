@@ -114,7 +114,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
 def _family_comparisons(root, keys):
     """Where code outside a paper's folder asks "which paper is this?" itself: a comparison with a
     paper key (``== "ssca"``, ``in ("ssca", …)``, ``.startswith("ssca")``) or a table keyed by two
-    or more paper keys (a second Config table)."""
+    or more paper keys and nothing else (a second Config table)."""
     keys = set(keys)
 
     def is_key(node):
@@ -137,8 +137,9 @@ def _family_comparisons(root, keys):
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in ("startswith", "endswith"):
                 bad = any(is_key(a) or holds_key(a) for a in node.args)
-            elif isinstance(node, ast.Dict):
-                bad = sum(is_key(k) for k in node.keys if k is not None) >= 2
+            elif isinstance(node, ast.Dict):     # a table over papers (not, e.g., over benchmarks)
+                named = [k for k in node.keys if k is not None]
+                bad = len(named) >= 2 and all(is_key(k) for k in named)
             if bad:
                 hits.append(f"{rel}:{node.lineno}")
     return hits

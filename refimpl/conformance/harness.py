@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from refimpl.conformance.vectors import FAMILIES, decode, generate, load
+from refimpl.conformance.vectors import decode, families, generate, load
 
 IMPL_ENV, VECTORS_ENV = "REFIMPL_IMPL", "REFIMPL_VECTORS"
 
@@ -75,8 +75,9 @@ def run_case(adapter, family, case):
     """(outcome, message): outcome "pass", "fail" or "skip"."""
     fn = getattr(adapter, family, None)
     if fn is None:
-        return "skip", f"the adapter has no function {family!r} ({FAMILIES[family][1]}); its vectors are skipped"
-    ins, outs = FAMILIES[family][2], FAMILIES[family][3]
+        return "skip", f"the adapter has no function {family!r} ({families()[family].equation}); its vectors are skipped"
+    record = families()[family]
+    ins, outs = record.inputs, record.outputs
     args = [decode(case["inputs"][k]) for k in ins]
     got = fn(*args)
     if isinstance(got, dict):

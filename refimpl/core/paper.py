@@ -87,11 +87,13 @@ class Paper:
     dump_markers: tuple = ()        # regular expressions: a dump holding a name matching one is this paper's
     replay_inputs: tuple = ()       # ReplayInput rows
     checks_module: str = ""         # the module of its verification checks
+    vectors_module: str = ""        # the module of its conformance families (a FAMILIES tuple of Family records)
     mutation_prefixes: tuple = ()   # check-id prefixes a mutation of this paper is run against
     reproductions: tuple = ()       # names of `refimpl reproduce`
     reproduction_presets: tuple = ("paper",)   # the --preset values its reproductions take
     paper_settings_n_train: int = 0  # training samples --paper needs (0: any)
     data_note: str = ""             # when a run reads --data (shown in its help), if not always
+    command_module: str = ""        # the module of its command-line hooks: run(args, ui), compare(args, ui), …
     replay_args: tuple = ()         # (flag, help) of `refimpl run`'s replay files that are not Config fields
     # replay inputs and dumps belong to one run, not to a comparison of several
     run_only: tuple = ("init", "batches", "taus", "samples", "keep_samples", "dump_rounds")
@@ -156,6 +158,33 @@ class Paper:
     def owns_dump(self, names):
         """Whether a set of dump quantity names is this paper's."""
         return any(re.fullmatch(m, n) for m in self.dump_markers for n in names)
+
+    # ------------------------------------------------------------------ command line
+
+    def command(self):
+        """The module of the paper's command-line hooks (None: the generic ones)."""
+        if not self.command_module:
+            return None
+        import importlib
+        return importlib.import_module(self.command_module)
+
+    def run_command(self, args, ui):
+        """``refimpl run ALGORITHM``: the paper's own run command when it has one, else the generic
+        one (the Config from the options, the data when needed, the run, the shared tail of ``ui``)."""
+        mod = self.command()
+        if mod is not None:
+            return mod.run(args, ui)
+        cfg = ui.config(args, self.key, getattr(args, "algorithm"))
+        data = ui.load_data(args) if self.needs_data(cfg) else None
+        length = getattr(cfg, self.length_field)
+        with ui.progress(args, length, args.algorithm, self.length_field[:-1]) as bar:
+            trace = self.run(self.validated(cfg), data,
+                             progress=(lambda t, *_: bar("", n=t)) if bar.bar_mode else None)
+        return ui.finish_run(args, trace, args.out, lambda path: self.plot({args.algorithm: trace}, path))
+
+    def plot(self, traces, path):
+        """A figure of ``{label: trace}`` at ``path`` (None: no figure)."""
+        return None
 
     # ------------------------------------------------------------------ data and runs
 

@@ -65,6 +65,8 @@ class MFCGDPaper(Paper):
     dump_markers = ("x", "x_next")
     replay_inputs = (ReplayInput("x1", "initial point"), ReplayInput("init_x1", "initial point"),
                      ReplayInput(r"zeta.*|samples_.*", "samples"))
+    command_module = "refimpl.mfcgd.command"
+    vectors_module = "refimpl.conformance.families.mfcgd"
     checks_module = "refimpl.verification.mfcgd"
     mutation_prefixes = ("mfcgd.",)
     reproductions = ("mfcgd-rates",)

@@ -93,6 +93,8 @@ class SSCAPaper(Paper):
     dump_markers = ("omega", "omega_next")
     replay_inputs = (ReplayInput("W1_0", "initial point"), ReplayInput("W2_0", "initial point"),
                      ReplayInput("batches", "batch schedule"))
+    command_module = "refimpl.ssca.command"
+    vectors_module = "refimpl.conformance.families.ssca"
     checks_module = "refimpl.verification.ssca"
     mutation_prefixes = ("ssca.", "grad.", "kernels.", "core.")
     reproductions = ("ssca-sample", "ssca-feature", "ssca-tradeoff")

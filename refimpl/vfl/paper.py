@@ -94,6 +94,8 @@ class VFLPaper(Paper):
     dump_markers = (r"theta\d+",)
     replay_inputs = (ReplayInput(r"init_theta\d+", "initial point"), ReplayInput("batches", "batch schedule"),
                      ReplayInput("tau", "τ table"))
+    command_module = "refimpl.vfl.command"
+    vectors_module = "refimpl.conformance.families.vfl"
     checks_module = "refimpl.verification.vfl"
     mutation_prefixes = ("vfl.", "core.")
     reproductions = ("vfl-time",)

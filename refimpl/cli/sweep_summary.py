@@ -1,0 +1,32 @@
+"""``refimpl sweep-summary DIR``: per-cell mean and spread over seeds; the best cells."""
+from __future__ import annotations
+
+import os
+
+from refimpl.cli.common import say
+
+
+def add_parser(sub):
+    ss = sub.add_parser("sweep-summary", help="per-cell mean and spread over seeds; best cells")
+    ss.add_argument("dir")
+    ss.add_argument("--criterion", default="final:train_cost",
+                    help="final:METRIC (min), -final:METRIC (max), first:METRIC<=V or first:METRIC>=V")
+    ss.add_argument("--metric", default=None, help="metric plotted for the best cells")
+    ss.add_argument("--top", type=int, default=3)
+    ss.set_defaults(fn=run)
+
+
+def run(args):
+    from refimpl.tools.sweep import summarize
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1 (how many best cells to print), got {args.top}")
+    rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
+    written = [f for f in ("summary.csv", "curves.csv", "failures.csv", "best.png") if os.path.exists(os.path.join(args.dir, f))]
+    say(f"written to {args.dir}: {', '.join(written)}")
+    for r in rows[:args.top]:
+        print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    if failures:
+        print(f"{len(failures)} failed tasks (see {args.dir}/failures.csv):")
+        for f in failures:
+            print(f"  {f['task']} cell {f['cell']} seed {f['seed']}: {f['error']}")
+    return 0

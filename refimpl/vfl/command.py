@@ -1,0 +1,129 @@
+"""``refimpl run flexvfl | adaptive-flexvfl | sync-vfl | async-vfl | pbcd`` and ``refimpl compare
+vfl``: what the command line does for [FlexVFL] beyond the generic run (:mod:`refimpl.cli.run`).
+
+``ui`` is the command line's shared toolbox (:mod:`refimpl.cli.common`), handed in: this module
+imports nothing above the core."""
+from __future__ import annotations
+
+import json
+import os
+
+KEY = "vfl"
+
+
+def run(args, ui):
+    """One run of a Flex-VFL-family method on the simulated clock."""
+    from refimpl import vfl
+    from refimpl.core.plots import plot_vfl
+    cfg = ui.config(args, KEY, args.algorithm)
+    step = max(1, cfg.rounds // 20)
+    bar = ui.progress(args, cfg.rounds, cfg.method, "event" if cfg.method == "async-vfl" else "round")
+
+    def progress(r, tr):
+        line = (f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
+                f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
+        if bar.bar_mode:
+            bar(f"time {tr.metrics['time'][-1]:.1f} acc {tr.metrics['test_accuracy'][-1]:.4f}", n=r)
+        elif r % step == 0 or r == 0:
+            bar(line)
+    with bar:
+        tr = vfl.run(cfg, ui.load_data(args), progress=progress)
+    if tr.config.get("speeds_note"):
+        ui.say(f"note: {tr.config['speeds_note']}")
+    if not args.quiet and tr.metrics.get("time"):
+        unit = "events" if cfg.method == "async-vfl" else "rounds"
+        n = int(tr.metrics["round"][-1]) if tr.metrics.get("round") else len(tr.metrics["time"]) - 1
+        ui.say(f"[{cfg.method}] final: {n} {unit}, simulated time {tr.metrics['time'][-1]:.6g}, "
+             f"test accuracy {tr.metrics['test_accuracy'][-1]:.4f}")
+    return ui.finish_run(args, tr, args.out, lambda path: plot_vfl({cfg.method: tr}, path))
+
+
+def add_compare_arguments(parser, ui):
+    """The options of ``refimpl compare vfl`` (the regime comparison's among them)."""
+    ui.add_compare_args(parser.add_argument_group("vfl"), KEY, {"rounds", "batch", "hidden", "seed", "eval_every",
+                                                           "server_time", "protocol"})
+    rg = parser.add_argument_group("vfl regimes")
+    rg.add_argument("--server-time", help="vfl: comma list of server round trips S (units of the fastest party's mean "
+                                          "step), e.g. 1,10,50: one panel and one table block per value")
+    rg.add_argument("--protocol", choices=["tuned", "authors"], default=None,
+                    help="vfl with --server-time: tuned (each method's best η, grid widened until interior) or "
+                         "authors (one η, momentum 0.9 re-initialised per round, plain-SGD async, server τ = Q, free "
+                         "server compute); default tuned")
+    rg.add_argument("--seeds", type=int, default=1, help="vfl with --server-time: seeds per time to target")
+
+
+def compare(args, ui):
+    """``refimpl compare vfl``: every method on one clock; with --server-time, the regime comparison."""
+    from refimpl.core.plots import plot_vfl
+    from refimpl.core.trace import write_csv
+    from refimpl.vfl.experiment import compare_vfl
+    if args.server_time is not None:
+        return compare_regimes(args, ui)
+    if args.protocol is not None:
+        raise ValueError("--protocol applies with --server-time (the regime comparison)")
+    cfg = ui.config(args, KEY, "flexvfl")
+    if cfg.time_budget is None:
+        # every method runs on one simulated clock: the same default budget as the regime comparison
+        from dataclasses import replace as _replace
+        cfg = _replace(cfg, time_budget=1000.0)
+        ui.info(args, "note: no --time-budget given: every method runs for 1000 units of simulated time")
+    targets = ui.floats("targets", args.targets)
+    with ui.progress(args, 5, "compare vfl", "method") as bar:
+        traces, curve, table = compare_vfl(cfg, ui.load_data(args), targets=targets, progress=bar)
+    for row in table:
+        print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        write_csv(os.path.join(args.out, "accuracy_vs_time.csv"), curve)
+        write_csv(os.path.join(args.out, "time_to_target.csv"), table)
+        plot_vfl(traces, os.path.join(args.out, "accuracy_vs_time.png"))
+        for meth, tr in traces.items():
+            tr.save(os.path.join(args.out, meth))
+        ui.info(args, f"comparison written to {args.out}")
+    return 0
+
+
+def compare_regimes(args, ui):
+    """refimpl compare vfl --server-time S1,S2,… --protocol tuned|authors."""
+    from refimpl.core.plots import plot_vfl_regimes
+    from refimpl.core.trace import write_csv
+    from refimpl.vfl import regime as RG
+    server_times = RG.parse_server_times(args.server_time)
+    protocol = RG.check_protocol(args.protocol or "tuned")
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    targets = ui.floats("targets", args.targets)
+    target = targets[len(targets) // 2]
+    cfg = ui.config(args, KEY, "flexvfl")
+    if cfg.time_budget is None:
+        from dataclasses import replace
+        cfg = replace(cfg, time_budget=1000.0)
+    out = args.out
+    if out:
+        ui.prepare_out(out, getattr(args, "overwrite", False), holds=("regimes.json",))
+    traces = {}
+    with ui.progress(args, len(server_times) * len(RG.REGIME_METHODS), f"regimes ({protocol})", "run") as bar:
+        rows = RG.regime_table(cfg, ui.load_data(args), server_times, protocol, target=target, seeds=args.seeds,
+                               progress=bar, traces=traces)
+    summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
+    for other in ("sync-vfl", "async-vfl", "pbcd"):
+        r = RG.ratios(rows, other)
+        summary["ratios"][other] = {str(k): v for k, v in r.items()}
+        summary["crossover"][other] = RG.crossover(r)
+    print(f"time to {target:g} (protocol {protocol}; S in units of the fastest party's mean step)")
+    for S in server_times:
+        cells = [f"{r['method']}={'-' if r['time_to_target'] is None else format(r['time_to_target'], '.1f')}"
+                 for r in rows if r["server_time"] == S]
+        print(f"  S = {S:g}: " + "  ".join(cells))
+    for other, c in summary["crossover"].items():
+        r = summary["ratios"][other]
+        print(f"  {other}/flexvfl: " + ", ".join(f"S={k}: {'-' if v is None else format(v, '.3g')}" for k, v in r.items())
+              + ("" if c is None else f"; crossover between S = {c[0]:g} and {c[1]:g}"))
+    if out:
+        flat = [{k: v for k, v in r.items() if k not in ("grid", "per_seed")} for r in rows]
+        write_csv(os.path.join(out, "time_to_target_by_regime.csv"), flat)
+        with open(os.path.join(out, "regimes.json"), "w") as fh:
+            json.dump({"summary": summary, "rows": rows}, fh, indent=1, default=str)
+        plot_vfl_regimes(traces, os.path.join(out, "accuracy_vs_time_by_regime.png"), target)
+        ui.info(args, f"regime comparison written to {out}")
+    return 0
