@@ -78,6 +78,7 @@ class Paper:
     title: str = ""                 # the paper's title
     citation: str = ""              # authors, title, venue
     cite_key: str = ""              # "[SSCA]": how docstrings cite it
+    short_name: str = ""            # "SSCA": how messages name it
     algorithms: dict = {}           # algorithm id → one-line help (the order `refimpl run` lists them)
     method_field: str = "method"    # the Config field that names the algorithm
     length_field: str = "rounds"    # the Config field of a run's length (rounds, steps)

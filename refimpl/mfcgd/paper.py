@@ -22,6 +22,7 @@ class MFCGDPaper(Paper):
     key = "mfcgd"
     title = "Faster Adaptive Momentum-Based Federated Methods for Distributed Composition Optimization"
     citation = "Feihu Huang: " + title + " (arXiv:2211.01883, 2022)"
+    short_name = "MFCGD"
     cite_key = "[MFCGD]"
     algorithms = ALGORITHMS
     method_field = "method"

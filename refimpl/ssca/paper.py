@@ -23,6 +23,7 @@ class SSCAPaper(Paper):
     title = ("Sample-based and Feature-based Federated Learning for Unconstrained and Constrained Nonconvex "
              "Optimization via Mini-batch SSCA")
     citation = "Ying Cui, Yangchen Li, Chencheng Ye: " + title + " (IEEE Transactions on Signal Processing, 2022)"
+    short_name = "SSCA"
     cite_key = "[SSCA]"
     algorithms = ALGORITHMS
     method_field = "algorithm"

@@ -69,6 +69,30 @@ class Outcome:
         return bool(self.caught_by)
 
 
+def outside_packages(package=PACKAGE):
+    """{top-level package: its directory} of the registered papers written outside refimpl (a
+    mutation of one is applied to a copy of that package, which the mutated run imports)."""
+    import importlib
+
+    from refimpl import papers
+    out = {}
+    for p in papers.papers():
+        top = type(p).__module__.split(".")[0]
+        if top != package.name and top not in out:
+            out[top] = Path(importlib.import_module(top).__file__).resolve().parent
+    return out
+
+
+def source_file(file, package=PACKAGE):
+    """The file a catalogue entry names: ``refimpl/…`` from the repository root, ``<package>/…``
+    of a paper written outside refimpl from that package's parent directory."""
+    first = Path(file).parts[0] if file else ""
+    outside = outside_packages(package)
+    if first in outside:
+        return outside[first].parent / file
+    return package.parent / file
+
+
 def theorem_checks(paper):
     """Theorem-kind check ids a mutation of ``paper`` is tested against (core: model and kernels,
     which every paper's checks exercise)."""
@@ -106,7 +130,7 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
         bad = [c for c in m.checks if c not in reg or reg[c][3] != "theorem"]
         if bad:
             raise ValueError(f"{where}: {bad} are not theorem-kind check ids")
-        src_path = package.parent / m.file
+        src_path = source_file(m.file, package)
         if not src_path.is_file():
             raise ValueError(f"{where}: no file {m.file}")
         src = src_path.read_text()
@@ -264,6 +288,9 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
     with tempfile.TemporaryDirectory(prefix="refimpl-mut-") as tmp:
         dst = Path(tmp) / "refimpl"
         shutil.copytree(package, dst, copy_function=shutil.copy2)
+        for top, where in outside_packages(package).items():     # papers written outside refimpl
+            shutil.copytree(where, Path(tmp) / top, copy_function=shutil.copy2,
+                            ignore=shutil.ignore_patterns("__pycache__"))
         target = Path(tmp) / m.file
         target.write_text(target.read_text().replace(m.find, m.replace))
         code = f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"

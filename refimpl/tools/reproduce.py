@@ -49,8 +49,9 @@ def plan_for(name, quick=True, rounds=None, paper=False, n_train=4000, preset="p
     from refimpl import papers
     owner = papers.of_reproduction(name)
     if preset not in owner.reproduction_presets:
-        takes = [n for p in papers.papers() if preset in p.reproduction_presets for n in p.reproductions]
-        raise ValueError(f"--preset {preset} exists for the reproductions {', '.join(takes)}, not for {name}")
+        owners = [p for p in papers.papers() if preset in p.reproduction_presets]
+        raise ValueError(f"--preset {preset} exists for the {' and '.join(p.short_name for p in owners)} reproductions "
+                         f"({', '.join(n for p in owners for n in p.reproductions)}), not for {name}")
     return owner.plan(name, quick=quick, rounds=rounds, paper=paper, n_train=n_train, preset=preset)
 
 

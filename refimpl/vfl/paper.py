@@ -29,6 +29,7 @@ class VFLPaper(Paper):
     title = "Flexible Vertical Federated Learning with Heterogeneous Parties"
     citation = ("Timothy Castiglia, Shiqiang Wang, Stacy Patterson: " + title
                 + " (IEEE Transactions on Neural Networks and Learning Systems, 2023)")
+    short_name = "Flex-VFL"
     cite_key = "[FlexVFL]"
     algorithms = ALGORITHMS
     method_field = "method"
