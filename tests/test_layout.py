@@ -188,3 +188,64 @@ def test_each_convention_and_option_choice_is_written_once():
     twice = [s for s in seen if len(s[2]) > 1]
     assert twice == [], twice
     assert len(seen) >= 8 and all(len(s[2]) == 1 for s in seen if s[1] != "protocol")
+
+
+def _import_cycles(root):
+    """Groups of refimpl modules that import each other, directly or through others (imports
+    inside functions included: a lazy import is still a dependency)."""
+    mods = {}
+    for p in root.rglob("*.py"):
+        name = ".".join(p.relative_to(root.parent).with_suffix("").parts)
+        mods[name[:-len(".__init__")] if name.endswith(".__init__") else name] = p
+    graph = {}
+    for name, p in mods.items():
+        pkg = name if p.name == "__init__.py" else name.rsplit(".", 1)[0]
+        out = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = (pkg.rsplit(".", node.level - 1)[0] if node.level > 1 else pkg) if node.level else ""
+                mod = ".".join(x for x in (base, node.module) if x)
+                out |= {mod} | {f"{mod}.{a.name}" for a in node.names}
+        graph[name] = {m for m in out if m in mods and m != name}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def strongly_connected(v):               # Tarjan: each group of mutually reachable modules
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strongly_connected(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+    for v in sorted(graph):
+        if v not in index:
+            strongly_connected(v)
+    return cycles
+
+
+def test_no_import_circles():
+    assert _import_cycles(ROOT) == []
+
+
+def test_the_cycle_scan_sees_a_lazy_circle(tmp_path):
+    pkg = tmp_path / "refimpl"
+    (pkg / "mfcgd").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mfcgd" / "__init__.py").write_text("")
+    (pkg / "mfcgd" / "algorithm.py").write_text("from refimpl.mfcgd.kernels import k\n")
+    (pkg / "mfcgd" / "kernels.py").write_text("def k():\n    from refimpl.mfcgd.algorithm import P\n")
+    assert _import_cycles(pkg) == [["refimpl.mfcgd.algorithm", "refimpl.mfcgd.kernels"]]

@@ -10,8 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from refimpl.cli.common import RUN_PARSERS, Parser, load_run_config, say
-from refimpl.cli.run import foreign_option
+from refimpl.cli.common import RUN_PARSERS, Parser, foreign_option, load_run_config, say
 
 #: the command modules, in the order of ``refimpl --help``
 COMMANDS = ("run", "compare", "bound", "sweep", "sweep_summary", "reproduce", "report", "verify", "bench",

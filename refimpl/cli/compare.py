@@ -2,7 +2,7 @@
 comparison the paper's own command module offers (``add_compare_arguments`` and ``compare``)."""
 from __future__ import annotations
 
-from refimpl.cli import common
+import refimpl.cli.common as common
 
 
 def _comparers():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from refimpl.cli import common
+import refimpl.cli.common as common
 from refimpl.cli.common import COMMON, RUN_PARSERS, Formatter, add_option, clear_stale_result, prepare_out, say
 
 
@@ -60,22 +60,3 @@ def run(args):
     if not args.out and not args.quiet:
         say("note: no --out given, so nothing was saved (pass --out DIR to keep the trace)")
     return code
-
-
-def foreign_option(argv):
-    """``refimpl run ALGORITHM --option`` where the option belongs to other algorithms: say whose it is."""
-    from refimpl import papers
-    if len(argv) < 2 or argv[0] != "run" or argv[1] not in papers.algorithms():
-        return 0
-    paper = papers.of_algorithm(argv[1])
-    own = {o.name for o, _ in paper.options_for(argv[1])} | {"--" + d.replace("_", "-") for d, _ in COMMON}
-    own |= {"--" + f.replace("_", "-") for f, _ in paper.replay_args} | {"--quiet", "--help", "--overwrite"}
-    for tok in argv[2:]:
-        name = tok.split("=", 1)[0]
-        if name.startswith("--") and name not in own:
-            who = papers.owners(name)
-            if who:
-                say(f"refimpl: error: {name} does not apply to {argv[1]}; it is an option of {', '.join(who)} "
-                     f"(see refimpl run {argv[1]} --help)")
-                return 2
-    return 0

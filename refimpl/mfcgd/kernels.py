@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from refimpl.mfcgd.algorithm import MFCGDParams, MFCGDResult
+from refimpl.mfcgd.types import MFCGDParams, MFCGDResult
 
 # ----------------------------------------------------------------------------- Algorithm 1 (Numba)
 

@@ -208,7 +208,7 @@ def ssca_flower_apps(config, data, init=None, batches=None, progress=None):
 
     from refimpl.core.divergence import DivergenceRule
     from refimpl.core.trace import Trace
-    from refimpl.ssca.experiment import build
+    from refimpl.ssca.assembly import build
     cfg = replace(config, engine="flower").resolved()
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     trace = Trace(config={**asdict(cfg), "data": data.name})

@@ -1,0 +1,103 @@
+"""The assembly of one [SSCA]-family run from a resolved configuration and a data set: the
+model, the initial point, the clients' split, the batch schedule, the algorithm and the evaluator
+(:func:`build`). Both runners use it: refimpl's own loop (:mod:`refimpl.ssca.experiment`) and the
+Flower adapter (:mod:`refimpl.ssca.flower`), neither importing the other for it."""
+from __future__ import annotations
+
+import numpy as np
+
+from refimpl.core.model import TwoLayerNet
+from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, read_partition_file,
+                                    sample_based_schedule, sample_partition)
+from refimpl.core.schedules import PowerLaw
+from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate
+from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
+from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
+
+
+def read_feature_blocks(path):
+    """The feature blocks of ``--feature-blocks FILE.json``: a JSON list of index lists, one per
+    client (validated against the data's features in :func:`~refimpl.core.partition.feature_partition`)."""
+    import json
+    try:
+        with open(path) as fh:
+            blocks = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--feature-blocks {path}: not valid JSON ({exc})")
+    except OSError as exc:
+        raise ValueError(f"--feature-blocks {path}: cannot read it ({exc.strerror or exc})")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, list) for b in blocks):
+        raise ValueError(f"--feature-blocks {path}: expected a non-empty JSON list of index lists, one per client, "
+                         "e.g. [[0, 1, 2], [3, 4]]")
+    return blocks
+
+
+def client_partition(cfg, data, rng=None):
+    """The sample-based clients' index sets of a resolved configuration: from ``partition_file``,
+    or drawn by ``partition`` with the run's partition stream (child 2 of the seed), so that
+    ``refimpl partition-stats`` shows exactly the split a run with the same seed uses."""
+    if cfg.partition_file:
+        return read_partition_file(cfg.partition_file, data.n_train)
+    if rng is None:
+        rng = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[2])
+    return sample_partition(data.n_train, cfg.clients, cfg.partition, rng, data.y_train)
+
+
+def build(cfg, data, init=None, batches=None):
+    """Return ``(algorithm, theta0, schedule, evaluator, model)`` for a resolved configuration."""
+    cfg = cfg.resolved()
+    rng_init, rng_batch, rng_part = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
+    model = TwoLayerNet(data.n_features, cfg.hidden, data.n_classes, cfg.activation, cfg.bias, cfg.backend)
+    theta0 = model.init_params(rng_init) if init is None else model.pack(*init)
+    rho = PowerLaw(cfg.rho_a, cfg.rho_alpha)
+    gamma = PowerLaw(cfg.gamma_a, cfg.gamma_alpha)
+    lr = LearningRate(cfg.lr, cfg.lr_decay)
+    E = cfg.local_steps
+    if cfg.setting == "sample":
+        parts = client_partition(cfg, data, rng_part)
+        protocol = SampleBasedProtocol(model, data.X_train, data.y_train, parts, cfg.sampling)
+        pooled = cfg.sampling == "pooled"
+        if pooled and batches is None:
+            schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch * len(parts), rng_batch)
+        elif pooled:
+            schedule = BatchSchedule(batches)
+            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch * len(parts))
+        elif batches is None:
+            schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
+        else:
+            schedule = BatchSchedule(batches)
+            schedule.validate_sample_based(parts, cfg.rounds, cfg.batch * E)
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam, cfg.curvature),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
+                "sgd": lambda: FedAvg(protocol, lr, cfg.lam, 0.0, E),
+                "sgdm": lambda: FedAvg(protocol, lr, cfg.lam, cfg.momentum, E)}[cfg.algorithm]()
+    else:
+        if cfg.feature_blocks:
+            try:
+                blocks = feature_partition(data.n_features, blocks=read_feature_blocks(cfg.feature_blocks))
+            except ValueError as exc:
+                raise ValueError(f"--feature-blocks {cfg.feature_blocks}: {exc}")
+        else:
+            blocks = feature_partition(data.n_features, cfg.clients)
+        protocol = FeatureBasedProtocol(model, data.X_train, data.y_train, blocks, cfg.designated, cfg.collection)
+        if batches is None:
+            schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch, rng_batch)
+        else:
+            schedule = BatchSchedule(batches)
+            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch)
+        algo = {"ssca": lambda: SSCA(protocol, rho, gamma, cfg.tau, cfg.lam, cfg.curvature),
+                "ssca-constrained": lambda: _constrained(cfg, protocol, rho, gamma),
+                "sgd": lambda: FeatureSGD(protocol, lr, cfg.lam, 0.0),
+                "sgdm": lambda: FeatureSGD(protocol, lr, cfg.lam, cfg.momentum)}[cfg.algorithm]()
+    if cfg.algorithm == "ssca-constrained":
+        evaluator = ConstrainedEvaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, 0.0,
+                                         cfg.eval_every, cfg.authors_cost, U=algo.U, parts=protocol.parts if cfg.per_client else None)
+    else:
+        evaluator = Evaluator(model, data.X_train, data.y_train, data.X_test, data.y_test, cfg.lam, cfg.eval_every,
+                              cfg.authors_cost)
+    return algo, theta0, schedule, evaluator, model
+
+
+def _constrained(cfg, protocol, rho, gamma):
+    return ConstrainedSSCA(protocol, rho, gamma, cfg.tau, cfg.U, cfg.penalty, cfg.solver, cfg.per_client,
+                           cfg.ball_radius, cfg.cvxpy_solver, cfg.curvature)
