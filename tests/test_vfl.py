@@ -115,7 +115,7 @@ def test_speed_models(tmp_path):
 
 def _runner(model, vdata, method, speeds, **kw):
     opts = kw.pop("opts", [SGD()] * (model.K + 1))
-    return FlexVFL(model, vdata, method, opts, kw.pop("eta", 0.05), 16, speeds, **kw)
+    return FlexVFL.from_method(model, vdata, method, opts, kw.pop("eta", 0.05), 16, speeds, **kw)
 
 
 def test_taus_durations_and_messages(model, vdata):
@@ -201,7 +201,7 @@ def test_bad_vfl_input(model, vdata):
     with pytest.raises(ValueError, match="aligned"):
         VerticalData((vdata.Xs_train[0][:10],) + vdata.Xs_train[1:], vdata.y_train, vdata.Xs_test, vdata.y_test)
     with pytest.raises(ValueError, match="holds 196 features but its encoder takes 100"):
-        FlexVFL(VerticalModel((LinearEncoder(100, 8),) + model.encoders[1:], model.fusion), vdata, "pbcd",
+        FlexVFL.from_method(VerticalModel((LinearEncoder(100, 8),) + model.encoders[1:], model.fusion), vdata, "pbcd",
                 [SGD()] * 5, 0.1, 16, sp)
     with pytest.raises(ValueError, match="speed schedule holds 3 rounds"):
         _runner(model, vdata, "pbcd", sp).run(model.init(np.random.default_rng(0)), 5, np.random.default_rng(0))

@@ -37,7 +37,7 @@ SPEEDS = ConstantSpeed((0.5, 1.0, 3.0)).sample(5, None)
 ])
 def test_round_durations_include_the_server_round_trip(toy, method, kw, tau, duration):
     model, data = toy
-    run = FlexVFL(model, data, method, [SGD()] * 3, 0.1, 8, SPEEDS, network=NET, **kw)
+    run = FlexVFL.from_method(model, data, method, [SGD()] * 3, 0.1, 8, SPEEDS, network=NET, **kw)
     tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
     assert tr.arrays["tau"].tolist() == [tau] * 3
     np.testing.assert_allclose(tr.arrays["round_time"], duration, rtol=0, atol=1e-9)
@@ -66,7 +66,7 @@ def test_async_events_pay_the_round_trip(toy, server_free, events_at):
 def test_overrun_is_recorded_per_party(toy):
     model, data = toy
     sp = np.array([[0.5, 1.0, 7.0], [0.5, 1.0, 3.0], [0.5, 8.0, 7.0], [0.5, 1.0, 3.0]])
-    run = FlexVFL(model, data, "flex", [SGD()] * 3, 0.1, 8, sp, timeout=6.0)
+    run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, sp, timeout=6.0)
     tr = run.run(model.init(np.random.default_rng(1)), 4, np.random.default_rng(2))
     assert tr.arrays["overrun"].tolist() == (sp > 6.0).tolist()
     assert tr.config["overrun_fraction"] == [0.0, 0.25, 0.5]

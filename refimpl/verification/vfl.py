@@ -136,7 +136,7 @@ def condition14(quick):
     det, disagreements, ok = {"L": L, "L_k": list(map(float, Lk)), "eta_threshold": eta_star}, 0, True
     for factor in (0.5, 0.9, 1.1, 2.0):
         eta = factor * eta_star
-        run = FlexVFL(m, d, "flex", opts, eta, 32, speeds, timeout=timeout, smoothness=(L, Lk))
+        run = FlexVFL.from_method(m, d, "flex", opts, eta, 32, speeds, timeout=timeout, smoothness=(L, Lk))
         tr = run.run(thetas, R, np.random.default_rng(44), eval_every=R)
         independent = eta <= thresholds(eta)
         disagreements += int(np.sum(independent != tr.arrays["cond14"]))
@@ -180,7 +180,7 @@ def clock(quick):
     errors = {}
     for label, want in expected.items():
         method = label.split("/")[0]
-        run = FlexVFL(model, data, method, [SGD()] * 3, 0.1, 8, slow_server if "slow-server" in label else rows,
+        run = FlexVFL.from_method(model, data, method, [SGD()] * 3, 0.1, 8, slow_server if "slow-server" in label else rows,
                       timeout=timeout, Q=Q, network=net, server_steps=Q if label.endswith("authors") else None)
         tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
         errors[label] = float(np.max(np.abs(tr.arrays["round_time"] - want)))
@@ -211,7 +211,7 @@ def clock(quick):
     # a party whose one step outlasts the timeout (8 > 6 in every other round; its mean 5 is below)
     # takes one step, flagged as an overrun, and that round lasts the step: max(timeout, 8) + S
     over = np.array([[0.5, 1.0, 8.0], [0.5, 1.0, 2.0]] * 2)
-    run = FlexVFL(model, data, "flex", [SGD()] * 3, 0.1, 8, over, timeout=timeout, network=net)
+    run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, over, timeout=timeout, network=net)
     tr = run.run(model.init(np.random.default_rng(1)), 4, np.random.default_rng(2))
     late = np.array([[False, False, True], [False, False, False]] * 2)
     errors["flex/overrun"] = float(np.max(np.abs(tr.arrays["round_time"] - np.array([8.0, 6.0] * 2) - S))) \
@@ -266,7 +266,7 @@ def round_literal(quick):
     for label, kw, lit in ROUND_CASES:
         kw = dict(kw)
         opt = kw.pop("opt", "sgd")
-        run = FlexVFL(model, data, kw.pop("method"), [make_optimizer(opt) for _ in range(3)], 0.15, B, speeds,
+        run = FlexVFL.from_method(model, data, kw.pop("method"), [make_optimizer(opt) for _ in range(3)], 0.15, B, speeds,
                       timeout=timeout, batches=batches, **kw)
         tr = run.run(thetas, R, np.random.default_rng(0), eval_every=R)
         W, taus, etas = run_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], [X1, X2], y, batches, speeds,
@@ -300,7 +300,7 @@ def corollary1_rate(quick):
             rng = np.random.default_rng(1000 + s)
             thetas = m.init(rng)
             eta = 1.0 / np.sqrt(tau * R)
-            run = FlexVFL(m, d, "sync", [SGD()] * 5, eta, 32, ConstantSpeed((1.0,) * 5).sample(R, rng), Q=tau)
+            run = FlexVFL.from_method(m, d, "sync", [SGD()] * 5, eta, 32, ConstantSpeed((1.0,) * 5).sample(R, rng), Q=tau)
             # the check reads grad_sq only: the training loss and the test accuracy at the first and
             # last rounds suffice
             tr = run.run(thetas, R, rng, eval_every=1, theory_every=1, loss_every=R, accuracy_every=R)
@@ -459,7 +459,7 @@ def _adaptive_part(part):
         rng = np.random.default_rng(800 + s)
         sp = TIME_VARYING.sample(R + 1, np.random.default_rng(900 + s))
         kw = dict(A=[x] * 5) if method == "adaptive" else {}
-        run = FlexVFL(m, d, method, [SGD()] * 5, x, 64, sp if method == "adaptive" else sp[1:], timeout=6.0,
+        run = FlexVFL.from_method(m, d, method, [SGD()] * 5, x, 64, sp if method == "adaptive" else sp[1:], timeout=6.0,
                       network=Network(server_time=S), **kw)
         return run.run(m.init(np.random.default_rng(1000 + s)), R, rng, eval_every=1, time_budget=budget_of(S),
                        stop_at_accuracy=target, loss_every=10)

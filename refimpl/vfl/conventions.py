@@ -6,6 +6,9 @@
 METHODS = {"flexvfl": "flex", "adaptive-flexvfl": "adaptive", "sync-vfl": "sync", "async-vfl": "async",
            "pbcd": "pbcd"}
 
+#: the methods FlexVFL runs round by round (the policies of refimpl.vfl.policies), in that order
+ROUND_METHODS = tuple(v for v in METHODS.values() if v != "async")
+
 #: the run protocols: "refimpl" (the paper's reading) or "authors" (the authors' code)
 RUN_PROTOCOLS = ("refimpl", "authors")
 

@@ -163,7 +163,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
         server_steps = (1 if method == "pbcd" else cfg.Q) if authors else None
         # the paper's adaptive rule takes its round-0 rate from a dummy round on speed row 0
         dummy = method == "adaptive" and conv["adaptive_rule"] == "paper"
-        run = FlexVFL(model, data, method, opts, eta, cfg.batch, speeds if dummy else speeds[1:],
+        run = FlexVFL.from_method(model, data, method, opts, eta, cfg.batch, speeds if dummy else speeds[1:],
                       timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth,
                       server_steps=server_steps, momentum=conv["momentum"], batch_order=conv["batch_order"],
                       adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches)

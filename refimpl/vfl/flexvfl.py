@@ -27,7 +27,7 @@ from refimpl.vfl.policies import AsyncServerQueue, compose, validate_batches, va
 # the Numba party loop lives in its own file (an edit here leaves its compilation cache valid)
 from refimpl.vfl.kernels import linear_party_phase_nb
 
-METHODS = ("flex", "adaptive", "sync", "pbcd")
+from refimpl.vfl.conventions import ROUND_METHODS as METHODS  # noqa: E402  (the one list)
 
 
 def quadrant_blocks(side=28):
@@ -194,27 +194,19 @@ class RoundRecord:
 
 
 class FlexVFL:
-    """Flex-VFL and its round-based relatives on the simulated clock.
-
-    ``method``: "flex" (τ from the timeout), "adaptive" (Algorithm 2: η_k^{r+1} = A_k/(τ_k^r w̄_k^r)),
-    "sync" (every party Q steps, the round waits for the slowest), "pbcd" (τ ≡ 1) — composed into
-    a :class:`~refimpl.vfl.policies.Policy` by :func:`~refimpl.vfl.policies.compose` with the
-    conventions ``momentum`` ("reset" | "persistent"), ``batch_order`` ("independent" | "epoch"),
-    ``adaptive_rule`` ("paper" | "authors") and the replay schedules ``taus`` (R, K+1) and
-    ``batches`` (R, B); or a ready ``policy``, which replaces all of these.
-    ``optimizers``: K + 1 local optimizers (index 0: server); ``eta``: K + 1 learning rates
-    (the paper's adaptive rule ignores them and uses ``A``; the authors' rule takes ``A`` as its lr);
-    ``speeds``: (R, K+1) step times; ``labels``: "all" (every party computes ∂l/∂h_k itself) or
-    "server" (parties use the ∂l/∂h_k sent by the server).
-    ``smoothness``: optional (L, [L_0 … L_K]) for condition (14).
+    """Flex-VFL and its round-based relatives on the simulated clock, for a given
+    :class:`~refimpl.vfl.policies.Policy`: who takes how many local steps, with which learning
+    rate, whether optimizer state survives a round, which samples a round uses and how long it
+    lasts. Below this class no method or convention is named; :meth:`from_method` is the boundary
+    that turns the names ("flex", "adaptive", "sync", "pbcd"; ``momentum``, ``batch_order``,
+    ``adaptive_rule``, replay schedules) into a Policy.
+    ``optimizers``: K + 1 local optimizers (index 0: server); ``speeds``: (R, K+1) step times;
+    ``labels``: "all" (every party computes ∂l/∂h_k itself) or "server" (parties use the ∂l/∂h_k
+    sent by the server). ``smoothness``: optional (L, [L_0 … L_K]) for condition (14).
     """
 
-    def __init__(self, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
-                 network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None,
-                 momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None,
-                 policy=None):
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    def __init__(self, model, data: VerticalData, policy, optimizers, batch, speeds, labels="all", smoothness=None,
+                 use_numba=True):
         K1 = model.K + 1
         if len(optimizers) != K1:
             raise ValueError(f"need {K1} local optimizers (server + {model.K} parties), got {len(optimizers)}")
@@ -223,48 +215,63 @@ class FlexVFL:
         for k, (enc, X) in enumerate(zip(model.encoders, data.Xs_train)):
             if X.shape[1] != enc.n_inputs:
                 raise ValueError(f"party {k + 1} holds {X.shape[1]} features but its encoder takes {enc.n_inputs}")
-        self.eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K1,)).copy()
-        if method != "adaptive":
-            bad = np.flatnonzero(~np.isfinite(self.eta) | (self.eta <= 0))
-            if bad.size:
-                raise ValueError(f"learning rate η of party {bad[0]} is {self.eta[bad[0]]}; must be > 0")
-        self.A = None
-        if method == "adaptive":
-            if A is None:
-                raise ValueError("adaptive Flex-VFL needs the constants A_k")
-            self.A = np.broadcast_to(np.asarray(A, dtype=np.float64), (K1,)).copy()
-            if np.any(self.A <= 0):
-                raise ValueError(f"A_k must be > 0, got {self.A.tolist()}")
         if labels not in ("all", "server"):
             raise ValueError(f"labels must be 'all' or 'server', got {labels!r}")
         self.speeds = np.asarray(speeds, dtype=np.float64)
         if self.speeds.ndim != 2 or self.speeds.shape[1] != K1:
             raise ValueError(f"speeds must have shape (R, {K1}), got {self.speeds.shape}")
+        if not 1 <= int(batch) <= data.n:
+            raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
+        self.model, self.data, self.policy, self.opts = model, data, policy, list(optimizers)
+        self.batch, self.labels, self.net = int(batch), labels, policy.clock.network
+        self.smoothness, self.use_numba = smoothness, use_numba
+
+    @classmethod
+    def from_method(cls, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
+                    network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None,
+                    momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None):
+        """The boundary: a method and its conventions by name → a :class:`Policy`
+        (:func:`~refimpl.vfl.policies.compose`, every name and value checked here), then the run.
+        ``eta``: K + 1 learning rates (the paper's adaptive rule ignores them and uses ``A``; the
+        authors' rule takes ``A`` as its lr); ``taus`` (R, K+1) / ``batches`` (R, B): replay schedules."""
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        K1 = model.K + 1
+        eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K1,)).copy()
+        if method != "adaptive":
+            bad = np.flatnonzero(~np.isfinite(eta) | (eta <= 0))
+            if bad.size:
+                raise ValueError(f"learning rate η of party {bad[0]} is {eta[bad[0]]}; must be > 0")
+        if method == "adaptive":
+            if A is None:
+                raise ValueError("adaptive Flex-VFL needs the constants A_k")
+            A = np.broadcast_to(np.asarray(A, dtype=np.float64), (K1,)).copy()
+            if np.any(A <= 0):
+                raise ValueError(f"A_k must be > 0, got {A.tolist()}")
+        else:
+            A = None
+        step_times = np.asarray(speeds, dtype=np.float64)
         if method in ("flex", "adaptive"):
             if timeout is None or not timeout > 0:
                 raise ValueError(f"Flex-VFL needs a timeout > 0, got {timeout}")
-            mean = self.speeds.mean(axis=0)
-            slow = int(np.argmax(mean))
-            if taus is None and timeout < mean[slow]:
-                raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
-                                 f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
+            if step_times.ndim == 2 and step_times.shape[1] == K1:
+                mean = step_times.mean(axis=0)
+                slow = int(np.argmax(mean))
+                if taus is None and timeout < mean[slow]:
+                    raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
+                                     f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
         if method == "sync" and int(Q) < 1:
             raise ValueError(f"Q must be >= 1, got {Q}")
-        self.model, self.data, self.method, self.opts = model, data, method, list(optimizers)
-        self.batch, self.timeout, self.Q, self.net, self.labels = int(batch), timeout, int(Q), network, labels
-        self.smoothness, self.use_numba = smoothness, use_numba
         if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
-        if not 1 <= self.batch <= data.n:
-            raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
         if taus is not None:
             taus = validate_taus(taus, 1, K1)
         if batches is not None:
             batches = validate_batches(batches, 1, data.n)
-        self.policy = policy if policy is not None else compose(
-            method, eta=self.eta, timeout=timeout, Q=self.Q, network=network, A=self.A,
-            server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
-            batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches)
+        policy = compose(method, eta=eta, timeout=timeout, Q=int(Q), network=network, A=A,
+                         server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
+                         batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches)
+        return cls(model, data, policy, optimizers, batch, speeds, labels, smoothness, use_numba)
 
     # -- τ and the clock of a round (the policy's) -------------------------------------------------
     def taus(self, step_times, r=1):
@@ -344,7 +351,7 @@ class FlexVFL:
         dump_rounds = set(int(r) for r in dump_rounds)
         thetas = [t.copy() for t in thetas]
         initial = [t.copy() for t in thetas]
-        trace = Trace(config={"method": self.method, "batch": self.batch, "timeout": self.timeout, "Q": self.Q,
+        trace = Trace(config={"method": pol.name, "batch": self.batch, "timeout": pol.timeout, "Q": pol.Q,
                               "labels": self.labels, "optimizers": [o.name for o in self.opts],
                               "policy": pol.describe()})
         recs, used = [], []
@@ -364,8 +371,7 @@ class FlexVFL:
             batch_idx, batch_state = pol.batches.draw(r, batch_state, rng, d.n, self.batch)
             dump = {} if r in dump_rounds else None
             thetas, _, out_states = self.round(thetas, batch_idx, tau, eta, states=states, dump=dump)
-            if pol.momentum.persistent:
-                states = out_states
+            states = pol.momentum.carry(states, out_states)
             wb, W = np.array([weight_summary(o, int(t), e) for o, t, e in zip(self.opts, tau, eta)]).T
             up, down = self.messages(len(batch_idx))
             work = pol.clock.work(st, tau, up, down)

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from refimpl.core.replay import index_table
-from refimpl.vfl.conventions import ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM  # noqa: F401  (re-exported)
+from refimpl.vfl.conventions import ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM, ROUND_METHODS  # noqa: F401
 from refimpl.vfl.local_optimizers import weight_summary
 from refimpl.vfl.speeds import Network
 
-ROUND_METHODS = ("flex", "adaptive", "sync", "pbcd")
 
 
 # ----------------------------------------------------------------------------- local steps τ_k^r
@@ -180,7 +179,10 @@ class ResetMomentum:
     authors' ImageNet/ModelNet loops, which build a new ``torch.optim.SGD`` each round."""
 
     name = "reset"
-    persistent = False
+
+    def carry(self, previous, after_round):
+        """The optimizer states the next round starts from: none (a fresh optimizer)."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,10 @@ class PersistentMomentum:
     are still those of a reset buffer; the carried buffer adds ρ^{t+1} u^{r−1} to each step."""
 
     name = "persistent"
-    persistent = True
+
+    def carry(self, previous, after_round):
+        """The optimizer states the next round starts from: this round's final ones."""
+        return after_round
 
 
 # ----------------------------------------------------------------------------- mini-batches B^r
@@ -342,6 +347,8 @@ class Policy:
     momentum: object = ResetMomentum()
     batches: object = IndependentBatches()
     clock: RoundClock = field(default_factory=RoundClock)
+    timeout: float | None = None    # the options it was composed from, as the trace records them
+    Q: int | None = None
 
     def describe(self):
         return {"method": self.name, "steps": self.steps.describe(), "step_size": self.step_size.describe(),
@@ -376,4 +383,4 @@ def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, serve
                   PersistentMomentum() if momentum == "persistent" else ResetMomentum(),
                   GivenBatches(batches) if batches is not None
                   else EpochBatches() if batch_order == "epoch" else IndependentBatches(),
-                  RoundClock(network, timeout if timed else None, server_steps is not None))
+                  RoundClock(network, timeout if timed else None, server_steps is not None), timeout, int(Q))
