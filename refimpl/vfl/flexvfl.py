@@ -12,7 +12,7 @@ One global round r of Flex-VFL:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -333,21 +333,9 @@ class FlexVFL:
         runs need the test accuracy only; the parameter-norm test still runs every round).
         ``accuracy_every``: likewise for the test accuracy (a run that reads only grad_sq, such as
         the rate check of Corollary 1, skips it); time-to-target runs need every one."""
-        m, d = self.model, self.data
-        pol = self.policy
-        loss_every = V.positive_int("loss_every", loss_every)
-        accuracy_every = V.positive_int("accuracy_every", accuracy_every)
-        if stop_at_accuracy is not None and accuracy_every != 1:
-            raise ValueError(f"stop_at_accuracy reads the test accuracy of every evaluation: accuracy_every must be 1, "
-                             f"got {accuracy_every}")
+        d, pol = self.data, self.policy
+        loss_every, accuracy_every = self._check_run(rounds, stop_at_accuracy, loss_every, accuracy_every)
         rule = DivergenceRule() if divergence is None else divergence
-        need = rounds + pol.step_size.speed_rows          # paper-adaptive: row 0 is the dummy round
-        if need > self.speeds.shape[0]:
-            raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
-        for name, obj in (("τ table", pol.steps), ("batch schedule", pol.batches)):
-            table = getattr(obj, "table", None)          # GivenSteps / GivenBatches hold one row a round
-            if table is not None and table.shape[0] < rounds:
-                raise ValueError(f"the {name} holds {table.shape[0]} rounds, the run needs {rounds}")
         dump_rounds = set(int(r) for r in dump_rounds)
         thetas = [t.copy() for t in thetas]
         initial = [t.copy() for t in thetas]
@@ -405,6 +393,29 @@ class FlexVFL:
                     break
             if last:
                 break
+        return self._finish(trace, initial, thetas, recs, used)
+
+    def _check_run(self, rounds, stop_at_accuracy, loss_every, accuracy_every):
+        """The run's inputs against the policy's schedules; returns the checked (loss_every,
+        accuracy_every)."""
+        pol = self.policy
+        loss_every = V.positive_int("loss_every", loss_every)
+        accuracy_every = V.positive_int("accuracy_every", accuracy_every)
+        if stop_at_accuracy is not None and accuracy_every != 1:
+            raise ValueError(f"stop_at_accuracy reads the test accuracy of every evaluation: accuracy_every must be 1, "
+                             f"got {accuracy_every}")
+        need = rounds + pol.step_size.speed_rows          # paper-adaptive: row 0 is the dummy round
+        if need > self.speeds.shape[0]:
+            raise ValueError(f"speed schedule holds {self.speeds.shape[0]} rounds, the run needs {need}")
+        for name, obj in (("τ table", pol.steps), ("batch schedule", pol.batches)):
+            table = getattr(obj, "table", None)          # GivenSteps / GivenBatches hold one row a round
+            if table is not None and table.shape[0] < rounds:
+                raise ValueError(f"the {name} holds {table.shape[0]} rounds, the run needs {rounds}")
+        return loss_every, accuracy_every
+
+    def _finish(self, trace, initial, thetas, recs, used):
+        """The trace's per-round arrays (τ, η, w̄, W, the clock, condition (14)), the first and last
+        iterates and the batch schedule, once the rounds are over."""
         if trace.status == "running":
             trace.status = "finished"
         trace.extra["thetas"] = thetas
@@ -419,7 +430,7 @@ class FlexVFL:
                                  "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])})
             if len({len(b) for b in used}) == 1:
                 trace.batches = np.array(used, dtype=np.int64)
-            if pol.clock.timeout is not None:
+            if self.policy.clock.timeout is not None:
                 trace.config["overrun_fraction"] = trace.arrays["overrun"].mean(axis=0).tolist()
             c14 = [self.condition14(x.eta, x.tau, x.w_bar) for x in recs]
             if c14[0] is not None:
@@ -474,43 +485,20 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     loss_every = V.positive_int("loss_every", loss_every)
     m, d = model, data
     K, B = m.K, int(batch)
-    eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K + 1,))
-    bad = np.flatnonzero(~np.isfinite(eta) | (eta <= 0))
-    if bad.size:
-        raise ValueError(f"learning rate η of party {bad[0]} is {eta[bad[0]]}; must be > 0")
-    speeds = np.asarray(speeds, dtype=np.float64)
-    if speeds.ndim != 2 or speeds.shape[1] != K + 1:
-        raise ValueError(f"speeds must have shape (R, {K + 1}), got {speeds.shape}")
+    eta, speeds = _async_inputs(K, eta, speeds)
     eval_dt = eval_every_time or time_budget / 50
     thetas = [t.copy() for t in thetas]
-    initial = [t.copy() for t in thetas]
-    used, order = [], []
-    off = m.offsets
-    table = np.hstack(m.embeddings(thetas, d.Xs_train))
-    stamp = np.zeros((d.n, K))                       # time each party's row was last written
+    st = _AsyncState(thetas, [t.copy() for t in thetas], np.hstack(m.embeddings(thetas, d.Xs_train)),
+                     np.zeros((d.n, K)))
     trace = Trace(config={"method": "async", "batch": B})
     trace.status = "running"
-    floats, events, stale_sum = 0, 0, 0.0
+    off = m.offsets
     msg = [0.0] + [network.time(B * (off[k] - off[k - 1])) for k in range(1, K + 1)]
     clock = AsyncServerQueue(speeds, msg, network.server_time, server_free)
-    times = []
-
     rule = DivergenceRule() if divergence is None else divergence
 
     def evaluate(now, last=False):
-        n_eval = len(trace.metrics.get("round", ()))
-        with_loss = last or n_eval % loss_every == 0
-        loss = m.loss(thetas, d.Xs_train, d.y_train) if with_loss else np.nan
-        if with_loss and trace.metrics.get("train_loss"):
-            reason = rule.cost("training loss", loss, trace.metrics["train_loss"][0])
-            if reason:
-                return reason
-        trace.record(round=events, time=now, comm_floats=floats,
-                     test_accuracy=m.accuracy(thetas, d.Xs_test, d.y_test), train_loss=loss,
-                     staleness=stale_sum / max(events, 1))
-        if progress:
-            progress(events, trace)
-        return None
+        return _async_evaluate(m, d, st, trace, rule, loss_every, progress, now, last)
 
     evaluate(0.0)
     next_eval = eval_dt
@@ -525,6 +513,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
         while now >= next_eval and reason is None:
             reason = evaluate(next_eval)
             next_eval += eval_dt
+        events = st.events
         if reason:
             trace.status = f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}"
             break
@@ -535,36 +524,97 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
             trace.status = f"finished: the batch schedule's {len(batches)} events are used up"
             break
         idx = rng.choice(d.n, B, replace=False) if batches is None else batches[events]
-        used.append(idx)
-        order.append(k)
-        times.append(now)
-        enc = m.encoders[k - 1]
-        h, cache = enc.forward(thetas[k], d.Xs_train[k - 1][idx])
-        table[idx, off[k - 1]:off[k]] = h
-        others = np.delete(stamp[idx], k - 1, axis=1)
-        stale_sum += float(np.mean(now - others)) if others.size else 0.0
-        stamp[idx, k - 1] = now
-        _, g0, dH = m.fusion.loss_grads(thetas[0], table[idx], d.y_train[idx])
-        thetas[0] = thetas[0] - eta[0] * g0
-        thetas[k] = thetas[k] - eta[k] * enc.backward(thetas[k], cache, dH[:, off[k - 1]:off[k]])
-        floats += 2 * B * (off[k] - off[k - 1])
-        events += 1
+        _async_event(m, d, st, eta, B, now, k, idx)
         clock.served(now, k)
-        reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(x, x)) for x in thetas))
+        reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(x, x)) for x in st.thetas))
         if reason:
-            trace.status = f"diverged: event {events} (party {k}): {reason}; trace holds events 0..{events - 1}"
+            trace.status = (f"diverged: event {st.events} (party {k}): {reason}; trace holds events "
+                            f"0..{st.events - 1}")
             break
     if trace.status == "running":
         reason = evaluate(min(time_budget, next_eval), last=True)
-        trace.status = (f"diverged: event {events}: {reason}; trace holds events 0..{events - 1}" if reason
+        trace.status = (f"diverged: event {st.events}: {reason}; trace holds events 0..{st.events - 1}" if reason
                         else "finished")
-    trace.extra["thetas"] = thetas
-    for k, (a, b) in enumerate(zip(initial, thetas)):
+    return _async_finish(trace, st)
+
+
+def _async_inputs(K, eta, speeds):
+    """The K + 1 learning rates (each > 0) and the (R, K+1) step times, checked."""
+    eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (K + 1,))
+    bad = np.flatnonzero(~np.isfinite(eta) | (eta <= 0))
+    if bad.size:
+        raise ValueError(f"learning rate η of party {bad[0]} is {eta[bad[0]]}; must be > 0")
+    speeds = np.asarray(speeds, dtype=np.float64)
+    if speeds.ndim != 2 or speeds.shape[1] != K + 1:
+        raise ValueError(f"speeds must have shape (R, {K + 1}), got {speeds.shape}")
+    return eta, speeds
+
+
+@dataclass
+class _AsyncState:
+    """The asynchronous run between events: the parameters, the server's table of embeddings and
+    the time each party's rows were written, the traffic, the events served, the staleness sum,
+    and what each event used (batch, party, start time)."""
+    thetas: list
+    initial: list
+    table: np.ndarray
+    stamp: np.ndarray
+    floats: int = 0
+    events: int = 0
+    stale_sum: float = 0.0
+    used: list = field(default_factory=list)
+    order: list = field(default_factory=list)
+    times: list = field(default_factory=list)
+
+
+def _async_event(m, d, st, eta, B, now, k, idx):
+    """One event: party k's fresh embedding of the batch ``idx`` written into the server's table;
+    the server's SGD step on θ_0 with the table's rows (the other parties' possibly stale), and
+    party k's SGD step with the ∂l/∂h_k it returns."""
+    off = m.offsets
+    st.used.append(idx)
+    st.order.append(k)
+    st.times.append(now)
+    enc = m.encoders[k - 1]
+    h, cache = enc.forward(st.thetas[k], d.Xs_train[k - 1][idx])
+    st.table[idx, off[k - 1]:off[k]] = h
+    others = np.delete(st.stamp[idx], k - 1, axis=1)
+    st.stale_sum += float(np.mean(now - others)) if others.size else 0.0
+    st.stamp[idx, k - 1] = now
+    _, g0, dH = m.fusion.loss_grads(st.thetas[0], st.table[idx], d.y_train[idx])
+    st.thetas[0] = st.thetas[0] - eta[0] * g0
+    st.thetas[k] = st.thetas[k] - eta[k] * enc.backward(st.thetas[k], cache, dH[:, off[k - 1]:off[k]])
+    st.floats += 2 * B * (off[k] - off[k - 1])
+    st.events += 1
+
+
+def _async_evaluate(m, d, st, trace, rule, loss_every, progress, now, last=False):
+    """Record an evaluation at simulated time ``now``; returns the reason the training loss counts
+    as diverged (nothing recorded then), or None."""
+    n_eval = len(trace.metrics.get("round", ()))
+    with_loss = last or n_eval % loss_every == 0
+    loss = m.loss(st.thetas, d.Xs_train, d.y_train) if with_loss else np.nan
+    if with_loss and trace.metrics.get("train_loss"):
+        reason = rule.cost("training loss", loss, trace.metrics["train_loss"][0])
+        if reason:
+            return reason
+    trace.record(round=st.events, time=now, comm_floats=st.floats,
+                 test_accuracy=m.accuracy(st.thetas, d.Xs_test, d.y_test), train_loss=loss,
+                 staleness=st.stale_sum / max(st.events, 1))
+    if progress:
+        progress(st.events, trace)
+    return None
+
+
+def _async_finish(trace, st):
+    trace.extra["thetas"] = st.thetas
+    for k, (a, b) in enumerate(zip(st.initial, st.thetas)):
         trace.arrays[f"init_theta{k}"], trace.arrays[f"final_theta{k}"] = a, b
-    if used:
-        trace.batches = np.array(used[:events], dtype=np.int64)
-        trace.arrays["event_party"] = np.array(order[:events], dtype=np.int64)
-        trace.arrays["event_time"] = np.array(times[:events], dtype=np.float64)
+    if st.used:
+        events = st.events
+        trace.batches = np.array(st.used[:events], dtype=np.int64)
+        trace.arrays["event_party"] = np.array(st.order[:events], dtype=np.int64)
+        trace.arrays["event_time"] = np.array(st.times[:events], dtype=np.float64)
     return trace
 
 
