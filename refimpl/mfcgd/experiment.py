@@ -93,6 +93,34 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     built = build_problem(cfg, rng_prob, ds)
     pr, test = (built[0], built[1:]) if isinstance(built, tuple) else (built, None)
     extra = {}
+    on_eval = _problem_evaluations(cfg, pr, test, rng_prob, extra, progress)
+    from refimpl.core.replay import parse_dump_rounds
+    dumps = parse_dump_rounds(cfg.dump_rounds, cfg.steps)
+    kind = "storm" if cfg.method in STORM_METHODS else "scgd"
+    x1, start = _initial_point(cfg, pr, kind)
+    samples = _samples(cfg, pr, kind) if cfg.samples else None
+    # replay inputs and dumps run the NumPy twin, except given samples on the synthetic kernel
+    numba = cfg.backend == "numba" and cfg.problem == "synthetic" and not dumps and start is None
+    numba = numba and (kind == "storm" or samples is None and not cfg.keep_samples)
+    if cfg.keep_samples and samples is None:
+        samples = (draw_storm_samples(pr, cfg.steps, 1 if cfg.method == "storm" else cfg.q, rng_run)
+                   if kind == "storm" else draw_scgd_samples(pr, cfg.steps, rng_run))
+    if kind == "storm":
+        (gn, smp, rnd, xsq), result, par = _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps)
+    else:
+        ((gn, smp, rnd, xsq), result), par = _run_scgd(cfg, pr, x1, samples, numba, rng_run, on_eval, dumps), None
+    tr = _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba)
+    if result is not None and getattr(result, "x_bar", None) is not None:
+        xsq = np.einsum("ij,ij->i", result.x_bar, result.x_bar)
+    _record_steps(tr, cfg, gn, smp, rnd, xsq, extra)
+    if cfg.problem == "drfl":
+        tr.extra["fedavg"] = fedavg_drfl(pr, test, cfg, np.random.default_rng(cfg.seed))
+    return tr
+
+
+def _problem_evaluations(cfg, pr, test, rng_prob, extra, progress):
+    """``on_eval(t, x̄_t)``: the problem's own metrics at an evaluation (DRFL: the clients' test
+    accuracies; MAML: the loss after adaptation on held-out tasks) into ``extra``."""
     held_out = None
     if cfg.problem == "maml":
         held_out = pr.a.mean(axis=0) + rng_prob.standard_normal((20, pr.d)) * np.std(pr.a, axis=0)
@@ -105,45 +133,42 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
             extra.setdefault(t, {}).update(post_adaptation_loss=pr.post_adaptation_loss(xb, held_out, np.random.default_rng(7)))
         if progress:
             progress(t, xb)
+    return on_eval
 
-    from refimpl.core.replay import parse_dump_rounds
-    dumps = parse_dump_rounds(cfg.dump_rounds, cfg.steps)
-    kind = "storm" if cfg.method in STORM_METHODS else "scgd"
-    x1, start = _initial_point(cfg, pr, kind)
-    samples = _samples(cfg, pr, kind) if cfg.samples else None
-    # replay inputs and dumps run the NumPy twin, except given samples on the synthetic kernel
-    numba = cfg.backend == "numba" and cfg.problem == "synthetic" and not dumps and start is None
-    numba = numba and (kind == "storm" or samples is None and not cfg.keep_samples)
-    if cfg.keep_samples and samples is None:
-        samples = (draw_storm_samples(pr, cfg.steps, 1 if cfg.method == "storm" else cfg.q, rng_run)
-                   if kind == "storm" else draw_scgd_samples(pr, cfg.steps, rng_run))
-    result = None
-    if kind == "storm":
-        C_g, C_f = _projection_radii(pr)
-        q = 1 if cfg.method == "storm" else cfg.q
-        par = MFCGDParams(k=cfg.k, n=cfg.n, c1=cfg.c, c2=cfg.c, c3=cfg.c, gamma=cfg.gamma, q=q, C_g=C_g, C_f=C_f)
-        mat = make_matrix(cfg.matrix if cfg.method == "adamfcgd" else "identity", cfg.rho, cfg.theta)
-        if numba:
-            r = run_mfcgd_synthetic_nb(pr, x1, cfg.steps, par, mat, rng_run, noise=samples)
-            for t in range(cfg.eval_every, cfg.steps + 1, cfg.eval_every):
-                on_eval(t, r.x_bar[t - 1])
-            gn, smp, rnd = r.grad_norm, r.samples, r.rounds
-        else:
-            r = run_mfcgd(pr, x1, cfg.steps, par, mat, rng_run, noise=samples, eval_every=cfg.eval_every,
-                          on_eval=on_eval, estimators=start, dump_steps=dumps)
-            gn, smp, rnd = r.grad_norm, r.samples, r.rounds
-        result = r
+
+def _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps):
+    """MFCGD, AdaMFCGD or STORM: ((grad_norm, samples, rounds, None), the result, the parameters)."""
+    C_g, C_f = _projection_radii(pr)
+    q = 1 if cfg.method == "storm" else cfg.q
+    par = MFCGDParams(k=cfg.k, n=cfg.n, c1=cfg.c, c2=cfg.c, c3=cfg.c, gamma=cfg.gamma, q=q, C_g=C_g, C_f=C_f)
+    mat = make_matrix(cfg.matrix if cfg.method == "adamfcgd" else "identity", cfg.rho, cfg.theta)
+    if numba:
+        r = run_mfcgd_synthetic_nb(pr, x1, cfg.steps, par, mat, rng_run, noise=samples)
+        for t in range(cfg.eval_every, cfg.steps + 1, cfg.eval_every):
+            on_eval(t, r.x_bar[t - 1])
     else:
-        q = 1 if cfg.method == "scgd" else cfg.q
-        alpha = cfg.alpha if cfg.method == "local-scgdm" else None
-        if numba:
-            gn, smp, rnd, xsq = run_local_scgd_synthetic_nb(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run,
-                                                            sq_norms=True)
-        else:
-            r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval,
-                               samples=samples, dump_steps=dumps)
-            gn, smp, rnd = r.grad_norm, r.samples, r.rounds
-            result = r
+        r = run_mfcgd(pr, x1, cfg.steps, par, mat, rng_run, noise=samples, eval_every=cfg.eval_every,
+                      on_eval=on_eval, estimators=start, dump_steps=dumps)
+    return (r.grad_norm, r.samples, r.rounds, None), r, par
+
+
+def _run_scgd(cfg, pr, x1, samples, numba, rng_run, on_eval, dumps):
+    """ComFedL-style SCGD, Local-SCGDM or SCGD: ((grad_norm, samples, rounds, ||x̄_t||² or None), the
+    result (None from the kernel))."""
+    q = 1 if cfg.method == "scgd" else cfg.q
+    alpha = cfg.alpha if cfg.method == "local-scgdm" else None
+    if numba:
+        gn, smp, rnd, xsq = run_local_scgd_synthetic_nb(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run,
+                                                        sq_norms=True)
+        return (gn, smp, rnd, xsq), None
+    r = run_local_scgd(pr, x1, cfg.steps, q, cfg.eta, cfg.beta, alpha, rng_run, cfg.eval_every, on_eval,
+                       samples=samples, dump_steps=dumps)
+    return (r.grad_norm, r.samples, r.rounds, None), r
+
+
+def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba):
+    """The run's trace before its metrics: configuration, data record, replay inputs, dumps and the
+    theorems' conditions."""
     tr = Trace(config={**asdict(cfg)})
     tr.config["backend_used"] = "numba" if numba else "numpy"
     if cfg.problem == "drfl":
@@ -163,9 +188,12 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         tr.config["capped_steps"] = par.capped_steps(cfg.steps)
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
+    return tr
+
+
+def _record_steps(tr, cfg, gn, smp, rnd, xsq, extra):
+    """The evaluated steps into the trace, stopping at the first the divergence rule flags."""
     rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor, max_sq_norm=cfg.diverge_sq_norm)
-    if result is not None and getattr(result, "x_bar", None) is not None:
-        xsq = np.einsum("ij,ij->i", result.x_bar, result.x_bar)
     tr.status = "finished"
     for t in range(1, cfg.steps + 1):
         if t % cfg.eval_every == 0 or t in (1, cfg.steps):
@@ -181,9 +209,6 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
             vals = dict(step=t, grad_norm=gn[t - 1], samples=smp[t - 1], rounds=rnd[t - 1])
             vals.update(extra.get(t, {}))
             tr.record(**vals)
-    if cfg.problem == "drfl":
-        tr.extra["fedavg"] = fedavg_drfl(pr, test, cfg, np.random.default_rng(cfg.seed))
-    return tr
 
 
 def _initial_point(cfg, pr, kind):
