@@ -249,3 +249,15 @@ def test_the_cycle_scan_sees_a_lazy_circle(tmp_path):
     (pkg / "mfcgd" / "algorithm.py").write_text("from refimpl.mfcgd.kernels import k\n")
     (pkg / "mfcgd" / "kernels.py").write_text("def k():\n    from refimpl.mfcgd.algorithm import P\n")
     assert _import_cycles(pkg) == [["refimpl.mfcgd.algorithm", "refimpl.mfcgd.kernels"]]
+
+
+def test_no_function_outside_the_numba_kernels_is_longer_than_80_lines():
+    long = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                numba = any("jit" in ast.unparse(d) for d in node.decorator_list)
+                if not numba and node.end_lineno - node.lineno + 1 > 80:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
+                                f"({node.end_lineno - node.lineno + 1} lines)")
+    assert long == []

@@ -84,6 +84,24 @@ def mnist_5k() -> Dataset:
 MAX_CLASSES = 100_000
 
 
+def _check_labels(path, k, y, label_base):
+    """``--data``'s labels ``y`` (array ``k``) are integer class indices below MAX_CLASSES, or say
+    which entry is not."""
+    if y.dtype.kind == "b" or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        raise ValueError(f"--data {path}: {k} must hold integer class indices, got dtype {y.dtype}")
+    bad = ~np.isfinite(y) | (y != np.round(y)) | (y < 0) if np.issubdtype(y.dtype, np.floating) else y < 0
+    if np.any(bad):
+        i = int(np.flatnonzero(np.ravel(bad))[0])
+        shown = (f"{np.ravel(y)[i] + 1} in the file ({np.ravel(y)[i]} after --label-base 1)" if label_base
+                 else f"{np.ravel(y)[i]}")
+        raise ValueError(f"--data {path}: {k}[{i}] = {shown}; labels must be integer class "
+                         f"indices {'1..L' if label_base else '0..L-1'}")
+    if y.size and np.max(y) >= MAX_CLASSES:
+        i = int(np.argmax(np.ravel(y)))
+        raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]:.0f} is not a class index (at most "
+                         f"{MAX_CLASSES:,} classes)")
+
+
 def load_npz_dataset(path, label_base=0) -> Dataset:
     """``--data FILE.npz`` with arrays X_train (N×D), y_train, X_test, y_test and optionally
     n_classes. Labels must be integer class indices 0..L−1; without ``n_classes`` in the file, L
@@ -137,20 +155,7 @@ def load_npz_dataset(path, label_base=0) -> Dataset:
             raise ValueError(f"--data {path}: {k} must be a non-empty 2-d array (samples × features), "
                              f"got shape {arrays[k].shape}")
     for k in ("y_train", "y_test"):
-        y = arrays[k]
-        if y.dtype.kind == "b" or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-            raise ValueError(f"--data {path}: {k} must hold integer class indices, got dtype {y.dtype}")
-        bad = ~np.isfinite(y) | (y != np.round(y)) | (y < 0) if np.issubdtype(y.dtype, np.floating) else y < 0
-        if np.any(bad):
-            i = int(np.flatnonzero(np.ravel(bad))[0])
-            shown = (f"{np.ravel(y)[i] + 1} in the file ({np.ravel(y)[i]} after --label-base 1)" if label_base
-                     else f"{np.ravel(y)[i]}")
-            raise ValueError(f"--data {path}: {k}[{i}] = {shown}; labels must be integer class "
-                             f"indices {'1..L' if label_base else '0..L-1'}")
-        if y.size and np.max(y) >= MAX_CLASSES:
-            i = int(np.argmax(np.ravel(y)))
-            raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]:.0f} is not a class index (at most "
-                             f"{MAX_CLASSES:,} classes)")
+        _check_labels(path, k, arrays[k], label_base)
     y_tr, y_te = arrays["y_train"].astype(np.int64), arrays["y_test"].astype(np.int64)
     if given is None:
         L = int(max(y_tr.max(), y_te.max())) + 1

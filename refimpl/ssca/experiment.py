@@ -144,40 +144,7 @@ class RunConfig:
                              (c.engine == "flower", "refimpl's engine (not --engine flower)")):
                 if bad:
                     raise ValueError(f"--sampling pooled (one batch of K·B ids from the whole training set) needs {why}")
-        if c.partition_file:
-            # the file is the split: a partition kind beside it would be ignored, so it is refused,
-            # and the trace records "file"
-            if c.partition not in ("contiguous", "file"):
-                raise ValueError(f"--partition-file {c.partition_file} gives every client's samples; --partition "
-                                 f"{c.partition} would be ignored: give one of the two")
-            c.partition = "file"
-        elif c.partition == "file":
-            raise ValueError("--partition file needs --partition-file FILE.json (one list of sample ids per client)")
-        else:
-            parse_partition(c.partition)
-        if c.partition_file:
-            if c.setting != "sample":
-                raise ValueError("--partition-file applies to --setting sample only")
-            import json
-            try:
-                with open(c.partition_file) as fh:
-                    n_parts = len(json.load(fh))
-            except (OSError, json.JSONDecodeError, TypeError) as exc:
-                raise ValueError(f"--partition-file {c.partition_file}: cannot read a JSON list of index lists ({exc})")
-            if c.clients is not None and c.clients != n_parts:
-                raise ValueError(f"--clients {c.clients} contradicts --partition-file {c.partition_file}, which holds "
-                                 f"{n_parts} clients; drop --clients or make them agree")
-            c.clients = n_parts
-        if c.feature_blocks:
-            if c.setting != "feature":
-                raise ValueError("--feature-blocks applies to --setting feature only")
-            n_blocks = len(read_feature_blocks(c.feature_blocks))
-            if c.clients is not None and c.clients != n_blocks:
-                raise ValueError(f"--clients {c.clients} contradicts --feature-blocks {c.feature_blocks}, which holds "
-                                 f"{n_blocks} blocks (one per client); drop --clients or make them agree")
-            c.clients = n_blocks
-        elif c.clients is None:
-            c.clients = 10
+        _resolve_split(c)
         for f in ("batch", "rounds", "clients", "hidden", "local_steps", "eval_every"):
             V.positive_int(f, getattr(c, f))
         for f, what in (("rho_a", "a1 of ρ_t = a1/t^α"), ("gamma_a", "a2 of γ_t = a2/t^(α+0.05)")):
@@ -199,6 +166,47 @@ class RunConfig:
                 raise ValueError(f"loss bound U must be finite and > 0, got {c.U}")
             V.positive("penalty c", c.penalty)
         return c
+
+
+
+def _resolve_split(c):
+    """The clients' split of a configuration being resolved, in place: a partition file (which
+    sets K and is recorded as partition "file"), a feature-block file (which sets K), or K = 10
+    by default; every contradiction refused."""
+    if c.partition_file:
+        # the file is the split: a partition kind beside it would be ignored, so it is refused,
+        # and the trace records "file"
+        if c.partition not in ("contiguous", "file"):
+            raise ValueError(f"--partition-file {c.partition_file} gives every client's samples; --partition "
+                             f"{c.partition} would be ignored: give one of the two")
+        c.partition = "file"
+    elif c.partition == "file":
+        raise ValueError("--partition file needs --partition-file FILE.json (one list of sample ids per client)")
+    else:
+        parse_partition(c.partition)
+    if c.partition_file:
+        if c.setting != "sample":
+            raise ValueError("--partition-file applies to --setting sample only")
+        import json
+        try:
+            with open(c.partition_file) as fh:
+                n_parts = len(json.load(fh))
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"--partition-file {c.partition_file}: cannot read a JSON list of index lists ({exc})")
+        if c.clients is not None and c.clients != n_parts:
+            raise ValueError(f"--clients {c.clients} contradicts --partition-file {c.partition_file}, which holds "
+                             f"{n_parts} clients; drop --clients or make them agree")
+        c.clients = n_parts
+    if c.feature_blocks:
+        if c.setting != "feature":
+            raise ValueError("--feature-blocks applies to --setting feature only")
+        n_blocks = len(read_feature_blocks(c.feature_blocks))
+        if c.clients is not None and c.clients != n_blocks:
+            raise ValueError(f"--clients {c.clients} contradicts --feature-blocks {c.feature_blocks}, which holds "
+                             f"{n_blocks} blocks (one per client); drop --clients or make them agree")
+        c.clients = n_blocks
+    elif c.clients is None:
+        c.clients = 10
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
