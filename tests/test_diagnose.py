@@ -95,7 +95,9 @@ def test_vfl_momentum_reset_vs_persistent(tmp_path, capsys):
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")]) == 3
     out = _out(capsys)
-    assert "round 2, theta0" in out and "tau 0" in out
+    # the first sub-round step that differs: party 0's momentum buffer at local step 0 of round 2
+    # (carried over, or fresh), not the iterate θ_0 it moved afterwards
+    assert "round 2, momentum0 at local step 0" in out and "tau 0" in out
     assert "with --momentum persistent all rounds agree" in out
     assert "--adaptive-rule" not in out                      # not an option of flexvfl
 
@@ -253,3 +255,28 @@ def test_their_other_inputs_and_their_bug_against_an_independent_transcription(t
     assert "no switch (baseline): differs at round 2, omega_next" in out
     assert "no convention switch of refimpl (nor a pair) makes every round agree" in out
     assert "all rounds agree" not in out
+
+
+def test_sub_round_steps_are_walked_in_the_order_one_local_step_computes_them():
+    """Flex-VFL's per-step dumps (row t of theta<k>, grad<k>, momentum<k>: local step t): the first
+    differing (step, quantity) is named, not the first differing whole array in name order."""
+    from refimpl.tools import diagnose as DG
+    rng = np.random.default_rng(0)
+    ours = {1: {"tau": np.array([3, 3]), "theta0": rng.standard_normal((4, 2)), "grad0": rng.standard_normal((3, 2)),
+                "theta1": rng.standard_normal((4, 2)), "grad1": rng.standard_normal((3, 2)),
+                "momentum1": rng.standard_normal((3, 2))}}
+    theirs = {1: {k: v.copy() for k, v in ours[1].items()}}
+    theirs[1]["theta0"][2] += 1.0          # party 0: step 2's input differs
+    theirs[1]["momentum1"][1] += 1.0       # party 1: step 1's momentum buffer differs (and so everything after)
+    theirs[1]["theta1"][2:] += 1.0
+    theirs[1]["grad1"][2:] += 1.0
+    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
+    assert (d.round, d.quantity, d.step) == (1, "momentum1", 1)
+    theirs[1]["grad1"][1] += 1.0           # now party 1's gradient of step 1 differs first
+    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
+    assert (d.quantity, d.step) == ("grad1", 1)
+    np.testing.assert_array_equal(d.ours, ours[1]["grad1"][1])
+    # a quantity outside the per-step ones keeps the round-level answer
+    theirs[1]["tau"] = np.array([3, 4])
+    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
+    assert (d.quantity, d.step) == ("tau", None)

@@ -85,6 +85,7 @@ class Paper:
     options: tuple = ()             # the Opt rows of `refimpl run`
     conventions: tuple = ()         # Convention rows
     dump_order: tuple = ()          # dump quantities in data-flow order (<k>: a party index)
+    step_quantities: tuple = ()     # per-local-step dump quantities (row t: step t), in the order one step computes them
     dump_markers: tuple = ()        # regular expressions: a dump holding a name matching one is this paper's
     replay_inputs: tuple = ()       # ReplayInput rows
     checks_module: str = ""         # the module of its verification checks
@@ -192,6 +193,18 @@ class Paper:
     def needs_data(self, cfg):
         """Whether the run reads a data set (otherwise ``run`` gets ``data=None``)."""
         return True
+
+    def load_data(self, record, where="the run's data"):
+        """The data set a recorded configuration names (its ``data_source`` and ``data_digest``;
+        a record of an earlier release that names the embedded subset loads it), or None when the
+        run needs none; refused, naming ``where``, when it is not reachable here or has changed."""
+        from refimpl.core.data import load_source
+        source = record.get("data_source")
+        if source is None and record.get("data") == "mnist-5k-embedded":
+            source = {"kind": "embedded"}
+        if source is None and not self.needs_data(self.config_from_record(record)):
+            return None
+        return load_source(source, where, record.get("data_digest"))
 
     def run(self, cfg, data=None, replay=None, progress=None):
         """One run of ``cfg`` on ``data`` with the replay inputs ``replay`` (paper-specific keys);

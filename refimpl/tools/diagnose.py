@@ -88,6 +88,7 @@ class Divergence:
     theirs: object
     rel: float
     agreeing: list = field(default_factory=list)      # (name, rel) of that round's earlier quantities
+    step: int | None = None                            # the local step (sub-round quantities), or None
 
 
 @dataclass
@@ -164,10 +165,44 @@ def compare_dumps(ours, theirs, tol):
             if div is None:
                 if d > tol:
                     div = Divergence(r, n, np.asarray(ours[r][n]), np.asarray(theirs[r][n]), d, list(agreeing))
+                    div = _first_local_step(paper, ours[r], theirs[r], tol, div)
                 else:
                     agreeing.append((n, d))
     one_side = {"theirs": sorted(set(ours) - set(theirs)), "ours": sorted(set(theirs) - set(ours))}
     return Comparison(paper, common, div, worst, missing, per_round, one_side, compared, nonfinite)
+
+
+def _first_local_step(paper, ours, theirs, tol, div):
+    """Inside a round, the paper's per-step quantities (its description's ``step_quantities``: row
+    t of each belongs to local step t, listed in the order one step computes them) are walked step
+    by step, so the divergence is the first (local step, quantity) that differs — the momentum
+    buffer of step 0, say, rather than the iterate it moved. ``div`` unchanged when its quantity
+    is not a per-step one or no row differs."""
+    steps = _paper(paper).step_quantities
+    rx = [(pos, re.compile("^" + re.escape(p).replace("<k>", r"(\d+)") + "$")) for pos, p in enumerate(steps)]
+    if not any(r.match(div.quantity) for _, r in rx):
+        return div
+    best = None
+    for name in set(ours) & set(theirs):
+        for pos, r in rx:
+            m = r.match(name)
+            if not m:
+                continue
+            a, b = np.asarray(ours[name], dtype=float), np.asarray(theirs[name], dtype=float)
+            if a.ndim == 0 or b.ndim == 0 or a.shape[1:] != b.shape[1:]:
+                continue
+            for t in range(max(len(a), len(b))):
+                d = _rel(a[t], b[t]) if t < len(a) and t < len(b) else np.inf
+                if d > tol:
+                    key = (t, pos, int(m.group(1)) if m.groups() else 0)
+                    if best is None or key < best[0]:
+                        best = (key, name, a[t] if t < len(a) else np.array([]),
+                                b[t] if t < len(b) else np.array([]), d)
+                    break
+    if best is None:
+        return div
+    (t, _, _), name, a, b, d = best
+    return Divergence(div.round, name, a, b, d, div.agreeing, t)
 
 
 def load_side(path, mapping=None):
@@ -196,19 +231,11 @@ def _owner(cfg):
 
 
 def run_data(ours_path):
-    """The data set OURS's run used, from its trace (``data_source`` and ``data_digest``; a trace
-    of an earlier release that names the embedded subset loads it); refused, naming the file,
-    when it is not reachable here or has changed."""
+    """The data set OURS's run used, rebuilt by its paper from its trace
+    (:meth:`~refimpl.core.paper.Paper.load_data`); refused, naming the file, when it is not
+    reachable here or has changed."""
     doc = _trace_config(ours_path) or {}
-    source = doc.get("data_source")
-    if source is None and doc.get("data") == "mnist-5k-embedded":
-        source = {"kind": "embedded"}
-    if source is None:
-        paper = _owner(doc)
-        if not paper.needs_data(paper.config_from_record(doc)):
-            return None                                 # the run needs no data set
-    from refimpl.core.data import load_source
-    return load_source(source, f"{ours_path}: the run's data", doc.get("data_digest"))
+    return _owner(doc).load_data(doc, f"{ours_path}: the run's data")
 
 
 def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
@@ -345,7 +372,8 @@ def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
         else:
             entry = f": shapes {a.shape} vs {b.shape}"
         agree = ", ".join(f"{n} {r:.1g}" for n, r in d.agreeing) or "none before it"
-        lines.append(f"round {d.round}, {d.quantity}{entry} (relative {d.rel:.3g}); agreeing before it: {agree}")
+        where = f"round {d.round}, {d.quantity}" + ("" if d.step is None else f" at local step {d.step}")
+        lines.append(f"{where}{entry} (relative {d.rel:.3g}); agreeing before it: {agree}")
     for n, rs in sorted(cmp_.nonfinite.items()):
         lines.append(f"{n} is not finite (NaN or inf) in round{'s' if len(rs) > 1 else ''} {_span(rs)}: "
                      "never counted as agreeing")

@@ -92,6 +92,9 @@ class VFLPaper(Paper):
                    "the protocol: server τ = Q with free server compute, and every convention above (authors)"),
     )
     dump_order = ("batch", "H", "dh<k>", "tau", "eta", "theta<k>", "grad<k>", "momentum<k>", "w_bar", "W")
+    # within a round: row t of theta<k> is local step t's input, rows t of grad<k> and momentum<k>
+    # what step t computes from it (θ^{r,t} → g^{r,t} → u^t → θ^{r,t+1})
+    step_quantities = ("theta<k>", "grad<k>", "momentum<k>")
     dump_markers = (r"theta\d+",)
     replay_inputs = (ReplayInput(r"init_theta\d+", "initial point"), ReplayInput("batches", "batch schedule"),
                      ReplayInput("tau", "τ table"))
