@@ -280,3 +280,22 @@ def test_sub_round_steps_are_walked_in_the_order_one_local_step_computes_them():
     theirs[1]["tau"] = np.array([3, 4])
     d = DG.compare_dumps(ours, theirs, 1e-12).divergence
     assert (d.quantity, d.step) == ("tau", None)
+
+
+def test_a_convention_on_the_inputs_is_tried_when_their_dump_lacks_that_input(tmp_path, capsys):
+    """THEIR dump without the batch schedule: the rerun draws its own batches, so --batch-order
+    can explain the difference and is tried (and credited); with the schedule in THEIR dump it is
+    not tried (THEIR batches decide)."""
+    base = ["run", "flexvfl", "--rounds", "3", "--dump-rounds", "all", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "ours")]) == 0
+    assert main([*base, "--batch-order", "epoch", "--out", str(tmp_path / "theirs")]) == 0
+    z = np.load(tmp_path / "theirs" / "trace.npz")
+    np.savez(tmp_path / "dump_only.npz", **{k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")})
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "dump_only.npz")]) == 3
+    out = _out(capsys)
+    assert "round 1, batch" in out and "with --batch-order epoch all rounds agree" in out
+    capsys.readouterr()
+    code = main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")])
+    captured = capsys.readouterr()
+    assert code == 4 and "--batch-order" not in captured.out + captured.err

@@ -44,13 +44,16 @@ class Convention:
     implementations' readings. ``first``: the dump quantity it touches first (data-flow order);
     ``acts_on``: ``"arithmetic"`` (the same inputs give other numbers), ``"inputs"`` (it draws other
     batches or another initial point: a replay from THEIR inputs overrides it), ``"bundle"`` (it
-    sets several conventions at once) or ``"record"`` (it only adds a recorded quantity)."""
+    sets several conventions at once) or ``"record"`` (it only adds a recorded quantity).
+    ``replay``: for a convention on the inputs, the replay input whose presence in THEIR dump
+    decides what it would draw (then trying it explains nothing)."""
     option: str
     values: tuple
     default: object
     first: str
     acts_on: str
     help: str = ""
+    replay: str = ""        # inputs conventions: the replay input (a name pattern) that fixes what it draws
 
     def __post_init__(self):
         if self.acts_on not in ("arithmetic", "inputs", "bundle", "record"):

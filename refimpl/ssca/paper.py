@@ -85,7 +85,7 @@ class SSCAPaper(Paper):
         Convention("activation", ACTIVATIONS, "swish", "client_loss", "arithmetic",
                    "the paper's swish, or the authors' ReLU"),
         Convention("sampling", SAMPLINGS, "per-client", "batch", "inputs",
-                   "B per client from its shard, or K·B pooled from all (the authors' code)"),
+                   "B per client from its shard, or K·B pooled from all (the authors' code)", "batches"),
         Convention("authors_cost", (False, True), False, "train_cost", "record",
                    "also record the authors' cost J"),
     )

@@ -25,11 +25,19 @@ def _paper(key):
     return papers.get(key)
 
 
-def switches(paper):
-    """The convention switches a rerun tries, from the paper's description: option → its values
-    (conventions that act on the arithmetic, and bundles; those acting on the inputs are set by
-    THEIR replay inputs, and record-only ones change no dumped quantity)."""
-    return {c.option: c.values for c in _paper(paper).conventions if c.acts_on in ("arithmetic", "bundle")}
+def switches(paper, held=None):
+    """The convention switches a rerun tries, from the paper's description: option → its values.
+    Conventions on the arithmetic, and bundles; a convention on the inputs only when THEIR dump
+    does not hold the replay input that fixes what it draws (``held``: THEIR array names; None:
+    unknown, so none of them). Record-only conventions change no dumped quantity."""
+    out = {}
+    for c in _paper(paper).conventions:
+        if c.acts_on in ("arithmetic", "bundle"):
+            out[c.option] = c.values
+        elif c.acts_on == "inputs" and held is not None and c.replay \
+                and not any(re.fullmatch(c.replay, n) for n in held):
+            out[c.option] = c.values
+    return out
 
 
 def paper_of(names):
@@ -324,7 +332,12 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
     if base_row["agrees"]:
         return rows, {"kind": "inputs", "row": base_row, "not_run": []}
     singles = []
-    for option, values in switches(paper).items():
+    try:
+        held = set(read_arrays(theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz"),
+                               "THEIRS"))
+    except (ValueError, OSError):
+        held = None
+    for option, values in switches(paper, held).items():
         if option not in takes or option not in cfg:
             continue
         current = cfg.get(option)

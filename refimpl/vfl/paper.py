@@ -18,10 +18,10 @@ ALGORITHMS = {m: _HELP[m] for m in METHODS}
 _ROUND_VFL = tuple(m for m in METHODS if m != "async-vfl")
 
 
-def _convention(option, first, acts_on, help_):
+def _convention(option, first, acts_on, help_, replay=""):
     row = CONVENTIONS[option]
     return Convention(option, row["allowed"], None, first, acts_on, help_ + f" (default: the protocol's, "
-                      f"{row['refimpl']} under refimpl, {row['authors']} under authors)")
+                      f"{row['refimpl']} under refimpl, {row['authors']} under authors)", replay)
 
 
 class VFLPaper(Paper):
@@ -84,10 +84,12 @@ class VFLPaper(Paper):
 
     conventions = (
         _convention("momentum", "momentum<k>", "arithmetic", "local optimizer state reset every round or kept"),
-        _convention("batch_order", "batch", "inputs", "independent mini-batch draws or one permutation per epoch"),
+        _convention("batch_order", "batch", "inputs", "independent mini-batch draws or one permutation per epoch",
+                    "batches"),
         _convention("adaptive_rule", "eta", "arithmetic", "Adaptive Flex-VFL's rate: the paper's or the authors' code's"),
         _convention("server_time_unit", "tau", "arithmetic", "the unit of the server time S on the clock"),
-        _convention("init_scheme", "theta<k>", "inputs", "Glorot-uniform or torch's initialisation"),
+        _convention("init_scheme", "theta<k>", "inputs", "Glorot-uniform or torch's initialisation",
+                    r"(init_)?theta0"),
         Convention("protocol", RUN_PROTOCOLS, "refimpl", "tau", "bundle",
                    "the protocol: server τ = Q with free server compute, and every convention above (authors)"),
     )
