@@ -768,3 +768,58 @@ def test_vectors_export_overwrite_leaves_only_what_the_manifest_lists(tmp_path):
         load(str(d))
     assert main(["vectors", "export", str(d), "--paper", "core", "--overwrite", "--quiet"]) == 0
     assert not (d / "extra.json").exists() and (d / "notes.txt").exists()
+
+
+# ----------------------------------------------------------------------------- nothing cast, nothing cut short silently
+
+@pytest.mark.parametrize("kind,word", [(complex, "complex"), (bool, "boolean"), (str, "text")])
+def test_an_initial_point_of_another_kind_is_refused_not_cast(tmp_path, capsys, kind, word):
+    rng = np.random.default_rng(0)
+    W1, W2 = rng.standard_normal((8, 784)) * 0.01, rng.standard_normal((10, 8))
+    np.savez(tmp_path / "init.npz", W1=(W1 > 0) if kind is bool else W1.astype(kind), W2=W2)
+    assert main(["run", "ssca", "--rounds", "1", "--hidden", "8", "--init", str(tmp_path / "init.npz"), "--quiet"]) == 2
+    assert f"W1 holds {word} values" in capsys.readouterr().err
+
+
+def test_a_sample_repeated_inside_one_ssca_mini_batch_is_refused(tmp_path, capsys):
+    b = np.arange(3 * 10 * 5).reshape(3, 10, 5) % 400 + np.arange(10)[None, :, None] * 400
+    b[1, 2, 4] = b[1, 2, 0]
+    np.save(tmp_path / "b.npy", b)
+    assert main(["run", "ssca", "--rounds", "3", "--batch", "5", "--hidden", "8", "--batches", str(tmp_path / "b.npy"),
+                 "--quiet"]) == 2
+    assert "round 2, client 2, sample" in capsys.readouterr().err
+
+
+def test_an_mfcgd_initial_point_that_is_a_matrix_is_refused(tmp_path, capsys):
+    np.savez(tmp_path / "x.npz", x1=np.zeros((4, 5)))
+    assert main(["run", "mfcgd", "--steps", "5", "--init", str(tmp_path / "x.npz"), "--quiet"]) == 2
+    assert "has shape (4, 5); expected (20,)" in capsys.readouterr().err
+    np.savez(tmp_path / "col.npz", x1=np.zeros((20, 1)))           # a MATLAB column vector is a point
+    assert main(["run", "mfcgd", "--steps", "5", "--init", str(tmp_path / "col.npz"), "--quiet"]) == 0
+
+
+def test_diagnose_refuses_a_complex_dump_and_checks_its_report_first(tmp_path, capsys):
+    base = ["run", "pbcd", "--rounds", "2", "--dump-rounds", "all", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "ours")]) == 0
+    z = np.load(tmp_path / "ours" / "trace.npz")
+    dump = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")}
+    np.savez(tmp_path / "same.npz", **dump)
+    np.savez(tmp_path / "complex.npz", **{**dump, "r1_H": dump["r1_H"].astype(complex)})
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "complex.npz")]) == 2
+    assert "r1_H holds complex values" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("")
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "same.npz"), "--report", str(tmp_path / "afile")]) == 2
+    assert "--report" in capsys.readouterr().err
+    rep = ["diagnose", str(tmp_path / "ours"), str(tmp_path / "same.npz"), "--report", str(tmp_path / "rep")]
+    assert main(rep) == 0
+    assert main(rep) == 2 and "already holds a result" in capsys.readouterr().err
+    assert main([*rep, "--overwrite"]) == 0
+
+
+def test_an_async_replay_shorter_than_the_budget_says_so_and_exits_3(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "b.npy", np.array([rng.choice(4000, 64, replace=False) for _ in range(5)]))
+    assert main(["run", "async-vfl", "--rounds", "30", "--time-budget", "20", "--batches", str(tmp_path / "b.npy"),
+                 "--quiet"]) == 3
+    assert "5 events are used up" in capsys.readouterr().err

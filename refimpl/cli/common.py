@@ -178,14 +178,14 @@ def write_dump_mat(out_dir, trace):
         write_dump_mat(os.path.join(out_dir, "dump.mat"), trace.arrays)
 
 
-def prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv")):
+def prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), flag="--out"):
     """Check (and create) an output directory before any work is done: a run that cannot be
     saved, or would silently replace an earlier one, is refused up front."""
     from refimpl.tools.sweep import make_out_dir
-    make_out_dir(out)
+    make_out_dir(out, flag=flag)
     found = [h for h in holds if os.path.exists(os.path.join(out, h))]
     if found and not overwrite:
-        raise ValueError(f"--out {out} already holds a result ({', '.join(found)}); "
+        raise ValueError(f"{flag} {out} already holds a result ({', '.join(found)}); "
                          "pass --overwrite to replace it, or choose another directory")
 
 

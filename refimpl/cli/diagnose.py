@@ -1,7 +1,7 @@
 """``refimpl diagnose OURS THEIRS``: the first (round, quantity) where two implementations' dumps part, and why (refimpl.tools.diagnose)."""
 from __future__ import annotations
 
-from refimpl.cli.common import info, load_data, say
+from refimpl.cli.common import info, load_data, prepare_out, say
 
 
 def add_parser(sub):
@@ -11,6 +11,7 @@ def add_parser(sub):
     dg.add_argument("--map", default="", help="their names for ours: OURS=THEIRS,… (e.g. omega=w)")
     dg.add_argument("--tol", type=float, default=1e-10, help="largest relative difference that still agrees")
     dg.add_argument("--report", default=None, help="directory for diagnose.md and diagnose.png")
+    dg.add_argument("--overwrite", action="store_true", help="replace an earlier report in --report")
     dg.add_argument("--no-rerun", action="store_true", help="compare only; do not try refimpl's convention switches")
     dg.add_argument("--data", default=None, help="FILE.npz for the reruns (default: the data OURS's trace records)")
     dg.add_argument("--data-dir", default=None, help="MNIST-format IDX directory for the reruns (instead of --data)")
@@ -31,6 +32,8 @@ def run(args):
     if not (isinstance(args.tol, float) and math.isfinite(args.tol) and args.tol >= 0):
         raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {args.tol}")
     allowed = tuple(n.strip() for n in (args.allow_missing or "").split(",") if n.strip())
+    if args.report:        # checked (and created) before any rerun: a report that cannot be written is refused now
+        prepare_out(args.report, args.overwrite, holds=("diagnose.md", "diagnose.png"), flag="--report")
     ours = DG.load_side(args.ours)
     theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
     cmp_ = DG.compare_dumps(ours, theirs, args.tol)

@@ -35,8 +35,8 @@ class Dataset:
     source: dict | None = field(default=None, compare=False)
 
     def __post_init__(self):
-        Xtr = V.finite_array("X_train", self.X_train, ndim=2)
-        Xte = V.finite_array("X_test", self.X_test, ndim=2)
+        Xtr = V.finite_array("X_train", self.X_train, ndim=2, allow_bool=True)
+        Xte = V.finite_array("X_test", self.X_test, ndim=2, allow_bool=True)
         for name, X in (("X_train", Xtr), ("X_test", Xte)):
             if X.shape[0] == 0:
                 raise ValueError(f"{name} is empty: a data set needs at least one training and one test sample")

@@ -212,6 +212,7 @@ class BatchSchedule:
                              f"got {idx.shape}")
         if idx.shape[0] < rounds:
             raise ValueError(f"batch schedule holds {idx.shape[0]} rounds, the run needs {rounds}")
+        _no_repeats(idx[:rounds], "client {k}, ")
         for k, p in enumerate(parts):
             inside = np.isin(idx[:rounds, k], p)
             if not np.all(inside):
@@ -231,6 +232,21 @@ class BatchSchedule:
             t, j = (int(i) for i in np.argwhere(bad)[0])
             raise ValueError(f"batch schedule: round {t + 1}, position {j} holds sample {int(idx[t, j])}; "
                              f"indices must lie in 0..{n_samples - 1}")
+        _no_repeats(idx[:rounds], "")
+
+
+def _no_repeats(rows, where):
+    """A mini-batch draws distinct samples (the runs draw without replacement): the first sample
+    id repeated inside one batch (the last axis) is refused, naming its round (and client)."""
+    srt = np.sort(rows, axis=-1)
+    dup = srt[..., 1:] == srt[..., :-1]
+    if dup.any():
+        at = tuple(int(i) for i in np.argwhere(dup)[0])
+        t, sample = at[0], int(srt[at[:-1] + (at[-1],)])
+        k = at[1] if len(at) == 3 else None
+        place = where.format(k=k) if k is not None else where
+        raise ValueError(f"batch schedule: round {t + 1}, {place}sample {sample} appears twice in one mini-batch; "
+                         "a batch holds distinct samples (drawn without replacement)")
 
 
 #: the largest batch schedule built in memory (rounds × clients × B sample ids, int64)

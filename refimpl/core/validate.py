@@ -4,8 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def finite_array(name, a, ndim=None, shape=None, dtype=np.float64):
-    """Return ``a`` as a float array after checking rank, shape and finiteness."""
+def finite_array(name, a, ndim=None, shape=None, dtype=np.float64, allow_bool=False):
+    """Return ``a`` as a float array after checking its values' kind (real numbers: complex
+    values, text, objects and — unless ``allow_bool`` — booleans are refused, never cast), rank,
+    shape and finiteness."""
+    kind = np.asarray(a).dtype.kind
+    if kind in "cUSOV" or (kind == "b" and not allow_bool):
+        what = {"c": "complex", "U": "text", "S": "text", "O": "object", "V": "structured", "b": "boolean"}[kind]
+        raise ValueError(f"{name} holds {what} values (dtype {np.asarray(a).dtype}); real numbers are required "
+                         "(refused, not cast)")
     arr = np.asarray(a, dtype=dtype)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")

@@ -222,7 +222,9 @@ def _initial_point(cfg, pr, kind):
     name = next((n for n in ("x1", "init_x1") if n in arrays), None)
     if name is None:
         raise ValueError(f"{what}: missing array 'x1' (the initial point, shape ({pr.d},)); found {sorted(arrays)}")
-    x1 = numeric(arrays[name], what, name).reshape(-1) if arrays[name].size == pr.d else None
+    # (d,), or a MATLAB row or column vector (1, d) / (d, 1); a matrix of d entries is not a point
+    vector = arrays[name].size == pr.d and np.squeeze(arrays[name]).ndim <= 1
+    x1 = numeric(arrays[name], what, name).reshape(-1) if vector else None
     if x1 is None:
         raise ValueError(f"{what}: array {name!r} has shape {arrays[name].shape}; expected ({pr.d},)")
     est = [n for n in ("h1", "u1", "v1") if n in arrays]

@@ -218,6 +218,13 @@ def load_side(path, mapping=None):
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such file or directory")
     dump = read_dump(path)
+    for r, quantities in sorted(dump.items()):
+        for name, arr in sorted(quantities.items()):
+            kind = np.asarray(arr).dtype.kind
+            if kind in "cUSOV":
+                what = {"c": "complex", "U": "text", "S": "text", "O": "object", "V": "structured"}[kind]
+                raise ValueError(f"{path}: r{r}_{name} holds {what} values (dtype {np.asarray(arr).dtype}); a dump "
+                                 "holds real numbers (refused, not cast)")
     if mapping:
         dump = {r: {mapping.get(k, k): v for k, v in q.items()} for r, q in dump.items()}
     return dump

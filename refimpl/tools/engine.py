@@ -67,13 +67,13 @@ def resolve_workers(workers, n_tasks, what="tasks"):
 
 # ----------------------------------------------------------------------------- output directories
 
-def make_out_dir(out_dir, *subdirs):
+def make_out_dir(out_dir, *subdirs, flag="--out"):
     """Create ``out_dir`` (and subdirectories) or fail with a message naming it."""
     if os.path.islink(out_dir) and not os.path.exists(out_dir):
-        raise ValueError(f"--out {out_dir} is a symbolic link to nothing ({os.readlink(out_dir)} does not exist, "
+        raise ValueError(f"{flag} {out_dir} is a symbolic link to nothing ({os.readlink(out_dir)} does not exist, "
                          f"or the links form a loop)")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir}: exists and is not a directory")
+        raise ValueError(f"{flag} {out_dir}: exists and is not a directory")
     try:
         for sub in subdirs or ("",):
             os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
@@ -81,7 +81,7 @@ def make_out_dir(out_dir, *subdirs):
         open(probe, "w").close()
         os.remove(probe)
     except OSError as exc:
-        raise ValueError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})")
+        raise ValueError(f"{flag} {out_dir}: cannot write there ({exc.strerror or exc})")
 
 
 def clean_partial(root):

@@ -35,7 +35,13 @@ def run(args, ui):
         n = int(tr.metrics["round"][-1]) if tr.metrics.get("round") else len(tr.metrics["time"]) - 1
         ui.say(f"[{cfg.method}] final: {n} {unit}, simulated time {tr.metrics['time'][-1]:.6g}, "
              f"test accuracy {tr.metrics['test_accuracy'][-1]:.4f}")
-    return ui.finish_run(args, tr, args.out, lambda path: plot_vfl({cfg.method: tr}, path))
+    code = ui.finish_run(args, tr, args.out, lambda path: plot_vfl({cfg.method: tr}, path))
+    if code == 0 and "are used up" in tr.status:
+        # a replayed event schedule shorter than the time budget: the run ended before its budget
+        ui.say(f"refimpl: run stopped before the time budget: {tr.status[len('finished: '):]} at simulated time "
+               f"{tr.metrics['time'][-1]:.6g} of {cfg.time_budget:g} (give --batches with more rows)")
+        return 3
+    return code
 
 
 def add_compare_arguments(parser, ui):
