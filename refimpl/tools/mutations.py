@@ -26,7 +26,7 @@ from pathlib import Path
 
 #: check-id prefixes a mutation of the core is tested against (model and kernels, which the
 #: SSCA checks exercise most); a paper's own prefixes come from its description
-CORE_PREFIXES = ("grad.", "kernels.", "core.", "ssca.")
+CORE_PREFIXES = ("grad.", "kernels.", "core.", "ssca.", "tools.")
 
 
 def paper_names():

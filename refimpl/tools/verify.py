@@ -17,9 +17,11 @@ from refimpl.tools.engine import content_id
 from refimpl.verification.registry import REGISTRY, CheckRecord
 
 def check_modules():
-    """The cross-paper checks, then each registered paper's check module."""
+    """The cross-paper checks, each registered paper's check module, then the checks of the
+    cross-check tools."""
     from refimpl import papers
-    return ("refimpl.verification.core",) + tuple(p.checks_module for p in papers.papers() if p.checks_module)
+    return (("refimpl.verification.core",) + tuple(p.checks_module for p in papers.papers() if p.checks_module)
+            + ("refimpl.tools.tool_checks",))
 
 
 def load_checks():
