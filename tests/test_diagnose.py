@@ -299,3 +299,20 @@ def test_a_convention_on_the_inputs_is_tried_when_their_dump_lacks_that_input(tm
     code = main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs")])
     captured = capsys.readouterr()
     assert code == 4 and "--batch-order" not in captured.out + captured.err
+
+
+def test_a_layout_difference_is_named(tmp_path, capsys):
+    """THEIR batch ids 1-based, or an array transposed: the report says what the numbers show."""
+    from refimpl.tools.diagnose import layout_hint
+    assert main(["run", "pbcd", "--rounds", "2", "--dump-rounds", "all", "--quiet", "--out", str(tmp_path / "o")]) == 0
+    z = np.load(tmp_path / "o" / "trace.npz")
+    dump = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")}
+    np.savez(tmp_path / "one_based.npz", **{**dump, "r1_batch": dump["r1_batch"] + 1})
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "one_based.npz"), "--no-rerun"]) == 1
+    assert "batch: THEIR values are OURS + 1 everywhere: 1-based" in _out(capsys)
+    a = np.arange(6.0).reshape(2, 3)
+    assert "transposed" in layout_hint(a, a.T)
+    assert "column-major" in layout_hint(a, a.reshape(-1, order="F").reshape(2, 3))
+    assert "permuted" in layout_hint(a, a[:, ::-1])
+    assert layout_hint(a, a * 1.5) is None and layout_hint(a, a) is None

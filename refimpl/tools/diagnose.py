@@ -394,6 +394,9 @@ def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
         agree = ", ".join(f"{n} {r:.1g}" for n, r in d.agreeing) or "none before it"
         where = f"round {d.round}, {d.quantity}" + ("" if d.step is None else f" at local step {d.step}")
         lines.append(f"{where}{entry} (relative {d.rel:.3g}); agreeing before it: {agree}")
+        hint = layout_hint(d.ours, d.theirs)
+        if hint:
+            lines.append(f"{d.quantity}: {hint}")
     for n, rs in sorted(cmp_.nonfinite.items()):
         lines.append(f"{n} is not finite (NaN or inf) in round{'s' if len(rs) > 1 else ''} {_span(rs)}: "
                      "never counted as agreeing")
@@ -418,6 +421,29 @@ def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
         lines.append("not compared: " + "; ".join(gaps) + " (exit 1; --allow-missing NAME,… or rounds to accept)")
     lines.append(cmp_.counted())
     return lines
+
+
+def layout_hint(ours, theirs):
+    """A sentence when THEIR array is OURS in another layout or convention that an implementation
+    easily gets wrong — 1-based indices, a transpose, column-major order, the same values in
+    another order — else None. It says what the numbers show, not why."""
+    a, b = np.asarray(ours), np.asarray(theirs)
+    if a.size < 2 or a.size != b.size or a.dtype.kind not in "iuf" or b.dtype.kind not in "iuf":
+        return None
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))) or (a.shape == b.shape and np.array_equal(a, b)):
+        return None
+    if a.shape == b.shape and np.array_equal(b, a + 1):
+        return "THEIR values are OURS + 1 everywhere: 1-based (MATLAB-style) indices on their side"
+    if a.ndim == 2 and b.shape == a.T.shape and a.shape[0] != a.shape[1] and np.array_equal(b, a.T):
+        return "THEIR array is OURS transposed"
+    if a.ndim == 2 and a.shape == b.shape and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T) \
+            and np.array_equal(b, a.T):
+        return "THEIR array is OURS transposed"
+    if a.ndim >= 2 and np.array_equal(b.reshape(-1), a.reshape(-1, order="F")):
+        return "THEIR values are OURS read in column-major (Fortran/MATLAB) order"
+    if np.array_equal(np.sort(a, axis=None), np.sort(b, axis=None)):
+        return "THEIR values are OURS in another order (the same values, permuted)"
+    return None
 
 
 def verdict_code(cmp_, verdict=None, allowed=()):
