@@ -219,6 +219,12 @@ class Paper:
         inputs) that make a rerun start from THEIR initial point and schedule."""
         return {}, {}
 
+    def replay_from_dump(self, dump):
+        """Replay inputs rebuilt from a per-round dump ({round: {name: array}}) in the documented
+        names, for a dump that does not hold them as arrays of their own: {array name: array}
+        (read by :meth:`replay_from` like THEIR own arrays). Default: none."""
+        return {}
+
     def rerun_changes(self, changes):
         """The configuration changes a rerun under the convention switches ``changes`` makes (a
         bundle may set more than its own option)."""

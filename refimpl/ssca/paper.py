@@ -136,6 +136,19 @@ class SSCAPaper(Paper):
         from refimpl.ssca.reproductions import tuned_settings
         return tuned_settings(cfg)
 
+    def replay_from_dump(self, dump):
+        """The batch schedule from r<t>_batch when every round 1..T is dumped ((T, K, B) sample-based,
+        (T, B) feature-based). The initial point stays OURS's unless THEIR dump holds W1_0, W2_0:
+        r1_omega is a flat vector, and its split into W1 and W2 needs the data's shapes."""
+        import numpy as np
+        rounds = sorted(dump)
+        if not rounds or rounds != list(range(1, rounds[-1] + 1)):
+            return {}
+        rows = [dump[r].get("batch") for r in rounds]
+        if any(x is None for x in rows) or len({np.shape(x) for x in rows}) != 1:
+            return {}
+        return {"batches": np.stack([np.asarray(x) for x in rows])}
+
     def cost(self, cfg):
         c = cfg.resolved()
         return c.rounds * (c.batch * c.local_steps * (c.clients if c.setting == "sample" else 1) + 2000) * 1e-6

@@ -253,6 +253,23 @@ def run_data(ours_path):
     return _owner(doc).load_data(doc, f"{ours_path}: the run's data")
 
 
+def their_replay(theirs_path, paper):
+    """THEIR arrays with the replay inputs their per-round dump implies added where they hold no
+    array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`), and the file that
+    holds them all (THEIR file itself, or a copy beside the added ones in a temporary file)."""
+    import tempfile
+    theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
+    arrays = read_arrays(theirs, "THEIRS")
+    from refimpl.core.replay import dump_arrays
+    added = {k: v for k, v in paper.replay_from_dump(dump_arrays(arrays)).items() if k not in arrays}
+    if not added:
+        return theirs, arrays
+    arrays = {**arrays, **added}
+    path = os.path.join(tempfile.mkdtemp(prefix="refimpl-diagnose-"), "theirs_replay.npz")
+    np.savez(path, **arrays)
+    return path, arrays
+
+
 def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
     """refimpl rerun with OURS's configuration, THEIR initial point and schedule (the replay
     inputs THEIRS holds, refimpl's names) and ``overrides``, on ``data`` (the run's own data:
@@ -260,8 +277,7 @@ def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
     cfg_doc = _trace_config(ours_path)
     owner = _owner(cfg_doc)
     cfg = owner.config_from_record(cfg_doc)
-    theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
-    arrays = read_arrays(theirs, "THEIRS")
+    theirs, arrays = their_replay(theirs_path, owner)
     changes, replay = owner.replay_from(arrays, theirs)
     cfg = owner.with_length(cfg, max(rounds), dump_rounds=",".join(str(r) for r in rounds), **changes,
                             **owner.rerun_changes(overrides))
@@ -279,7 +295,11 @@ def differing_inputs(ours_path, theirs_path, paper):
             return read_arrays(f, os.path.basename(f))
         except (ValueError, OSError):
             return {}
-    a, b = arrays(ours_path), arrays(theirs_path)
+    a = arrays(ours_path)
+    try:
+        b = their_replay(theirs_path, _paper(paper))[1]
+    except (ValueError, OSError):
+        b = {}
     differ, unknown = [], []
     for inp in _paper(paper).replay_inputs:
         word = inp.word
@@ -340,8 +360,7 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
         return rows, {"kind": "inputs", "row": base_row, "not_run": []}
     singles = []
     try:
-        held = set(read_arrays(theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz"),
-                               "THEIRS"))
+        held = set(their_replay(theirs_path, _paper(paper))[1])
     except (ValueError, OSError):
         held = None
     for option, values in switches(paper, held).items():

@@ -123,6 +123,26 @@ class VFLPaper(Paper):
                 "batches": path if "batches" in arrays else None,
                 "taus": path if "tau" in arrays else None}, {}
 
+    def replay_from_dump(self, dump):
+        """Θ^{1,0} from round 1's theta<k> (row 0: the local steps' input), and — when every round
+        1..R is dumped — the batch schedule and the τ table from r<t>_batch and r<t>_tau."""
+        import re
+
+        import numpy as np
+        out = {}
+        first = dump.get(1, {})
+        for name, arr in first.items():
+            m = re.fullmatch(r"theta(\d+)", name)
+            if m and np.ndim(arr) >= 2:
+                out[f"init_theta{m.group(1)}"] = np.asarray(arr)[0]
+        rounds = sorted(dump)
+        if rounds and rounds == list(range(1, rounds[-1] + 1)):
+            for name, key in (("batch", "batches"), ("tau", "tau")):
+                rows = [dump[r].get(name) for r in rounds]
+                if all(x is not None for x in rows) and len({np.shape(x) for x in rows}) == 1:
+                    out[key] = np.stack([np.asarray(x) for x in rows])
+        return out
+
     def rerun_changes(self, changes):
         if changes.get("protocol") == "authors":
             # the protocol's step counts only: THEIR batches and initial point stay
