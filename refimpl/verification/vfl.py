@@ -243,6 +243,40 @@ ROUND_CASES = (
 )
 
 
+@check("vfl.batch_orders", "mini-batch orders: 'independent' draws B distinct samples a round; 'epoch' (the authors' "
+       "DataLoader) visits every sample exactly once an epoch, in ⌈n/B⌉ consecutive batches of B with the epoch's last "
+       "holding the n mod B left, a fresh permutation each epoch (entries off: 0)",
+       "[FlexVFL] Algorithm 1 (B^r); docs/flexvfl.md, Conventions")
+def batch_orders(quick):
+    from refimpl.vfl.policies import EpochBatches, IndependentBatches
+    wrong = []
+    for n, B in ((10, 4), (12, 4), (7, 7), (9, 2)):
+        rng = np.random.default_rng(n * 100 + B)
+        pol, state, epochs = EpochBatches(), None, []
+        state = pol.init(rng, n, B)
+        per_epoch = -(-n // B)
+        for r in range(1, 3 * per_epoch + 1):
+            idx, state = pol.draw(r, state, rng, n, B)
+            if (r - 1) % per_epoch == 0:
+                epochs.append([])
+            epochs[-1].append(np.asarray(idx))
+        for e, batches in enumerate(epochs):
+            sizes = [len(b) for b in batches]
+            want = [B] * (n // B) + ([n % B] if n % B else [])
+            if sizes != want:
+                wrong.append(f"n={n}, B={B}, epoch {e}: batch sizes {sizes}, want {want}")
+            if sorted(np.concatenate(batches).tolist()) != list(range(n)):
+                wrong.append(f"n={n}, B={B}, epoch {e}: not every sample exactly once")
+        if n > 3 and len(epochs) > 1 and np.array_equal(np.concatenate(epochs[0]), np.concatenate(epochs[1])):
+            wrong.append(f"n={n}, B={B}: the second epoch repeats the first's order")
+        ind, st = IndependentBatches(), IndependentBatches().init(rng, n, B)
+        for r in range(1, 6):
+            idx, st = ind.draw(r, st, rng, n, B)
+            if len(idx) != B or len(set(np.asarray(idx).tolist())) != B or min(idx) < 0 or max(idx) >= n:
+                wrong.append(f"n={n}, B={B}: an independent batch is not B distinct samples of 0..n−1")
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong, "details": {"wrong": wrong[:5]}}
+
+
 @check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
