@@ -160,7 +160,8 @@ def condition14(quick):
        "per party, a slow server's compute counted unless the authors' protocol makes it free; the asynchronous "
        "server as one resource (arrivals wait while it is busy: event times by hand with a slow server and with "
        "contention, and the authors' free server); a party whose one step outlasts the timeout (one step, flagged, "
-       "the round lasts that step); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
+       "the round lasts that step); a network with latency and a finite bandwidth under speeds that change every "
+       "round (the messages' floats and τ by hand); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
        "hand-checked values",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
@@ -217,6 +218,17 @@ def clock(quick):
     errors["flex/overrun"] = float(np.max(np.abs(tr.arrays["round_time"] - np.array([8.0, 6.0] * 2) - S))) \
         + float(np.sum(tr.arrays["overrun"] != late)) \
         + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 1], [12, 6, 3]] * 2)))
+    # latency and a finite bandwidth, with speed rows that change every round: B = 8, Σ O_k = 4, so
+    # 8·4 = 32 floats up (the embeddings) and K(|θ_0| + B Σ O_k) = 2(10 + 32) = 84 floats down (the
+    # head and every embedding, to each party), each message latency + 8·floats/bandwidth; τ from
+    # each round's own row
+    slow_net = Network(bandwidth=800.0, latency=0.25, server_time=S)
+    varying = np.array([[0.5, 1.0, 3.0], [1.5, 2.0, 0.75], [0.25, 4.0, 1.0]])
+    run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, varying, timeout=timeout, network=slow_net)
+    tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
+    by_hand = timeout + (0.25 + 8 * 32 / 800.0) + (0.25 + 8 * 84 / 800.0) + S
+    errors["flex/latency+bandwidth"] = float(np.max(np.abs(tr.arrays["round_time"] - by_hand))) \
+        + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 2], [4, 3, 8], [24, 1, 6]])))
     cpu = np.array([[0.0, 0.05, 0.5, 0.95, 1.0]])
     got = CPUTraceSpeed(cpu, 1.0).taus(5, np.random.default_rng(0), 1)[0][:, 0]
     errors["cputrace_tau_mismatches"] = float(np.sum(got != np.array([11, 10, 6, 1, 1])))
