@@ -63,6 +63,7 @@ class Outcome:
     ran: list = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    claims: dict | None = None      # with claims: claim id → reproduces (run when no theorem check caught it)
 
     @property
     def caught(self):
@@ -147,9 +148,11 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
     return out
 
 
-def _child(ids_json):
+def _child(ids_json, claims_json="[]"):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
-    at the first theorem-kind check that does not hold; prints one JSON line."""
+    at the first theorem-kind check that does not hold; when none does, runs the claim checks of
+    ``claims_json`` (the experiments a mutation may break without breaking a theorem) and records
+    whether each still reproduces; prints one JSON line."""
     import refimpl
     from refimpl.tools.verify import load_checks, run_check
     load_checks()
@@ -161,7 +164,10 @@ def _child(ids_json):
         if not rec.holds:
             caught.append(cid)
             break
-    print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught}))
+    claims = None
+    if not caught and json.loads(claims_json):
+        claims = {cid: bool(run_check(cid, quick=True).holds) for cid in json.loads(claims_json)}
+    print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught, "claims": claims}))
 
 
 def _vector_child(vectors_dir):
@@ -280,9 +286,20 @@ def _mutation_env():
                 NUMBA_OPT=os.environ.get("REFIMPL_MUTATION_NUMBA_OPT", "0"))
 
 
-def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None):
+def claim_checks(paper):
+    """Claim-kind check ids of ``paper`` (by its check-id prefixes; the core's: none of its own)."""
+    from refimpl.tools.verify import load_checks
+    from refimpl import papers
+    if paper == "core":
+        return []
+    prefixes = papers.get(paper).mutation_prefixes[:1]
+    return [cid for cid, (_, _, _, kind) in load_checks().items() if kind == "claim" and cid.startswith(prefixes)]
+
+
+def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None, claims=False):
     # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
     order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
+    claim_ids = claim_checks(m.paper) if claims else []
     t0 = time.perf_counter()
     out = Outcome(m.id, m.paper, m.equation)
     with tempfile.TemporaryDirectory(prefix="refimpl-mut-") as tmp:
@@ -293,7 +310,8 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
                             ignore=shutil.ignore_patterns("__pycache__"))
         target = Path(tmp) / m.file
         target.write_text(target.read_text().replace(m.find, m.replace))
-        code = f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))})"
+        code = (f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))}, "
+                f"{json.dumps(json.dumps(claim_ids))})")
         if vectors_dir is not None:
             code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
         if zygote is not None:
@@ -324,12 +342,12 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
         if not res["package"].startswith(tmp):
             out.error = f"the child imported {res['package']}, not the mutated copy"
         else:
-            out.caught_by, out.ran = res["caught_by"], res["ran"]
+            out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
     out.seconds = time.perf_counter() - t0
     return out
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE):
+def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
     """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
     first failing vector ids."""
@@ -343,7 +361,7 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     def one(i):
         z = zygotes.get() if forking else None
         try:
-            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z)
+            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims)
         finally:
             if z is not None:
                 if not z.alive:                 # died under a mutation: the next one gets a new zygote
@@ -380,12 +398,22 @@ def catch_rates(results):
     return rates
 
 
+def claims_cell(r):
+    """What the claims say of a mutation no theorem check caught: the claims it breaks, or that
+    every claim still reproduces ('-' when they were not run)."""
+    if not r.claims:
+        return "-"
+    broken = [c for c, ok in r.claims.items() if not ok]
+    return ("breaks " + ", ".join(broken)) if broken else f"all {len(r.claims)} reproduce"
+
+
 def format_table(results):
-    rows = [("mutation", "equation", "caught by", "seconds")]
+    with_claims = any(r.claims is not None for r in results)
+    rows = [("mutation", "equation", "caught by", "seconds") + (("claims",) if with_claims else ())]
     for r in results:
         rows.append((r.id, r.equation[:48], ", ".join(r.caught_by) if r.caught else f"NOT CAUGHT{' — ' + r.error if r.error else ''}",
-                     f"{r.seconds:.0f}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+                     f"{r.seconds:.0f}") + ((claims_cell(r),) if with_claims else ()))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     lines.append("")
