@@ -136,7 +136,7 @@ def _toml_str(text):
 
 
 def test_claims_column_runs_the_papers_claims_on_a_mutation_no_theorem_check_catches(tmp_path, capsys):
-    """``--mutations --claims``: a mutation that passes every theorem-kind check is run against its
+    """``--mutations --with-claims``: a mutation that passes every theorem-kind check is run against its
     paper's claims too, and the table says whether they still reproduce (not counted as caught)."""
     cat = _write(tmp_path, '''[[mutation]]
 id = "comment-only"
@@ -148,10 +148,11 @@ equation = "none"
 checks = ["mfcgd.theorem_statement_literal"]
 ''')
     js = tmp_path / "m.json"
-    assert main(["verify", "--mutations", "--claims", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
+    assert main(["verify", "--mutations", "--with-claims", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
     rec = json.loads(js.read_text())[0]
     assert rec["caught"] is False and set(rec["claims"]) == {"mfcgd.rate_slope", "mfcgd.complexity_vs_baselines"}
     out = capsys.readouterr().out
     assert out.splitlines()[0].rstrip().endswith("claims")
     assert ("all 2 reproduce" in out) == all(rec["claims"].values())
-    assert main(["verify", "--mutations", "--all", "--catalogue", str(cat)]) == 2
+    assert main(["verify", "--with-claims"]) == 2 and "--with-claims applies only with --mutations" in \
+        capsys.readouterr().err

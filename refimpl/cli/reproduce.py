@@ -14,7 +14,7 @@ def add_parser(sub):
     rp.add_argument("--rounds", type=int, default=None, help="rounds (steps for mfcgd-rates); default per NAME")
     rp.add_argument("--paper", action="store_true", help="the paper's batch sizes and T = 1000 (needs --data-dir)")
     rp.add_argument("--quick", action="store_true", help="short runs (tests, the quick report)")
-    rp.add_argument("--preset", choices=sorted({v for p in papers.papers() for v in p.reproduction_presets}),
+    rp.add_argument("--preset", choices=list(dict.fromkeys(v for p in papers.papers() for v in p.reproduction_presets)),
                     default="paper",
                     help="SSCA settings: the paper's table, or the authors' scripts (ReLU, bias, their a1/a2/α/τ, A = τ)")
     rp.add_argument("--resume", action="store_true", help="continue an interrupted reproduction in --out")
