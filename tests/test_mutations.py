@@ -51,8 +51,8 @@ def test_a_catalogued_mutation_is_caught_on_a_copy():
     assert out.error is None and out.caught_by == ["mfcgd.lemma9_tracking"], out
 
 
-def test_a_harmless_edit_is_reported_not_caught(tmp_path, capsys):
-    cat = _write(tmp_path, '''[[mutation]]
+#: a catalogue of one mutation that changes nothing a check can see (a comment)
+HARMLESS = '''[[mutation]]
 id = "comment-only"
 paper = "mfcgd"
 file = "refimpl/mfcgd/bounds.py"
@@ -60,7 +60,11 @@ find = "def params_to_dict(p):"
 replace = "def params_to_dict(p):  # harmless"
 equation = "none"
 checks = ["mfcgd.theorem_statement_literal"]
-''')
+'''
+
+
+def test_a_harmless_edit_is_reported_not_caught(tmp_path, capsys):
+    cat = _write(tmp_path, HARMLESS)
     js = tmp_path / "m.json"
     mdp = tmp_path / "m.md"
     assert main(["verify", "--mutations", "--catalogue", str(cat), "--json", str(js), "--markdown", str(mdp),
@@ -138,15 +142,7 @@ def _toml_str(text):
 def test_claims_column_runs_the_papers_claims_on_a_mutation_no_theorem_check_catches(tmp_path, capsys):
     """``--mutations --with-claims``: a mutation that passes every theorem-kind check is run against its
     paper's claims too, and the table says whether they still reproduce (not counted as caught)."""
-    cat = _write(tmp_path, '''[[mutation]]
-id = "comment-only"
-paper = "mfcgd"
-file = "refimpl/mfcgd/bounds.py"
-find = "def params_to_dict(p):"
-replace = "def params_to_dict(p):  # harmless"
-equation = "none"
-checks = ["mfcgd.theorem_statement_literal"]
-''')
+    cat = _write(tmp_path, HARMLESS)
     js = tmp_path / "m.json"
     assert main(["verify", "--mutations", "--with-claims", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
     rec = json.loads(js.read_text())[0]
