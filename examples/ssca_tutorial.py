@@ -91,7 +91,8 @@ print("figure:", png)
 # Theorem 1 says every limit point is stationary, for schedules meeting (4) and (6). The check
 # `ssca.theorem1_stationarity` runs SSCA (10 clients, each client's whole shard as its batch, so
 # the rounds are deterministic) with ρ_t = t^-0.55 and two step sizes that meet the conditions:
-# γ_t = 0.5 t^-0.6, and γ_t = 0.9 t^-0.9, the slowest admissible decay. It measures the full
+# γ_t = 0.5 t^-0.6, and γ_t = 0.9 t^-0.9, a fast decay near the admissible limit t^-1 (the
+# exponents the conditions admit here run from just above ρ's 0.55 up to 1). It measures the full
 # gradient norm ‖∇F(ω^t)‖ (with an independent transcription of ∇F, not the model's own gradient)
 # every T/20 rounds and asks that ‖∇F(ω^T)‖/‖∇F(ω^0)‖ end below 0.15 (first schedule) and 0.5
 # (second), and that both log–log trends fall. The table's ratio is the larger of the two
