@@ -254,31 +254,24 @@ def run_data(ours_path):
 
 
 def their_replay(theirs_path, paper):
-    """THEIR arrays with the replay inputs their per-round dump implies added where they hold no
-    array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`), and the file that
-    holds them all (THEIR file itself, or a copy beside the added ones in a temporary file)."""
-    import tempfile
+    """THEIR file and arrays, with the replay inputs their per-round dump implies added where they
+    hold no array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`); the third
+    item holds the added arrays (empty: THEIR file alone is the replay input)."""
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
     arrays = read_arrays(theirs, "THEIRS")
     from refimpl.core.replay import dump_arrays
     added = {k: v for k, v in paper.replay_from_dump(dump_arrays(arrays)).items() if k not in arrays}
-    if not added:
-        return theirs, arrays
-    arrays = {**arrays, **added}
-    path = os.path.join(tempfile.mkdtemp(prefix="refimpl-diagnose-"), "theirs_replay.npz")
-    np.savez(path, **arrays)
-    return path, arrays
+    return theirs, {**arrays, **added}, added
 
 
-def rerun(ours_path, theirs_path, paper, rounds, overrides, data=None):
-    """refimpl rerun with OURS's configuration, THEIR initial point and schedule (the replay
-    inputs THEIRS holds, refimpl's names) and ``overrides``, on ``data`` (the run's own data:
-    :func:`run_data`); returns the rerun's dump."""
+def rerun(ours_path, replay_file, arrays, rounds, overrides, data=None):
+    """refimpl rerun with OURS's configuration, THEIR initial point and schedule (``arrays``: the
+    replay inputs THEIRS holds, refimpl's names, read from ``replay_file``) and ``overrides``, on
+    ``data`` (the run's own data: :func:`run_data`); returns the rerun's dump."""
     cfg_doc = _trace_config(ours_path)
     owner = _owner(cfg_doc)
     cfg = owner.config_from_record(cfg_doc)
-    theirs, arrays = their_replay(theirs_path, owner)
-    changes, replay = owner.replay_from(arrays, theirs)
+    changes, replay = owner.replay_from(arrays, replay_file)
     cfg = owner.with_length(cfg, max(rounds), dump_rounds=",".join(str(r) for r in rounds), **changes,
                             **owner.rerun_changes(overrides))
     tr = owner.run(cfg, data, replay)
@@ -297,7 +290,7 @@ def differing_inputs(ours_path, theirs_path, paper):
             return {}
     a = arrays(ours_path)
     try:
-        b = their_replay(theirs_path, _paper(paper))[1]
+        b = their_replay(theirs_path, _paper(paper))[1]      # what THEIR dump implies counts too
     except (ValueError, OSError):
         b = {}
     differ, unknown = [], []
@@ -326,6 +319,19 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
     rerun agrees with THEIRS *and* differs from the baseline (a switch that changes nothing is
     never credited). Returns (rows, verdict); a row {switch, overrides, ran, agrees, changes,
     worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="refimpl-diagnose-") as tmp:
+        try:
+            replay_file, arrays, added = their_replay(theirs_path, _paper(paper))
+        except (ValueError, OSError) as exc:
+            replay_file, arrays, added = str(exc), None, {}
+        if added:           # the inputs rebuilt from THEIR dump, beside THEIR arrays, read by every rerun
+            replay_file = os.path.join(tmp, "theirs_replay.npz")
+            np.savez(replay_file, **arrays)
+        return _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data)
+
+
+def _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data):
     cfg = _trace_config(ours_path) or {}
     rounds = sorted(theirs)
     rows = []
@@ -335,7 +341,9 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
                "changes": None, "worst": None, "first": None}
         rows.append(row)
         try:
-            dump = rerun(ours_path, theirs_path, paper, rounds, overrides, data)
+            if arrays is None:
+                raise ValueError(replay_file)          # why THEIR arrays could not be read
+            dump = rerun(ours_path, replay_file, arrays, rounds, overrides, data)
         except ValueError as exc:
             row["first"] = f"could not rerun: {exc}"
             if progress:
@@ -359,10 +367,7 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
     if base_row["agrees"]:
         return rows, {"kind": "inputs", "row": base_row, "not_run": []}
     singles = []
-    try:
-        held = set(their_replay(theirs_path, _paper(paper))[1])
-    except (ValueError, OSError):
-        held = None
+    held = None if arrays is None else set(arrays)
     for option, values in switches(paper, held).items():
         if option not in takes or option not in cfg:
             continue
