@@ -261,3 +261,18 @@ def test_no_function_outside_the_numba_kernels_is_longer_than_80_lines():
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
                                 f"({node.end_lineno - node.lineno + 1} lines)")
     assert long == []
+
+
+def test_a_paper_description_without_its_run_is_refused():
+    """Paper's config_class and run are abstract: a description that leaves one out cannot be built."""
+    import pytest
+
+    from refimpl.core.paper import Paper
+
+    class Half(Paper):
+        key = "half"
+
+        def config_class(self):
+            return dict
+    with pytest.raises(TypeError, match="run"):
+        Half()

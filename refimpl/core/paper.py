@@ -13,6 +13,7 @@ NumPy kernels, no Numba): everything heavy is imported inside the methods that n
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 
 CONFIG_DEFAULT = object()      # the option's default is the Config field's
@@ -72,9 +73,10 @@ class ReplayInput:
         return re.fullmatch(self.pattern, name) is not None
 
 
-class Paper:
-    """The description of one paper. Subclasses set the class attributes and implement
-    :meth:`config_class` and :meth:`run`; the other methods have defaults that fit a paper whose
+class Paper(ABC):
+    """The description of one paper. Subclasses set the class attributes and implement the two
+    abstract methods :meth:`config_class` and :meth:`run` (a description without them cannot be
+    instantiated); the other methods have defaults that fit a paper whose
     Config validates itself in ``validate()`` and whose runs need no data set."""
 
     key: str = ""                   # "ssca": the name tools, traces and task identities use
@@ -105,8 +107,9 @@ class Paper:
 
     # ------------------------------------------------------------------ configuration
 
+    @abstractmethod
     def config_class(self):
-        raise NotImplementedError
+        """The paper's Config dataclass (every description names its own)."""
 
     def config_defaults(self):
         """Field → default of the Config class."""
@@ -209,10 +212,10 @@ class Paper:
             return None
         return load_source(source, where, record.get("data_digest"))
 
+    @abstractmethod
     def run(self, cfg, data=None, replay=None, progress=None):
         """One run of ``cfg`` on ``data`` with the replay inputs ``replay`` (paper-specific keys);
-        returns the Trace."""
-        raise NotImplementedError
+        returns the Trace (every description runs its own)."""
 
     def replay_from(self, arrays, path):
         """From THEIR dump (its arrays, and the file they came from): (config changes, replay
