@@ -28,32 +28,39 @@ def test_ssca_curvature_between_two_traces(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "ours")]) == 0
 
 
-def _swish_grad(W1, W2, X, y, w):
+def _net_grad(W1, W2, X, y, w, activation="swish"):
+    """Loss Σ w_n ℓ_n and gradient (W1 then W2, row-major) of the two-layer net, transcribed here."""
     Z = X @ W1.T
-    S = 1 / (1 + np.exp(-Z))
-    A = Z * S
+    if activation == "swish":
+        S = 1 / (1 + np.exp(-Z))
+        A, dA = Z * S, S * (1 + Z * (1 - S))
+    else:                                          # ReLU, the SSCA authors' activation
+        A, dA = np.maximum(Z, 0.0), (Z > 0).astype(float)
     O = A @ W2.T
     P = np.exp(O - O.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
     loss = float(np.sum(w * -np.log(P[np.arange(len(y)), y])))
     P[np.arange(len(y)), y] -= 1
     P *= w[:, None]
-    return loss, np.concatenate([(((P @ W2) * S * (1 + Z * (1 - S))).T @ X).ravel(), (P.T @ A).ravel()])
+    return loss, np.concatenate([(((P @ W2) * dA).T @ X).ravel(), (P.T @ A).ravel()])
 
 
-def _their_ssca(ds, rng, J, K, B, T, tau, curvature="fixed", gamma_alpha=0.65):
-    """THEIR side, transcribed here: T rounds of sample-based SSCA (swish, no bias) from their own
-    initial point and batches, dumped in refimpl's names. ``curvature`` "fixed": A^t = τ (the SSCA
-    authors' code); "recursive": A^t = (1 − ρ_t)A^{t−1} + ρ_t τ from A^0 = 0 (the paper's)."""
+def _their_ssca(ds, rng, J, K, B, T, tau, curvature="fixed", gamma_alpha=0.65, activation="swish", inputs=True):
+    """THEIR side, transcribed here: T rounds of sample-based SSCA (no bias) from their own
+    initial point and batches, dumped in refimpl's per-round names (``r<t>_batch`` and
+    ``r<t>_omega`` included: the documented replay inputs) and, with ``inputs``, also under the
+    top-level names W1_0, W2_0, batches. ``curvature`` "fixed": A^t = τ (the SSCA authors' code);
+    "recursive": A^t = (1 − ρ_t)A^{t−1} + ρ_t τ from A^0 = 0 (the paper's). ``activation``:
+    "swish" (the paper's) or "relu" (the authors')."""
     W1, W2 = rng.uniform(-0.1, 0.1, (J, ds.n_features)), rng.uniform(-0.3, 0.3, (10, J))
     per = ds.n_train // K
     batches = np.array([[k * per + rng.choice(per, B, replace=False) for k in range(K)] for _ in range(T)])
-    om, Av, Bv, arrays = np.concatenate([W1.ravel(), W2.ravel()]), 0.0, 0.0, {"W1_0": W1, "W2_0": W2,
-                                                                               "batches": batches}
+    om, Av, Bv = np.concatenate([W1.ravel(), W2.ravel()]), 0.0, 0.0
+    arrays = {"W1_0": W1, "W2_0": W2, "batches": batches} if inputs else {}
     for t in range(1, T + 1):
         idx = batches[t - 1].ravel()
-        lh, gh = _swish_grad(om[:W1.size].reshape(W1.shape), om[W1.size:].reshape(W2.shape), ds.X_train[idx],
-                             ds.y_train[idx], np.full(idx.size, 1.0 / idx.size))
+        lh, gh = _net_grad(om[:W1.size].reshape(W1.shape), om[W1.size:].reshape(W2.shape), ds.X_train[idx],
+                           ds.y_train[idx], np.full(idx.size, 1.0 / idx.size), activation)
         rho, gamma = 0.8 / t ** 0.6, 0.5 / t ** gamma_alpha
         Av = tau if curvature == "fixed" else (1 - rho) * Av + rho * tau
         Bv = (1 - rho) * Bv + rho * (gh - 2 * tau * om)
@@ -61,6 +68,8 @@ def _their_ssca(ds, rng, J, K, B, T, tau, curvature="fixed", gamma_alpha=0.65):
         nxt = (1 - gamma) * om + gamma * bar
         arrays.update({f"r{t}_omega": om, f"r{t}_grad_hat": gh, f"r{t}_A": np.array(Av), f"r{t}_B": Bv,
                        f"r{t}_omega_bar": bar, f"r{t}_omega_next": nxt})
+        if not inputs:
+            arrays[f"r{t}_batch"] = batches[t - 1]
         om = nxt
     return arrays, W1, W2, batches
 
@@ -332,9 +341,57 @@ def test_replay_inputs_are_rebuilt_from_a_complete_per_round_dump_only():
     dump = {r: {"batch": np.full((2, 3), r), "omega": np.zeros(4)} for r in (1, 2, 3)}
     np.testing.assert_array_equal(ssca.replay_from_dump(dump)["batches"][:, 0, 0], [1, 2, 3])
     del dump[2]
-    assert ssca.replay_from_dump(dump) == {}                  # a gap: the schedule is not THEIRS to rebuild
+    # a gap: the schedule is not THEIRS to rebuild; the initial point (r1_omega) still is
+    assert list(ssca.replay_from_dump(dump)) == ["omega_0"]
+    np.testing.assert_array_equal(ssca.replay_from_dump(dump)["omega_0"], np.zeros(4))
+    del dump[1]
+    assert ssca.replay_from_dump(dump) == {}
     v = {1: {"batch": np.arange(4), "tau": np.array([2, 3]), "theta0": np.arange(6.0).reshape(3, 2)},
          2: {"batch": np.arange(4) + 4, "tau": np.array([2, 2]), "theta0": np.zeros((3, 2))}}
     out = vfl.replay_from_dump(v)
     np.testing.assert_array_equal(out["init_theta0"], [0.0, 1.0])     # row 0 of round 1: Θ^{1,0}
     assert out["batches"].shape == (2, 4) and out["tau"].tolist() == [[2, 3], [2, 2]]
+
+
+SSCA_OURS = ["run", "ssca", "--rounds", "4", "--batch", "10", "--hidden", "8", "--tau", "0.1", *SSCA_THEIRS,
+             "--dump-rounds", "all", "--quiet"]
+
+
+@pytest.mark.parametrize("their, named", [
+    (dict(curvature="recursive", activation="relu"), "with --activation relu all rounds agree"),
+    (dict(curvature="fixed", activation="relu"), "with --curvature fixed + --activation relu all rounds agree"),
+])
+def test_each_ssca_convention_and_a_pair_named_from_an_independent_transcription(tmp_path, capsys, their, named):
+    """THEIR dump from the transcription above, in the documented per-round names only (their
+    initial point is r1_omega, their schedule r<t>_batch): the rerun reads THEIR inputs from it,
+    and diagnose names exactly the convention (or the pair) their code follows."""
+    ds = mnist_5k()
+    arrays, *_ = _their_ssca(ds, np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False, **their)
+    np.savez(tmp_path / "theirs.npz", **arrays)
+    assert main([*SSCA_OURS, "--out", str(tmp_path / "ours")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 3
+    out = _out(capsys)
+    assert named in out
+    assert out.count("all rounds agree (worst") == 1           # exactly one switch (or pair) credited
+    if "+" in named:                                             # a pair only when no single switch explains
+        assert "with --curvature fixed all rounds agree" not in out
+        assert "with --activation relu all rounds agree" not in out
+
+
+def test_the_reruns_say_which_inputs_are_theirs(tmp_path, capsys):
+    """THEIR per-round dump without r<t>_batch: the reruns start from THEIR initial point (r1_omega)
+    and say that the batch schedule is OURS's; never "from THEIR … batch schedule"."""
+    arrays, *_ = _their_ssca(mnist_5k(), np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False,
+                             curvature="recursive", activation="relu")
+    np.savez(tmp_path / "nobatch.npz", **{k: v for k, v in arrays.items() if not k.endswith("_batch")})
+    np.savez(tmp_path / "full.npz", **arrays)
+    assert main([*SSCA_OURS, "--out", str(tmp_path / "ours")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "nobatch.npz"), "--tol", "1e-9"]) == 1
+    out = _out(capsys)
+    assert "the reruns start from THEIR initial point; THEIR file holds no batch schedule: the reruns use OURS's" in out
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "full.npz"), "--tol", "1e-9"]) == 3
+    out = _out(capsys)
+    assert "the reruns start from THEIR initial point, batch schedule (read from THEIR file)" in out

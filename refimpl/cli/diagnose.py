@@ -37,13 +37,14 @@ def run(args):
     ours = DG.load_side(args.ours)
     theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
     cmp_ = DG.compare_dumps(ours, theirs, args.tol)
-    rows, verdict, inputs = [], None, None
+    rows, verdict, inputs, sources = [], None, None, None
     if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
-        info(args, "rerunning refimpl from THEIR inputs (where their dump holds them; OURS's otherwise): "
-                    "first without a switch (the baseline), then under each convention switch")
         from refimpl import papers
         doc = DG._trace_config(args.ours)
         paper = papers.get(cmp_.paper)
+        sources = DG.sources_line(*DG.replay_sources(args.theirs, paper))
+        info(args, f"rerunning refimpl ({sources}): first without a switch (the baseline), then under each "
+                    "convention switch")
         algorithm = doc.get(paper.method_field)
         takes = {o.field for o, _ in paper.options_for(algorithm)} if algorithm in paper.algorithms else set()
         data = load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
@@ -55,6 +56,8 @@ def run(args):
         if verdict["kind"] == "inputs":
             inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
     lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs)
+    if sources is not None:
+        lines.insert(-1, sources)
     for ln in lines:
         print(ln)
     if args.report:

@@ -43,12 +43,26 @@ def client_partition(cfg, data, rng=None):
     return sample_partition(data.n_train, cfg.clients, cfg.partition, rng, data.y_train)
 
 
+def _initial_weights(model, init):
+    """``init``: (W1, W2), or the flat ω^0 (W1 then W2, row-major, as the dumps write it)."""
+    if isinstance(init, tuple):
+        return init
+    flat = np.asarray(init)
+    if flat.ndim != 1 or flat.size != model.n_params:
+        raise ValueError(f"the initial point ω^0 as one flat vector must have {model.n_params} entries (W1 "
+                         f"{model.shape_W1[0]}×{model.shape_W1[1]} then W2 {model.shape_W2[0]}×{model.shape_W2[1]}, "
+                         f"row-major), got shape {flat.shape}")
+    if flat.dtype.kind not in "iuf":
+        raise ValueError(f"the initial point ω^0 must be real numbers, got dtype {flat.dtype}")
+    return model.unpack(flat.astype(np.float64))
+
+
 def build(cfg, data, init=None, batches=None):
     """Return ``(algorithm, theta0, schedule, evaluator, model)`` for a resolved configuration."""
     cfg = cfg.resolved()
     rng_init, rng_batch, rng_part = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     model = TwoLayerNet(data.n_features, cfg.hidden, data.n_classes, cfg.activation, cfg.bias, cfg.backend)
-    theta0 = model.init_params(rng_init) if init is None else model.pack(*init)
+    theta0 = model.init_params(rng_init) if init is None else model.pack(*_initial_weights(model, init))
     rho = PowerLaw(cfg.rho_a, cfg.rho_alpha)
     gamma = PowerLaw(cfg.gamma_a, cfg.gamma_alpha)
     lr = LearningRate(cfg.lr, cfg.lr_decay)

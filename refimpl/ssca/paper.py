@@ -93,7 +93,7 @@ class SSCAPaper(Paper):
                   "gamma", "A", "B", "C", "omega_bar", "multiplier", "slack", "eta", "velocity", "omega_next")
     dump_markers = ("omega", "omega_next")
     replay_inputs = (ReplayInput("W1_0", "initial point"), ReplayInput("W2_0", "initial point"),
-                     ReplayInput("batches", "batch schedule"))
+                     ReplayInput("omega_0", "initial point"), ReplayInput("batches", "batch schedule"))
     command_module = "refimpl.ssca.command"
     vectors_module = "refimpl.conformance.families.ssca"
     checks_module = "refimpl.verification.ssca"
@@ -115,7 +115,7 @@ class SSCAPaper(Paper):
         return run_experiment(cfg, data, init=replay.get("init"), batches=replay.get("batches"), progress=progress)
 
     def replay_from(self, arrays, path):
-        init = (arrays["W1_0"], arrays["W2_0"]) if "W1_0" in arrays and "W2_0" in arrays else None
+        init = (arrays["W1_0"], arrays["W2_0"]) if "W1_0" in arrays and "W2_0" in arrays else arrays.get("omega_0")
         return {"snapshots": []}, {"init": init, "batches": arrays.get("batches")}
 
     def plan(self, name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
@@ -137,17 +137,21 @@ class SSCAPaper(Paper):
         return tuned_settings(cfg)
 
     def replay_from_dump(self, dump):
-        """The batch schedule from r<t>_batch when every round 1..T is dumped ((T, K, B) sample-based,
-        (T, B) feature-based). The initial point stays OURS's unless THEIR dump holds W1_0, W2_0:
-        r1_omega is a flat vector, and its split into W1 and W2 needs the data's shapes."""
+        """From a dump in the documented per-round names: the batch schedule from r<t>_batch when
+        every round 1..T is dumped ((T, K, B) sample-based, (T, B) feature-based), and the initial
+        point ω^0 from r1_omega (the flat vector: W1 then W2, row-major; the run checks its length
+        against the network's), as ``omega_0``."""
         import numpy as np
         rounds = sorted(dump)
+        out = {}
+        if rounds and rounds[0] == 1 and dump[1].get("omega") is not None and np.ndim(dump[1]["omega"]) == 1:
+            out["omega_0"] = np.asarray(dump[1]["omega"])
         if not rounds or rounds != list(range(1, rounds[-1] + 1)):
-            return {}
+            return out
         rows = [dump[r].get("batch") for r in rounds]
         if any(x is None for x in rows) or len({np.shape(x) for x in rows}) != 1:
-            return {}
-        return {"batches": np.stack([np.asarray(x) for x in rows])}
+            return out
+        return {**out, "batches": np.stack([np.asarray(x) for x in rows])}
 
     def cost(self, cfg):
         c = cfg.resolved()

@@ -264,6 +264,37 @@ def their_replay(theirs_path, paper):
     return theirs, {**arrays, **added}, added
 
 
+def replay_sources(theirs_path, paper):
+    """Which replay inputs (their words: "initial point", "batch schedule", …) THEIR file gives the
+    reruns — as arrays of their own or rebuilt from the per-round dump — and which it does not
+    (those the reruns take from OURS's configuration). ``(held, missing)``, in the paper's order."""
+    try:
+        arrays = their_replay(theirs_path, paper)[1]
+    except (ValueError, OSError):
+        arrays = {}
+    held, missing = [], []
+    for inp in paper.replay_inputs:
+        has = any(re.fullmatch(inp.pattern, k) for k in arrays)
+        if has and inp.word not in held:
+            held.append(inp.word)
+    for inp in paper.replay_inputs:
+        if inp.word not in held and inp.word not in missing:
+            missing.append(inp.word)
+    return held, missing
+
+
+def sources_line(held, missing):
+    """The sentence saying where the reruns' inputs come from (never "from THEIR initial point"
+    when THEIR file does not hold it)."""
+    if not missing:
+        return f"the reruns start from THEIR {', '.join(held)} (read from THEIR file)"
+    if not held:
+        return (f"THEIR file holds none of the replay inputs ({', '.join(missing)}): the reruns use OURS's, "
+                "so a difference in them is not told apart from a convention")
+    return (f"the reruns start from THEIR {', '.join(held)}; THEIR file holds no {', '.join(missing)}: "
+            f"the reruns use OURS's")
+
+
 def rerun(ours_path, replay_file, arrays, rounds, overrides, data=None):
     """refimpl rerun with OURS's configuration, THEIR initial point and schedule (``arrays``: the
     replay inputs THEIRS holds, refimpl's names, read from ``replay_file``) and ``overrides``, on
