@@ -98,7 +98,7 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.steps)
     kind = "storm" if cfg.method in STORM_METHODS else "scgd"
     x1, start = _initial_point(cfg, pr, kind)
-    samples = _samples(cfg, pr, kind) if cfg.samples else None
+    samples = _samples(cfg, pr, kind, start is not None) if cfg.samples else None
     # replay inputs and dumps run the NumPy twin, except given samples on the synthetic kernel
     numba = cfg.backend == "numba" and cfg.problem == "synthetic" and not dumps and start is None
     numba = numba and (kind == "storm" or samples is None and not cfg.keep_samples)
@@ -244,9 +244,11 @@ def _initial_point(cfg, pr, kind):
     return x1, tuple(out)
 
 
-def _samples(cfg, pr, kind):
+def _samples(cfg, pr, kind, estimators_given=False):
     """The samples of ``cfg.samples`` in consumption order (SAMPLE_ARRAYS), each checked against
-    the problem's sample shapes; a trace's ``samples_<name>`` arrays are accepted too."""
+    the problem's sample shapes; a trace's ``samples_<name>`` arrays are accepted too. With the
+    initial estimators given (h1, u1, v1 in ``--init``), the q initial samples zeta0, xi0 that
+    would have built them are not consumed and may be absent (None)."""
     from refimpl.core.replay import read_arrays
     what = f"--samples {cfg.samples}"
     arrays = read_arrays(cfg.samples, "--samples")
@@ -259,6 +261,9 @@ def _samples(cfg, pr, kind):
     for n in SAMPLE_ARRAYS[kind]:
         a = arrays.get(n, arrays.get(f"samples_{n}"))
         shape = lead[n] + (xs if n.startswith("xi") else zs)
+        if a is None and estimators_given and kind == "storm" and n in ("zeta0", "xi0"):
+            out.append(None)
+            continue
         if a is None:
             raise ValueError(f"{what}: missing array {n!r} (shape {shape}); {cfg.method} consumes "
                              f"{', '.join(SAMPLE_ARRAYS[kind])}")

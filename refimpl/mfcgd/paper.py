@@ -65,7 +65,7 @@ class MFCGDPaper(Paper):
                   "alpha", "beta", "varrho", "d", "x_next")
     dump_markers = ("x", "x_next")
     replay_inputs = (ReplayInput("x1", "initial point"), ReplayInput("init_x1", "initial point"),
-                     ReplayInput(r"zeta.*|samples_.*", "samples"))
+                     ReplayInput(r"h1|u1|v1", "initial estimators"), ReplayInput(r"zeta.*|samples_.*", "samples"))
     command_module = "refimpl.mfcgd.command"
     vectors_module = "refimpl.conformance.families.mfcgd"
     checks_module = "refimpl.verification.mfcgd"
@@ -86,6 +86,30 @@ class MFCGDPaper(Paper):
     def replay_from(self, arrays, path):
         return {"init": path if ("x1" in arrays or "init_x1" in arrays) else None,
                 "samples": path if any(k.startswith(("zeta", "samples_")) for k in arrays) else None}, {}
+
+    def replay_from_dump(self, dump):
+        """From a dump in the documented per-step names: the initial point x1 from r1_x (every
+        client starts at x_1: the rows must be equal), the initial estimators h1, u1, v1 from r1_h,
+        r1_u, r1_v, and — when every step 1..T is dumped with r<t>_zeta and r<t>_xi — the samples
+        zeta (T, M, …) and xi (T, M, …) of the STORM-type methods (with the estimators given, the
+        q initial samples are not needed)."""
+        import numpy as np
+        out = {}
+        first = dump.get(1, {})
+        x = first.get("x")
+        if x is not None and np.ndim(x) == 2 and np.all(np.asarray(x) == np.asarray(x)[0]):
+            out["x1"] = np.asarray(x)[0]
+        if all(first.get(n) is not None for n in ("h", "u", "v")):
+            out.update(h1=np.asarray(first["h"]), u1=np.asarray(first["u"]), v1=np.asarray(first["v"]))
+        rounds = sorted(dump)
+        if "h1" in out and rounds == list(range(1, len(rounds) + 1)) and \
+                all(dump[r].get("zeta") is not None and dump[r].get("xi") is not None and "zeta2" not in dump[r]
+                    for r in rounds):
+            for n in ("zeta", "xi"):
+                rows = [np.asarray(dump[r][n]) for r in rounds]
+                if len({a.shape for a in rows}) == 1:
+                    out[n] = np.stack(rows)
+        return out
 
     def plan(self, name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
         if name != "mfcgd-rates":
