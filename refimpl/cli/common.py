@@ -59,6 +59,8 @@ def add_option(p, opt, default, shown=True):
         return
     if opt.choices:
         kw["choices"] = opt.choices
+        if opt.kind is not None:
+            kw["type"] = opt.kind
         if opt.metavar:
             kw["metavar"] = opt.metavar
     elif not opt.text:

@@ -103,7 +103,7 @@ class Paper(ABC):
     command_module: str = ""        # the module of its command-line hooks: run(args, ui), compare(args, ui), …
     replay_args: tuple = ()         # (flag, help) of `refimpl run`'s replay files that are not Config fields
     # replay inputs and dumps belong to one run, not to a comparison of several
-    run_only: tuple = ("init", "batches", "taus", "samples", "keep_samples", "dump_rounds")
+    run_only: tuple = ("init", "batches", "index_base", "taus", "samples", "keep_samples", "dump_rounds")
 
     # ------------------------------------------------------------------ configuration
 

@@ -217,9 +217,12 @@ class BatchSchedule:
             inside = np.isin(idx[:rounds, k], p)
             if not np.all(inside):
                 t, j = (int(i) for i in np.argwhere(~inside)[0])
+                shifted = all(np.all(np.isin(idx[:rounds, c] - 1, q)) for c, q in enumerate(parts))
+                hint = (" (every id minus 1 lies in its client's partition: 1-based ids, as MATLAB writes them? "
+                        "give --index-base 1 to read them as such)") if shifted else ""
                 raise ValueError(f"batch schedule: round {t + 1}, client {k}, position {j} holds sample "
                                  f"{int(idx[t, k, j])}, which is not in client {k}'s partition "
-                                 f"({len(p)} samples, ids {int(p.min())}..{int(p.max())})")
+                                 f"({len(p)} samples, ids {int(p.min())}..{int(p.max())}){hint}")
 
     def validate_feature_based(self, n_samples, rounds, batch):
         idx = self.indices

@@ -20,6 +20,12 @@ import numpy as np
 
 
 def _open(path, what):
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        inner = os.path.join(path, "trace.npz")
+        if not os.path.isfile(inner):
+            raise ValueError(f"{what} {path}: a directory without a trace.npz; give a refimpl run's --out "
+                             "directory, its trace.npz, or a .npy/.npz/.mat file")
+        path = inner                       # a run's --out directory: its trace
     if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
         raise ValueError(f"{what} {path}: no such file")
     low = str(path).lower()
@@ -74,6 +80,46 @@ def numeric(arr, what, name):
     return a
 
 
+def one_based_hint(ids, n):
+    """A hint when sample ids look 1-based (MATLAB): none is 0 and one equals n."""
+    a = np.asarray(ids)
+    if a.size and a.dtype.kind in "iuf" and np.all(np.isfinite(a)) and a.min() >= 1 and a.max() == n:
+        return (f" (no id is 0 and one is {n}: 1-based ids, as MATLAB writes them? give --index-base 1 "
+                "to read them as such)")
+    return ""
+
+
+def sample_ids(arr, what):
+    """Sample ids as int64: integers, or whole numbers stored as floats (MATLAB saves doubles);
+    anything else is refused naming the first bad entry."""
+    a = np.asarray(arr)
+    if a.dtype.kind == "f":
+        bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+        if bad.size:
+            at = tuple(int(i) for i in bad[0])
+            raise ValueError(f"{what}: entry {at} = {a[at].item()!r} is not a whole number: sample ids are integers")
+        return a.astype(np.int64)
+    if a.dtype.kind not in "iu" or a.dtype.kind == "b":
+        raise ValueError(f"{what}: expected integer sample ids, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def from_index_base(ids, base, what):
+    """Sample ids read with ``--index-base`` 0 (as given) or 1 (MATLAB: each id minus 1, so 1 is
+    the first sample); a 1-based table holding an id below 1 is refused."""
+    if base in (0, "0", None):
+        return ids
+    if base not in (1, "1"):
+        raise ValueError(f"--index-base must be 0 or 1 (the id of the first sample), got {base!r}")
+    a = np.asarray(ids)
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"{what}: expected integer sample ids, got dtype {a.dtype}")
+    if a.size and np.nanmin(a) < 1:
+        at = tuple(int(i) for i in np.argwhere(a < 1)[0])
+        raise ValueError(f"{what}: entry {at} = {a[at].item()} is below 1, but --index-base 1 says the ids start at 1")
+    return a - 1
+
+
 def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
     """An integer index table whose first axis is the round: at least ``rounds`` rows, every
     entry a whole number in 0..n−1. ``distinct_axis``: indices along it must differ (draws
@@ -92,7 +138,7 @@ def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
     bad = np.argwhere((a < 0) | (a >= n))
     if bad.size:
         raise ValueError(f"{what}: entry {tuple(int(i) for i in bad[0])} = {a[tuple(bad[0])].item()} is out of range: "
-                         f"sample ids are 0..{n - 1}")
+                         f"sample ids are 0..{n - 1}" + one_based_hint(a, n))
     if distinct_axis is not None:
         srt = np.sort(a, axis=distinct_axis)
         dup = np.argwhere(np.diff(srt, axis=distinct_axis) == 0)

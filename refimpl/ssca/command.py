@@ -30,17 +30,27 @@ def check_preset(args, cfg):
 
 
 def replay_inputs(args, ui):
-    """--init (a .npz with W1, W2 or the authors' .mat) and --batches (a .npy of 0-based ids)."""
+    """--init (a .npz with W1, W2 or the authors' .mat) and --batches (a .npy, a .npz or .mat with an
+    array ``batches``, or a trace; 0-based ids unless --index-base 1)."""
     init = None
     if args.init and str(args.init).endswith(".mat"):
         from refimpl.core.matfiles import mat_initial_point
         init = mat_initial_point(args.init)
     elif args.init:
-        with ui.np_load("init", args.init) as z:
-            if "W1" not in z or "W2" not in z:
-                raise ValueError(f"{args.init}: needs arrays W1 and W2")
-            init = (z["W1"], z["W2"])
-    batches = ui.np_load("batches", args.batches) if args.batches else None
+        from refimpl.core.replay import read_arrays
+        z = read_arrays(args.init, "--init")
+        pair = next(((a, b) for a, b in (("W1", "W2"), ("W1_0", "W2_0")) if a in z and b in z), None)
+        if pair is not None:
+            init = (z[pair[0]], z[pair[1]])
+        elif "omega_0" in z or "" in z:
+            init = z.get("omega_0", z.get(""))        # the flat ω^0 (W1 then W2, row-major)
+        else:
+            raise ValueError(f"--init {args.init}: needs arrays W1 and W2 (a trace's W1_0 and W2_0, or one flat "
+                             f"vector omega_0, W1 then W2 row-major); found {sorted(z) or 'none'}")
+    batches = None
+    if args.batches:
+        from refimpl.core.replay import read_one, sample_ids
+        batches = sample_ids(read_one(args.batches, ("batches",), "--batches"), f"--batches {args.batches}")
     return init, batches
 
 
@@ -60,6 +70,14 @@ def run(args, ui):
             except ValueError as exc:
                 raise ValueError(f"--{name} {getattr(args, name)}: the value {v:g} is not allowed ({exc})")
     init, batches = replay_inputs(args, ui)
+    if batches is not None:
+        from refimpl.core.replay import from_index_base, one_based_hint
+        batches = from_index_base(batches, getattr(args, "index_base", None), f"--batches {args.batches}")
+        if getattr(args, "index_base", None) in (None, 0, "0"):
+            hint = one_based_hint(batches, data.n_train)
+            if hint:
+                raise ValueError(f"--batches {args.batches}: sample id {data.n_train} is out of range (0-based ids run "
+                                 f"0..{data.n_train - 1}){hint}")
     study = ("U", Us) if len(Us) > 1 else ("lam", lams) if len(lams) > 1 else None
     if study is None:
         return run_one(args, ui, base.resolved(), data, init, batches, args.out)[0]

@@ -78,7 +78,8 @@ class SSCAPaper(Paper):
 
     # replay inputs of `refimpl run` that are files, not Config fields (flag → help)
     replay_args = (("init", "FILE.npz with W1, W2, or the authors' initial_Theta1.mat (bias in column 0)"),
-                   ("batches", "FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature"))
+                   ("batches", "FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature"),
+                   ("index_base", "the id of the first sample in --batches: 0 (default), or 1 (MATLAB's 1-based ids)"))
     conventions = (
         Convention("curvature", CURVATURES, "recursive", "A", "arithmetic",
                    "the paper's A-recursion, or A^t = τ (the authors' code)"),

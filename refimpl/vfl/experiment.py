@@ -57,6 +57,7 @@ class VFLConfig:
     # replay inputs and dumps
     init: str | None = None            # FILE.npz/.mat with theta0 … thetaK, or a trace.npz
     batches: str | None = None         # FILE.npy (R, B) of 0-based ids (async: (events, B)), or a trace.npz
+    index_base: int = 0                # the id of the first sample in --batches: 0, or 1 (MATLAB)
     taus: str | None = None            # FILE.npy (R, K+1) local steps, server first, or a trace.npz
     dump_rounds: str = ""              # "1,2,10" | "all": store every intermediate quantity of those rounds
     diverge_cost_factor: float = 1e3   # diverged: training loss above this × its initial value
@@ -131,7 +132,9 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     batches = None
     if cfg.batches is not None:
-        batches = load_schedule(cfg.batches, "--batches", ("batches",))
+        from refimpl.core.replay import from_index_base
+        batches = from_index_base(load_schedule(cfg.batches, "--batches", ("batches",)), cfg.index_base,
+                                  f"--batches {cfg.batches}")
     if method == "async":
         if budget is None:
             raise ValueError("async-vfl runs on simulated time: give --time-budget")

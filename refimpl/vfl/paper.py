@@ -73,6 +73,8 @@ class VFLPaper(Paper):
         Opt("init", "FILE.npz/.mat with theta0 (server head) … thetaK, or a trace.npz (docs/guide.md)", text=True),
         Opt("batches", "FILE.npy (rounds, B) of 0-based sample ids (async-vfl: one row per event), or a trace.npz",
             text=True),
+        Opt("index_base", "the id of the first sample in --batches: 0, or 1 (MATLAB's 1-based ids)", choices=(0, 1),
+            kind=int),
         Opt("taus", "FILE.npy (rounds, K+1) of local steps per round, server first, or a trace.npz", _ROUND_VFL,
             text=True),
         Opt("dump_rounds", "rounds whose intermediate quantities the trace stores: 1,2,10 | all", _ROUND_VFL,
@@ -121,6 +123,7 @@ class VFLPaper(Paper):
     def replay_from(self, arrays, path):
         return {"init": path if any(k.startswith(("theta0", "init_theta0")) for k in arrays) else None,
                 "batches": path if "batches" in arrays else None,
+                "index_base": 0,            # a dump's and a trace's ids are 0-based, whatever OURS's run read
                 "taus": path if "tau" in arrays else None}, {}
 
     def replay_from_dump(self, dump):
