@@ -84,3 +84,14 @@ def test_vfl_one_based_batches(tmp_path, capsys):
     np.save(tmp_path / "top.npy", top + 1)
     assert main([*VFL, "--batches", str(tmp_path / "top.npy"), "--out", str(tmp_path / "p")]) == 2
     assert "no id is 0 and one is 4000: 1-based ids" in _err(capsys)
+
+
+def test_ssca_pooled_schedule_shape_is_named(tmp_path, capsys):
+    assert main([*SSCA, "--sampling", "pooled", "--out", str(tmp_path / "p")]) == 0
+    b = np.load(tmp_path / "p" / "trace.npz")["batches"]
+    assert b.shape == (3, 100)
+    np.save(tmp_path / "kb.npy", b.reshape(3, 10, 10))
+    assert main([*SSCA, "--sampling", "pooled", "--batches", str(tmp_path / "kb.npy"), "--out", str(tmp_path / "q")]) == 2
+    err = _err(capsys)
+    assert "pooled (--sampling pooled) batch schedule must have shape (T, K·B) = (T, 100)" in err
+    assert "feature-based" not in err

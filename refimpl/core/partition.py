@@ -224,10 +224,12 @@ class BatchSchedule:
                                  f"{int(idx[t, k, j])}, which is not in client {k}'s partition "
                                  f"({len(p)} samples, ids {int(p.min())}..{int(p.max())}){hint}")
 
-    def validate_feature_based(self, n_samples, rounds, batch):
+    def validate_feature_based(self, n_samples, rounds, batch, kind="feature-based", shape_text=None):
+        """(T, batch) ids in 0..n_samples−1, distinct per row; ``kind`` and ``shape_text`` name the
+        schedule in errors (the pooled sample-based schedule is (T, K·B))."""
         idx = self.indices
         if idx.ndim != 2 or idx.shape[1] != batch:
-            raise ValueError(f"feature-based batch schedule must have shape (T, {batch}), got {idx.shape}")
+            raise ValueError(f"{kind} batch schedule must have shape {shape_text or f'(T, {batch})'}, got {idx.shape}")
         if idx.shape[0] < rounds:
             raise ValueError(f"batch schedule holds {idx.shape[0]} rounds, the run needs {rounds}")
         bad = (idx[:rounds] < 0) | (idx[:rounds] >= n_samples)

@@ -75,7 +75,10 @@ def build(cfg, data, init=None, batches=None):
             schedule = feature_based_schedule(data.n_train, cfg.rounds, cfg.batch * len(parts), rng_batch)
         elif pooled:
             schedule = BatchSchedule(batches)
-            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch * len(parts))
+            schedule.validate_feature_based(data.n_train, cfg.rounds, cfg.batch * len(parts),
+                                            kind="pooled (--sampling pooled)",
+                                            shape_text=f"(T, K·B) = (T, {cfg.batch * len(parts)}): each round's K·B "
+                                                       f"ids drawn from all samples")
         elif batches is None:
             schedule = sample_based_schedule(parts, cfg.rounds, cfg.batch * E, rng_batch)
         else:
