@@ -30,12 +30,13 @@ def _projection(a, radius, binds=None, key=None):
 
 
 def algorithm1_literal(problem, x1, T, *, k, n, c1, c2, c3, gamma, q, C_g, C_f, matrix="identity", rho=0.1,
-                       theta=0.9, noise):
+                       theta=0.9, noise, a_norms=None):
     """Algorithm 1 of [MFCGD], one line at a time. ``noise`` = (ζ_{1,j} (M, q, …), ξ_{1,j} (M, q, …),
     ζ_{t+1} (T, M, …), ξ_{t+1} (T, M, …)); ``matrix``: "identity" (MFCGD), "adam" (line 6),
     "norm" (the norm type), "amsgrad". Returns (x̄_1 … x̄_T, binds): x̄_t = mean of the clients'
     x^m_t (the trajectory the output is drawn from); binds = how many client-steps each projection
-    changed its argument ({"u": …, "v": …})."""
+    changed its argument ({"u": …, "v": …}). ``a_norms``: a list that receives, for t = 1..T, the
+    spectral norm ||A_t|| of the matrix step t moves with (after line 6 on a communication step)."""
     zeta1, xi1, zeta, xi = noise
     M = problem.M
     d = len(x1)
@@ -86,6 +87,8 @@ def algorithm1_literal(problem, x1, T, *, k, n, c1, c2, c3, gamma, q, C_g, C_f, 
                 c["w"] = c["u"].T @ c["v"]                        # line 10
                 c["x_next"] = c["x"] + np.linalg.solve(A, -eta * gamma * c["w"])   # line 11
             # line 12: A_{t+1} = A_t (nothing to do)
+        if a_norms is not None:
+            a_norms.append(float(np.linalg.norm(A, 2)))
         alpha = min(1.0, c1 * eta ** 2)
         beta = min(1.0, c2 * eta ** 2)
         varrho = min(1.0, c3 * eta ** 2)
