@@ -333,7 +333,8 @@ def partitions(quick):
 
 
 @check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
-       "the initial point: on a blowing-up SGD run (SSCA family) and a blowing-up Flex-VFL run, the run stops at the "
+       "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run and ComFedL run (MFCGD family, "
+       "||∇F(x̄_t)|| against step 1), the run stops at the "
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); 0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
@@ -343,6 +344,7 @@ def divergence_reference(quick):
     from refimpl.verification.registry import embedded
     from refimpl.vfl import run as run_vfl
     from refimpl.vfl.experiment import VFLConfig
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     ds = embedded()
     cases = {
         "ssca-family/sgd": (30.0, lambda f: run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=1,
@@ -350,25 +352,30 @@ def divergence_reference(quick):
                                                                      diverge_sq_norm=1e300), ds), "train_cost"),
         "flexvfl": (500.0, lambda f: run_vfl(VFLConfig(method="flexvfl", rounds=6, eta="3", diverge_cost_factor=f,
                                                        diverge_sq_norm=1e300)), "train_loss"),
+        # the MFCGD family's rule reads ||∇F(x̄_t)|| against its value at step 1 (unbounded on MAML)
+        "mfcgd-family/comfedl": (1000.0, lambda f: run_mfcgd_config(MFCGDConfig(
+            method="comfedl", problem="maml", steps=40, eta=2.0, eval_every=1, diverge_cost_factor=f,
+            diverge_sq_norm=1e300)), "grad_norm"),
     }
     det, mismatches = {}, 0
     for name, (factor, make, metric) in cases.items():
         free = make(1e12)
         c = np.asarray(free.metrics[metric], dtype=float)
-        rounds = np.asarray(free.metrics["round"])
+        rounds = np.asarray(free.metrics["step"] if len(free.metrics.get("step", [])) else free.metrics["round"])
         over = np.flatnonzero(c > factor * c[0])
         want = int(rounds[over[0]]) if over.size else None
         prev_rule = np.flatnonzero(c[1:] > factor * c[:-1])
         stopped = make(factor)
-        m = re.match(r"diverged: round (\d+):", stopped.status)
+        m = re.match(r"diverged: (?:round|step) (\d+):", stopped.status)
         got = int(m.group(1)) if m else None
         mismatches += int(got != want or want is None or len(stopped.metrics[metric]) != over[0])
         det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
                      int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
-            "note": "SGD stops at round {}, Flex-VFL at round {}".format(det["ssca-family/sgd"]["stopped_round"],
-                                                                         det["flexvfl"]["stopped_round"])}
+            "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(
+                det["ssca-family/sgd"]["stopped_round"], det["flexvfl"]["stopped_round"],
+                det["mfcgd-family/comfedl"]["stopped_round"])}
 
 
 def _perturbed(value):
