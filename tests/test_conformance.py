@@ -78,7 +78,7 @@ def test_npz_and_mat_exports_hold_the_same_values(tmp_path):
 def test_harness_passes_for_refimpl_and_the_numpy_example(tmp_path):
     code, out = _harness(tmp_path, "refimpl.conformance.adapter")
     assert code == 0 and " passed" in out, out
-    n = sum(len(d["cases"]) for d in VX.generate().values())
+    n = sum(len(d["cases"]) for d in VX.generate().values()) + 1      # + the adapter-provides-a-family test
     code, out = _harness(tmp_path, "conformance_numpy_adapter", EXAMPLES)
     assert code == 0 and f"{n} passed" in out, out
 
@@ -90,7 +90,7 @@ def test_harness_passes_for_the_pytorch_example(tmp_path):
         import torch  # noqa: F401
     except ImportError:
         pytest.fail("torch is not installed: pip install -e '.[test,plot,flower,torch]' (the README's test command)")
-    n = sum(len(d["cases"]) for d in VX.generate().values())
+    n = sum(len(d["cases"]) for d in VX.generate().values()) + 1
     code, out = _harness(tmp_path, "conformance_torch_adapter", EXAMPLES)
     assert code == 0 and f"{n} passed" in out, out
 
@@ -106,6 +106,14 @@ def test_harness_fails_readably_on_a_planted_bug(tmp_path):
     assert "local_weights[[FlexVFL] (8)]-local_weights-2" in out                     # the id carries the equation
     assert "w[0]: got 0.94148" in out and "expected 0.960596" in out and "rel tolerance 1e-14" in out
     assert "the adapter has no function 'exp_nonpos'" in out or "2 skipped" in out
+
+
+def test_an_adapter_with_no_function_fails_naming_the_empty_run(tmp_path):
+    """Every vector skipped is no pass: the run fails, saying it compared nothing."""
+    (tmp_path / "empty_adapter.py").write_text('"""An adapter that defines nothing yet."""\n')
+    code, out = _harness(tmp_path, "empty_adapter", tmp_path)
+    assert code == 1, out
+    assert "the adapter empty_adapter provides none of the" in out and "this run compared nothing" in out
 
 
 def test_adapter_errors_and_exported_vectors(tmp_path):

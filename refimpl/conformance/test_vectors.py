@@ -20,3 +20,12 @@ def test_vector(adapter, family, case):
     if outcome == "skip":
         pytest.skip(msg)
     assert outcome == "pass", msg
+
+
+def test_the_adapter_provides_a_family(adapter):
+    """An adapter with none of the families' functions would skip every vector and pass having
+    compared nothing: that run is a failure, naming what the adapter should provide."""
+    provided = [fam for fam in DOCS if callable(getattr(adapter, fam, None))]
+    assert provided, (f"the adapter {adapter.__name__} provides none of the {len(DOCS)} families "
+                      f"({', '.join(sorted(DOCS))}): this run compared nothing; define at least one of them "
+                      "(docs/conformance.md)")
