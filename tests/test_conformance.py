@@ -209,3 +209,55 @@ def test_the_mfcgd_machinery_vectors_agree_with_the_literal_transcriptions():
         lit = theorem_literal(*consts, B=0.0, **i)
         np.testing.assert_allclose(lit["G"], VX.decode(case["expected"]["G"]), rtol=1e-13, err_msg=case["id"])
         np.testing.assert_allclose(lit["bound"], VX.decode(case["expected"]["rhs14"]), rtol=1e-13, err_msg=case["id"])
+
+
+def test_the_vectors_separate_naive_formulas_from_the_documented_ones():
+    """Where the kit says a case separates two readings, an adapter with the other reading fails it
+    with a readable message: Python's // (the exact quotient's floor) for τ = ⌊fl(t/s)⌋, and a
+    softmax without the max subtracted on logits near 800."""
+    import warnings
+    docs = VX.generate(("core", "vfl"))
+
+    class Naive:
+        @staticmethod
+        def vfl_taus(rule, timeout, Q, server_steps, step_times):
+            t = (np.maximum(1, (float(timeout) // np.asarray(step_times)).astype(int)) if rule == "timeout"
+                 else np.full(len(step_times), int(Q)))
+            if server_steps > 0:
+                t[0] = server_steps
+            return (t,)
+
+        @staticmethod
+        def loss_grad(W1, W2, X, y, activation, bias):
+            Z = X @ W1.T
+            O = (Z / (1 + np.exp(-Z))) @ W2.T
+            P = np.exp(O)
+            P /= P.sum(axis=1, keepdims=True)
+            return float(np.mean(-np.log(P[np.arange(len(y)), y]))), np.zeros_like(W1), np.zeros_like(W2)
+
+    taus = {c["id"]: c for c in docs["vfl_taus"]["cases"]}
+    for cid in ("vfl_taus-1", "vfl_taus-2"):
+        assert "double-quotient" in taus[cid]["flags"]
+        outcome, msg = run_case(Naive, "vfl_taus", taus[cid])
+        assert outcome == "fail" and "(whole numbers, compared exactly;" in msg, msg
+    assert "got 2, expected 3" in run_case(Naive, "vfl_taus", taus["vfl_taus-1"])[1]
+    case = next(c for c in docs["loss_grad"]["cases"] if "overflowing-logits" in c["flags"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome, msg = run_case(Naive, "loss_grad", case)
+    assert outcome == "fail" and "loss: got nan" in msg
+    # the stable reading passes (refimpl's own adapter)
+    from refimpl.conformance import adapter
+    assert run_case(adapter, "loss_grad", case)[0] == "pass"
+    assert run_case(adapter, "vfl_taus", taus["vfl_taus-1"])[0] == "pass"
+
+
+def test_the_walkthrough_table_counts_each_familys_cases_and_flags():
+    text = (Path(__file__).resolve().parents[1] / "docs" / "conformance.md").read_text()
+    docs = VX.generate()
+    for fam, rec in VX.families().items():
+        row = next(ln for ln in text.splitlines() if ln.startswith(f"| `{fam}("))
+        cells = [c.strip() for c in row.split("|")]
+        flags = sorted({f for c in docs[fam]["cases"] for f in c["flags"]})
+        assert cells[4] == str(len(docs[fam]["cases"])), (fam, cells[4])
+        assert cells[5] == (", ".join(flags) or "—") or cells[5].split(", ") == flags, (fam, cells[5], flags)

@@ -37,10 +37,19 @@ def ulp_distance(a, b):
     return np.abs(ia - ib)
 
 
+def _shown(x):
+    """A value as a reader expects it: 3, not 3.0; NaN and inf named."""
+    x = float(x)
+    if not np.isfinite(x):
+        return repr(x)
+    return str(int(x)) if x == int(x) else repr(x)
+
+
 def compare(name, expected, got, tol):
     """None when ``got`` matches ``expected`` within ``tol``, else a message."""
     if isinstance(expected, str):
         return None if got == expected else f"{name}: expected {expected!r}, got {got!r}"
+    whole = np.asarray(expected).dtype.kind in "iub"          # counts, indices, flags: shown as integers
     exp = np.asarray(expected, dtype=np.float64)
     try:
         val = np.asarray(got, dtype=np.float64)
@@ -64,6 +73,11 @@ def compare(name, expected, got, tol):
     scale = max(float(np.max(np.abs(exp))), 1e-300)
     diff = np.abs(val - exp)
     bad = np.flatnonzero(~(diff.ravel() <= tol["rel"] * scale))
+    if bad.size and whole and tol["rel"] == 0:
+        i = tuple(int(j) for j in np.unravel_index(bad[0], exp.shape))
+        shown = _shown(val[i])
+        return (f"{name}{list(i) if exp.ndim else ''}: got {shown}, expected {int(exp[i])} (whole numbers, compared "
+                f"exactly; {bad.size} of {exp.size} entries differ)")
     if bad.size:
         i = tuple(int(j) for j in np.unravel_index(bad[0], exp.shape))
         return (f"{name}{list(i) if exp.ndim else ''}: got {val[i].item()!r}, expected {exp[i].item()!r} (|Δ| {diff[i]:.3g} > "

@@ -64,15 +64,18 @@ def _cases_loss_grad(rng):
             ("swish", False, 0.5, [], "the paper's network"),
             ("relu", True, 0.5, ["bias-column-0"], "the authors' network (ReLU, bias in column 0)"),
             ("swish", False, 12.0, ["large-logits"], "|logit| ≈ 50: the cross-entropy must not overflow or cancel"),
-            ("relu", False, 0.5, ["relu-at-zero"], "pre-activations exactly 0: ReLU'(0) = 0"))):
+            ("relu", False, 0.5, ["relu-at-zero"], "pre-activations exactly 0: ReLU'(0) = 0"),
+            ("swish", False, 12.0, ["overflowing-logits"],
+             "|logit| ≈ 800: e^800 overflows, so a softmax without the max subtracted gives inf/NaN"))):
         D, J, L, n = 7, 5, 4, 6
         W1 = rng.standard_normal((J, D + bias)) * scale / np.sqrt(D)
         W2 = rng.standard_normal((L, J + bias)) * scale
         X = rng.random((n, D))
         if "relu-at-zero" in flags:
             X[0] = 0.0
-        if "large-logits" in flags:
-            W2 *= 50.0 / max(1e-300, np.max(np.abs(_logits(W1, W2, X, act, bias))))
+        if "large-logits" in flags or "overflowing-logits" in flags:
+            top = 50.0 if "large-logits" in flags else 800.0
+            W2 *= top / max(1e-300, np.max(np.abs(_logits(W1, W2, X, act, bias))))
         out.append(dict(id=f"loss_grad-{i}", comment=comment, flags=flags,
                         inputs=dict(W1=W1, W2=W2, X=X, y=rng.integers(0, L, n), activation=act, bias=bias),
                         tol={"rel": 1e-12}))

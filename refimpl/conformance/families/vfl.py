@@ -165,8 +165,11 @@ def _cases_vfl_taus(rng):
             for i, (r, t, q, sv, x, f, c) in enumerate((
                 ("timeout", 10.0, 0, 0, st, ["floor-not-round", "at-least-one-step"],
                  "Flex-VFL: ⌊10/s⌋, and one step for the party slower than the timeout"),
-                ("timeout", 10.0, 0, 0, np.array([2.5, 0.5, 10.0 / 3.0, 5.0]), ["exact-division"],
-                 "step times dividing the timeout exactly (10/(10/3) may round below 3)"),
+                ("timeout", 10.0, 0, 0, np.array([2.5, 0.5, 10.0 / 3.0, 5.0]), ["exact-division", "double-quotient"],
+                 "the floor of the double quotient: fl(10/fl(10/3)) = 3.0 gives 3 steps, while the exact quotient "
+                 "of the two doubles is just below 3 (Python's 10.0 // (10/3) = 2.0)"),
+                ("timeout", 1.0, 0, 0, np.array([0.1, 0.25, 0.2, 0.5]), ["double-quotient"],
+                 "fl(1.0/0.1) = 10.0 gives 10 steps (Python's 1.0 // 0.1 = 9.0)"),
                 ("fixed", 0.0, 5, 0, st, [], "synchronous VFL: Q = 5 for every party"),
                 ("fixed", 0.0, 1, 0, st, [], "P-BCD: one step"),
                 ("timeout", 10.0, 0, 5, st, ["server-steps-fixed"],
@@ -177,7 +180,9 @@ VFL_TAUS = Family(
     'vfl_taus', 'vfl', "[FlexVFL] Algorithm 1, line 4; synchronous VFL; P-BCD",
     inputs=("rule", "timeout", "Q", "server_steps", "step_times"),
     outputs=("tau",),
-    description=("local step counts: rule 'timeout' τ_k = max(1, ⌊timeout / s_k⌋) (Flex-VFL), 'fixed' τ_k = Q "
+    description=("local step counts: rule 'timeout' τ_k = max(1, ⌊fl(timeout / s_k)⌋), the floor of the "
+                 "double-precision quotient (numpy.floor(t / s) or int(t / s), not Python's t // s, which floors "
+                 "the exact quotient of the two doubles) (Flex-VFL), 'fixed' τ_k = Q "
                  "(synchronous VFL; P-BCD with Q = 1); server_steps > 0 sets the server's (party 0's) count "
                  "whatever its speed (the authors' protocol)"),
     reference=_ref_vfl_taus, cases=_cases_vfl_taus)
