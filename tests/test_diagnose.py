@@ -395,3 +395,20 @@ def test_the_reruns_say_which_inputs_are_theirs(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "full.npz"), "--tol", "1e-9"]) == 3
     out = _out(capsys)
     assert "the reruns start from THEIR initial point, batch schedule (read from THEIR file)" in out
+
+
+def test_an_epoch_permutation_schedule_is_named_with_its_flag(tmp_path, capsys):
+    """THEIR batches cut from one permutation of the samples (a DataLoader with shuffle=True): the
+    report names the epoch order and --batch-order epoch; independent draws are not named so."""
+    from refimpl.tools.diagnose import epoch_order_hint
+    assert main(["run", "flexvfl", "--rounds", "2", "--dump-rounds", "1,2", "--quiet", "--out", str(tmp_path / "o")]) == 0
+    rng = np.random.default_rng(3)
+    perm = rng.permutation(4000)[:20 * 64].reshape(20, 64)
+    np.savez(tmp_path / "theirs.npz", batches=perm, r1_batch=perm[0], r2_batch=perm[1])
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "theirs.npz"), "--allow-missing", "rounds"]) in (1, 4)
+    out = _out(capsys)
+    assert "an epoch-permutation batch order, which refimpl draws with --batch-order epoch" in out
+    independent = np.stack([rng.choice(4000, 64, replace=False) for _ in range(20)])
+    assert epoch_order_hint(independent, 4000) is None
+    assert epoch_order_hint(perm[:3], 4000) is None          # too few draws to tell (p ≈ 0.2)

@@ -37,7 +37,7 @@ def run(args):
     ours = DG.load_side(args.ours)
     theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
     cmp_ = DG.compare_dumps(ours, theirs, args.tol)
-    rows, verdict, inputs, sources = [], None, None, None
+    rows, verdict, inputs, sources, schedule = [], None, None, None, None
     if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
         from refimpl import papers
         doc = DG._trace_config(args.ours)
@@ -51,13 +51,15 @@ def run(args):
         if data is not None:
             info(args, f"reruns on {data.name} ({data.n_train} training samples"
                         + (", from --data" if (args.data or args.data_dir) else ", the data OURS's run used") + ")")
+        schedule = DG.their_schedule_hint(args.theirs, paper, doc, getattr(data, "n_train", None))
         rows, verdict = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
                                         progress=None if args.quiet else say, data=data)
         if verdict["kind"] == "inputs":
             inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
     lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs)
-    if sources is not None:
-        lines.insert(-1, sources)
+    for extra in (sources, schedule):
+        if extra is not None:
+            lines.insert(-1, extra)
     for ln in lines:
         print(ln)
     if args.report:

@@ -545,3 +545,46 @@ def write_report(directory, cmp_, lines, rows):
     fig.savefig(os.path.join(directory, "diagnose.png"), dpi=110)
     plt.close(fig)
     return os.path.join(directory, "diagnose.png")
+
+
+def epoch_order_hint(batches, n, level=1e-3):
+    """A sentence when THEIR batch schedule (rounds × B sample ids) walks the n samples epoch by
+    epoch — no id twice within any run of n consecutive draws — and independent draws without
+    replacement per round would show that with probability below ``level``; else None. The
+    probability is the Poisson estimate exp(−Σ_{rounds i<j in one epoch} B_i B_j / n)."""
+    a = np.asarray(batches)
+    if a.ndim != 2 or a.dtype.kind not in "iu" or n is None or n < 2:
+        return None
+    flat = a.ravel()
+    B = a.shape[1]
+    pairs = 0.0
+    for start in range(0, flat.size, n):
+        chunk = flat[start:start + n]
+        if np.unique(chunk).size != chunk.size:
+            return None
+        rounds = -(-chunk.size // B)
+        pairs += rounds * (rounds - 1) / 2 * B * B / n
+    p = float(np.exp(-pairs))
+    if p >= level:
+        return None
+    odds = f"about {p:.1g}" if p > 0 else "below 1e-300"
+    return (f"THEIR batch schedule draws every sample once per epoch (no sample twice within any {n} consecutive "
+            f"draws; independent rounds would do that with probability {odds}): an epoch-permutation "
+            "batch order, which refimpl draws with --batch-order epoch")
+
+
+def their_schedule_hint(theirs_path, paper, ours_config, n):
+    """:func:`epoch_order_hint` on THEIR batch schedule (their ``batches`` array or the one rebuilt
+    from r<t>_batch), for a paper with a batch-order convention, when OURS's run drew its batches
+    independently; ``n``: the training-set size of the run's data."""
+    if n is None or not any(c.option == "batch_order" for c in paper.conventions):
+        return None
+    conv = (ours_config or {}).get("conventions") or {}
+    if conv.get("batch_order") == "epoch":
+        return None
+    try:
+        arrays = their_replay(theirs_path, paper)[1]
+    except (ValueError, OSError):
+        return None
+    b = arrays.get("batches")
+    return None if b is None else epoch_order_hint(b, n)
