@@ -149,7 +149,7 @@ def test_float_batch_indices_name_the_entry(tmp_path, capsys):
     b[1, 2, 3] = 13.5
     np.save(tmp_path / "b.npy", b)
     assert main(["run", "ssca", *TINY, "--batches", str(tmp_path / "b.npy")]) == 2
-    assert "entry (1, 2, 3) is 13.5" in capsys.readouterr().err
+    assert "entry (1, 2, 3) = 13.5 is not a whole number" in capsys.readouterr().err
     b = Trace.load(out).batches.copy()
     b[2, 0, 1] = 3999                                   # a sample of client 9, given to client 0
     np.save(tmp_path / "c.npy", b)
@@ -612,7 +612,7 @@ def test_data_and_replay_files_that_are_not_what_they_claim(tmp_path, capsys):
         assert words in err and "Traceback" not in err, words
     for flag in ("--init", "--batches"):
         assert main(["run", "ssca", *TINY, flag, str(tmp_path / "t.txt")]) == 2
-        assert f"{flag} {tmp_path / 't.txt'}: not a NumPy .npy/.npz file" in capsys.readouterr().err
+        assert f"{flag} {tmp_path / 't.txt'}: not a .npy/.npz/.mat file" in capsys.readouterr().err
 
 
 def test_mat_inputs_that_hold_no_matrix_are_named(tmp_path, capsys):
@@ -823,3 +823,19 @@ def test_an_async_replay_shorter_than_the_budget_says_so_and_exits_3(tmp_path, c
     assert main(["run", "async-vfl", "--rounds", "30", "--time-budget", "20", "--batches", str(tmp_path / "b.npy"),
                  "--quiet"]) == 3
     assert "5 events are used up" in capsys.readouterr().err
+
+
+def test_text_and_pickled_files_and_another_papers_dump_are_named(tmp_path, capsys):
+    (tmp_path / "ids.txt").write_text("1 2 3\n")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert main(["run", "ssca", *TINY, "--batches", str(tmp_path / "ids.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "not a .npy/.npz/.mat file (it starts like text" in err and "allow_pickle" not in err
+    assert main(["run", "ssca", *TINY, "--batches", str(tmp_path / "obj.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "holds pickled Python objects (an object array), which refimpl never loads" in err
+    assert main(["run", "ssca", *TINY, "--dump-rounds", "all", "--out", str(tmp_path / "s")]) == 0
+    assert main(["run", "pbcd", "--rounds", "2", "--dump-rounds", "all", "--quiet", "--out", str(tmp_path / "v")]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "s"), str(tmp_path / "v")]) == 2
+    assert "THEIRS is a dump of Flex-VFL (it holds theta0" in capsys.readouterr().err

@@ -32,6 +32,12 @@ def _open(path, what):
     if low.endswith(".mat"):
         from refimpl.core.matfiles import load_mat
         return {k: np.asarray(v) for k, v in load_mat(path).items()}
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if not (head.startswith(b"\x93NUMPY") or head.startswith(b"PK")):
+        looks = "text" if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head) else "another format"
+        raise ValueError(f"{what} {path}: not a .npy/.npz/.mat file (it starts like {looks}, not NumPy's header or a "
+                         "zip archive); write arrays with numpy.save / numpy.savez or scipy.io.savemat")
     try:
         if low.endswith(".npy"):
             return {"": np.load(path, allow_pickle=False)}
@@ -40,7 +46,10 @@ def _open(path, what):
                 return {"": np.asarray(z)}
             return {k: z[k] for k in z.files}
     except ValueError as exc:
-        raise ValueError(f"{what} {path}: not a NumPy array file without pickled objects ({exc})")
+        if "pickle" in str(exc):
+            raise ValueError(f"{what} {path}: holds pickled Python objects (an object array), which refimpl never "
+                             "loads; save plain numeric arrays")
+        raise ValueError(f"{what} {path}: not a readable NumPy array file ({exc})")
     except (OSError, EOFError, zipfile.BadZipFile) as exc:     # BadZipFile: a truncated or corrupt .npz
         raise ValueError(f"{what} {path}: not a readable .npy/.npz/.mat file ({exc})")
 

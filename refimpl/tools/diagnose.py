@@ -46,6 +46,21 @@ def paper_of(names):
     return papers.of_dump(names).key
 
 
+def _same_paper(ours_key, their_names):
+    """Refuse a THEIR dump that is plainly another paper's (its names carry another paper's markers
+    and none of OURS's), rather than compare unrelated quantities entry by entry."""
+    from refimpl import papers
+    ours = papers.get(ours_key)
+    if ours.owns_dump(their_names):
+        return
+    other = next((p for p in papers.papers() if p.key != ours_key and p.owns_dump(their_names)), None)
+    if other is not None:
+        marks = sorted(n for n in their_names if any(re.fullmatch(m, n) for m in other.dump_markers))
+        raise ValueError(f"THEIRS is a dump of {other.short_name or other.key} (it holds {', '.join(marks[:4])}), OURS "
+                         f"one of {ours.short_name or ours.key}: diagnose compares two implementations of the same "
+                         "method; give THEIRS from the same paper")
+
+
 def ordered(paper, names):
     """``names`` in the paper's data-flow order (party-indexed names by party), unknown names last."""
     out = []
@@ -150,6 +165,7 @@ def compare_dumps(ours, theirs, tol):
     names_o = set().union(*(set(ours[r]) for r in common))
     names_t = set().union(*(set(theirs[r]) for r in common))
     paper = paper_of(names_o)
+    _same_paper(paper, names_t)
     missing = {n: "theirs" for n in names_o - names_t}
     missing.update({n: "ours" for n in names_t - names_o})
     names = ordered(paper, names_o & names_t)
