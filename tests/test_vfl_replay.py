@@ -163,6 +163,20 @@ def test_replay_from_own_trace_is_bit_identical(tmp_path):
     assert ta.metrics["train_loss"] == tb.metrics["train_loss"]
 
 
+def test_adaptive_replay_pins_the_round_one_rate(tmp_path):
+    """Adaptive Flex-VFL (the paper's rule) takes η^1 from a dummy round's τ^0; the trace stores
+    τ^0 and --taus TRACE replays it, so another seed changes nothing but the simulated clock (whose
+    step times come from --speeds and the seed)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--quiet", "--out", str(a)]) == 0
+    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--quiet", "--seed", "5", "--init", str(a),
+                 "--batches", str(a), "--taus", str(a), "--out", str(b)]) == 0
+    za, zb = np.load(a / "trace.npz"), np.load(b / "trace.npz")
+    assert "array_tau0" in za.files
+    differ = sorted(k for k in za.files if not np.array_equal(za[k], zb[k]))
+    assert differ == ["array_round_time", "array_round_work", "metric_time"], differ
+
+
 def test_async_replays_its_batches(tmp_path):
     """The event order follows the clock (the speeds); given the same speeds, the initial point
     and the per-event batches replay the run whatever the seed."""

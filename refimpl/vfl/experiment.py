@@ -153,9 +153,12 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
         A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
-        taus = None
+        taus = tau0 = None
         if cfg.taus is not None:
             taus = validate_taus(load_schedule(cfg.taus, "--taus", ("tau",)), cfg.rounds, K1, f"--taus {cfg.taus}")
+            if method == "adaptive" and conv["adaptive_rule"] == "paper":
+                from refimpl.core.replay import read_arrays
+                tau0 = read_arrays(cfg.taus, "--taus").get("tau0")     # the dummy round's τ^0, when recorded
         if batches is not None:
             batches = validate_batches(batches, cfg.rounds, data.n, f"--batches {cfg.batches}")
             if batches.shape[1] != cfg.batch:
@@ -169,7 +172,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
         run = FlexVFL.from_method(model, data, method, opts, eta, cfg.batch, speeds if dummy else speeds[1:],
                       timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth,
                       server_steps=server_steps, momentum=conv["momentum"], batch_order=conv["batch_order"],
-                      adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches)
+                      adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches, tau0=tau0)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
                      stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps,
                      loss_every=cfg.loss_every)

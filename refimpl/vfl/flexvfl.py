@@ -229,7 +229,8 @@ class FlexVFL:
     @classmethod
     def from_method(cls, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
                     network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None,
-                    momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None):
+                    momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None,
+                    tau0=None):
         """The boundary: a method and its conventions by name → a :class:`Policy`
         (:func:`~refimpl.vfl.policies.compose`, every name and value checked here), then the run.
         ``eta``: K + 1 learning rates (the paper's adaptive rule ignores them and uses ``A``; the
@@ -266,11 +267,13 @@ class FlexVFL:
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
         if taus is not None:
             taus = validate_taus(taus, 1, K1)
+        if tau0 is not None:
+            tau0 = validate_taus(np.asarray(tau0).reshape(1, -1), 1, K1, "tau0 (the dummy round's τ)")[0]
         if batches is not None:
             batches = validate_batches(batches, 1, data.n)
         policy = compose(method, eta=eta, timeout=timeout, Q=int(Q), network=network, A=A,
                          server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
-                         batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches)
+                         batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches, tau0=tau0)
         return cls(model, data, policy, optimizers, batch, speeds, labels, smoothness, use_numba)
 
     # -- τ and the clock of a round (the policy's) -------------------------------------------------
@@ -346,6 +349,8 @@ class FlexVFL:
         sched = self.speeds[pol.step_size.speed_rows:]
         eta, eta_state = pol.step_size.init(self.opts, self.speeds if pol.step_size.speed_rows else sched[:rounds],
                                             pol.steps)
+        if hasattr(pol.step_size, "round0_taus"):          # a replay input: the dummy round's τ^0
+            trace.arrays["tau0"] = pol.step_size.round0_taus(self.speeds)
         batch_state = pol.batches.init(rng, d.n, self.batch)
         states = None
         clock, floats = 0.0, 0

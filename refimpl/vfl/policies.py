@@ -97,9 +97,10 @@ def validate_taus(table, rounds, parties, source="--taus"):
         raise ValueError(f"{source}: τ table must have shape (rounds, {parties}) (server first), got {arr.shape}")
     if arr.shape[0] < rounds:
         raise ValueError(f"{source}: τ table holds {arr.shape[0]} rounds, the run needs {rounds}")
-    if arr.dtype.kind not in "iuf" or arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+    if arr.dtype.kind not in "iuf":
         raise ValueError(f"{source}: τ entries must be whole numbers >= 1, got dtype {arr.dtype}")
-    bad = np.argwhere((arr != np.round(arr)) | (arr < 1))
+    bad = np.argwhere(~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 1)) if arr.dtype.kind == "f" else \
+        np.argwhere(arr < 1)
     if bad.size:
         r, k = bad[0]
         raise ValueError(f"{source}: τ[{r}, {k}] = {arr[r, k].item()!r}: local steps must be whole numbers >= 1")
@@ -134,11 +135,18 @@ class PaperAdaptive:
 
     A: np.ndarray
     timeout: float
+    tau0: np.ndarray | None = None     # the dummy round's τ^0 given (a replay), not drawn from speed row 0
     name = "paper-adaptive"
     speed_rows = 1
 
+    def round0_taus(self, speeds):
+        """τ^0 of the dummy round: the given one, else max(1, ⌊timeout / s^0⌋) on speed row 0."""
+        if self.tau0 is not None:
+            return np.asarray(self.tau0, dtype=np.int64)
+        return np.maximum(1, np.floor(self.timeout / speeds[0]).astype(int))
+
     def init(self, opts, speeds, steps):
-        tau0 = np.maximum(1, np.floor(self.timeout / speeds[0]).astype(int))
+        tau0 = self.round0_taus(speeds)
         wb0 = np.array([weight_summary(o, int(t), a / t)[0] for o, t, a in zip(opts, tau0, self.A)])
         return self.A / (tau0 * wb0), None
 
@@ -356,11 +364,12 @@ class Policy:
 
 
 def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, server_steps=None, momentum="reset",
-            batch_order="independent", adaptive_rule="paper", taus=None, batches=None):
+            batch_order="independent", adaptive_rule="paper", taus=None, batches=None, tau0=None):
     """The named compositions: ``flex`` (τ from the timeout, fixed η), ``adaptive`` (τ from the
     timeout, η from ``adaptive_rule``), ``sync`` (Q steps), ``pbcd`` (one step). ``server_steps``:
     the server takes that many steps and its compute is free (the authors' protocol). ``taus``
-    (R, K+1) / ``batches`` (R, B): given schedules replace the drawn ones."""
+    (R, K+1) / ``batches`` (R, B): given schedules replace the drawn ones; ``tau0`` (K+1,): the
+    paper-adaptive rule's dummy-round τ^0, given instead of drawn from speed row 0."""
     if method not in ROUND_METHODS:
         raise ValueError(f"method must be one of {ROUND_METHODS}, got {method!r}")
     for name, value, allowed in (("momentum", momentum, MOMENTUM), ("batch order", batch_order, BATCH_ORDERS),
@@ -376,7 +385,7 @@ def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, serve
         if server_steps is not None:
             steps = ServerSteps(steps, int(server_steps))
     if method == "adaptive":
-        step_size = PaperAdaptive(A, timeout) if adaptive_rule == "paper" else AuthorsAdaptive(A)
+        step_size = PaperAdaptive(A, timeout, tau0) if adaptive_rule == "paper" else AuthorsAdaptive(A)
     else:
         step_size = FixedStepSize(eta)
     return Policy(method, steps, step_size,
