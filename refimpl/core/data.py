@@ -142,6 +142,9 @@ def load_npz_dataset(path, label_base=0) -> Dataset:
     if label_base:
         for k in ("y_train", "y_test"):
             y = arrays[k]
+            if y.dtype.kind not in "iuf":
+                raise ValueError(f"--data {path}: {k} must hold integer class indices, got dtype {y.dtype} "
+                                 "(labels stored as text? save them as integers)")
             if y.size and np.issubdtype(y.dtype, np.number) and np.nanmin(y) < 1:
                 i = int(np.flatnonzero(np.ravel(y) < 1)[0])
                 raise ValueError(f"--data {path}: {k}[{i}] = {np.ravel(y)[i]} but --label-base 1 expects labels "

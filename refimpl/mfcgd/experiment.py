@@ -60,6 +60,10 @@ class MFCGDConfig:
         for f in ("clients", "dim", "steps", "q", "eval_every"):
             if int(getattr(self, f)) < 1:
                 raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
+        for f in ("seed", "problem_seed"):
+            v = getattr(self, f)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"--{f.replace('_', '-')} must be a whole number >= 0, got {v!r}")
         return self
 
 
