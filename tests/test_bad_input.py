@@ -848,6 +848,6 @@ def test_text_labels_with_label_base_and_a_negative_problem_seed_are_named(tmp_p
              X_test=d.X_test[:20], y_test=np.array([str(v + 1) for v in d.y_test[:20]]))
     assert main(["run", "ssca", "--rounds", "2", "--hidden", "8", "--batch", "2", "--clients", "2", "--quiet",
                  "--data", str(tmp_path / "s.npz"), "--label-base", "1"]) == 2
-    assert "y_train must hold integer class indices, got dtype <U1" in capsys.readouterr().err
+    assert "y_train must hold integer class indices, got dtype <U2" in capsys.readouterr().err
     assert main(["run", "mfcgd", "--problem", "maml", "--steps", "3", "--problem-seed", "-1", "--quiet"]) == 2
     assert "--problem-seed must be a whole number >= 0, got -1" in capsys.readouterr().err
