@@ -256,3 +256,22 @@ def plot_partition(label_counts, path, title=""):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def show(path, what="figure"):
+    """A tutorial's figure: printed as its path and, inside a notebook (an IPython kernel), shown
+    inline; without matplotlib (the ``plot`` extra) one line says how to get it instead of a bare
+    None. Returns ``path``."""
+    if path is None:
+        print(f"{what}: not drawn — matplotlib is not installed (pip install -e '.[plot]', the plot extra)")
+        return None
+    print(f"{what}: {path}")
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        from IPython.display import Image, display
+        display(Image(filename=str(path)))
+    return path
