@@ -146,7 +146,10 @@ def test_ratio_direction_is_uniform_and_the_table_says_what_checks_know(monkeypa
     recs = {r.id: r for r in verify.run_checks(list(checks))}
     assert recs["t.fast"].ratio == pytest.approx(2 / 3) and recs["t.slow"].ratio == pytest.approx(1 / 0.7)
     assert "relation must be one of" in recs["t.rel"].details["error"]
-    table = verify.format_table(list(recs.values())).splitlines()
+    compact = verify.format_table(list(recs.values()))
+    assert max(len(ln) for ln in compact.splitlines()) <= 100
+    assert "    note: vacuous: above cap" in compact and "refimpl verify --list" in compact
+    table = verify.format_table(list(recs.values()), wide=True).splitlines()
     row = {line.split(" | ")[0].strip(): [c.strip() for c in line.split(" | ")] for line in table[2:-1]}
     assert row["t.vac"][6] == "yes (vacuous)" and row["t.vac"][7] == "vacuous: above cap"
     assert row["t.fast"][3] == ">" and row["t.fast"][6] == "yes" and row["t.slow"][6] == "NO"

@@ -16,6 +16,9 @@ def add_parser(sub):
     v.add_argument("--all", action="store_true", help="both tiers: the theorem-kind checks and the claims")
     v.add_argument("--full", action="store_true", help="both tiers at the checks' full sizes (several minutes)")
     v.add_argument("--list", action="store_true", help="list the checks (id, paper, kind, claim) and exit")
+    v.add_argument("--wide", action="store_true",
+                   help="one wide row per check, with its claim and note in columns (default: a table that fits "
+                        "100 columns, each note under its row)")
     v.add_argument("--only", help="comma-separated check ids")
     v.add_argument("--json", help="write the records to this JSON file")
     v.add_argument("--quiet", action="store_true")
@@ -73,7 +76,7 @@ def run(args):
         records = run_checks(ids, quick=quick, progress=bar, executor=args.executor, workers=args.workers,
                              scheduler=args.scheduler)
         bar("", n=len(records))
-    print(format_table(records))
+    print(format_table(records, wide=args.wide))
     if args.profile:
         from refimpl.tools.verify import TARGETS, format_profile
         print()

@@ -324,20 +324,33 @@ def verdict(r):
     return "no (claim)" if r.details.get("kind") == "claim" else "NO"
 
 
-def format_table(records):
+def format_table(records, wide=False, width=100):
     """The verify table. ``rel`` is how measured must relate to bound; ``ratio`` is ≤ 1 exactly
     when a one-sided relation holds (for ≈ it is measured/bound); ``note`` says what else the
-    check knows (a vacuous bound, a tight constant, a crash). Full claims: ``verify --list``."""
-    rows = [("id", "claim", "measured", "rel", "bound", "ratio", "holds", "note")]
+    check knows (a vacuous bound, a tight constant, a crash). By default the table fits ``width``
+    columns: the claim is left to ``verify --list`` and a note goes on the lines under its row;
+    ``wide``: one row per check with the claim and the note in columns."""
+    import textwrap
+    notes = {r.id: r.details.get("table_note") or (short(r.details["error"], 50 if wide else 200)
+                                                   if r.details.get("error") else "") for r in records}
+    head = ("id", "measured", "rel", "bound", "ratio", "holds")
+    rows = [head + (("claim", "note") if wide else ())]
     for r in records:
-        note = r.details.get("table_note") or (short(r.details["error"], 50) if r.details.get("error") else "")
-        rows.append((r.id, short(r.claim), _fmt(r.measured), r.details.get("relation", "≤"), _fmt(r.bound),
-                     _fmt(r.ratio), verdict(r), note))
+        row = (r.id, _fmt(r.measured), r.details.get("relation", "≤"), _fmt(r.bound), _fmt(r.ratio), verdict(r))
+        rows.append(row + ((short(r.claim), notes[r.id]) if wide else ()))
+    if wide:      # the claim second, as before
+        rows = [(row[0], row[6], *row[1:6], row[7]) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(" |") for row in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
+    lines = [" | ".join(c.ljust(w) for c, w in zip(rows[0], widths)).rstrip(" |"),
+             "-+-".join("-" * w for w in widths)]
+    for r, row in zip(records, rows[1:]):
+        lines.append(" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(" |"))
+        if not wide and notes[r.id]:
+            lines += textwrap.wrap(notes[r.id], width, initial_indent="    note: ", subsequent_indent="          ")
     lines.append("ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower "
-                 "bound); for ≈, measured/bound")
+                 "bound); for ≈, measured/bound" if wide else
+                 "ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower bound);\n"
+                 "for ≈, measured/bound. A check's claim: refimpl verify --list; one wide row each: --wide")
     return "\n".join(lines)
 
 
