@@ -77,8 +77,10 @@ class SSCAPaper(Paper):
     )
 
     # replay inputs of `refimpl run` that are files, not Config fields (flag → help)
-    replay_args = (("init", "FILE.npz with W1, W2, or the authors' initial_Theta1.mat (bias in column 0)"),
-                   ("batches", "FILE.npy of 0-based indices, (T,K,B) sample / (T,B) feature"),
+    replay_args = (("init", "FILE.npz/.mat/.npy with W1, W2 (a trace's W1_0, W2_0, or one flat ω^0: W1 then W2, "
+                            "row-major), the authors' initial_Theta1.mat (bias in column 0), or a run directory"),
+                   ("batches", "FILE.npy/.npz/.mat (array batches) or a trace: sample ids, (T,K,B) sample-based, "
+                               "(T,K·B) with --sampling pooled, (T,B) feature-based"),
                    ("index_base", "the id of the first sample in --batches: 0 (default), or 1 (MATLAB's 1-based ids)"))
     conventions = (
         Convention("curvature", CURVATURES, "recursive", "A", "arithmetic",

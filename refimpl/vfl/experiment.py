@@ -111,7 +111,7 @@ def build_model(cfg, data, n_classes):
 def run_vfl(cfg: VFLConfig, ds, progress=None):
     """Returns the trace; every random stream derives from ``cfg.seed``."""
     from refimpl.core.replay import parse_dump_rounds
-    from refimpl.vfl.policies import validate_batches, validate_taus
+    from refimpl.vfl.policies import validate_batches
     method = cfg.method_key()
     conv = conventions(cfg)
     data = vertical_data(ds, cfg.parties)
@@ -153,12 +153,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
         A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
-        taus = tau0 = None
-        if cfg.taus is not None:
-            taus = validate_taus(load_schedule(cfg.taus, "--taus", ("tau",)), cfg.rounds, K1, f"--taus {cfg.taus}")
-            if method == "adaptive" and conv["adaptive_rule"] == "paper":
-                from refimpl.core.replay import read_arrays
-                tau0 = read_arrays(cfg.taus, "--taus").get("tau0")     # the dummy round's τ^0, when recorded
+        taus, tau0 = _replayed_taus(cfg, K1, method == "adaptive" and conv["adaptive_rule"] == "paper")
         if batches is not None:
             batches = validate_batches(batches, cfg.rounds, data.n, f"--batches {cfg.batches}")
             if batches.shape[1] != cfg.batch:
@@ -193,6 +188,18 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     if note:
         tr.config["speeds_note"] = note          # the CLI prints it once the run is over
     return tr
+
+
+def _replayed_taus(cfg, K1, dummy_round):
+    """``--taus``: the τ table (R, K+1) and, for the paper's adaptive rule (``dummy_round``), the
+    dummy round's τ^0 when the file records it (array ``tau0``, as a trace does); (None, None)
+    without ``--taus``."""
+    if cfg.taus is None:
+        return None, None
+    from refimpl.core.replay import read_arrays
+    from refimpl.vfl.policies import validate_taus
+    taus = validate_taus(load_schedule(cfg.taus, "--taus", ("tau",)), cfg.rounds, K1, f"--taus {cfg.taus}")
+    return taus, (read_arrays(cfg.taus, "--taus").get("tau0") if dummy_round else None)
 
 
 def conventions(cfg):

@@ -193,6 +193,17 @@ class RoundRecord:
     overrun: np.ndarray
 
 
+def _replay_schedules(taus, tau0, batches, K1, n):
+    """The replay schedules checked: τ table (R, K+1), the dummy round's τ^0 (K+1,), batches (R, B)."""
+    if taus is not None:
+        taus = validate_taus(taus, 1, K1)
+    if tau0 is not None:
+        tau0 = validate_taus(np.asarray(tau0).reshape(1, -1), 1, K1, "tau0 (the dummy round's τ)")[0]
+    if batches is not None:
+        batches = validate_batches(batches, 1, n)
+    return taus, tau0, batches
+
+
 class FlexVFL:
     """Flex-VFL and its round-based relatives on the simulated clock, for a given
     :class:`~refimpl.vfl.policies.Policy`: who takes how many local steps, with which learning
@@ -265,16 +276,21 @@ class FlexVFL:
             raise ValueError(f"Q must be >= 1, got {Q}")
         if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
-        if taus is not None:
-            taus = validate_taus(taus, 1, K1)
-        if tau0 is not None:
-            tau0 = validate_taus(np.asarray(tau0).reshape(1, -1), 1, K1, "tau0 (the dummy round's τ)")[0]
-        if batches is not None:
-            batches = validate_batches(batches, 1, data.n)
+        taus, tau0, batches = _replay_schedules(taus, tau0, batches, K1, data.n)
         policy = compose(method, eta=eta, timeout=timeout, Q=int(Q), network=network, A=A,
                          server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
                          batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches, tau0=tau0)
         return cls(model, data, policy, optimizers, batch, speeds, labels, smoothness, use_numba)
+
+    def _initial_rates(self, trace, sched, rounds):
+        """The step-size rule's first rates and state; the paper-adaptive rule's dummy-round τ^0
+        goes into the trace (a replay input, read back from ``--taus``)."""
+        pol = self.policy
+        eta, state = pol.step_size.init(self.opts, self.speeds if pol.step_size.speed_rows else sched[:rounds],
+                                        pol.steps)
+        if hasattr(pol.step_size, "round0_taus"):
+            trace.arrays["tau0"] = pol.step_size.round0_taus(self.speeds)
+        return eta, state
 
     # -- τ and the clock of a round (the policy's) -------------------------------------------------
     def taus(self, step_times, r=1):
@@ -347,10 +363,7 @@ class FlexVFL:
                               "policy": pol.describe()})
         recs, used = [], []
         sched = self.speeds[pol.step_size.speed_rows:]
-        eta, eta_state = pol.step_size.init(self.opts, self.speeds if pol.step_size.speed_rows else sched[:rounds],
-                                            pol.steps)
-        if hasattr(pol.step_size, "round0_taus"):          # a replay input: the dummy round's τ^0
-            trace.arrays["tau0"] = pol.step_size.round0_taus(self.speeds)
+        eta, eta_state = self._initial_rates(trace, sched, rounds)
         batch_state = pol.batches.init(rng, d.n, self.batch)
         states = None
         clock, floats = 0.0, 0
