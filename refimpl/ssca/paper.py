@@ -77,7 +77,7 @@ class SSCAPaper(Paper):
     )
 
     # replay inputs of `refimpl run` that are files, not Config fields (flag → help)
-    replay_args = (("init", "FILE.npz/.mat/.npy with W1, W2 (a trace's W1_0, W2_0, or one flat ω^0: W1 then W2, "
+    replay_args = (("init", "FILE.npz/.npy with W1, W2 (a trace's W1_0, W2_0, or one flat ω^0: W1 then W2, "
                             "row-major), the authors' initial_Theta1.mat (bias in column 0), or a run directory"),
                    ("batches", "FILE.npy/.npz/.mat (array batches) or a trace: sample ids, (T,K,B) sample-based, "
                                "(T,K·B) with --sampling pooled, (T,B) feature-based"),
