@@ -276,3 +276,17 @@ def test_a_paper_description_without_its_run_is_refused():
             return dict
     with pytest.raises(TypeError, match="run"):
         Half()
+
+
+def test_every_option_the_glossary_names_exists():
+    """docs/glossary.md names the option of each symbol: each is an option of some `refimpl run`
+    algorithm (or of `refimpl bound`), so the glossary cannot drift from the command line."""
+    import re as _re
+    from refimpl import papers
+    text = (ROOT.parent / "docs" / "glossary.md").read_text()
+    named = set(_re.findall(r"`(?:bound )?(--[a-zA-Z][\w-]*)", text))
+    assert len(named) > 30
+    run_opts = {o.name for p in papers.papers() for a in p.algorithms for o, _ in p.options_for(a)}
+    run_opts |= {"--" + f.replace("_", "-") for p in papers.papers() for f, _ in p.replay_args}
+    bound_opts = {"--constants", "--params", "--theorem", "--T", "--q", "--rho", "--A-rms"}
+    assert named <= run_opts | bound_opts, sorted(named - run_opts - bound_opts)
