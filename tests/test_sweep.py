@@ -247,3 +247,43 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path):
     while any(_alive(p) for p in workers) and time.time() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in workers), "a worker outlived its killed parent"
+
+
+def test_a_spec_that_adds_seeds_or_grid_values_reuses_every_finished_task(tmp_path, capsys):
+    """Growing a sweep in place: the tasks the old spec finished are the new spec's tasks with the
+    same identity, so they are skipped, not rerun; progress names each task's cell; a spec that
+    drops a value is refused without --overwrite, and --overwrite keeps the tasks both hold."""
+    base = """
+runner = "ssca"
+seeds = {seeds}
+[fixed]
+rounds = 2
+hidden = 8
+batch = 10
+[grid]
+tau = {tau}
+"""
+    out = str(tmp_path / "s")
+    small = _spec(tmp_path, text=base.format(seeds="[0]", tau="[0.1]"), name="a.toml")
+    assert main(["sweep", small, "--out", out, "--workers", "1", "--quiet"]) == 0
+    first = sorted(os.listdir(os.path.join(out, "tasks")))
+    mtimes = {t: os.path.getmtime(os.path.join(out, "tasks", t)) for t in first}
+    grown = _spec(tmp_path, text=base.format(seeds="[0, 1]", tau="[0.1, 0.2]"), name="b.toml")
+    capsys.readouterr()
+    assert main(["sweep", grown, "--out", out, "--workers", "1"]) == 0
+    text = capsys.readouterr()
+    text = text.out + text.err
+    assert "the spec grows: " in text and "4 tasks, 1 already finished, 3 to run" in text
+    assert "cell tau=0.2, seed 1 done" in text
+    after = sorted(os.listdir(os.path.join(out, "tasks")))
+    assert len(after) == 4 and set(first) <= set(after)
+    assert all(os.path.getmtime(os.path.join(out, "tasks", t)) == m for t, m in mtimes.items())
+    shrunk = _spec(tmp_path, text=base.format(seeds="[0]", tau="[0.2]"), name="c.toml")
+    assert main(["sweep", shrunk, "--out", out, "--workers", "1", "--quiet"]) == 2
+    assert "grid.tau" in capsys.readouterr().err
+    assert main(["sweep", shrunk, "--out", out, "--workers", "1", "--quiet", "--overwrite"]) == 0
+    kept = sorted(os.listdir(os.path.join(out, "tasks")))
+    assert len(kept) == 1 and kept[0] in after                       # the (tau=0.2, seed 0) task, not rerun
+    capsys.readouterr()
+    assert main(["sweep-summary", out, "--top", "1"]) == 0
+    assert "the best 1 of 1 cells by final:train_cost (every cell)" in capsys.readouterr().out

@@ -23,6 +23,10 @@ def run(args):
     rows, failures = summarize(args.dir, args.criterion, args.metric, args.top)
     written = [f for f in ("summary.csv", "curves.csv", "failures.csv", "best.png") if os.path.exists(os.path.join(args.dir, f))]
     say(f"written to {args.dir}: {', '.join(written)}")
+    shown = min(args.top, len(rows))
+    print(f"the best {shown} of {len(rows)} cells by {args.criterion}"
+          + (f" (--top N for more; every cell is in {os.path.join(args.dir, 'summary.csv')})"
+             if shown < len(rows) else " (every cell)"))
     for r in rows[:args.top]:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
     if failures:

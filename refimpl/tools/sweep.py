@@ -248,6 +248,32 @@ def spec_difference(old, new):
     return out
 
 
+def spec_grows(old, new):
+    """Whether ``new`` only adds to ``old``: the same runner, fixed settings and grid names, every
+    old grid value and seed still there. Then every old task is a task of the new spec (a task's
+    identity is its runner and configuration), so its finished runs are reused as they are."""
+    def values(v):
+        return {json.dumps(x, sort_keys=True) for x in (v if isinstance(v, list) else [v])}
+    if old.get("runner") != new.get("runner") or old.get("fixed") != new.get("fixed"):
+        return False
+    og, ng = old.get("grid") or {}, new.get("grid") or {}
+    if set(og) != set(ng) or not all(values(og[k]) <= values(ng[k]) for k in og):
+        return False
+    return set(old.get("seeds") or []) <= set(new.get("seeds") or [])
+
+
+def _discard_tasks_outside(out_dir, keep):
+    """``--overwrite`` with a changed spec: remove the finished and failed tasks the new spec does
+    not hold; the ones it holds (same identity) stay finished."""
+    for sub in ("tasks", "failed"):
+        d = os.path.join(out_dir, sub)
+        for name in os.listdir(d):
+            tid = name[:-len(".json")] if name.endswith(".json") else name
+            if tid not in keep:
+                path = os.path.join(d, name)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
 def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None, progress=None, overwrite=False,
               max_cells=MAX_CELLS):
     """Run every unfinished task of the spec; returns the counts {done, failed, skipped}.
@@ -265,14 +291,18 @@ def run_sweep(spec_path, out_dir, executor="local", workers=None, scheduler=None
         doc = json.loads(json.dumps({"runner": runner, "fixed": fixed, "grid": grid, "seeds": seeds}))
         if os.path.exists(spec_copy):
             with open(spec_copy) as fh:
-                diff = spec_difference(json.load(fh), doc)
-            if diff and not overwrite:
+                old = json.load(fh)
+            diff = spec_difference(old, doc)
+            grows = bool(diff) and spec_grows(old, doc)
+            if diff and not grows and not overwrite:
                 raise ValueError(f"{out_dir} holds a sweep of another spec ({'; '.join(diff)}); its tasks would mix "
-                                 "with this one's. Use another --out, or --overwrite to discard the old tasks")
-            if diff:
-                for sub in ("tasks", "failed"):
-                    shutil.rmtree(os.path.join(out_dir, sub))
-                    os.makedirs(os.path.join(out_dir, sub))
+                                 "with this one's. A spec that only adds seeds or grid values grows the sweep in place; "
+                                 "otherwise use another --out, or --overwrite to discard the tasks this spec does not "
+                                 "hold (its own finished tasks are kept)")
+            if diff and progress:
+                progress(f"the spec {'grows' if grows else 'changes'}: {'; '.join(diff)}")
+            if diff and not grows:
+                _discard_tasks_outside(out_dir, {t["id"] for t in todo})
         with open(spec_copy + ".tmp", "w") as fh:
             json.dump(doc, fh, indent=1)
         os.replace(spec_copy + ".tmp", spec_copy)
@@ -299,8 +329,8 @@ def _account(result, task, counts, n, progress):
     if progress:
         finished = counts["done"] + counts["failed"]
         line = f"[{finished}/{n}] done {counts['done']}, failed {counts['failed']}, remaining {n - finished}"
-        if status != "done":
-            line += f" — task {tid} (cell {task['cell']}, seed {task['seed']}) failed: {msg}"
+        where = f"cell {cell_label(task['cell']) or '(no grid)'}, seed {task['seed']}"
+        line += f" — {where} failed (task {tid}): {msg}" if status != "done" else f" — {where} done"
         progress(line)
 
 
