@@ -290,3 +290,20 @@ def test_every_option_the_glossary_names_exists():
     run_opts |= {"--" + f.replace("_", "-") for p in papers.papers() for f, _ in p.replay_args}
     bound_opts = {"--constants", "--params", "--theorem", "--T", "--q", "--rho", "--A-rms"}
     assert named <= run_opts | bound_opts, sorted(named - run_opts - bound_opts)
+
+
+def test_the_readmes_counts_are_the_codes():
+    """The README's counts — theorem-kind checks, catalogued mutations, mutations per paper — are
+    the registry's and the catalogue's, so a new check or entry cannot leave them stale."""
+    import re as _re
+    from collections import Counter
+    from refimpl.tools import verify as V
+    from refimpl.tools.mutations import load_catalogue
+    text = (ROOT.parent / "README.md").read_text()
+    kinds = Counter(V.REGISTRY[i][3] for i in V.load_checks())
+    assert f"{kinds['theorem']} theorem-kind checks" in text
+    cat = load_catalogue()
+    assert _re.search(rf"catalogues\s+{len(cat)} one-line", text)
+    per = Counter(m.paper for m in cat)
+    rows = dict(_re.findall(r"^\| (core|ssca|vfl|mfcgd) \| (\d+) \|", text, _re.M))
+    assert {p: int(n) for p, n in rows.items()} == dict(per)
