@@ -261,7 +261,7 @@ def claim_faster_than_sgd(quick):
     det["rounds"] = T
     det["baseline_learning_rate"] = "eta0 / t^0.3 (SGD eta0 = 0.3; SGD-m eta0 and momentum from the grid)"
     figures = ", ".join(f"{k} {v['ssca'] or '—'}/{min([x for x in (v['sgd'], v['sgdm_best']) if x is not None], default='—')}"
-                        for k, v in det.items() if isinstance(v, dict) and "ssca" in v)
+                        for k, v in det.items() if isinstance(v, dict) and "sgdm_best" in v)
     note = (f"rounds to training cost {target:g}, SSCA / fastest baseline: {figures}" +
             ("" if holds else "; not reproduced in every setting"))
     return {"measured": worst, "bound": 1.0, "holds": holds, "note": note, "details": det}
