@@ -158,3 +158,28 @@ def test_sweep_best_legend_names_cells_not_json(figures, tmp_path):
     assert texts and all(t.startswith("tau=0.") and "{" not in t and "(1 seed)" in t for t in texts), texts
     assert all(float(t).is_integer() for t in fig.axes[0].get_xticks())
     json.dumps(texts)
+
+
+def test_reproduction_figures_explain_themselves():
+    """ssca-sample's caption gives SSCA's schedule with its verdict against (4) and (6) and
+    FedAvg's local-step rule; a schedule meeting both says so; accuracy panels zoom on the curves."""
+    import numpy as np
+    from refimpl import papers
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.tools.reproduce import zoom_accuracy
+    ssca = papers.get("ssca")
+    plan, _ = ssca.plan("ssca-sample", quick=True)
+    cap = ssca.figure_caption("ssca-sample", plan)
+    assert "SSCA B=10, SSCA B=100: ρ_t = 1/t^0.1" in cap and "outside the theorems' conditions" in cap
+    assert "sum_rho_sq_finite" in cap and "FedAvg E = min(5, ⌊N_k / B⌋)" in cap
+    good = [("SSCA", "ssca", RunConfig("ssca", rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6, rounds=10))]
+    assert ssca.figure_caption("ssca-sample", good) == "SSCA: ρ_t = 1/t^0.55, γ_t = 0.5/t^0.6 meets (4) and (6)"
+    assert ssca.figure_caption("ssca-tradeoff", plan) is None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    rows = [{"round": t, "test_accuracy_mean": 0.1 + 0.8 * (1 - np.exp(-t / 3))} for t in range(60)]
+    lo, hi = zoom_accuracy(ax, rows, "round", "test_accuracy")
+    assert 0.85 < lo < hi <= 0.9 and ax.get_ylim()[0] < lo and ax.get_ylim()[1] > hi - 1e-12
+    plt.close(fig)

@@ -194,6 +194,11 @@ class Paper(ABC):
         """A figure of ``{label: trace}`` at ``path`` (None: no figure)."""
         return None
 
+    def figure_caption(self, name, plan):
+        """A line under reproduction ``name``'s figure saying what a reader needs to read it (a
+        schedule outside the theorems' conditions, a rule a label hides), or None."""
+        return None
+
     # ------------------------------------------------------------------ data and runs
 
     def needs_data(self, cfg):

@@ -129,6 +129,28 @@ class SSCAPaper(Paper):
             return R.convergence_plan(name.split("-")[1], quick, rounds, paper, n_train, preset=preset)
         return super().plan(name)
 
+    def figure_caption(self, name, plan):
+        """SSCA's step sizes against the theorems' conditions (4) and (6), and FedAvg's local-step
+        rule, under an ``ssca-sample`` / ``ssca-feature`` figure."""
+        if name not in ("ssca-sample", "ssca-feature"):
+            return None
+        from refimpl.core.schedules import PowerLaw, check_step_sizes
+        groups = {}
+        for label, _, cfg in plan:
+            c = cfg.resolved()
+            if c.algorithm == "ssca":
+                groups.setdefault((c.rho_a, c.rho_alpha, c.gamma_a, c.gamma_alpha), []).append(label)
+        parts = []
+        for (ra, rp, ga, gp), labels in groups.items():
+            failed = [v.name for v in check_step_sizes(PowerLaw(ra, rp), PowerLaw(ga, gp)) if not v.met]
+            verdict = ("meets (4) and (6)" if not failed else
+                       f"is outside the theorems' conditions ({', '.join(failed)}): no convergence guarantee, "
+                       "and the training cost may spike early")
+            parts.append(f"{', '.join(labels)}: ρ_t = {ra:g}/t^{rp:g}, γ_t = {ga:g}/t^{gp:.3g} {verdict}")
+        if any(label.startswith("FedAvg") for label, _, _ in plan):
+            parts.append("FedAvg E = min(5, ⌊N_k / B⌋) local steps: E·B distinct samples per client and round")
+        return "; ".join(parts) or None
+
     def tune_grids(self, name, batch, rounds, every):
         if name not in ("ssca-sample", "ssca-feature"):
             return None

@@ -427,14 +427,48 @@ def _plot(out, name, rows, axis, metrics, header=None, plan=None):
               m if len(shown) > 1 else "")
         ax.set_xlabel(axis)
         ax.set_ylabel(m)
+        if m in ("test_accuracy", "worst_client_accuracy", "average_accuracy"):
+            zoom_accuracy(ax, rows, axis, m)
         if m in ("train_cost", "grad_norm"):
             ax.set_yscale("log")
         if axis == "samples":
             ax.set_xscale("log")
         if axis == "round":
             integer_ticks(ax)
-    fig.suptitle((figure_title(name, header or {}, plan) if plan else name) + "; mean ± std over seeds", fontsize=10)
+    title = (figure_title(name, header or {}, plan) if plan else name) + "; mean ± std over seeds"
+    caption = figure_caption(name, plan)
+    if caption:          # under the title: what a reader needs to read the curves
+        import textwrap
+        title += "\n" + "\n".join(textwrap.wrap(caption, int(14 * 5.5 * len(shown))))
+    fig.suptitle(title, fontsize=9 if caption else 10)
     _finish(fig, axes[0], os.path.join(out, f"{name}.png"))
+
+
+def figure_caption(name, plan):
+    """The paper's caption line for reproduction ``name`` (:meth:`Paper.figure_caption`), or None."""
+    if not plan:
+        return None
+    from refimpl import papers
+    return papers.get(plan[0][1]).figure_caption(name, plan)
+
+
+def zoom_accuracy(ax, rows, axis, metric, skip=0.5):
+    """An accuracy panel's y axis on where the curves are after the first ``skip`` of the run (so
+    that curves between 0.85 and 0.93 do not sit on a 0–1 axis); the axis label says so."""
+    import numpy as np
+    xs = [r[axis] for r in rows if f"{metric}_mean" in r]
+    if not xs:
+        return None
+    start = min(xs) + skip * (max(xs) - min(xs))
+    vals = np.array([r[f"{metric}_mean"] for r in rows if f"{metric}_mean" in r and r[axis] >= start], dtype=float)
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return None
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = max(0.01, 0.1 * (hi - lo))
+    ax.set_ylim(max(0.0, lo - pad), min(1.0, hi + pad))
+    ax.set_ylabel(f"{metric} (zoomed on the last {1 - skip:.0%})")
+    return lo, hi
 
 
 # ----------------------------------------------------------------------------- --tune
