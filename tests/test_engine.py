@@ -176,7 +176,7 @@ def test_verify_lets_checks_use_as_many_processes_as_workers(monkeypatch):
     import refimpl.tools.reproduce as R
     seen = {}
 
-    def fake_run_tasks(tasks, executor, workers, scheduler, progress, what, weight=None):
+    def fake_run_tasks(tasks, executor, workers, scheduler, progress, what, weight=None, position=None):
         seen.update(workers=workers, parts={t["part_workers"] for t in tasks}, n=len(tasks),
                     groups=[t["checks"] for t in tasks if len(t["checks"]) > 1])
         return {}, [], {}

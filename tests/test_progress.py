@@ -54,3 +54,16 @@ def test_commands_draw_a_bar_on_a_terminal(monkeypatch, capsys, argv, plain):
     monkeypatch.setattr("sys.stderr", _Terminal())                     # --quiet: nothing at all
     assert main([*argv, "--quiet"]) == 0
     assert sys.stderr.getvalue() == ""
+
+
+def test_verify_bar_weighs_checks_by_their_recorded_seconds():
+    """The verify bar's total is the checks' recorded seconds, and the engine reports positions in
+    those units: a long check finished moves the bar (and its estimate of the time left) further
+    than a short one."""
+    from refimpl.tools import verify
+    costs = verify.check_costs(True)
+    ids = ["grad.fd", "ssca.theorem2_kkt"]
+    assert verify.recorded_cost(ids, True) == round(sum(costs[c] for c in ids), 2)
+    assert costs["ssca.theorem2_kkt"] > 10 * costs["grad.fd"]
+    tasks = verify.check_tasks(ids, True, "/nonexistent")
+    assert sorted(t["cost"] for t in tasks) == sorted(costs[c] for c in ids)

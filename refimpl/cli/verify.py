@@ -72,10 +72,14 @@ def run(args):
     from refimpl.tools.verify import cpu_seconds, peak_rss_mb
     ids, quick, name = _verify_selection(args, only)
     t0, c0 = _time.perf_counter(), cpu_seconds()
-    with progress(args, len(ids), name, "check") as bar:
+    from refimpl.tools.verify import recorded_cost
+    total = recorded_cost(ids, quick)
+    # the bar advances by each check's recorded seconds: its estimate of the time left is that of
+    # the work left, not of the count of checks left (the longest run first)
+    with progress(args, total, name + " (recorded check-seconds)", "s") as bar:
         records = run_checks(ids, quick=quick, progress=bar, executor=args.executor, workers=args.workers,
                              scheduler=args.scheduler)
-        bar("", n=len(records))
+        bar("", n=total)
     print(format_table(records, wide=args.wide))
     if args.profile:
         from refimpl.tools.verify import TARGETS, format_profile

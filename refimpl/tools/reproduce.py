@@ -171,11 +171,14 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
     return Reproduction(name, out, plan, axis, metrics, seeds, ds, data, tasks, header)
 
 
-def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs", weight=None):
+def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=None, what="runs", weight=None,
+              position=None):
     """Run the unfinished ``tasks`` on the engine (their roots locked, partial directories of a
     killed run removed first); returns (counts, failures, results by task id). ``weight(task)``:
     how many of ``what`` a task holds (a group of checks in one task); then the progress lines
-    count those, and ``progress(msg, n=done)`` is given the position."""
+    count those, and ``progress(msg, n=done)`` is given the position — in units of
+    ``position(task)`` when given (e.g. a check's recorded seconds, so that a bar's estimate of the
+    time left weighs a long check as long), else of ``weight``."""
     from refimpl.tools.engine import RootLock, clean_partial, execute, finished, report_death, resolve_workers
     roots = sorted({t["root"] for t in tasks})
     workers = resolve_workers(workers, len(tasks), what)
@@ -190,7 +193,7 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
                   "workers": workers, "worker_deaths": 0}
         failures, results = [], {}
         total = sum(weight(t) for t in pending) if weight else len(pending)
-        done = [0]
+        done, at = [0], [0.0]
 
         def on_result(task, status, msg, result):
             counts["ran" if status == "done" else "failed"] += 1
@@ -203,8 +206,9 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
                          f"({counts['ran'] + counts['failed']}/{len(pending)})")
             elif progress:
                 done[0] += weight(task)
+                at[0] += position(task) if position else weight(task)
                 progress(f"{name} {'finished' if status == 'done' else 'FAILED'} ({done[0]}/{total} {what})",
-                         n=done[0])
+                         n=at[0])
         if progress and counts["reused"]:
             progress(f"{counts['reused']} of {len(tasks)} {what} already finished")
         if progress and pending:       # at once: a long first run otherwise leaves the terminal silent

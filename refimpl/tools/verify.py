@@ -290,8 +290,16 @@ def run_checks(only=None, quick=True, progress=None, executor=None, workers=None
         for t in tasks:
             t["part_workers"] = w
         _, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="checks",
-                                         weight=(lambda t: len(t["checks"])) if progress else None)
+                                         weight=(lambda t: len(t["checks"])) if progress else None,
+                                         position=(lambda t: t["cost"]) if progress else None)
     return records_of(ids, tasks, results, failures)
+
+
+def recorded_cost(ids, quick):
+    """The recorded seconds of the checks ``ids`` summed (1 s for a check never recorded): a
+    progress bar's total, so that its estimate of the time left weighs each check by its length."""
+    cost = check_costs(quick)
+    return max(round(sum(cost.get(c, 1.0) for c in ids), 2), 0.01)
 
 
 def _fmt(x):
