@@ -126,3 +126,17 @@ def test_feature_blocks_file(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps([list(range(0, 700))]))
     assert main(["run", "ssca", "--setting", "feature", *SMALL, "--feature-blocks", str(tmp_path / "bad.json")]) == 2
     assert "84 missing" in capsys.readouterr().err
+
+
+def test_a_run_outside_the_step_size_conditions_says_what_to_expect(capsys):
+    """SSCA at the paper's ρ_t = 1/t^0.1: the run says which conditions of (4)/(6) fail and that the
+    training cost may spike early; a schedule meeting them prints no such note."""
+    from refimpl.cli import main
+    assert main(["run", "ssca", "--rounds", "2", "--hidden", "8", "--batch", "10"]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "sum_rho_sq_finite" in text and "training cost may spike in the early rounds" in text
+    assert main(["run", "ssca", "--rounds", "2", "--hidden", "8", "--batch", "10", "--rho-alpha", "0.55",
+                 "--gamma-alpha", "0.6"]) == 0
+    out = capsys.readouterr()
+    assert "may spike" not in out.out + out.err

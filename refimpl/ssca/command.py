@@ -136,7 +136,8 @@ def step_size_note(cfg):
                                                 PowerLaw(cfg.gamma_a, cfg.gamma_alpha)) if not c.met]
     if failed:
         return (f"note: ρ_t = {cfg.rho_a:g}/t^{cfg.rho_alpha:g}, γ_t = {cfg.gamma_a:g}/t^{cfg.gamma_alpha:g} "
-                f"violate {', '.join(failed)} of (4)/(6): the run is outside Theorems 1–4's assumptions")
+                f"violate {', '.join(failed)} of (4)/(6): the run is outside Theorems 1–4's assumptions, and its "
+                f"training cost may spike in the early rounds (as at the paper's ρ_t = 1/t^0.1 with B = 100)")
     return None
 
 
