@@ -253,3 +253,27 @@ def test_adaptive_needs_a_dummy_row(model, vdata):
     with pytest.raises(ValueError, match="needs 4"):
         run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
     assert run.run(model.init(np.random.default_rng(1)), 2, np.random.default_rng(2)).status == "finished"
+
+
+def test_feature_blocks_set_the_parties_split(tmp_path, capsys):
+    """--feature-blocks FILE.json: the four quadrants written out give the default run bit for bit;
+    two halves run with --parties 2; a count that disagrees with --parties, or blocks that do not
+    cover every feature once, are refused naming the file."""
+    import json
+    from refimpl.cli import main
+    q = [[(r0 + i) * 28 + c0 + j for i in range(14) for j in range(14)] for r0, c0 in ((0, 0), (0, 14), (14, 0), (14, 14))]
+    (tmp_path / "quad.json").write_text(json.dumps(q))
+    (tmp_path / "two.json").write_text(json.dumps([list(range(392)), list(range(392, 784))]))
+    (tmp_path / "gap.json").write_text(json.dumps([list(range(390)), list(range(392, 784))]))
+    base = ["run", "flexvfl", "--rounds", "2", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "d")]) == 0
+    assert main([*base, "--feature-blocks", str(tmp_path / "quad.json"), "--out", str(tmp_path / "q")]) == 0
+    a, b = np.load(tmp_path / "d" / "trace.npz"), np.load(tmp_path / "q" / "trace.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+    two = [*base, "--parties", "2", "--speeds", "constant:0.2,1,1"]
+    assert main([*two, "--feature-blocks", str(tmp_path / "two.json"), "--out", str(tmp_path / "t")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--feature-blocks", str(tmp_path / "two.json")]) == 2
+    assert "holds 2 blocks but --parties is 4" in capsys.readouterr().err
+    assert main([*two, "--feature-blocks", str(tmp_path / "gap.json")]) == 2
+    assert "cover every feature exactly once" in capsys.readouterr().err

@@ -154,6 +154,23 @@ def partition_stats(parts, labels, n_classes):
 
 # ---------------------------------------------------------------- feature-based (vertical)
 
+def read_feature_blocks(path):
+    """The feature blocks of ``--feature-blocks FILE.json``: a JSON list of index lists, one per
+    client or party (validated against the data's features in :func:`~refimpl.core.partition.feature_partition`)."""
+    import json
+    try:
+        with open(path) as fh:
+            blocks = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--feature-blocks {path}: not valid JSON ({exc})")
+    except OSError as exc:
+        raise ValueError(f"--feature-blocks {path}: cannot read it ({exc.strerror or exc})")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, list) for b in blocks):
+        raise ValueError(f"--feature-blocks {path}: expected a non-empty JSON list of index lists, one per client, "
+                         "e.g. [[0, 1, 2], [3, 4]]")
+    return blocks
+
+
 def feature_partition(n_features, n_clients=None, blocks=None):
     """Feature index sets of the K clients: contiguous blocks, or validated user-given sets.
 

@@ -7,29 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from refimpl.core.model import TwoLayerNet
-from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, read_partition_file,
-                                    sample_based_schedule, sample_partition)
+from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, read_feature_blocks,
+                                    read_partition_file, sample_based_schedule, sample_partition)
 from refimpl.core.schedules import PowerLaw
 from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate
 from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
-
-
-def read_feature_blocks(path):
-    """The feature blocks of ``--feature-blocks FILE.json``: a JSON list of index lists, one per
-    client (validated against the data's features in :func:`~refimpl.core.partition.feature_partition`)."""
-    import json
-    try:
-        with open(path) as fh:
-            blocks = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--feature-blocks {path}: not valid JSON ({exc})")
-    except OSError as exc:
-        raise ValueError(f"--feature-blocks {path}: cannot read it ({exc.strerror or exc})")
-    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, list) for b in blocks):
-        raise ValueError(f"--feature-blocks {path}: expected a non-empty JSON list of index lists, one per client, "
-                         "e.g. [[0, 1, 2], [3, 4]]")
-    return blocks
 
 
 def client_partition(cfg, data, rng=None):

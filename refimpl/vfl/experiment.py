@@ -55,6 +55,7 @@ class VFLConfig:
     server_time_unit: str | None = None   # step | timeout-over-Q
     init_scheme: str | None = None     # glorot | torch
     # replay inputs and dumps
+    feature_blocks: str | None = None  # FILE.json: one list of feature indices per party (default: quadrants/contiguous)
     init: str | None = None            # FILE.npz/.mat with theta0 … thetaK, or a trace.npz
     batches: str | None = None         # FILE.npy (R, B) of 0-based ids (async: (events, B)), or a trace.npz
     index_base: int = 0                # the id of the first sample in --batches: 0, or 1 (MATLAB)
@@ -91,7 +92,17 @@ def _smoothness(cfg, model, thetas, data, K1):
     return vals[0], np.array(vals[1:])
 
 
-def vertical_data(ds, parties):
+def vertical_data(ds, parties, feature_blocks=None):
+    """The parties' feature blocks: ``feature_blocks`` (FILE.json, one index list per party, every
+    feature exactly once), else the four image quadrants of 28×28 data with 4 parties, else
+    contiguous blocks."""
+    if feature_blocks is not None:
+        from refimpl.core.partition import read_feature_blocks
+        blocks = feature_partition(ds.n_features, blocks=read_feature_blocks(feature_blocks))
+        if len(blocks) != parties:
+            raise ValueError(f"--feature-blocks {feature_blocks} holds {len(blocks)} blocks but --parties is {parties}; "
+                             "give one block per party")
+        return VerticalData.from_dataset(ds, blocks)
     blocks = quadrant_blocks() if (ds.n_features == 784 and parties == 4) else feature_partition(ds.n_features, parties)
     return VerticalData.from_dataset(ds, blocks)
 
@@ -114,7 +125,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
     from refimpl.vfl.policies import validate_batches
     method = cfg.method_key()
     conv = conventions(cfg)
-    data = vertical_data(ds, cfg.parties)
+    data = vertical_data(ds, cfg.parties, cfg.feature_blocks)
     model = build_model(cfg, data, ds.n_classes)
     rng_init, rng_speed, rng_run = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     thetas = model.init(rng_init, conv["init_scheme"]) if cfg.init is None else load_init(cfg.init, model)

@@ -70,6 +70,8 @@ class VFLPaper(Paper):
             choices=SERVER_TIME_UNITS, metavar="UNIT"),
         Opt("init_scheme", "initial point: Glorot-uniform (refimpl) or torch's defaults + N(0, 0.01) head (authors)",
             choices=INIT_SCHEMES),
+        Opt("feature_blocks", "FILE.json: one list of feature indices per party, every feature once (default: the four "
+            "image quadrants of 28×28 data with 4 parties, else contiguous blocks)", text=True, metavar="FILE"),
         Opt("init", "FILE.npz/.mat with theta0 (server head) … thetaK, or a trace.npz (docs/guide.md)", text=True),
         Opt("batches", "FILE.npy (rounds, B) of 0-based sample ids (async-vfl: one row per event), or a trace.npz",
             text=True),
