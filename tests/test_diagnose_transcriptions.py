@@ -3,9 +3,11 @@ for each convention of a paper, THEIR dump from an independent transcription und
 convention, in the documented per-round names only; diagnose must name exactly that convention
 (a switch that changes nothing is never named, a planted bug is named as unexplained).
 
-What THEIR code takes from refimpl is the data only — the problem instance (for MFCGD, the
-synthetic problem's A, b_m, c_m) and the samples and starting state OURS's dump holds — as an
-engineer comparing implementations feeds both the same inputs. Every update is written out here."""
+What THEIR code takes from OURS is the data only — the problem instance as OURS's trace records it
+(for MFCGD, the synthetic problem's A, b_m, c_m) and, where a test says so, the samples and starting
+state OURS's dump holds — as an engineer comparing implementations feeds both the same inputs.
+Every update is written out here; nothing is imported from refimpl but its command line and the
+embedded data set."""
 import numpy as np
 import pytest
 
@@ -29,12 +31,16 @@ def _per_round(trace_dir):
     return out
 
 
-def _synthetic_instance(seed, clients=10, dim=20):
-    """The run's problem instance (its data: A, b_m, c_m, the noise scales), as refimpl draws it
-    from the run's seed."""
-    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem
-    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[0])
-    return build_problem(MFCGDConfig(method="adamfcgd", problem="synthetic", clients=clients, dim=dim), rng)
+def _instance_of(trace_dir):
+    """The run's problem instance as its trace records it (problem_A, problem_b, problem_c and the
+    noise scales): the data THEIR code runs on, read from OURS's trace, not from refimpl's code."""
+    import json
+    from types import SimpleNamespace
+    z = np.load(trace_dir / "trace.npz")
+    inst = json.loads((trace_dir / "trace.json").read_text())["config"]["problem_instance"]
+    assert inst["class"] == "SyntheticComposition"
+    return SimpleNamespace(A=z["array_problem_A"], b=z["array_problem_b"], c=z["array_problem_c"], s_g=inst["s_g"],
+                           r_f=inst["r_f"])
 
 
 def _their_adamfcgd(pr, ours, T, *, matrix, k=1.0, n=1000.0, c=10.0, gamma=0.5, q=10, rho=0.2, theta=0.9,
@@ -121,7 +127,7 @@ def adamfcgd_ours(tmp_path_factory):
     """refimpl's AdaMFCGD with its defaults (Adam-type matrix), every step dumped."""
     out = tmp_path_factory.mktemp("mfcgd") / "ours"
     assert main(["run", "adamfcgd", "--steps", str(STEPS), "--dump-rounds", "all", "--quiet", "--out", str(out)]) == 0
-    return out, _per_round(out), _synthetic_instance(0)
+    return out, _per_round(out), _instance_of(out)
 
 
 def test_the_transcription_with_refimpls_defaults_agrees(adamfcgd_ours, tmp_path, capsys):

@@ -178,6 +178,8 @@ def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba):
     if cfg.problem == "drfl":
         tr.config.update(data_record(ds if ds is not None else load_embedded_mnist()))
     tr.arrays["init_x1"] = np.asarray(x1, dtype=np.float64)
+    if cfg.problem != "drfl":
+        _record_instance(tr, pr)
     if result is not None and getattr(result, "x_bar", None) is not None:
         tr.arrays["x_bar"] = result.x_bar
     if cfg.keep_samples:
@@ -193,6 +195,24 @@ def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba):
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
     return tr
+
+
+def _record_instance(tr, pr):
+    """The problem instance in the trace, so that another implementation can run on the very same
+    problem: its arrays as ``problem_<field>`` (synthetic and nonlinear: A, b, c; MAML: a), its
+    scalars (noise scales, inner step, batch) under ``problem_instance`` in the configuration."""
+    from dataclasses import fields, is_dataclass
+    if not is_dataclass(pr):
+        return
+    scalars, arrays = {}, []
+    for f in fields(pr):
+        v = getattr(pr, f.name)
+        if isinstance(v, np.ndarray):
+            tr.arrays[f"problem_{f.name}"] = np.asarray(v, dtype=np.float64)
+            arrays.append(f"problem_{f.name}")
+        elif isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+            scalars[f.name] = float(v)
+    tr.config["problem_instance"] = {"class": type(pr).__name__, "arrays": arrays, **scalars}
 
 
 def _record_steps(tr, cfg, gn, smp, rnd, xsq, extra):
