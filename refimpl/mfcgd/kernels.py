@@ -258,8 +258,11 @@ def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None
 
 
 @njit(cache=True, fastmath=True)
-def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g, r_f, seed):
+def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g, r_f, seed, Z0, Z, XI):
+    """With ``Z0`` (M, p), ``Z`` (T, M, p), ``XI`` (T, M, p) non-empty: the given samples ζ for y's
+    start, ζ and ξ per step and client (problem units: ξ on the sphere of radius r_f); else drawn."""
     np.random.seed(seed)
+    given = Z.shape[0] > 0
     M, p = b.shape
     d = A.shape[1]
     X = np.empty((M, d))
@@ -275,7 +278,7 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
             s = 0.0
             for j in range(d):
                 s += A[i, j] * X[m, j]
-            Y[m, i] = s + b[m, i] + s_g * np.random.standard_normal()
+            Y[m, i] = s + b[m, i] + (Z0[m, i] if given else s_g * np.random.standard_normal())
     gnorm = np.empty(T)
     xsq = np.empty(T)
     xb = np.empty(d)
@@ -306,18 +309,21 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
         for m in range(M):
             nz = 0.0
             for i in range(p):
-                xi[i] = np.random.standard_normal()
+                xi[i] = XI[t - 1, m, i] if given else np.random.standard_normal()
                 nz += xi[i] * xi[i]
             for i in range(p):
                 s = 0.0
                 for j in range(d):
                     s += A[i, j] * X[m, j]
-                Y[m, i] = (1 - beta) * Y[m, i] + beta * (s + b[m, i] + s_g * np.random.standard_normal())
-            np.random.standard_normal(p)              # ζ' (∇g is the constant A: drawn, not used)
+                zeta = Z[t - 1, m, i] if given else s_g * np.random.standard_normal()
+                Y[m, i] = (1 - beta) * Y[m, i] + beta * (s + b[m, i] + zeta)
+            if not given:
+                np.random.standard_normal(p)          # ζ' (∇g is the constant A: drawn, not used)
             for j in range(d):
                 dm[j] = 0.0
             for i in range(p):
-                gf = _phi_nb(Y[m, i] - c[m, i]) + r_f * xi[i] / np.sqrt(nz)
+                # given ξ are already on the sphere of radius r_f; drawn ones are scaled onto it
+                gf = _phi_nb(Y[m, i] - c[m, i]) + (xi[i] if given else r_f * xi[i] / np.sqrt(nz))
                 for j in range(d):
                     dm[j] += A[i, j] * gf
             for j in range(d):
@@ -347,14 +353,21 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
     return gnorm, xsq
 
 
-def run_local_scgd_synthetic_nb(problem, x1, T, q, eta, beta, alpha=None, rng=None, sq_norms=False):
-    """Numba version of :func:`run_local_scgd` for the synthetic class (samples drawn in-kernel);
-    returns ``(grad_norm, samples, rounds)`` per step, and with ``sq_norms`` also ||x̄_t||² per
-    step (the divergence rule's iterate test)."""
+def run_local_scgd_synthetic_nb(problem, x1, T, q, eta, beta, alpha=None, rng=None, sq_norms=False, samples=None):
+    """Numba version of :func:`run_local_scgd` for the synthetic class (samples drawn in-kernel, or
+    ``samples`` = (zeta0, zeta, zeta2, xi) of :func:`~refimpl.mfcgd.algorithm.draw_scgd_samples`;
+    ζ' is not read: ∇g is the constant A); returns ``(grad_norm, samples, rounds)`` per step, and
+    with ``sq_norms`` also ||x̄_t||² per step (the divergence rule's iterate test)."""
     rng = rng or np.random.default_rng(0)
+    if samples is None:
+        Z0, Z, XI = np.zeros((0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0))
+    else:
+        Z0, Z, _, XI = (np.ascontiguousarray(a, dtype=np.float64) for a in samples)
+        if Z.shape[0] < T or XI.shape[0] < T:
+            raise ValueError(f"given samples hold {min(Z.shape[0], XI.shape[0])} steps, the run needs {T}")
     gn, xsq = _local_scgd_synthetic_nb(problem.A, problem.b, problem.c, np.asarray(x1, dtype=np.float64), int(T),
                                        int(q), float(eta), float(beta), float(alpha or 0.0), alpha is not None,
-                                       problem.s_g, problem.r_f, int(rng.integers(2 ** 31)))
+                                       problem.s_g, problem.r_f, int(rng.integers(2 ** 31)), Z0, Z, XI)
     t = np.arange(1, T + 1)
     out = (gn, problem.M * (1 + 3 * t), t // int(q))
     return out + (xsq,) if sq_norms else out
