@@ -412,3 +412,30 @@ def test_an_epoch_permutation_schedule_is_named_with_its_flag(tmp_path, capsys):
     independent = np.stack([rng.choice(4000, 64, replace=False) for _ in range(20)])
     assert epoch_order_hint(independent, 4000) is None
     assert epoch_order_hint(perm[:3], 4000) is None          # too few draws to tell (p ≈ 0.2)
+
+
+def test_the_first_differing_entry_is_named_in_the_papers_terms(tmp_path, capsys):
+    """An entry of ω-sized SSCA quantities is W1[row, column] or W2[row, column] of the flat ω; an
+    MFCGD per-client entry is its client and coordinate."""
+    assert main([*SSCA, "--out", str(tmp_path / "o")]) == 0
+    theirs = _per_round(tmp_path / "o")
+    J, D = 8, 784
+    k = J * D + 3 * J + 5                              # W2[3, 5]
+    theirs["r2_omega_bar"] = theirs["r2_omega_bar"].copy()
+    theirs["r2_omega_bar"][k] += 1.0
+    np.savez(tmp_path / "t.npz", **theirs)
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "t.npz"), "--no-rerun"]) == 1
+    assert f"round 2, omega_bar at entry ({k},) = W2[3, 5]:" in _out(capsys)
+    from refimpl import papers
+    from refimpl.core.data import mnist_5k
+    ssca = papers.get("ssca")
+    assert ssca.entry_words("omega", (785 + 2,), {"hidden": 8, "bias": True}, mnist_5k()) == "W1[1, 2]"
+    assert ssca.entry_words("omega", (785,), {"hidden": 8, "bias": True}, mnist_5k()) == "W1[1, 0] (bias)"
+    assert ssca.entry_words("omega", (3,), {"hidden": 8}, None) is None          # no data: no sizes
+    assert papers.get("mfcgd").entry_words("u", (2, 1, 7), {}, None) == "client 2, row, column 1, 7"
+    vfl, cfg = papers.get("vfl"), {"parties": 4, "embed_dim": 16, "encoder": "linear", "hidden": 32}
+    assert vfl.entry_words("theta2", (3, 197 * 2 + 5), cfg, mnist_5k()) == "party 2, local step 3, W[2, 5]"
+    assert vfl.entry_words("grad0", (1, 65 + 3), cfg, mnist_5k()) == "party 0, local step 1, head[1, 3]"
+    swish = {**cfg, "encoder": "swish"}
+    assert vfl.entry_words("theta1", (0, 197 * 32 + 33 * 2 + 1), swish, mnist_5k()) == "party 1, local step 0, W2[2, 1]"

@@ -56,7 +56,7 @@ def run(args):
                                         progress=None if args.quiet else say, data=data)
         if verdict["kind"] == "inputs":
             inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
-    lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs)
+    lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs, entry_words=_entry_words(args, cmp_))
     for extra in (sources, schedule):
         if extra is not None:
             lines.insert(-1, extra)
@@ -66,3 +66,25 @@ def run(args):
         png = DG.write_report(args.report, cmp_, lines, rows)
         info(args, f"report written to {args.report}" + ("" if png else " (no PNG: matplotlib not installed)"))
     return DG.verdict_code(cmp_, verdict, allowed)
+
+
+def _entry_words(args, cmp_):
+    """The paper's names of a dumped entry, from OURS's recorded configuration and its data (when
+    it can be loaded here; without it the entry keeps its array index alone)."""
+    from refimpl import papers
+    from refimpl.tools import diagnose as DG
+    doc = DG._trace_config(args.ours)
+    if doc is None:
+        return None
+    paper = papers.get(cmp_.paper)
+    try:
+        data = load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
+    except (ValueError, OSError):
+        data = None
+
+    def words(quantity, index):
+        try:
+            return paper.entry_words(quantity, index, doc, data)
+        except (ValueError, TypeError, KeyError):
+            return None
+    return words

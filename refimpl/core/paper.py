@@ -194,6 +194,12 @@ class Paper(ABC):
         """A figure of ``{label: trace}`` at ``path`` (None: no figure)."""
         return None
 
+    def entry_words(self, quantity, index, config, data=None):
+        """Where a dumped array's entry ``index`` sits in the paper's terms (e.g. "W1[3, 17]",
+        "client 2, coordinate 5"), from the run's recorded ``config`` and, where sizes need it, its
+        ``data``; None when the paper has nothing to add."""
+        return None
+
     def figure_caption(self, name, plan):
         """A line under reproduction ``name``'s figure saying what a reader needs to read it (a
         schedule outside the theorems' conditions, a rule a label hides), or None."""

@@ -87,6 +87,15 @@ class MFCGDPaper(Paper):
         return {"init": path if ("x1" in arrays or "init_x1" in arrays) else None,
                 "samples": path if any(k.startswith(("zeta", "samples_")) for k in arrays) else None}, {}
 
+    def entry_words(self, quantity, index, config, data=None):
+        """Per-client quantities (x, h, u, v, w, y, m, x_next, the samples): client m and the
+        coordinate (u: row i, column j of the Jacobian estimate)."""
+        if quantity not in ("x", "h", "u", "v", "w", "y", "m", "d", "x_next", "zeta", "xi") or len(index) < 2:
+            return None
+        rest = ", ".join(str(int(i)) for i in index[1:])
+        what = "row, column" if quantity == "u" and len(index) == 3 else "coordinate"
+        return f"client {int(index[0])}, {what} {rest}"
+
     def replay_from_dump(self, dump):
         """From a dump in the documented per-step names: the initial point x1 from r1_x (every
         client starts at x_1: the rows must be equal), the initial estimators h1, u1, v1 from r1_h,

@@ -129,6 +129,23 @@ class SSCAPaper(Paper):
             return R.convergence_plan(name.split("-")[1], quick, rounds, paper, n_train, preset=preset)
         return super().plan(name)
 
+    def entry_words(self, quantity, index, config, data=None):
+        """An entry of a vector the size of ω (ω, ω̄, the next iterate, B, ĝ, a client's gradient):
+        W1[row, column] or W2[row, column] of the flat ω (W1 then W2, row-major; column 0 is the
+        bias with --bias). Needs the data's feature and class counts."""
+        if data is None or not index:
+            return None
+        J, bias = int(config.get("hidden", 0)), int(bool(config.get("bias")))
+        D, L = int(data.n_features), int(data.n_classes)
+        n1, n = J * (D + bias), J * (D + bias) + L * (J + bias)
+        lead, flat = index[:-1], int(index[-1])
+        if not J or flat >= n:
+            return None
+        row, col, name = ((flat // (D + bias), flat % (D + bias), "W1") if flat < n1 else
+                          ((flat - n1) // (J + bias), (flat - n1) % (J + bias), "W2"))
+        where = f"{name}[{row}, {col}]" + (" (bias)" if bias and col == 0 else "")
+        return (f"client {lead[0]}, " if quantity == "client_grad" and lead else "") + where
+
     def figure_caption(self, name, plan):
         """SSCA's step sizes against the theorems' conditions (4) and (6), and FedAvg's local-step
         rule, under an ``ssca-sample`` / ``ssca-feature`` figure."""

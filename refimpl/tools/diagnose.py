@@ -444,8 +444,9 @@ def _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, pr
 EXIT = {"agree": 0, "differ": 1, "switch": 3, "inputs": 4, "not-run": 5}
 
 
-def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
-    """The report's text lines, ending with the count of what was compared."""
+def describe(cmp_, tol, verdict=None, allowed=(), inputs=None, entry_words=None):
+    """The report's text lines, ending with the count of what was compared. ``entry_words(quantity,
+    index)``: the paper's name of an entry (:meth:`~refimpl.core.paper.Paper.entry_words`)."""
     lines = [f"{cmp_.paper} dumps, rounds {cmp_.rounds[0]}..{cmp_.rounds[-1]} ({len(cmp_.rounds)} on both sides), "
              f"tolerance {tol:g} (relative)"]
     d = cmp_.divergence
@@ -457,7 +458,10 @@ def describe(cmp_, tol, verdict=None, allowed=(), inputs=None):
         if a.shape == b.shape and a.size > 1:
             i = int(np.nanargmax(np.abs(a - b))) if np.all(np.isfinite(a - b)) else int(np.argmax(~np.isfinite(a - b)))
             idx = np.unravel_index(i, a.shape)
-            entry = f" at entry {tuple(int(j) for j in idx)}: {a[idx]:.6g} vs {b[idx]:.6g}"
+            full = ((d.step,) if d.step is not None else ()) + tuple(int(j) for j in idx)   # a local step's row
+            words = entry_words(d.quantity, full) if entry_words else None
+            entry = (f" at entry {tuple(int(j) for j in idx)}{f' = {words}' if words else ''}: "
+                     f"{a[idx]:.6g} vs {b[idx]:.6g}")
         elif a.size == 1 and b.size == 1:
             entry = f": {a.reshape(()).item():.6g} vs {b.reshape(()).item():.6g}"
         else:

@@ -128,6 +128,31 @@ class VFLPaper(Paper):
                 "index_base": 0,            # a dump's and a trace's ids are 0-based, whatever OURS's run read
                 "taus": path if "tau" in arrays else None}, {}
 
+    def entry_words(self, quantity, index, config, data=None):
+        """theta<k>, grad<k>, momentum<k> (row: the local step; column: party k's flat block): the
+        layer, row and column — the head (L × (ΣO_k + 1)), a linear encoder (O × (D_k + 1)) or a
+        swish encoder (W1 (J × (D_k + 1)) then W2 (O × (J + 1))); column 0 is the bias."""
+        import re as _re
+        m = _re.fullmatch(r"(theta|grad|momentum)(\d+)", quantity)
+        if m is None or data is None or len(index) != 2:
+            return None
+        from refimpl.vfl.experiment import _list, vertical_data
+        k, (step, flat) = int(m.group(2)), (int(index[0]), int(index[1]))
+        K, O = int(config["parties"]), int(config["embed_dim"])
+        if k == 0:
+            layers = [("head", int(data.n_classes), K * O + 1)]
+        else:
+            D = vertical_data(data, K, config.get("feature_blocks")).Xs_train[k - 1].shape[1]
+            kind = _list(config["encoder"], K, "encoder")[k - 1]
+            J = int(config["hidden"])
+            layers = ([("W", O, D + 1)] if kind == "linear" else [("W1", J, D + 1), ("W2", O, J + 1)])
+        for name, rows, cols in layers:
+            if flat < rows * cols:
+                r, c = divmod(flat, cols)
+                return f"party {k}, local step {step}, {name}[{r}, {c}]" + (" (bias)" if c == 0 else "")
+            flat -= rows * cols
+        return None
+
     def replay_from_dump(self, dump):
         """Θ^{1,0} from round 1's theta<k> (row 0: the local steps' input), and — when every round
         1..R is dumped — the batch schedule and the τ table from r<t>_batch and r<t>_tau."""
