@@ -57,6 +57,51 @@ def _diagnose_cases():
     return out
 
 
+def _reading_cases():
+    """(what, right) for what diagnose reads off the numbers and the dumps: layouts, an epoch
+    schedule, another paper's dump, the replay inputs a per-round dump implies, an entry's name."""
+    from refimpl import papers
+    from refimpl.tools import diagnose as DG
+    out = []
+    a = np.arange(12.0).reshape(3, 4)
+    out.append(("1-based ids, a transpose and column-major order are named; a scaled array is not",
+                "1-based" in (DG.layout_hint(a, a + 1) or "") and "transposed" in (DG.layout_hint(a, a.T) or "")
+                and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
+                and DG.layout_hint(a, 2 * a) is None))
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(500)[:20 * 20].reshape(20, 20)
+    draws = np.stack([rng.choice(500, 20, replace=False) for _ in range(20)])
+    out.append(("an epoch-permutation schedule is named, independent draws and too few rounds are not",
+                DG.epoch_order_hint(perm, 500) is not None and DG.epoch_order_hint(draws, 500) is None
+                and DG.epoch_order_hint(perm[:2], 500) is None))
+    refused = False
+    try:
+        DG._same_paper("ssca", {"theta0", "grad0", "tau"})
+    except ValueError:
+        refused = True
+    out.append(("a dump of another paper is refused, one of the same paper is not",
+                refused and DG._same_paper("ssca", {"omega", "A"}) is None))
+    ssca, mfcgd = papers.get("ssca"), papers.get("mfcgd")
+    dump = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 3)}
+    got = ssca.replay_from_dump(dump)
+    out.append(("SSCA's initial point is round 1's ω and its schedule the rounds' batches in order",
+                np.array_equal(got.get("omega_0"), np.full(4, 1.0)) and got["batches"][:, 0, 0].tolist() == [1, 2, 3]))
+    st = {r: {"x": np.tile(np.arange(3.0), (2, 1)), "h": np.zeros((2, 1)), "u": np.zeros((2, 1, 3)),
+              "v": np.zeros((2, 1)), "zeta": np.full((2, 1), float(r)), "xi": np.full((2, 1), -float(r))}
+          for r in (1, 2)}
+    got = mfcgd.replay_from_dump(st)
+    out.append(("MFCGD's x1, estimators and samples (ζ and ξ stacked by step) are read from the dump",
+                np.array_equal(got.get("x1"), np.arange(3.0)) and got["zeta"][:, 0, 0].tolist() == [1.0, 2.0]
+                and got["xi"][:, 0, 0].tolist() == [-1.0, -2.0] and "u1" in got))
+
+    class Data:
+        n_features, n_classes = 4, 3
+    out.append(("an entry of the flat ω is named W1/W2[row, column]",
+                ssca.entry_words("omega", (2 * 4 + 1,), {"hidden": 2}, Data()) == "W2[0, 1]"
+                and ssca.entry_words("omega", (5,), {"hidden": 2}, Data()) == "W1[1, 1]"))
+    return out
+
+
 def _crosscheck_cases():
     """(what, right) for planted cases of refimpl crosscheck's comparison."""
     from refimpl.core.trace import Trace, crosscheck
@@ -76,11 +121,12 @@ def _crosscheck_cases():
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
        "difference beyond the tolerance at its round and quantity and none within it, NaN never agrees, a round on "
-       "one side only is named, two-digit rounds are read whole, --map renames THEIR names; crosscheck flags inf and "
-       "NaN and measures a relative difference as such (wrong answers: 0)",
+       "one side only is named, two-digit rounds are read whole, --map renames THEIR names; layouts, an epoch "
+       "schedule, another paper's dump, the replay inputs a per-round dump implies and an entry's name are read "
+       "right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
-    cases = _diagnose_cases() + _crosscheck_cases()
+    cases = _diagnose_cases() + _reading_cases() + _crosscheck_cases()
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
