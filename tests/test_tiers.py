@@ -37,8 +37,9 @@ def test_main_job_runs_the_theorem_tier_and_names_the_claims(monkeypatch, capsys
     assert main(["verify", "--quiet", "--json", str(js)]) == 0
     out = capsys.readouterr().out
     assert [r["id"] for r in json.load(open(js))] == ["t.identity", "t.sizes"]
-    last = out.strip().splitlines()[-1]
-    assert "t.claim (not run yet)" in last and "refimpl verify --claims" in last
+    closing = out.strip().split("one wide row each: --wide")[-1]          # the lines after the table
+    assert "t.claim (not run yet)" in closing and "refimpl verify --claims" in closing
+    assert max(len(ln) for ln in out.splitlines()) <= 100
     # the claims tier: its verdict recorded, then named by the main job's closing line
     assert main(["verify", "--claims", "--quiet", "--json", str(js)]) == 0      # a claim is not fatal
     assert [r["id"] for r in json.load(open(js))] == ["t.claim"]
@@ -46,7 +47,7 @@ def test_main_job_runs_the_theorem_tier_and_names_the_claims(monkeypatch, capsys
     assert main(["verify", "--claims", "--strict", "--quiet"]) == 1
     capsys.readouterr()
     assert main(["verify", "--quiet"]) == 0
-    assert "t.claim no (claim)" in capsys.readouterr().out.strip().splitlines()[-1]
+    assert "t.claim no (claim)" in capsys.readouterr().out.strip().split("one wide row each: --wide")[-1]
 
 
 def test_all_and_full_run_both_tiers_at_their_sizes(monkeypatch, tmp_path):

@@ -94,7 +94,8 @@ def run(args):
     if claims:
         say(f"claims of the papers not reproduced here (reported, see the table): {', '.join(claims)}")
     if only is None and not any(r.details.get("kind") == "claim" for r in records):
-        print(claims_line())
+        import textwrap
+        print("\n".join(textwrap.wrap(claims_line(), 100)))       # the 100 columns of the table above
     fatal = failing(records, args.strict)
     if fatal:
         say(f"checks not holding: {', '.join(fatal)}")

@@ -150,8 +150,8 @@ def claims_line():
     last = last_claims()
     parts = [f"{cid} {last[cid]['verdict']}" if cid in last and "verdict" in last[cid] else f"{cid} (not run yet)"
              for cid in ids]
-    return (f"the papers' {len(ids)} experimental claims are not part of this run (last verdicts: "
-            + ", ".join(parts) + "); run them with `refimpl verify --claims` (every tier: --all, full sizes: --full)")
+    return (f"the papers' {len(ids)} experimental claims are not part of this run; `refimpl verify --claims` runs "
+            "them (every tier: --all, full sizes: --full); last verdicts: " + ", ".join(parts))
 
 
 def run_check(cid, quick=True) -> CheckRecord:
