@@ -272,6 +272,7 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
     Mom = np.zeros((M, d))
     AX = np.empty(p)
     xi = np.empty(p)
+    zs = np.empty(p)
     dm = np.empty(d)
     for m in range(M):
         for i in range(p):
@@ -307,23 +308,29 @@ def _local_scgd_synthetic_nb(A, b, c, x1, T, q, eta, beta, alpha, momentum, s_g,
             ng += gF[j] * gF[j]
         gnorm[t - 1] = np.sqrt(ng)
         for m in range(M):
-            nz = 0.0
-            for i in range(p):
-                xi[i] = XI[t - 1, m, i] if given else np.random.standard_normal()
-                nz += xi[i] * xi[i]
+            # the samples as standard normals scaled below (ξ by r_f/||ξ||, ζ by s_g), drawn in the
+            # stream's order ξ, ζ, ζ'; given samples are already scaled: factors 1 (r_f/sqrt(r_f²))
+            if given:
+                xi[:] = XI[t - 1, m]
+                zs[:] = Z[t - 1, m]
+                nz, zf = r_f * r_f, 1.0
+            else:
+                nz, zf = 0.0, s_g
+                for i in range(p):
+                    xi[i] = np.random.standard_normal()
+                    nz += xi[i] * xi[i]
+                for i in range(p):
+                    zs[i] = np.random.standard_normal()
+                np.random.standard_normal(p)          # ζ' (∇g is the constant A: drawn, not used)
             for i in range(p):
                 s = 0.0
                 for j in range(d):
                     s += A[i, j] * X[m, j]
-                zeta = Z[t - 1, m, i] if given else s_g * np.random.standard_normal()
-                Y[m, i] = (1 - beta) * Y[m, i] + beta * (s + b[m, i] + zeta)
-            if not given:
-                np.random.standard_normal(p)          # ζ' (∇g is the constant A: drawn, not used)
+                Y[m, i] = (1 - beta) * Y[m, i] + beta * (s + b[m, i] + zf * zs[i])
             for j in range(d):
                 dm[j] = 0.0
             for i in range(p):
-                # given ξ are already on the sphere of radius r_f; drawn ones are scaled onto it
-                gf = _phi_nb(Y[m, i] - c[m, i]) + (xi[i] if given else r_f * xi[i] / np.sqrt(nz))
+                gf = _phi_nb(Y[m, i] - c[m, i]) + r_f * xi[i] / np.sqrt(nz)
                 for j in range(d):
                     dm[j] += A[i, j] * gf
             for j in range(d):
