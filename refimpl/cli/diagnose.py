@@ -37,12 +37,16 @@ def run(args):
     ours = DG.load_side(args.ours)
     theirs = DG.load_side(args.theirs, DG.parse_map(args.map))
     cmp_ = DG.compare_dumps(ours, theirs, args.tol)
-    rows, verdict, inputs, sources, schedule = [], None, None, None, None
-    if cmp_.divergence is not None and not args.no_rerun and DG._trace_config(args.ours) is not None:
-        from refimpl import papers
-        doc = DG._trace_config(args.ours)
-        paper = papers.get(cmp_.paper)
-        sources = DG.sources_line(*DG.replay_sources(args.theirs, paper))
+    rows, verdict, inputs, sources, schedule, data = [], None, None, None, None, None
+    from refimpl import papers
+    paper, doc = papers.get(cmp_.paper), DG._trace_config(args.ours)
+    if cmp_.divergence is not None and not args.no_rerun and doc is not None:
+        try:
+            replay = DG.their_replay(args.theirs, paper)           # read once, for every use below
+        except (ValueError, OSError) as exc:
+            replay = (str(exc), None, {})
+        their_arrays = replay[1] or {}
+        sources = DG.sources_line(*DG.replay_sources(their_arrays, paper))
         info(args, f"rerunning refimpl ({sources}): first without a switch (the baseline), then under each "
                     "convention switch")
         algorithm = doc.get(paper.method_field)
@@ -51,12 +55,18 @@ def run(args):
         if data is not None:
             info(args, f"reruns on {data.name} ({data.n_train} training samples"
                         + (", from --data" if (args.data or args.data_dir) else ", the data OURS's run used") + ")")
-        schedule = DG.their_schedule_hint(args.theirs, paper, doc, getattr(data, "n_train", None))
+        schedule = DG.their_schedule_hint(their_arrays, paper, doc, getattr(data, "n_train", None))
         rows, verdict = DG.try_switches(args.ours, args.theirs, theirs, cmp_.paper, args.tol, takes,
-                                        progress=None if args.quiet else say, data=data)
+                                        progress=None if args.quiet else say, data=data,
+                                        replay=replay if replay[1] is not None else None)
         if verdict["kind"] == "inputs":
             inputs = DG.differing_inputs(args.ours, args.theirs, cmp_.paper)
-    lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs, entry_words=_entry_words(args, cmp_))
+    elif cmp_.divergence is not None and doc is not None:
+        try:                       # only to name the differing entry in the paper's terms
+            data = load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
+        except (ValueError, OSError):
+            data = None
+    lines = DG.describe(cmp_, args.tol, verdict, allowed, inputs, entry_words=_entry_words(paper, doc, data))
     for extra in (sources, schedule):
         if extra is not None:
             lines.insert(-1, extra)
@@ -68,19 +78,11 @@ def run(args):
     return DG.verdict_code(cmp_, verdict, allowed)
 
 
-def _entry_words(args, cmp_):
-    """The paper's names of a dumped entry, from OURS's recorded configuration and its data (when
-    it can be loaded here; without it the entry keeps its array index alone)."""
-    from refimpl import papers
-    from refimpl.tools import diagnose as DG
-    doc = DG._trace_config(args.ours)
+def _entry_words(paper, doc, data):
+    """The paper's names of a dumped entry, from OURS's recorded configuration and its data (None
+    without a configuration; without the data an entry keeps its array index alone)."""
     if doc is None:
         return None
-    paper = papers.get(cmp_.paper)
-    try:
-        data = load_data(args) if (args.data or args.data_dir) else DG.run_data(args.ours)
-    except (ValueError, OSError):
-        data = None
 
     def words(quantity, index):
         try:

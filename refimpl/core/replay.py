@@ -66,7 +66,11 @@ def read_arrays(path, what):
 
 def read_one(path, names, what):
     """The first of ``names`` found in the file (a .npy's single array always matches)."""
-    arrays = read_arrays(path, what)
+    return pick_one(read_arrays(path, what), names, what, path)
+
+
+def pick_one(arrays, names, what, path):
+    """:func:`read_one` on arrays already read from ``path``."""
     if "" in arrays:
         return arrays[""]
     for n in names:
@@ -98,7 +102,7 @@ def one_based_hint(ids, n):
     return ""
 
 
-def sample_ids(arr, what):
+def sample_ids(arr, what, shape_text=""):
     """Sample ids as int64: integers, or whole numbers stored as floats (MATLAB saves doubles);
     anything else is refused naming the first bad entry."""
     a = np.asarray(arr)
@@ -108,8 +112,9 @@ def sample_ids(arr, what):
             at = tuple(int(i) for i in bad[0])
             raise ValueError(f"{what}: entry {at} = {a[at].item()!r} is not a whole number: sample ids are integers")
         return a.astype(np.int64)
-    if a.dtype.kind not in "iu" or a.dtype.kind == "b":
-        raise ValueError(f"{what}: expected integer sample ids, got dtype {a.dtype}")
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{what}: expected integer sample ids{' ' + shape_text if shape_text else ''}, "
+                         f"got dtype {a.dtype}")
     return a.astype(np.int64)
 
 
@@ -133,17 +138,9 @@ def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
     """An integer index table whose first axis is the round: at least ``rounds`` rows, every
     entry a whole number in 0..n−1. ``distinct_axis``: indices along it must differ (draws
     without replacement). Returns int64."""
-    a = np.asarray(arr)
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))[0]
-            raise ValueError(f"{what}: entry {tuple(int(i) for i in bad)} = {a[tuple(bad)].item()!r} is not a whole "
-                             "number: sample ids are 0-based integers")
-    elif a.dtype.kind not in "iu":
-        raise ValueError(f"{what}: expected integer sample ids {shape_text}, got dtype {a.dtype}")
+    a = sample_ids(arr, what, shape_text)
     if a.ndim == 0 or a.shape[0] < rounds:
         raise ValueError(f"{what}: holds {a.shape[0] if a.ndim else 0} rounds {shape_text}, the run needs {rounds}")
-    a = a.astype(np.int64)
     bad = np.argwhere((a < 0) | (a >= n))
     if bad.size:
         raise ValueError(f"{what}: entry {tuple(int(i) for i in bad[0])} = {a[tuple(bad[0])].item()} is out of range: "

@@ -280,14 +280,11 @@ def their_replay(theirs_path, paper):
     return theirs, {**arrays, **added}, added
 
 
-def replay_sources(theirs_path, paper):
-    """Which replay inputs (their words: "initial point", "batch schedule", …) THEIR file gives the
-    reruns — as arrays of their own or rebuilt from the per-round dump — and which it does not
-    (those the reruns take from OURS's configuration). ``(held, missing)``, in the paper's order."""
-    try:
-        arrays = their_replay(theirs_path, paper)[1]
-    except (ValueError, OSError):
-        arrays = {}
+def replay_sources(arrays, paper):
+    """Which replay inputs (their words: "initial point", "batch schedule", …) THEIR arrays (as
+    :func:`their_replay` gives them: their own and those rebuilt from the per-round dump) give the
+    reruns, and which they do not (those the reruns take from OURS's configuration).
+    ``(held, missing)``, in the paper's order."""
     held, missing = [], []
     for inp in paper.replay_inputs:
         has = any(re.fullmatch(inp.pattern, k) for k in arrays)
@@ -358,18 +355,19 @@ def _label(overrides):
     return " + ".join(f"--{o.replace('_', '-')} {v}" for o, v in overrides.items()) or "no switch (baseline)"
 
 
-def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None, data=None):
+def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None, data=None, replay=None):
     """Why the dumps part. First a baseline: refimpl rerun from THEIR inputs with OURS's
     conventions. If it agrees with THEIRS the difference is in the inputs. Otherwise each
     convention switch the algorithm takes (``takes``: its option names), then every pair of
     switches of two options when no single one explains it; a switch is credited only when its
     rerun agrees with THEIRS *and* differs from the baseline (a switch that changes nothing is
     never credited). Returns (rows, verdict); a row {switch, overrides, ran, agrees, changes,
-    worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}."""
+    worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}.
+    ``replay``: :func:`their_replay`'s answer when the caller has it already (read once)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="refimpl-diagnose-") as tmp:
         try:
-            replay_file, arrays, added = their_replay(theirs_path, _paper(paper))
+            replay_file, arrays, added = replay or their_replay(theirs_path, _paper(paper))
         except (ValueError, OSError) as exc:
             replay_file, arrays, added = str(exc), None, {}
         if added:           # the inputs rebuilt from THEIR dump, beside THEIR arrays, read by every rerun
@@ -593,18 +591,14 @@ def epoch_order_hint(batches, n, level=1e-3):
             "batch order, which refimpl draws with --batch-order epoch")
 
 
-def their_schedule_hint(theirs_path, paper, ours_config, n):
-    """:func:`epoch_order_hint` on THEIR batch schedule (their ``batches`` array or the one rebuilt
-    from r<t>_batch), for a paper with a batch-order convention, when OURS's run drew its batches
-    independently; ``n``: the training-set size of the run's data."""
+def their_schedule_hint(arrays, paper, ours_config, n):
+    """:func:`epoch_order_hint` on THEIR batch schedule (``arrays`` as :func:`their_replay` gives
+    them: their ``batches`` or the one rebuilt from r<t>_batch), for a paper with a batch-order
+    convention, when OURS's run drew its batches independently; ``n``: the run's training-set size."""
     if n is None or not any(c.option == "batch_order" for c in paper.conventions):
         return None
     conv = (ours_config or {}).get("conventions") or {}
     if conv.get("batch_order") == "epoch":
-        return None
-    try:
-        arrays = their_replay(theirs_path, paper)[1]
-    except (ValueError, OSError):
         return None
     b = arrays.get("batches")
     return None if b is None else epoch_order_hint(b, n)

@@ -207,10 +207,11 @@ def _replayed_taus(cfg, K1, dummy_round):
     without ``--taus``."""
     if cfg.taus is None:
         return None, None
-    from refimpl.core.replay import read_arrays
+    from refimpl.core.replay import pick_one, read_arrays
     from refimpl.vfl.policies import validate_taus
-    taus = validate_taus(load_schedule(cfg.taus, "--taus", ("tau",)), cfg.rounds, K1, f"--taus {cfg.taus}")
-    return taus, (read_arrays(cfg.taus, "--taus").get("tau0") if dummy_round else None)
+    arrays = read_arrays(cfg.taus, "--taus")
+    taus = validate_taus(pick_one(arrays, ("tau",), "--taus", cfg.taus), cfg.rounds, K1, f"--taus {cfg.taus}")
+    return taus, (arrays.get("tau0") if dummy_round else None)
 
 
 def conventions(cfg):
