@@ -341,13 +341,12 @@ def format_table(records, wide=False, width=100):
     import textwrap
     notes = {r.id: r.details.get("table_note") or (short(r.details["error"], 50 if wide else 200)
                                                    if r.details.get("error") else "") for r in records}
-    head = ("id", "measured", "rel", "bound", "ratio", "holds")
-    rows = [head + (("claim", "note") if wide else ())]
+    rows = [("id",) + (("claim",) if wide else ()) + ("measured", "rel", "bound", "ratio", "holds")
+            + (("note",) if wide else ())]
     for r in records:
-        row = (r.id, _fmt(r.measured), r.details.get("relation", "≤"), _fmt(r.bound), _fmt(r.ratio), verdict(r))
-        rows.append(row + ((short(r.claim), notes[r.id]) if wide else ()))
-    if wide:      # the claim second, as before
-        rows = [(row[0], row[6], *row[1:6], row[7]) for row in rows]
+        rows.append((r.id,) + ((short(r.claim),) if wide else ())
+                    + (_fmt(r.measured), r.details.get("relation", "≤"), _fmt(r.bound), _fmt(r.ratio), verdict(r))
+                    + ((notes[r.id],) if wide else ()))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(rows[0], widths)).rstrip(" |"),
              "-+-".join("-" * w for w in widths)]
@@ -355,10 +354,9 @@ def format_table(records, wide=False, width=100):
         lines.append(" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(" |"))
         if not wide and notes[r.id]:
             lines += textwrap.wrap(notes[r.id], width, initial_indent="    note: ", subsequent_indent="          ")
-    lines.append("ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower "
-                 "bound); for ≈, measured/bound" if wide else
-                 "ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower bound);\n"
-                 "for ≈, measured/bound. A check's claim: refimpl verify --list; one wide row each: --wide")
+    lines.append("ratio: ≤ 1 when a ≤/</≥/> relation holds (measured/bound, or bound/measured for a lower bound);"
+                 + (" " if wide else "\n") + "for ≈, measured/bound"
+                 + ("" if wide else ". A check's claim: refimpl verify --list; one wide row each: --wide"))
     return "\n".join(lines)
 
 
