@@ -152,15 +152,14 @@ def _bound_check(quick, adaptive):
         det[name] = d
         holds &= ok
         if name.startswith("homogeneous"):
-            main = (mean, bound)
-    inst = {k: d for k, d in det.items() if isinstance(d, dict)}
-    vacuous = all(d["vacuous"] for d in inst.values())
-    sides = " and ".join(f"{d['right_hand_side']:.3g} (cap {d['a_priori_cap_C_f_C_g']:.3g})" for d in inst.values())
+            main, hom = (mean, bound), d
+    inst = [d for d in det.values() if "vacuous" in d]
+    vacuous = all(d["vacuous"] for d in inst)
+    sides = " and ".join(f"{d['right_hand_side']:.3g} (cap {d['a_priori_cap_C_f_C_g']:.3g})" for d in inst)
     det["note"] = ("||∇F|| ≤ C_f C_g for every x (Remark 1): a right side above that cap cannot be violated by any "
                    "trajectory (vacuous). The verdict needs both instances; measured and bound are those of the "
                    f"low-noise homogeneous one. Right sides {sides}: "
-                   + ("both vacuous" if vacuous else
-                      "the homogeneous one informative" if not inst[next(k for k in inst if k.startswith('homo'))]["vacuous"]
+                   + ("both vacuous" if vacuous else "the homogeneous one informative" if not hom.get("vacuous", True)
                       else "not both vacuous"))
     note = (f"vacuous: right sides {sides}" if vacuous else f"right sides {sides}")
     return {"measured": main[0], "bound": main[1], "holds": holds, "vacuous": vacuous, "note": note, "details": det}
