@@ -277,3 +277,22 @@ def test_feature_blocks_set_the_parties_split(tmp_path, capsys):
     assert "holds 2 blocks but --parties is 4" in capsys.readouterr().err
     assert main([*two, "--feature-blocks", str(tmp_path / "gap.json")]) == 2
     assert "cover every feature exactly once" in capsys.readouterr().err
+
+
+def test_async_evaluates_each_state_once(model, vdata, monkeypatch):
+    """Clock ticks with no event between them see the same parameters: the run computes the
+    training loss and the accuracy of a state once and records the same values at every tick,
+    exactly what a fresh evaluation of that state gives."""
+    sp = ConstantSpeed((0.2, 3, 3, 3, 3)).sample(2, np.random.default_rng(0))
+    th = model.init(np.random.default_rng(1))
+    calls = []
+    real = type(model).loss
+    monkeypatch.setattr(type(model), "loss", lambda self, *a: calls.append(1) or real(self, *a))
+    tr = run_async(model, vdata, th, 0.05, 16, sp, np.random.default_rng(2), 20.0, eval_every_time=0.5)
+    events, loss = tr.series("round"), tr.series("train_loss")
+    assert len(events) == 41 and len(np.unique(events)) < len(events)         # ticks without an event
+    assert len(calls) == len(np.unique(events))
+    thetas = [tr.arrays[f"init_theta{k}"] for k in range(model.K + 1)]
+    assert loss[0] == real(model, thetas, vdata.Xs_train, vdata.y_train)
+    for a, b, la, lb in zip(events, events[1:], loss, loss[1:]):
+        assert a != b or la == lb
