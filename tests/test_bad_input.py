@@ -660,6 +660,21 @@ def test_cpu_trace_outside_the_unit_interval_runs_clipped_with_a_note(tmp_path, 
     assert json.load(open(tmp_path / "o" / "trace.json"))["config"]["speeds_note"].startswith("CPU trace")
 
 
+@pytest.mark.parametrize("times, key", [
+    (np.ones((4, 3)), "expected (rounds, 5)"),                          # wrong number of parties
+    (np.ones((2, 5)), "2 rows of step times, but the run needs 4"),     # shorter than rounds + 1
+    (np.where(np.eye(4, 5) > 0, 0.0, 1.0), "step time of party 0 in row 0 is 0.0"),
+    (np.full((4, 5), np.nan), "holds nan at (0, 0)"),
+    (np.ones((4, 5), dtype=complex), "dtype complex128"),
+])
+def test_bad_recorded_step_times_are_one_line(tmp_path, capsys, times, key):
+    np.save(tmp_path / "st.npy", times)
+    assert main(["run", "flexvfl", "--rounds", "3", "--speeds", f"steptimes:{tmp_path / 'st.npy'}", "--quiet",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert key in err and "steptimes:" in err and "Traceback" not in err, err
+
+
 def test_damaged_files_given_to_the_cross_check_tools_are_one_line(tmp_path, capsys):
     """A truncated .npz, a 0-byte .mat and a snapshot key without a round number, to crosscheck and
     diagnose: one line naming the file (and the key), exit 2, no traceback."""

@@ -174,7 +174,13 @@ def test_adaptive_replay_pins_the_round_one_rate(tmp_path):
     za, zb = np.load(a / "trace.npz"), np.load(b / "trace.npz")
     assert "array_tau0" in za.files
     differ = sorted(k for k in za.files if not np.array_equal(za[k], zb[k]))
-    assert differ == ["array_round_time", "array_round_work", "metric_time"], differ
+    assert differ == ["array_round_time", "array_round_work", "array_step_times", "metric_time"], differ
+    # the step times as drawn pin the clock too: then nothing differs
+    c = tmp_path / "c"
+    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--quiet", "--seed", "5", "--init", str(a),
+                 "--batches", str(a), "--taus", str(a), "--speeds", f"steptimes:{a}", "--out", str(c)]) == 0
+    zc = np.load(c / "trace.npz")
+    assert [k for k in za.files if not np.array_equal(za[k], zc[k])] == []
 
 
 def test_async_replays_its_batches(tmp_path):

@@ -233,6 +233,14 @@ class Paper(ABC):
         inputs) that make a rerun start from THEIR initial point and schedule."""
         return {}, {}
 
+    def pinning_argv(self, trace_dir, algorithm, config):
+        """The ``refimpl run ALGORITHM`` flags that replay every random draw of a finished run
+        from its own trace (``trace_dir``, the run's --out; ``config`` its recorded configuration):
+        with them, a rerun under another --seed reproduces every array of the trace bit for bit.
+        The run must have kept what they read (a paper says which flag keeps it). Default: none —
+        a description whose runs draw nothing at random."""
+        return []
+
     def replay_from_dump(self, dump):
         """Replay inputs rebuilt from a per-round dump ({round: {name: array}}) in the documented
         names, for a dump that does not hold them as arrays of their own: {array name: array}

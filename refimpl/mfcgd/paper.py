@@ -87,6 +87,13 @@ class MFCGDPaper(Paper):
         return {"init": path if ("x1" in arrays or "init_x1" in arrays) else None,
                 "samples": path if any(k.startswith(("zeta", "samples_")) for k in arrays) else None}, {}
 
+    def pinning_argv(self, trace_dir, algorithm, config):
+        """The initial point and estimators, the samples in the order the method consumed them
+        (the run must have kept them: --keep-samples) and the problem instance's seed."""
+        seed = config.get("problem_seed")
+        seed = config["seed"] if seed is None else seed
+        return ["--init", str(trace_dir), "--samples", str(trace_dir), "--problem-seed", str(seed)]
+
     def entry_words(self, quantity, index, config, data=None):
         """Per-client quantities (x, h, u, v, w, y, m, x_next, the samples): client m and the
         coordinate (u: row i, column j of the Jacobian estimate)."""

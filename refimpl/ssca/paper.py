@@ -121,6 +121,11 @@ class SSCAPaper(Paper):
         init = (arrays["W1_0"], arrays["W2_0"]) if "W1_0" in arrays and "W2_0" in arrays else arrays.get("omega_0")
         return {"snapshots": []}, {"init": init, "batches": arrays.get("batches")}
 
+    def pinning_argv(self, trace_dir, algorithm, config):
+        """The initial point (W1_0, W2_0) and the batch schedule; the clients' partition and the
+        evaluation subsets come from the data, not the seed."""
+        return ["--init", str(trace_dir), "--batches", str(trace_dir)]
+
     def plan(self, name, quick=True, rounds=None, paper=False, n_train=4000, preset="paper"):
         from refimpl.ssca import reproductions as R
         if name == "ssca-tradeoff":

@@ -190,6 +190,8 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                 alpha = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
                 tr.config["condition20"] = {"alpha": alpha,
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
+    # the clock as drawn: --speeds steptimes:TRACE replays it (the event order of async-vfl too)
+    tr.arrays["step_times"], tr.arrays["step_time_means"] = speeds, np.asarray(model_speeds.mean(), dtype=np.float64)
     tr.config.update(asdict(cfg))
     tr.config["conventions"] = conv
     tr.config["data"] = ds.name

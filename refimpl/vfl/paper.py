@@ -48,7 +48,7 @@ class VFLPaper(Paper):
         Opt("time_budget", "stop at this simulated time"),
         Opt("timeout", "round timeout in simulated time", ("flexvfl", "adaptive-flexvfl")),
         Opt("Q", "local steps per round of synchronous VFL", ("sync-vfl",)),
-        Opt("speeds", "step times: constant | lognormal | markov | trace | cputrace (docs/flexvfl.md)", text=True),
+        Opt("speeds", "step times: constant | lognormal | markov | trace | cputrace | steptimes:TRACE (docs/flexvfl.md)", text=True),
         Opt("bandwidth", "bytes per simulated second"),
         Opt("latency", "simulated seconds per message"),
         Opt("server_time", "server round trip S per round (async: per event), see --server-time-unit"),
@@ -127,6 +127,14 @@ class VFLPaper(Paper):
                 "batches": path if "batches" in arrays else None,
                 "index_base": 0,            # a dump's and a trace's ids are 0-based, whatever OURS's run read
                 "taus": path if "tau" in arrays else None}, {}
+
+    def pinning_argv(self, trace_dir, algorithm, config):
+        """The initial parameters, the batches (async: one per event), the step times as drawn
+        (which fix the simulated clock and the asynchronous event order) and, for the round-based
+        methods, the local step counts with τ^0."""
+        d = str(trace_dir)
+        argv = ["--init", d, "--batches", d, "--speeds", f"steptimes:{d}"]
+        return argv if algorithm == "async-vfl" else argv + ["--taus", d]
 
     def entry_words(self, quantity, index, config, data=None):
         """theta<k>, grad<k>, momentum<k> (row: the local step; column: party k's flat block): the

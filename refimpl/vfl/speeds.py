@@ -188,6 +188,52 @@ class CPUTraceSpeed:
     _n_parties: int = 0
 
 
+@dataclass(frozen=True, eq=False)
+class StepTimes:
+    """Recorded step times replayed as they are: ``times`` (R, K+1), row i the step time of every
+    party in round i (async: in each party's i-th cycle), server first; ``means`` the speed model's
+    mean per party (the unit of ``--server-time``). A run's trace stores the matrix it drew as
+    array ``step_times`` and its model's mean as ``step_time_means``, so ``--speeds steptimes:TRACE``
+    pins the simulated clock — and the asynchronous event order that follows it — whatever the
+    seed. A run needs its ``rounds + 1`` rows; fewer are refused, extra rows are not used."""
+
+    times: np.ndarray
+    means: np.ndarray
+    source: str = ""
+
+    @classmethod
+    def from_file(cls, path, n_parties):
+        from refimpl.core.replay import numeric, pick_one, read_arrays
+        what = f"--speeds steptimes:{path}"
+        arrays = read_arrays(path, what)
+        times = numeric(pick_one(arrays, ("step_times",), what, path), what, "step_times")
+        if times.ndim != 2 or times.shape[1] != n_parties:
+            raise ValueError(f"{what}: step_times has shape {times.shape}; expected (rounds, {n_parties}): one "
+                             "column per party, server first")
+        bad = np.argwhere(times <= 0)
+        if bad.size:
+            i, k = bad[0]
+            raise ValueError(f"{what}: step time of party {k} in row {i} is {times[i, k]}; step times must be > 0")
+        if "step_time_means" in arrays:
+            means = numeric(arrays["step_time_means"], what, "step_time_means")
+            if means.shape != (n_parties,) or np.any(means <= 0):
+                raise ValueError(f"{what}: step_time_means must hold {n_parties} positive means, got "
+                                 f"{means.tolist()}")
+        else:
+            means = times.mean(axis=0)          # a bare matrix: its own column means
+        return cls(times, means, str(path))
+
+    def sample(self, R, rng):
+        if len(self.times) < R:
+            raise ValueError(f"--speeds steptimes:{self.source}: {len(self.times)} rows of step times, but the run "
+                             f"needs {R} (rounds + 1: row 0 is the dummy round of Adaptive Flex-VFL and the async "
+                             "clock's first cycle); give a trace of a run at least as long, or fewer --rounds")
+        return self.times[:R].copy()
+
+    def mean(self):
+        return self.means
+
+
 @dataclass(frozen=True)
 class Network:
     """Message time = latency + 8 · floats / bandwidth (bytes per second), and ``server_time``: the
@@ -214,8 +260,8 @@ class Network:
 def parse_speeds(spec, n_parties, timeout=10.0):
     """CLI speed models: 'constant:T0,T1,…', 'lognormal:M0,M1,…[:sigma]',
     'markov:F0,F1,…:S0,S1,…[:p_slow[:p_fast]]', 'trace:FILE[:BASE]' (availability per round),
-    'cputrace:FILE' (the authors' utilisation matrix, machines × time; needs the timeout).
-    One value broadcasts."""
+    'cputrace:FILE' (the authors' utilisation matrix, machines × time; needs the timeout),
+    'steptimes:FILE' (a trace's recorded step times, replayed). One value broadcasts."""
     kind, _, rest = spec.partition(":")
     parts = rest.split(":") if rest else []
 
@@ -242,7 +288,9 @@ def parse_speeds(spec, n_parties, timeout=10.0):
     if kind == "cputrace" and len(parts) == 1:
         from dataclasses import replace
         return replace(CPUTraceSpeed.from_file(parts[0], timeout), _n_parties=n_parties)
+    if kind == "steptimes" and rest:
+        return StepTimes.from_file(rest, n_parties)
     if kind == "trace" and len(parts) in (1, 2):
         return TraceSpeed.from_file(parts[0], vec(parts[1]) if len(parts) == 2 else (1.0,) * n_parties)
     raise ValueError(f"unknown speed model {spec!r}; use constant:…, lognormal:…[:σ], markov:FAST:SLOW[:p_slow[:p_fast]] "
-                     "trace:FILE[:BASE] or cputrace:FILE")
+                     "trace:FILE[:BASE], cputrace:FILE or steptimes:FILE")
