@@ -43,3 +43,10 @@ def pytest_configure(config):
     doc-command tests read what the commands before them wrote. A ``--dist`` the user gives wins."""
     if getattr(config.option, "dist", None) == "load" and not any(a.startswith("--dist") for a in config.invocation_params.args):
         config.option.dist = "loadfile"
+
+
+def flat_dump(run_dir):
+    """A run's per-round dump as one flat {r<t>_<name>: array} (the names another implementation
+    writes into one .npz), read from the run's streamed round files."""
+    from refimpl.core.replay import read_dump
+    return {f"r{t}_{name}": v for t, q in read_dump(str(run_dir)).items() for name, v in q.items()}

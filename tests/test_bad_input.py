@@ -8,6 +8,7 @@ import pytest
 
 from refimpl.cli import main
 from refimpl.core.trace import Trace
+from conftest import flat_dump  # noqa: E402
 
 TINY = ["--rounds", "3", "--hidden", "8", "--batch", "10", "--quiet"]
 
@@ -816,8 +817,7 @@ def test_an_mfcgd_initial_point_that_is_a_matrix_is_refused(tmp_path, capsys):
 def test_diagnose_refuses_a_complex_dump_and_checks_its_report_first(tmp_path, capsys):
     base = ["run", "pbcd", "--rounds", "2", "--dump-rounds", "all", "--quiet"]
     assert main([*base, "--out", str(tmp_path / "ours")]) == 0
-    z = np.load(tmp_path / "ours" / "trace.npz")
-    dump = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")}
+    dump = flat_dump(tmp_path / "ours")
     np.savez(tmp_path / "same.npz", **dump)
     np.savez(tmp_path / "complex.npz", **{**dump, "r1_H": dump["r1_H"].astype(complex)})
     capsys.readouterr()

@@ -5,6 +5,7 @@ import pytest
 
 from refimpl.cli import main
 from refimpl.core.data import mnist_5k
+from conftest import flat_dump  # noqa: E402
 
 SSCA = ["run", "ssca", "--rounds", "5", "--batch", "10", "--hidden", "8", "--rho-a", "0.8", "--dump-rounds", "all",
         "--quiet"]
@@ -123,8 +124,7 @@ def test_mfcgd_adaptive_matrix(tmp_path, capsys):
 
 def test_bad_input_and_nan(tmp_path, capsys):
     assert main([*SSCA, "--out", str(tmp_path / "o")]) == 0
-    z = dict(np.load(tmp_path / "o" / "trace.npz"))
-    theirs = {k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")}
+    theirs = flat_dump(tmp_path / "o")
     nan = dict(theirs)
     nan["r3_B"] = nan["r3_B"].copy()
     nan["r3_B"][5] = np.nan
@@ -155,8 +155,7 @@ def test_bad_input_and_nan(tmp_path, capsys):
 # ----------------------------------------------------------------------------- no reason without evidence
 
 def _per_round(trace_dir):
-    z = dict(np.load(trace_dir / "trace.npz"))
-    return {k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")}
+    return flat_dump(trace_dir)
 
 
 def test_inputs_not_a_no_op_switch_explain_runs_from_other_inputs(tmp_path, capsys):
@@ -189,10 +188,10 @@ def test_nothing_agrees_that_was_not_compared(tmp_path, capsys):
     both = {n: v.copy() for n, v in theirs.items()}
     both["r2_B"][0] = np.nan
     np.savez(tmp_path / "nan_theirs.npz", **both)
-    z = dict(np.load(tmp_path / "o" / "trace.npz"))
-    z["array_r2_B"] = z["array_r2_B"].copy()
-    z["array_r2_B"][0] = np.nan
-    np.savez(tmp_path / "nan_ours.npz", **{k[len("array_"):]: v for k, v in z.items() if k.startswith("array_r")})
+    z = flat_dump(tmp_path / "o")
+    z["r2_B"] = z["r2_B"].copy()
+    z["r2_B"][0] = np.nan
+    np.savez(tmp_path / "nan_ours.npz", **z)
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "nan_ours.npz"), str(tmp_path / "nan_theirs.npz"), "--no-rerun"]) == 1
     out = _out(capsys)
@@ -298,8 +297,7 @@ def test_a_convention_on_the_inputs_is_tried_when_their_dump_lacks_that_input(tm
     base = ["run", "flexvfl", "--rounds", "3", "--dump-rounds", "all", "--quiet"]
     assert main([*base, "--out", str(tmp_path / "ours")]) == 0
     assert main([*base, "--batch-order", "epoch", "--out", str(tmp_path / "theirs")]) == 0
-    z = np.load(tmp_path / "theirs" / "trace.npz")
-    dump = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")}
+    dump = flat_dump(tmp_path / "theirs")
     # rounds 1 and 3 only: THEIR batch schedule cannot be rebuilt from the dump
     np.savez(tmp_path / "dump_13.npz", **{k: v for k, v in dump.items() if not k.startswith("r2_")})
     capsys.readouterr()
@@ -322,8 +320,7 @@ def test_a_layout_difference_is_named(tmp_path, capsys):
     """THEIR batch ids 1-based, or an array transposed: the report says what the numbers show."""
     from refimpl.tools.diagnose import layout_hint
     assert main(["run", "pbcd", "--rounds", "2", "--dump-rounds", "all", "--quiet", "--out", str(tmp_path / "o")]) == 0
-    z = np.load(tmp_path / "o" / "trace.npz")
-    dump = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_r")}
+    dump = flat_dump(tmp_path / "o")
     np.savez(tmp_path / "one_based.npz", **{**dump, "r1_batch": dump["r1_batch"] + 1})
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "one_based.npz"), "--no-rerun"]) == 1

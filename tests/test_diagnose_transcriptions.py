@@ -22,13 +22,8 @@ def _out(capsys):
 
 
 def _per_round(trace_dir):
-    z = np.load(trace_dir / "trace.npz")
-    out = {}
-    for k in z.files:
-        if k.startswith("array_r"):
-            r, name = k[len("array_r"):].split("_", 1)
-            out.setdefault(int(r), {})[name] = z[k]
-    return out
+    from refimpl.core.replay import read_dump
+    return read_dump(str(trace_dir))
 
 
 def _instance_of(trace_dir):

@@ -173,11 +173,19 @@ def ints(name, text):
         raise ValueError(f"--{name} takes a comma-separated list of integers, got {text!r}")
 
 
-def write_dump_mat(out_dir, trace):
-    """The per-round dumps also as ``dump.mat`` (MATLAB v7, variables r<round>_<name>)."""
-    from refimpl.core.replay import dump_arrays, write_dump_mat
-    if dump_arrays(trace.arrays):
-        write_dump_mat(os.path.join(out_dir, "dump.mat"), trace.arrays)
+def dump_writer(args):
+    """The run's :class:`~refimpl.core.dumps.DumpWriter` when it dumps rounds into --out (kept on
+    ``args`` for :func:`finish_run`), else None: the dumped rounds then go to disk as they finish."""
+    if not (getattr(args, "dump_rounds", None) and getattr(args, "out", None)):
+        return None
+    if getattr(args, "dump_writer_", None) is None:
+        from refimpl.core.dumps import DumpWriter
+        limit = getattr(args, "max_dump_gb", None)
+        limit = 4.0 if limit is None else limit
+        if not (np.isfinite(limit) and limit > 0):
+            raise ValueError(f"--max-dump-gb must be a size in GB > 0, got {limit}")
+        args.dump_writer_ = DumpWriter(args.out, 0, limit * 1e9, say=None if args.quiet else say)
+    return args.dump_writer_
 
 
 def prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), flag="--out"):
@@ -206,6 +214,13 @@ def clear_stale_result(out, since):
         path = os.path.join(out, name)
         if name in RESULT_FILES and os.path.isfile(path) and os.path.getmtime(path) < since:
             os.remove(path)
+        elif name == "dump" and os.path.isdir(path):          # an earlier run's streamed rounds
+            from refimpl.core.dumps import is_round_file
+            for f in os.listdir(path):
+                if is_round_file(f) and os.path.getmtime(os.path.join(path, f)) < since:
+                    os.remove(os.path.join(path, f))
+            if not os.listdir(path):
+                os.rmdir(path)
         elif (name.startswith(("lam=", "U=")) and os.path.isdir(path)
               and os.path.exists(os.path.join(path, "trace.json"))
               and os.path.getmtime(os.path.join(path, "trace.json")) < since):
@@ -243,16 +258,21 @@ RUN_PARSERS = {}
 
 
 def finish_run(args, trace, out_dir, plot):
-    """The tail every run shares: the trace (and its per-round dumps as ``dump.mat``) saved into
+    """The tail every run shares: the trace (and per-round dumps held in memory) saved into
     ``out_dir`` with its figure (``plot(path)``, None when matplotlib is missing), where it went
     said; exit 3 when the run stopped before its end, 0 otherwise."""
     if out_dir:
+        writer = getattr(args, "dump_writer_", None)
+        if writer is not None:
+            writer.record(trace)
         trace.save(out_dir)
-        write_dump_mat(out_dir, trace)
         png = plot(os.path.join(out_dir, "trace.png"))
         info(args, f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
     if not trace.status.startswith("finished"):
         say(f"refimpl: run stopped: {trace.status}")
+        return 3
+    if trace.config.get("dump_stopped"):
+        say(f"refimpl: the dump stopped at {trace.config['dump_stopped']}; the run finished and its trace is whole")
         return 3
     return 0
 

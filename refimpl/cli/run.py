@@ -35,6 +35,9 @@ def add_algorithm_parser(sub, algorithm):
         if dest.startswith("data") and paper.data_note:
             text += f" ({paper.data_note})"
         p.add_argument("--" + dest.replace("_", "-"), dest=dest, help=text)
+    if any(opt.field == "dump_rounds" for opt, _ in paper.options_for(algorithm)):
+        p.add_argument("--max-dump-gb", type=float, default=None,
+                       help="refuse --dump-rounds when its estimated size is larger (default 4 GB)")
     p.add_argument("--label-base", type=int, choices=(0, 1), default=0,
                    help="--data labels start at 0, or at 1 (MATLAB)")
     p.add_argument("--overwrite", action="store_true", help="replace a result already in --out")

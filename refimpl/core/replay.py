@@ -7,8 +7,8 @@ initial point, a batch or sample schedule, a table of local steps. Each reader h
 every failure is a one-line ``ValueError`` naming the file, the array and what is allowed.
 
 A dump is the set of ``r<round>_<name>`` arrays a run stores for the rounds of ``--dump-rounds``;
-:func:`write_dump_mat` writes them to a ``.mat`` beside the trace and :func:`read_dump` reads
-either format back as {round: {name: array}}.
+:mod:`refimpl.core.dumps` writes them beside the trace (``dump/r<round>.npz`` and ``dump.mat``) and
+:func:`read_dump` reads either back as {round: {name: array}}.
 """
 from __future__ import annotations
 
@@ -179,6 +179,11 @@ def parse_dump_rounds(text, rounds):
     return sorted(set(out))
 
 
+def is_dump_name(name):
+    """``r<round>_<name>``: a per-round dump entry."""
+    return bool(_DUMP.match(name))
+
+
 def dump_arrays(arrays):
     """{round: {name: array}} from a flat ``r<round>_<name>`` dict (other keys ignored)."""
     out = {}
@@ -189,16 +194,6 @@ def dump_arrays(arrays):
     return out
 
 
-def write_dump_mat(path, arrays):
-    """The dump arrays of a trace as a MATLAB v5/v7 ``.mat`` (variables ``r<round>_<name>``)."""
-    from scipy.io import savemat
-    flat = {k: np.asarray(v) for k, v in arrays.items() if _DUMP.match(k)}
-    tmp = str(path) + ".tmp"
-    with open(tmp, "wb") as fh:
-        savemat(fh, flat, do_compression=True, oned_as="column")
-    os.replace(tmp, path)
-
-
 def read_dump(path):
     """{round: {name: array}} from a trace directory, a trace.npz or a dump .mat (1-D arrays that
     MATLAB stored as columns come back 1-D, and 1×1 matrices as scalars)."""
@@ -206,6 +201,9 @@ def read_dump(path):
         path = os.path.join(path, "trace.npz")
     arrays = read_arrays(path, "dump")
     out = dump_arrays(arrays)
+    if os.path.basename(str(path)) == "trace.npz":
+        from refimpl.core.dumps import read_rounds
+        out.update(read_rounds(os.path.dirname(str(path))))         # a refimpl run's streamed rounds
     if str(path).lower().endswith(".mat"):
         for rnd in out.values():
             for k, v in rnd.items():

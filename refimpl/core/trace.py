@@ -63,8 +63,11 @@ class Trace:
             arrays[f"W1_{r}"], arrays[f"W2_{r}"] = W1, W2
         if self.batches is not None:
             arrays["batches"] = self.batches
+        from refimpl.core.dumps import save_rounds
+        from refimpl.core.replay import is_dump_name
         for k, v in self.arrays.items():
-            arrays[f"array_{k}"] = np.asarray(v)
+            if not is_dump_name(k):                      # per-round dumps: dump/r<t>.npz and dump.mat
+                arrays[f"array_{k}"] = np.asarray(v)
         doc = {"config": self.config, "status": self.status, "metrics": {k: v for k, v in self.metrics.items() if len(v)},
                "snapshot_rounds": sorted(self.snapshots), "ledger_round1": self.ledger_round1}
         # both files are written to temporaries before either replaces its predecessor: a failure
@@ -72,6 +75,7 @@ class Trace:
         _atomic_all([(os.path.join(out_dir, "trace.npz"), lambda fh: np.savez_compressed(fh, **arrays)),
                      (os.path.join(out_dir, "trace.json"),
                       lambda fh: fh.write(json.dumps(doc, indent=1, default=_jsonable).encode()))])
+        save_rounds(out_dir, self.arrays)
 
     @classmethod
     def load(cls, path):
@@ -103,6 +107,9 @@ class Trace:
                         tr.snapshots[r] = (z[k], z[other])
             tr.batches = z["batches"] if "batches" in z.files else None
             tr.arrays = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_")}
+        from refimpl.core.dumps import read_rounds
+        for t, q in read_rounds(os.path.dirname(npz)).items():       # the streamed per-round dumps
+            tr.arrays.update({f"r{t}_{name}": v for name, v in q.items()})
         return tr
 
 

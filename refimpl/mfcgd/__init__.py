@@ -21,10 +21,12 @@ from refimpl.mfcgd.experiment import run_mfcgd_config
 __all__ = ["Config", "METHODS", "PROBLEMS", "run"]
 
 
-def run(config: Config | None = None, data: Dataset | None = None, *, progress=None) -> Trace:
+def run(config: Config | None = None, data: Dataset | None = None, *, progress=None, dump_writer=None) -> Trace:
     """Run one compositional method (``config.method``) on ``config.problem``; ``data`` is used
     by the distributionally robust problem (default: the embedded MNIST subset).
-    ``progress(step, x_bar)`` is called at every evaluation."""
+    ``progress(step, x_bar)`` is called at every evaluation; ``dump_writer``: as for
+    :func:`refimpl.ssca.run` (the kernels collect their steps' quantities, a few kB each, and the
+    writer receives them when the run ends)."""
     config = Config() if config is None else config
     with blas_threads():
-        return run_mfcgd_config(config, data, progress)
+        return run_mfcgd_config(config, data, progress, dump_writer)

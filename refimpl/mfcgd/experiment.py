@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from refimpl.core import dumps as dump_files
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import data_record, load_embedded_mnist
@@ -82,9 +83,10 @@ def build_problem(cfg: MFCGDConfig, rng, ds=None):
     return pr, tuple(ds.X_test[p] for p in test_parts), tuple(ds.y_test[p] for p in test_parts)
 
 
-def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
+def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None, dump_writer=None):
     """Returns a Trace with metrics step, grad_norm, samples, rounds (and, for DRFL, worst/average
-    client test accuracy; for MAML, post-adaptation loss on held-out tasks)."""
+    client test accuracy; for MAML, post-adaptation loss on held-out tasks). ``dump_writer``:
+    receives the dumped steps when the run ends."""
     cfg.validate()
     if cfg.method in SINGLE_MACHINE and cfg.clients != 1:
         # SCGD and the STORM-compositional estimator are single-machine methods: M = 1 (as their
@@ -113,7 +115,7 @@ def run_mfcgd_config(cfg: MFCGDConfig, ds=None, progress=None):
         (gn, smp, rnd, xsq), result, par = _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps)
     else:
         ((gn, smp, rnd, xsq), result), par = _run_scgd(cfg, pr, x1, samples, numba, rng_run, on_eval, dumps), None
-    tr = _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba)
+    tr = _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba, dump_writer=dump_writer)
     if result is not None and getattr(result, "x_bar", None) is not None:
         xsq = np.einsum("ij,ij->i", result.x_bar, result.x_bar)
     _record_steps(tr, cfg, gn, smp, rnd, xsq, extra)
@@ -170,7 +172,7 @@ def _run_scgd(cfg, pr, x1, samples, numba, rng_run, on_eval, dumps):
     return (r.grad_norm, r.samples, r.rounds, None), r
 
 
-def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba):
+def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba, dump_writer=None):
     """The run's trace before its metrics: configuration, data record, replay inputs, dumps and the
     theorems' conditions."""
     tr = Trace(config={**asdict(cfg)})
@@ -186,9 +188,10 @@ def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba):
         for name, arr in zip(SAMPLE_ARRAYS[kind], samples):
             tr.arrays[f"samples_{name}"] = np.asarray(arr)
     if result is not None and result.dumps:
+        if dump_writer is not None:
+            dump_writer.rounds = len(result.dumps)
         for t, quantities in result.dumps.items():
-            for name, arr in quantities.items():
-                tr.arrays[f"r{t}_{name}"] = np.asarray(arr)
+            dump_files.put(tr, t, quantities, dump_writer)
     if cfg.method in ("mfcgd", "adamfcgd", "storm"):
         # both kernels use min(1, c η_t²): record the steps where the cap was active
         tr.config["capped_steps"] = par.capped_steps(cfg.steps)

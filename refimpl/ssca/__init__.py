@@ -24,17 +24,19 @@ __all__ = ["ALGORITHMS", "Config", "run", "flower_apps"]
 
 
 def run(config: Config | None = None, data: Dataset | None = None, *, init=None, batches=None,
-        progress=None) -> Trace:
+        progress=None, dump_writer=None) -> Trace:
     """Run one SSCA-family algorithm (``config.algorithm``: ssca, ssca-constrained, sgd, sgdm).
 
     ``data``: a :class:`~refimpl.core.data.Dataset` (default: the embedded MNIST subset);
     ``init``: ``(W1, W2)`` initial point; ``batches``: an explicit batch schedule ((T, K, B)
     sample-based, (T, B) feature-based); ``progress(round, metrics)`` is called at every
-    evaluation. Returns the :class:`~refimpl.core.trace.Trace`; its ``status`` says whether the
-    run finished."""
+    evaluation; ``dump_writer``: a :class:`~refimpl.core.dumps.DumpWriter` that writes the
+    rounds of ``config.dump_rounds`` to disk as they finish (else they stay in ``trace.arrays``).
+    Returns the :class:`~refimpl.core.trace.Trace`; its ``status`` says whether the run finished."""
     config = Config() if config is None else config
     with blas_threads():
-        return run_experiment(config.resolved(), mnist_5k() if data is None else data, init, batches, progress)
+        return run_experiment(config.resolved(), mnist_5k() if data is None else data, init, batches, progress,
+                              dump_writer=dump_writer)
 
 
 def flower_apps(config: Config | None = None, data: Dataset | None = None, *, init=None, batches=None, progress=None):

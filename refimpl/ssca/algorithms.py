@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from refimpl.core import dumps as dump_files
 from refimpl.core import validate as V
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.model import TwoLayerNet, objective
@@ -249,9 +250,9 @@ class Trainer:
     ledger and the divergence rule are those of :func:`train`."""
 
     def __init__(self, algorithm, theta0, rounds, evaluator, trace, snapshots=(), progress=None, on_round=None,
-                 divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=()):
+                 divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=(), dump_writer=None):
         self.algorithm, self.theta0, self.rounds, self.evaluator, self.trace = algorithm, theta0, rounds, evaluator, trace
-        self.dump_rounds = set(int(r) for r in dump_rounds)
+        self.dump_rounds, self.dump_writer = set(int(r) for r in dump_rounds), dump_writer
         if stop_at_cost is not None and not np.isfinite(stop_at_cost):
             raise ValueError(f"stop_at_cost must be a finite training cost, got {stop_at_cost}")
         self.stop_at_cost = stop_at_cost
@@ -307,13 +308,18 @@ class Trainer:
         except (DivergenceError, SolverError) as exc:
             what = f"diverged: {exc}" if isinstance(exc, DivergenceError) else f"solver failed: round {t}: {exc}"
             return self._stop(t, what, state)
+        except MemoryError:             # the rounds before it (and their dumps, on disk) are kept
+            return self._stop(t, f"stopped: out of memory in round {t}", state)
         reason = self.rule.sq_norm("||omega||^2", float(new_state.omega @ new_state.omega))
         if reason:
             return self._stop(t, f"diverged: round {t}: {reason}", state)
         self.state, last_good = new_state, state
         if t in self.dump_rounds:
-            for name, value in self.algorithm.dump_round(state, t, batch, new_state).items():
-                self.trace.arrays[f"r{t}_{name}"] = np.asarray(value)
+            try:
+                quantities = self.algorithm.dump_round(state, t, batch, new_state)
+            except MemoryError:
+                return self._stop(t, f"stopped: out of memory dumping round {t}", state)
+            dump_files.put(self.trace, t, quantities, self.dump_writer)
         if t == 1:
             self.trace.ledger_round1 = [m.__dict__ for m in msgs]
         self.comm += ledger_floats(msgs)
@@ -336,7 +342,8 @@ class Trainer:
 
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
-          progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=()):
+          progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=(),
+          dump_writer=None):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
 
     Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
@@ -349,10 +356,11 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     ``stop_at_cost``: stop after the first evaluation whose training cost is ≤ this value (the
     trace up to that round is the same as without it; "rounds to a target" needs no more).
     ``dump_rounds``: rounds whose intermediate quantities (the algorithm's ``dump_round``) go into
-    the trace's arrays as ``r<t>_<name>``.
+    the trace's arrays as ``r<t>_<name>``, or — given ``dump_writer`` (a
+    :class:`~refimpl.core.dumps.DumpWriter`) — to disk as each round finishes.
     """
     tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence, stop_at_cost,
-                 dump_rounds)
+                 dump_rounds, dump_writer)
     tr.start()
     for t in range(1, rounds + 1):
         if not tr.step(t, schedule.indices[t - 1]):

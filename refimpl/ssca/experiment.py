@@ -210,11 +210,12 @@ def _resolve_split(c):
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
-                   stop_at_cost=None, test_accuracy=True):
+                   stop_at_cost=None, test_accuracy=True, dump_writer=None):
     """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished).
     ``stop_at_cost``: end the run at the first evaluation with training cost ≤ this value (see
     :func:`~refimpl.ssca.algorithms.train`). ``test_accuracy=False``: the evaluations skip the
-    test set (recorded as NaN), for runs that read only the training cost."""
+    test set (recorded as NaN), for runs that read only the training cost. ``dump_writer``: the
+    dumped rounds go to disk as they finish (:class:`~refimpl.core.dumps.DumpWriter`)."""
     cfg = cfg.resolved()
     algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
     if not test_accuracy:
@@ -226,6 +227,8 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     from refimpl.core.replay import parse_dump_rounds
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
+    if dump_writer is not None:
+        dump_writer.rounds = len(dumps)
     if cfg.engine == "flower":
         if on_round is not None or stop_at_cost is not None or dumps:
             raise ValueError("on_round, stop_at_cost and --dump-rounds are not available with the Flower engine")
@@ -233,7 +236,7 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
         final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
     else:
         final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule,
-                      stop_at_cost, dumps)
+                      stop_at_cost, dumps, dump_writer)
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"

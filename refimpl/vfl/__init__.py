@@ -24,11 +24,11 @@ __all__ = ["Config", "METHODS", "run"]
 METHODS = tuple(VFL_METHODS)
 
 
-def run(config: Config | None = None, data: Dataset | None = None, *, progress=None) -> Trace:
+def run(config: Config | None = None, data: Dataset | None = None, *, progress=None, dump_writer=None) -> Trace:
     """Run one vertical-FL method (``config.method``: flexvfl, adaptive-flexvfl, sync-vfl,
     async-vfl, pbcd) on ``data`` split into ``config.parties`` feature blocks (default: the
     embedded MNIST subset in image quadrants). ``progress(round, trace)`` is called at every
-    evaluation."""
+    evaluation; ``dump_writer``: as for :func:`refimpl.ssca.run`."""
     config = Config() if config is None else config
     with blas_threads():
-        return run_vfl(config, mnist_5k() if data is None else data, progress)
+        return run_vfl(config, mnist_5k() if data is None else data, progress, dump_writer)

@@ -119,8 +119,9 @@ def build_model(cfg, data, n_classes):
     return VerticalModel(tuple(encs), LinearFusion(cfg.parties * cfg.embed_dim, n_classes))
 
 
-def run_vfl(cfg: VFLConfig, ds, progress=None):
-    """Returns the trace; every random stream derives from ``cfg.seed``."""
+def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
+    """Returns the trace; every random stream derives from ``cfg.seed``; ``dump_writer``: the
+    dumped rounds go to disk as they finish."""
     from refimpl.core.replay import parse_dump_rounds
     from refimpl.vfl.policies import validate_batches
     method = cfg.method_key()
@@ -171,6 +172,8 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                 raise ValueError(f"--batches {cfg.batches}: rows hold {batches.shape[1]} samples but --batch is "
                                  f"{cfg.batch}")
         dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
+        if dump_writer is not None:
+            dump_writer.rounds = len(dumps)
         # the authors' protocol: the server takes Q steps under sync/flex (1 under P-BCD) for free
         server_steps = (1 if method == "pbcd" else cfg.Q) if authors else None
         # the paper's adaptive rule takes its round-0 rate from a dummy round on speed row 0
@@ -181,7 +184,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None):
                       adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches, tau0=tau0)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
                      stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps,
-                     loss_every=cfg.loss_every)
+                     loss_every=cfg.loss_every, dump_writer=dump_writer)
         if smooth is not None:
             tr.config["L"], tr.config["L_k"] = float(smooth[0]), [float(x) for x in smooth[1]]
             if "cond14" in tr.arrays:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from refimpl.core import dumps as dump_files
 from refimpl.core import validate as V
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import Dataset
@@ -334,7 +335,7 @@ class FlexVFL:
         return new, grads, out_states
 
     def run(self, thetas, rounds, rng, eval_every=1, time_budget=None, progress=None, theory_every=0,
-            stop_at_accuracy=None, divergence=None, dump_rounds=(), loss_every=1, accuracy_every=1):
+            stop_at_accuracy=None, divergence=None, dump_rounds=(), loss_every=1, accuracy_every=1, dump_writer=None):
         """Run up to ``rounds`` rounds (or until ``time_budget`` of simulated time); returns a Trace
         with metrics round, time, test_accuracy, train_loss, comm_floats (and, every
         ``theory_every`` rounds, grad_sq = Σ_k ||∇_k F(Θ^{r,0})||² on the training set) and
@@ -346,7 +347,8 @@ class FlexVFL:
         (a :class:`~refimpl.core.divergence.DivergenceRule`, default limits when None) stops the run
         with status "diverged: …" at the first round whose parameters or training loss it flags;
         the trace then holds the rounds before it. ``dump_rounds``: rounds whose intermediate
-        quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md). ``loss_every``:
+        quantities go into the trace's arrays as ``r{r}_<name>`` (docs/guide.md), or to disk as
+        each round finishes through ``dump_writer`` (:class:`~refimpl.core.dumps.DumpWriter`). ``loss_every``:
         the training loss (and the divergence rule's loss test) at every ``loss_every``-th
         evaluation, round 0 and the last; the other evaluations record NaN for it (time-to-target
         runs need the test accuracy only; the parameter-norm test still runs every round).
@@ -388,8 +390,7 @@ class FlexVFL:
             used.append(batch_idx)
             if dump is not None:
                 dump.update(w_bar=wb, W=W)
-                for key, value in dump.items():
-                    trace.arrays[f"r{r}_{key}"] = np.asarray(value)
+                dump_files.put(trace, r, dump, dump_writer)
             reason = rule.sq_norm("sum_k ||theta_k||^2", sum(float(np.vdot(t, t)) for t in thetas))
             last = r == rounds or (time_budget is not None and clock >= time_budget)
             if reason is None and (r % eval_every == 0 or last):
