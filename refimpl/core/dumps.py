@@ -23,6 +23,22 @@ import numpy as np
 
 DUMP_DIR = "dump"
 _ROUND_FILE = re.compile(r"^r(\d+)\.npz$")
+_DUMP = re.compile(r"^r(\d+)_(.+)$")
+
+
+def is_dump_name(name):
+    """``r<round>_<name>``: a per-round dump entry."""
+    return bool(_DUMP.match(name))
+
+
+def dump_arrays(arrays):
+    """{round: {name: array}} from a flat ``r<round>_<name>`` dict (other keys ignored)."""
+    out = {}
+    for k, v in arrays.items():
+        m = _DUMP.match(k)
+        if m:
+            out.setdefault(int(m.group(1)), {})[m.group(2)] = np.asarray(v)
+    return out
 
 
 def is_round_file(name):
@@ -173,7 +189,6 @@ def read_rounds(out_dir):
 
 def save_rounds(out_dir, arrays):
     """The ``r<t>_<name>`` arrays of an in-memory trace as the streamed files (Trace.save)."""
-    from refimpl.core.replay import dump_arrays
     rounds = dump_arrays(arrays)
     if not rounds:
         return

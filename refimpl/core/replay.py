@@ -13,10 +13,11 @@ A dump is the set of ``r<round>_<name>`` arrays a run stores for the rounds of `
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 
 import numpy as np
+
+from refimpl.core.dumps import dump_arrays, read_rounds
 
 
 def _open(path, what):
@@ -157,7 +158,6 @@ def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
 
 # ----------------------------------------------------------------------------- dumps
 
-_DUMP = re.compile(r"^r(\d+)_(.+)$")
 
 
 def parse_dump_rounds(text, rounds):
@@ -179,19 +179,6 @@ def parse_dump_rounds(text, rounds):
     return sorted(set(out))
 
 
-def is_dump_name(name):
-    """``r<round>_<name>``: a per-round dump entry."""
-    return bool(_DUMP.match(name))
-
-
-def dump_arrays(arrays):
-    """{round: {name: array}} from a flat ``r<round>_<name>`` dict (other keys ignored)."""
-    out = {}
-    for k, v in arrays.items():
-        m = _DUMP.match(k)
-        if m:
-            out.setdefault(int(m.group(1)), {})[m.group(2)] = np.asarray(v)
-    return out
 
 
 def read_dump(path):
@@ -202,7 +189,6 @@ def read_dump(path):
     arrays = read_arrays(path, "dump")
     out = dump_arrays(arrays)
     if os.path.basename(str(path)) == "trace.npz":
-        from refimpl.core.dumps import read_rounds
         out.update(read_rounds(os.path.dirname(str(path))))         # a refimpl run's streamed rounds
     if str(path).lower().endswith(".mat"):
         for rnd in out.values():

@@ -63,8 +63,7 @@ class Trace:
             arrays[f"W1_{r}"], arrays[f"W2_{r}"] = W1, W2
         if self.batches is not None:
             arrays["batches"] = self.batches
-        from refimpl.core.dumps import save_rounds
-        from refimpl.core.replay import is_dump_name
+        from refimpl.core.dumps import is_dump_name, save_rounds
         for k, v in self.arrays.items():
             if not is_dump_name(k):                      # per-round dumps: dump/r<t>.npz and dump.mat
                 arrays[f"array_{k}"] = np.asarray(v)

@@ -81,6 +81,28 @@ def batches_config(batches):
     return json.dumps({str(k): [int(i) for i in np.asarray(b)] for k, b in enumerate(batches)})
 
 
+def client_reply(protocol: SampleBasedProtocol, pid, parameters, config):
+    """What the client of partition ``pid`` answers to a fit request (ω^t as ``parameters[0]``, the
+    round's batches as ``config["batches"]``): ([Σ_{n∈B_pid} ∇ℓ_n], |B_pid|, {"pid", "loss_sum"}),
+    on its own entry of the batches."""
+    batch = np.asarray(json.loads(config["batches"])[str(pid)], dtype=np.int64)
+    lsum, gsum = protocol.client_sums(np.asarray(parameters[0], dtype=np.float64), pid, batch)
+    return [gsum], int(batch.size), {"pid": pid, "loss_sum": float(lsum)}
+
+
+def replies_by_partition(results, to_arrays):
+    """The strategy's keying of a round's replies: {partition id: (loss sum, gradient sum, batch
+    size)} from Flower's (client, FitRes) pairs in any arrival order, each reply keyed by the
+    partition id its client reported (``to_arrays``: a FitRes's parameters as NumPy arrays)."""
+    replies = {}
+    for _, res in results:
+        pid = int(res.metrics["pid"])
+        if pid in replies:
+            raise RuntimeError(f"two replies from partition {pid} in one round")
+        replies[pid] = (float(res.metrics["loss_sum"]), to_arrays(res.parameters)[0], int(res.num_examples))
+    return replies
+
+
 def make_client_app(protocol: SampleBasedProtocol):
     """A Flower ``ClientApp`` whose client of partition k (``node_config["partition-id"]``) returns
     its loss and gradient sums on the batch the server named for it."""
@@ -92,9 +114,7 @@ def make_client_app(protocol: SampleBasedProtocol):
             self.pid = pid
 
         def fit(self, parameters, config):
-            batch = np.asarray(json.loads(config["batches"])[str(self.pid)], dtype=np.int64)
-            lsum, gsum = protocol.client_sums(np.asarray(parameters[0], dtype=np.float64), self.pid, batch)
-            return [gsum], int(batch.size), {"pid": self.pid, "loss_sum": float(lsum)}
+            return client_reply(protocol, self.pid, parameters, config)
 
     def client_fn(context):
         return GradientClient(int(context.node_config["partition-id"])).to_client()
@@ -128,12 +148,7 @@ def make_strategy(trainer, schedule, collection: FlowerCollection):
         def aggregate_fit(self, server_round, results, failures):
             if failures:
                 raise RuntimeError(f"round {server_round}: {len(failures)} client(s) failed: {failures[:1]}")
-            replies = {}
-            for _, res in results:
-                pid = int(res.metrics["pid"])
-                replies[pid] = (float(res.metrics["loss_sum"]), parameters_to_ndarrays(res.parameters)[0],
-                                int(res.num_examples))
-            collection.assemble(replies)
+            collection.assemble(replies_by_partition(results, parameters_to_ndarrays))
             trainer.step(server_round, schedule.indices[server_round - 1])
             return ndarrays_to_parameters([trainer.state.omega]), {}
 

@@ -275,7 +275,7 @@ def their_replay(theirs_path, paper):
     item holds the added arrays (empty: THEIR file alone is the replay input)."""
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
     arrays = read_arrays(theirs, "THEIRS")
-    from refimpl.core.replay import dump_arrays
+    from refimpl.core.dumps import dump_arrays
     added = {k: v for k, v in paper.replay_from_dump(dump_arrays(arrays)).items() if k not in arrays}
     return theirs, {**arrays, **added}, added
 
@@ -319,7 +319,7 @@ def rerun(ours_path, replay_file, arrays, rounds, overrides, data=None):
     cfg = owner.with_length(cfg, max(rounds), dump_rounds=",".join(str(r) for r in rounds), **changes,
                             **owner.rerun_changes(overrides))
     tr = owner.run(cfg, data, replay)
-    from refimpl.core.replay import dump_arrays
+    from refimpl.core.dumps import dump_arrays
     return dump_arrays(tr.arrays)
 
 

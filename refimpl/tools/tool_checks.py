@@ -119,6 +119,108 @@ def _crosscheck_cases():
     return out
 
 
+def _planted_adapter(own, family, output, corrupt):
+    """refimpl's own adapter with ``family``'s output ``output`` (its position) passed through
+    ``corrupt`` (None: the family's function is missing)."""
+    import types
+    fns = {name: getattr(own, name) for name in dir(own) if not name.startswith("_") and callable(getattr(own, name))}
+    if corrupt is None:
+        fns.pop(family)
+    else:
+        orig = fns[family]
+
+        def planted(*args):
+            out = list(orig(*args))
+            out[output] = corrupt(np.array(out[output], dtype=np.float64))
+            return tuple(out)
+        fns[family] = planted
+    return types.SimpleNamespace(**fns)
+
+
+def _nan_first(a):
+    a.flat[0] = np.nan
+    return a
+
+
+def _harness_cases():
+    """(what, right) for the conformance harness's comparison and the vectors' export and load.
+    Each planted adapter is refimpl's own with one output of one family changed; the answer the
+    harness must give (outcome and the words of its message) is written out here."""
+    import json
+    import os
+    import tempfile
+
+    from refimpl.conformance import adapter as own
+    from refimpl.conformance import vectors as V
+    from refimpl.conformance.harness import run_case
+    out = []
+    docs = V.generate()
+    n = sum(len(d["cases"]) for d in docs.values())
+    results = [run_case(own, f, c)[0] for f, d in docs.items() for c in d["cases"]]
+    out.append((f"refimpl's own adapter passes all {n} vectors", results == ["pass"] * n))
+    grad = docs["loss_grad"]["cases"][0]                    # outputs loss, grad_W1 (5, 7), grad_W2 (4, 5)
+    planted = [  # (what, family, case, output position, corruption, outcome, words the message holds)
+        ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_first, "fail", "grad_W1[0, 0]: got nan"),
+        ("an output one entry short fails on its shape", "loss_grad", grad, 1, lambda a: a.ravel()[:-1], "fail",
+         "grad_W1: shape (34,), expected (5, 7)"),
+        ("a transposed output fails on its shape", "loss_grad", grad, 1, lambda a: a.T, "fail", "shape (7, 5)"),
+        ("a flattened output fails on its shape", "loss_grad", grad, 2, lambda a: a.ravel(), "fail", "shape (20,)"),
+        ("a relative error of 1e-9 fails a 1e-12 tolerance", "loss_grad", grad, 1,
+         lambda a: a * (1 + 1e-9), "fail", "rel tolerance 1e-12"),
+        ("a relative error of 1e-14 passes a 1e-12 tolerance", "loss_grad", grad, 1,
+         lambda a: a * (1 + 1e-14), "pass", ""),
+        ("2 ulps fail a 1-ulp tolerance", "exp_nonpos", docs["exp_nonpos"]["cases"][0], 0,
+         lambda a: np.nextafter(np.nextafter(a, np.inf), np.inf), "fail", "2 ulps; tolerance 1 ulps"),
+        ("a whole number off by 0.5 fails, shown as it is", "partition", docs["partition"]["cases"][0], 0,
+         lambda a: a + 0.5, "fail", "whole numbers, compared exactly"),
+        ("an infinite entry fails", "loss_grad", grad, 2, lambda a: a + np.inf, "fail", "got inf"),
+        ("a missing function is skipped and said so", "loss_grad", grad, 0, None, "skip", "no function 'loss_grad'"),
+    ]
+    for what, fam, case, k, corrupt, outcome, words in planted:
+        got, msg = run_case(_planted_adapter(own, fam, k, corrupt), fam, case)
+        out.append((what, got == outcome and words in msg))
+    with tempfile.TemporaryDirectory() as tmp:
+        V.export(tmp)
+        back = V.load(tmp)
+        out.append(("exported vectors load back as generated (every family, every case)",
+                    sorted(back) == sorted(docs) and all(json.dumps(back[f], sort_keys=True) ==
+                                                         json.dumps(docs[f], sort_keys=True, default=str) for f in docs)))
+        damages = [("an edited vector file", "loss_grad.json", lambda t: t.replace('"tol"', '"tol" ', 1), "SHA-256"),
+                   ("a file the manifest does not list", "extra.json", None, "not listed in manifest.json"),
+                   ("a damaged manifest", "manifest.json", lambda t: t[:-20], "damaged manifest")]
+        for what, name, edit, words in damages:
+            path = os.path.join(tmp, name)
+            before = open(path).read() if os.path.exists(path) else None
+            with open(path, "w") as fh:
+                fh.write("{}" if edit is None else edit(before))
+            try:
+                V.load(tmp)
+                refused = ""
+            except ValueError as exc:
+                refused = str(exc)
+            out.append((f"{what} is refused on load", words in refused))
+            if before is None:
+                os.remove(path)
+            else:
+                with open(path, "w") as fh:
+                    fh.write(before)
+    return out
+
+
+@check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
+       "one that matches: NaN and inf, an output one entry short, transposed or flattened, an error beyond the "
+       "relative or ulp tolerance and a whole number off by 0.5 fail naming the entry, an error within the tolerance "
+       "passes, a missing function is skipped; exported vectors load back as generated, and an edited file, an "
+       "unlisted file or a damaged manifest is refused (wrong answers: 0)",
+       "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
+def conformance_harness(quick):
+    cases = _harness_cases()
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
        "difference beyond the tolerance at its round and quantity and none within it, NaN never agrees, a round on "
        "one side only is named, two-digit rounds are read whole, --map renames THEIR names; layouts, an epoch "

@@ -609,16 +609,19 @@ def constrained_round_literal(quick):
 
 
 @check("ssca.flower_aggregation",
-       "the Flower adapter's server side with unequal partitions (quantity:1.0, 6 clients): the batches sent to the "
-       "clients reach each partition's own (JSON keyed by partition id), and the replies assembled in any arrival order "
-       "give ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
+       "the Flower adapter with unequal partitions (quantity:1.0, 6 clients): each client's reply (its fit) is "
+       "computed on its own partition's batch from the JSON sent to all, the strategy keys the replies by the "
+       "partition id they report whatever their arrival order, and the assembled estimates give "
+       "ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
        "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders)",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
     from refimpl.core.model import TwoLayerNet
     from refimpl.core.partition import sample_partition
-    from refimpl.ssca.flower import FlowerCollection, batches_config
+    from types import SimpleNamespace
+
+    from refimpl.ssca.flower import FlowerCollection, batches_config, client_reply, replies_by_partition
     from refimpl.ssca.protocols import SampleBasedProtocol
     from refimpl.verification.registry import embedded
     ds = embedded()
@@ -633,16 +636,18 @@ def flower_aggregation(quick):
     for r in range(5):
         theta = rng.standard_normal(model.n_params) * 0.1
         batches = [rng.choice(p, min(B, len(p)), replace=False) for p in parts]
-        sent = _json.loads(batches_config(batches))                       # what every client receives
+        config = {"batches": batches_config(batches)}                     # what every client receives
+        sent = _json.loads(config["batches"])
         misrouted += sum(int(not np.array_equal(np.asarray(sent[str(k)]), batches[k])) for k in range(K))
-        # the clients' replies (Σ ℓ_n, Σ ∇ℓ_n, |B_k|), as GradientClient computes them
-        replies = {k: (*proto.client_sums(theta, k, np.asarray(sent[str(k)])), len(sent[str(k)])) for k in range(K)}
+        # each client's fit reply ([Σ ∇ℓ_n], |B_k|, {pid, Σ ℓ_n}), as Flower would carry it (a FitRes)
+        fits = [client_reply(proto, k, [theta], config) for k in range(K)]
+        results = [(None, SimpleNamespace(parameters=f[0], num_examples=f[1], metrics=f[2])) for f in fits]
         # one weighted pass: sample n of client k carries N_k / (N |B_k|)
         idx = np.concatenate(batches)
         w = np.concatenate([np.full(len(b), len(p) / (N * len(b))) for p, b in zip(parts, batches)])
         loss, grad = model.loss_grad(theta, ds.X_train[idx], ds.y_train[idx], w)[:2]
         for order in (list(range(K)), list(range(K))[::-1], list(rng.permutation(K))):
-            coll.assemble({k: replies[k] for k in order})                 # arrival order varies
+            coll.assemble(replies_by_partition([results[k] for k in order], list))   # arrival order varies
             l_hat, g_hat, _ = coll.collect(theta, batches)
             worst = max(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
     sizes = [len(p) for p in parts]

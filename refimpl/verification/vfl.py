@@ -162,7 +162,8 @@ def condition14(quick):
        "contention, and the authors' free server); a party whose one step outlasts the timeout (one step, flagged, "
        "the round lasts that step); a network with latency and a finite bandwidth under speeds that change every "
        "round (the messages' floats and τ by hand); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
-       "hand-checked values",
+       "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
+       "(τ = 1..11 under five timeouts) and a Flex-VFL run on a trace taking those τ",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -229,12 +230,39 @@ def clock(quick):
     by_hand = timeout + (0.25 + 8 * 32 / 800.0) + (0.25 + 8 * 84 / 800.0) + S
     errors["flex/latency+bandwidth"] = float(np.max(np.abs(tr.arrays["round_time"] - by_hand))) \
         + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 2], [4, 3, 8], [24, 1, 6]])))
-    cpu = np.array([[0.0, 0.05, 0.5, 0.95, 1.0]])
-    got = CPUTraceSpeed(cpu, 1.0).taus(5, np.random.default_rng(0), 1)[0][:, 0]
-    errors["cputrace_tau_mismatches"] = float(np.sum(got != np.array([11, 10, 6, 1, 1])))
+    errors.update(_cpu_trace_errors(model, data))
     worst = max(errors.values())
     return {"measured": worst, "bound": 1e-9, "details": {"errors": errors, "expected_round_time": expected,
                                                            "async_events": events_of}}
+
+
+def _cpu_trace_errors(model, data):
+    """The authors' CPU-trace rule, by hand: τ = floor(10(1 − cpu) + 1) on chosen utilisations; the
+    model's mean step time timeout / mean τ (the unit of the server time); step times
+    s = timeout/τ·(1 − 1e-12) that give τ back as floor(timeout / s) for every τ in 1..11 and
+    timeouts where timeout/τ rounds down; and a Flex-VFL run on the trace taking those τ."""
+    from refimpl.vfl.flexvfl import FlexVFL
+    from refimpl.vfl.speeds import CPUTraceSpeed
+    errors = {}
+    cpu = np.array([[0.0, 0.05, 0.5, 0.95, 1.0]])
+    got = CPUTraceSpeed(cpu, 1.0).taus(5, np.random.default_rng(0), 1)[0][:, 0]
+    errors["cputrace_tau_mismatches"] = float(np.sum(got != np.array([11, 10, 6, 1, 1])))
+    model3 = CPUTraceSpeed(np.tile(cpu, (3, 1)), 2.9, _n_parties=3)
+    errors["cputrace_mean"] = float(np.max(np.abs(model3.mean() - 2.9 / 5.8)))       # mean τ = 29 / 5
+    bad = 0
+    for timeout in (0.03, 0.1, 0.45, 2.9, 10.0):      # floor(t/(t/τ)) < τ at 0.03 and 0.45 (τ 7), 0.1 (τ 11)
+        for tau in range(1, 12):
+            u = 1.0 - (tau - 1) / 10.0 - 0.05                                    # a utilisation with this τ
+            s = CPUTraceSpeed(np.array([[u]]), timeout, _n_parties=1).sample(1, np.random.default_rng(0))
+            bad += int(np.floor(timeout / s[0, 0]) != tau)
+    errors["cputrace_step_guard_mismatches"] = float(bad)
+    trace = np.random.default_rng(9).uniform(0.0, 1.0, (5, 4))               # 5 machines × 4 time steps
+    rows = CPUTraceSpeed(trace, 10.0, _n_parties=3).sample(4, np.random.default_rng(3))
+    want, _ = CPUTraceSpeed(trace, 10.0).taus(4, np.random.default_rng(3), 3)
+    run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, rows, timeout=10.0)
+    tr = run.run(model.init(np.random.default_rng(1)), 4, np.random.default_rng(2))
+    errors["cputrace_run_tau_mismatches"] = float(np.sum(tr.arrays["tau"] != want))
+    return errors
 
 
 #: the configurations of vfl.round_literal: (label, FlexVFL keywords, literal keywords)

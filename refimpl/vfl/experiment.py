@@ -193,7 +193,13 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
                 alpha = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
                 tr.config["condition20"] = {"alpha": alpha,
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
-    # the clock as drawn: --speeds steptimes:TRACE replays it (the event order of async-vfl too)
+    return _recorded(tr, cfg, conv, ds, net, model_speeds, speeds)
+
+
+def _recorded(tr, cfg, conv, ds, net, model_speeds, speeds):
+    """The run's record in its trace: the configuration, conventions and data, the server time,
+    a note on the speeds, and the clock as drawn (``step_times``, ``step_time_means``), which
+    ``--speeds steptimes:TRACE`` replays (the event order of async-vfl with it)."""
     tr.arrays["step_times"], tr.arrays["step_time_means"] = speeds, np.asarray(model_speeds.mean(), dtype=np.float64)
     tr.config.update(asdict(cfg))
     tr.config["conventions"] = conv

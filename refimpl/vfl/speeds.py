@@ -115,6 +115,12 @@ class TraceSpeed:
         return np.asarray(self.base) / (a.mean(axis=0) + 0.1)
 
 
+def authors_taus(cpu):
+    """The authors' rule for the local steps of a party at utilisation ``cpu`` ∈ [0, 1]:
+    τ = floor(10 (1 − cpu) + 1) ∈ [1, 11] (every use of the CPU traces goes through here)."""
+    return np.floor(10.0 * (1.0 - np.asarray(cpu, dtype=np.float64)) + 1.0).astype(int)
+
+
 @dataclass(frozen=True)
 class CPUTraceSpeed:
     """The authors' CPU traces: a utilisation matrix ``cpu`` (rows: machines, columns: time), values
@@ -171,7 +177,7 @@ class CPUTraceSpeed:
                              "(server + K); each party needs its own machine")
         machines = rng.choice(a.shape[0], n_parties, replace=False)
         cpu = a[machines][:, np.arange(R) % a.shape[1]].T              # (R, parties)
-        return np.floor(10.0 * (1.0 - cpu) + 1.0).astype(int), machines
+        return authors_taus(cpu), machines
 
     def sample(self, R, rng, n_parties=None):
         n = n_parties if n_parties is not None else self._n_parties
@@ -183,7 +189,7 @@ class CPUTraceSpeed:
 
     def mean(self):
         a = np.clip(self._checked(), 0.0, 1.0)
-        return np.full(self._n_parties, self.timeout / np.mean(np.floor(10.0 * (1.0 - a) + 1.0)))
+        return np.full(self._n_parties, self.timeout / np.mean(authors_taus(a)))
 
     _n_parties: int = 0
 
