@@ -6,6 +6,7 @@ import pytest
 from refimpl.cli import main
 from refimpl.core.data import mnist_5k
 from conftest import flat_dump  # noqa: E402
+from refimpl.tools.transcriptions import their_ssca
 
 SSCA = ["run", "ssca", "--rounds", "5", "--batch", "10", "--hidden", "8", "--rho-a", "0.8", "--dump-rounds", "all",
         "--quiet"]
@@ -29,52 +30,6 @@ def test_ssca_curvature_between_two_traces(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "ours")]) == 0
 
 
-def _net_grad(W1, W2, X, y, w, activation="swish"):
-    """Loss Σ w_n ℓ_n and gradient (W1 then W2, row-major) of the two-layer net, transcribed here."""
-    Z = X @ W1.T
-    if activation == "swish":
-        S = 1 / (1 + np.exp(-Z))
-        A, dA = Z * S, S * (1 + Z * (1 - S))
-    else:                                          # ReLU, the SSCA authors' activation
-        A, dA = np.maximum(Z, 0.0), (Z > 0).astype(float)
-    O = A @ W2.T
-    P = np.exp(O - O.max(axis=1, keepdims=True))
-    P /= P.sum(axis=1, keepdims=True)
-    loss = float(np.sum(w * -np.log(P[np.arange(len(y)), y])))
-    P[np.arange(len(y)), y] -= 1
-    P *= w[:, None]
-    return loss, np.concatenate([(((P @ W2) * dA).T @ X).ravel(), (P.T @ A).ravel()])
-
-
-def _their_ssca(ds, rng, J, K, B, T, tau, curvature="fixed", gamma_alpha=0.65, activation="swish", inputs=True):
-    """THEIR side, transcribed here: T rounds of sample-based SSCA (no bias) from their own
-    initial point and batches, dumped in refimpl's per-round names (``r<t>_batch`` and
-    ``r<t>_omega`` included: the documented replay inputs) and, with ``inputs``, also under the
-    top-level names W1_0, W2_0, batches. ``curvature`` "fixed": A^t = τ (the SSCA authors' code);
-    "recursive": A^t = (1 − ρ_t)A^{t−1} + ρ_t τ from A^0 = 0 (the paper's). ``activation``:
-    "swish" (the paper's) or "relu" (the authors')."""
-    W1, W2 = rng.uniform(-0.1, 0.1, (J, ds.n_features)), rng.uniform(-0.3, 0.3, (10, J))
-    per = ds.n_train // K
-    batches = np.array([[k * per + rng.choice(per, B, replace=False) for k in range(K)] for _ in range(T)])
-    om, Av, Bv = np.concatenate([W1.ravel(), W2.ravel()]), 0.0, 0.0
-    arrays = {"W1_0": W1, "W2_0": W2, "batches": batches} if inputs else {}
-    for t in range(1, T + 1):
-        idx = batches[t - 1].ravel()
-        lh, gh = _net_grad(om[:W1.size].reshape(W1.shape), om[W1.size:].reshape(W2.shape), ds.X_train[idx],
-                           ds.y_train[idx], np.full(idx.size, 1.0 / idx.size), activation)
-        rho, gamma = 0.8 / t ** 0.6, 0.5 / t ** gamma_alpha
-        Av = tau if curvature == "fixed" else (1 - rho) * Av + rho * tau
-        Bv = (1 - rho) * Bv + rho * (gh - 2 * tau * om)
-        bar = -Bv / (2 * Av)
-        nxt = (1 - gamma) * om + gamma * bar
-        arrays.update({f"r{t}_omega": om, f"r{t}_grad_hat": gh, f"r{t}_A": np.array(Av), f"r{t}_B": Bv,
-                       f"r{t}_omega_bar": bar, f"r{t}_omega_next": nxt})
-        if not inputs:
-            arrays[f"r{t}_batch"] = batches[t - 1]
-        om = nxt
-    return arrays, W1, W2, batches
-
-
 SSCA_THEIRS = ["--rho-a", "0.8", "--rho-alpha", "0.6", "--gamma-a", "0.5", "--gamma-alpha", "0.65"]
 
 
@@ -83,7 +38,7 @@ def test_ssca_against_an_independent_transcription(tmp_path, rng, capsys):
     refimpl's names plus its initial point and batches; ours: refimpl with the paper's recursion."""
     ds = mnist_5k()
     J, K, B, T, tau = 8, 10, 10, 4, 0.1
-    arrays, W1, W2, batches = _their_ssca(ds, rng, J, K, B, T, tau)
+    arrays, W1, W2, batches = their_ssca(ds, rng, J, K, B, T, tau)
     np.savez(tmp_path / "theirs.npz", **arrays)
     np.savez(tmp_path / "init.npz", W1=W1, W2=W2)
     np.save(tmp_path / "b.npy", batches)
@@ -247,7 +202,7 @@ def test_their_other_inputs_and_their_bug_against_an_independent_transcription(t
     run = ["run", "ssca", "--rounds", str(T), "--batch", str(B), "--hidden", str(J), "--tau", str(tau), *SSCA_THEIRS,
            "--dump-rounds", "all", "--quiet"]
     assert main([*run, "--out", str(tmp_path / "ours")]) == 0
-    arrays, *_ = _their_ssca(ds, rng, J, K, B, T, tau, curvature="recursive")
+    arrays, *_ = their_ssca(ds, rng, J, K, B, T, tau, curvature="recursive")
     np.savez(tmp_path / "theirs.npz", **arrays)
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 4
@@ -255,7 +210,7 @@ def test_their_other_inputs_and_their_bug_against_an_independent_transcription(t
     assert "round 1, omega" in out
     assert "the difference is in the inputs (batch schedule, initial point), not in a convention" in out
     assert "with --" not in out
-    bug, *_ = _their_ssca(ds, np.random.default_rng(5), J, K, B, T, tau, curvature="recursive", gamma_alpha=0.66)
+    bug, *_ = their_ssca(ds, np.random.default_rng(5), J, K, B, T, tau, curvature="recursive", gamma_alpha=0.66)
     np.savez(tmp_path / "bug.npz", **bug)
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "ours"), str(tmp_path / "bug.npz"), "--tol", "1e-9"]) == 1
@@ -363,7 +318,7 @@ def test_each_ssca_convention_and_a_pair_named_from_an_independent_transcription
     initial point is r1_omega, their schedule r<t>_batch): the rerun reads THEIR inputs from it,
     and diagnose names exactly the convention (or the pair) their code follows."""
     ds = mnist_5k()
-    arrays, *_ = _their_ssca(ds, np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False, **their)
+    arrays, *_ = their_ssca(ds, np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False, **their)
     np.savez(tmp_path / "theirs.npz", **arrays)
     assert main([*SSCA_OURS, "--out", str(tmp_path / "ours")]) == 0
     capsys.readouterr()
@@ -379,7 +334,7 @@ def test_each_ssca_convention_and_a_pair_named_from_an_independent_transcription
 def test_the_reruns_say_which_inputs_are_theirs(tmp_path, capsys):
     """THEIR per-round dump without r<t>_batch: the reruns start from THEIR initial point (r1_omega)
     and say that the batch schedule is OURS's; never "from THEIR … batch schedule"."""
-    arrays, *_ = _their_ssca(mnist_5k(), np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False,
+    arrays, *_ = their_ssca(mnist_5k(), np.random.default_rng(11), 8, 10, 10, 4, 0.1, inputs=False,
                              curvature="recursive", activation="relu")
     np.savez(tmp_path / "nobatch.npz", **{k: v for k, v in arrays.items() if not k.endswith("_batch")})
     np.savez(tmp_path / "full.npz", **arrays)
