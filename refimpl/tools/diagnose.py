@@ -602,3 +602,82 @@ def their_schedule_hint(arrays, paper, ours_config, n):
         return None
     b = arrays.get("batches")
     return None if b is None else epoch_order_hint(b, n)
+
+
+# ----------------------------------------------------------------------------- one whole diagnosis
+
+@dataclass
+class Diagnosis:
+    """What :func:`diagnose` found: the exit ``code`` (:data:`EXIT`), the report's ``lines``, the
+    dumps' comparison, the reruns' ``rows`` (for the report's table) and the verdict."""
+    code: int
+    lines: list
+    comparison: Comparison
+    rows: list
+    verdict: dict | None
+
+
+def diagnose(ours_path, theirs_path, *, tol=1e-10, map_text="", allowed=(), rerun_switches=True, data=None,
+             note=None, progress=None):
+    """``refimpl diagnose OURS THEIRS`` as a function: the first (round, quantity) where the dumps
+    part and why — a baseline rerun from THEIR inputs, then each convention switch (and pairs).
+    ``data``: the reruns' data set (None: the data OURS's run used, :func:`run_data`);
+    ``note(line)``: where the reruns' inputs and data come from; ``progress(line)``: each rerun."""
+    from refimpl import papers
+    ours = load_side(ours_path)
+    theirs = load_side(theirs_path, parse_map(map_text))
+    cmp_ = compare_dumps(ours, theirs, tol)
+    rows, verdict, inputs, extra = [], None, None, []
+    paper, doc = papers.get(cmp_.paper), _trace_config(ours_path)
+    if cmp_.divergence is not None and rerun_switches and doc is not None:
+        rows, verdict, inputs, extra, data = _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data,
+                                                     note, progress)
+    elif cmp_.divergence is not None and doc is not None and data is None:
+        try:                       # only to name the differing entry in the paper's terms
+            data = run_data(ours_path)
+        except (ValueError, OSError):
+            data = None
+    lines = describe(cmp_, tol, verdict, allowed, inputs, entry_words=_entry_words(paper, doc, data))
+    for line in extra:
+        lines.insert(-1, line)
+    return Diagnosis(verdict_code(cmp_, verdict, allowed), lines, cmp_, rows, verdict)
+
+
+def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, progress):
+    """The reruns of a diagnosis: (rows, verdict, the differing inputs, the lines saying where the
+    reruns' inputs come from and what THEIR schedule looks like, the data used)."""
+    try:
+        replay = their_replay(theirs_path, paper)           # read once, for every use below
+    except (ValueError, OSError) as exc:
+        replay = (str(exc), None, {})
+    their_arrays = replay[1] or {}
+    sources = sources_line(*replay_sources(their_arrays, paper))
+    if note:
+        note(f"rerunning refimpl ({sources}): first without a switch (the baseline), then under each convention "
+             "switch")
+    algorithm = doc.get(paper.method_field)
+    takes = {o.field for o, _ in paper.options_for(algorithm)} if algorithm in paper.algorithms else set()
+    given = data is not None
+    data = data if given else run_data(ours_path)
+    if data is not None and note:
+        note(f"reruns on {data.name} ({data.n_train} training samples"
+             + (", from --data" if given else ", the data OURS's run used") + ")")
+    schedule = their_schedule_hint(their_arrays, paper, doc, getattr(data, "n_train", None))
+    rows, verdict = try_switches(ours_path, theirs_path, theirs, cmp_.paper, tol, takes, progress=progress, data=data,
+                                 replay=replay if replay[1] is not None else None)
+    inputs = differing_inputs(ours_path, theirs_path, cmp_.paper) if verdict["kind"] == "inputs" else None
+    return rows, verdict, inputs, [x for x in (sources, schedule) if x is not None], data
+
+
+def _entry_words(paper, doc, data):
+    """The paper's names of a dumped entry, from OURS's recorded configuration and its data (None
+    without a configuration; without the data an entry keeps its array index alone)."""
+    if doc is None:
+        return None
+
+    def words(quantity, index):
+        try:
+            return paper.entry_words(quantity, index, doc, data)
+        except (ValueError, TypeError, KeyError):
+            return None
+    return words

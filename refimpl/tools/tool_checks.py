@@ -221,21 +221,28 @@ def conformance_harness(quick):
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
 
 
-def _cli(*argv):
-    """``refimpl ARGV`` in this process: (exit code, everything it printed)."""
-    import contextlib
-    import io
-
-    from refimpl.cli import main
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        code = main([str(a) for a in argv])
-    return code, buf.getvalue()
+def _diagnosis(ours, theirs, **kw):
+    """``refimpl diagnose OURS THEIRS`` in this process: (exit code, its report's text with each
+    rerun's progress line, the diagnosis)."""
+    from refimpl.tools import diagnose as DG
+    said = []
+    dg = DG.diagnose(ours, theirs, progress=said.append, **kw)
+    return dg.code, "\n".join(said + dg.lines), dg
 
 
-#: the step sizes both sides use (ρ_t = 0.8 t^-0.6, γ_t = 0.5 t^-0.65)
-_SSCA_SCHEDULE = ("--rho-a", "0.8", "--rho-alpha", "0.6", "--gamma-a", "0.5", "--gamma-alpha", "0.65")
-_OURS_ONLY = "C,batch,client_grad,client_loss,gamma,loss_hat,rho"     # what THEIR transcription does not dump
+def _run(paper_key, algorithm, out, init=None, batches=None, **values):
+    """One run as ``refimpl run`` makes it (the command line's defaults), saved into ``out``."""
+    from refimpl import papers
+    paper = papers.get(paper_key)
+    cfg = paper.make_config(algorithm, **{**paper.command_line_defaults(), **values})
+    replay = {"init": init, "batches": batches} if init is not None else {}
+    from refimpl.core.data import mnist_5k
+    paper.run(cfg, mnist_5k() if paper.needs_data(cfg) else None, replay).save(out)
+    return out
+
+
+#: what THEIR SSCA transcription does not dump
+_OURS_ONLY = ("C", "batch", "client_grad", "client_loss", "gamma", "loss_hat", "rho")
 
 
 def _diagnose_reason_cases(tmp):
@@ -245,6 +252,7 @@ def _diagnose_reason_cases(tmp):
     import os
 
     from refimpl.core.data import mnist_5k
+    from refimpl.tools import diagnose as DG
     from refimpl.tools.transcriptions import their_ssca
     ds, (J, K, B, T, tau) = mnist_5k(), (8, 10, 10, 4, 0.1)
     theirs = {}
@@ -253,32 +261,31 @@ def _diagnose_reason_cases(tmp):
         arrays, W1, W2, batches = their_ssca(ds, np.random.default_rng(3), J, K, B, T, tau, **kw)
         theirs[name] = os.path.join(tmp, f"{name}.npz")
         np.savez(theirs[name], **arrays)
-    np.savez(os.path.join(tmp, "init.npz"), W1=W1, W2=W2)
-    np.save(os.path.join(tmp, "b.npy"), batches)
-    run = ("run", "ssca", "--rounds", T, "--batch", B, "--hidden", J, "--tau", tau, *_SSCA_SCHEDULE, "--dump-rounds",
-           "all", "--quiet")
-    same, own = os.path.join(tmp, "ours-from-their-inputs"), os.path.join(tmp, "ours")
-    _cli(*run, "--init", os.path.join(tmp, "init.npz"), "--batches", os.path.join(tmp, "b.npy"), "--out", same)
-    _cli(*run, "--out", own)
+    # both sides' step sizes: ρ_t = 0.8 t^-0.6, γ_t = 0.5 t^-0.65
+    run = dict(rounds=T, batch=B, hidden=J, tau=tau, rho_a=0.8, rho_alpha=0.6, gamma_a=0.5, gamma_alpha=0.65,
+               dump_rounds="all")
+    same = _run("ssca", "ssca", os.path.join(tmp, "ours-from-their-inputs"), init=(W1, W2), batches=batches, **run)
+    own = _run("ssca", "ssca", os.path.join(tmp, "ours"), **run)
     out = []
-    report = os.path.join(tmp, "report")
-    code, text = _cli("diagnose", same, theirs["fixed"], "--tol", "1e-9", "--report", report)
+    code, text, dg = _diagnosis(same, theirs["fixed"], tol=1e-9)
     out.append(("THEIR A^t = τ: first difference round 1, A (0.08 vs 0.1); --curvature fixed named (exit 3)",
                 code == 3 and "round 1, A: 0.08 vs 0.1" in text and "with --curvature fixed all rounds agree" in text))
-    md = open(os.path.join(report, "diagnose.md")).read() if os.path.exists(os.path.join(report, "diagnose.md")) else ""
-    out.append(("the report's table has the switch's row, agreeing", md.count("| --curvature fixed | True | True | True |")
-                == 1))
-    code, text = _cli("diagnose", own, theirs["recursive"], "--tol", "1e-9")
+    report = os.path.join(tmp, "report")
+    DG.write_report(report, dg.comparison, dg.lines, dg.rows)
+    md = open(os.path.join(report, "diagnose.md")).read()
+    out.append(("the report's table has the switch's row, agreeing",
+                md.count("| --curvature fixed | True | True | True |") == 1))
+    code, text, _ = _diagnosis(own, theirs["recursive"], tol=1e-9)
     out.append(("THEIR own initial point and batches: the inputs are named, no switch (exit 4)",
                 code == 4 and "the difference is in the inputs (batch schedule, initial point)" in text
                 and "with --" not in text))
-    code, text = _cli("diagnose", same, theirs["recursive"], "--tol", "1e-9")
+    code, text, _ = _diagnosis(same, theirs["recursive"], tol=1e-9)
     out.append(("the same method from the same inputs agrees, but quantities THEIRS lacks keep the exit non-zero",
                 code == 1 and "every compared value agrees" in text and "C (only in ours)" in text))
-    code, text = _cli("diagnose", same, theirs["recursive"], "--tol", "1e-9", "--allow-missing", _OURS_ONLY)
+    code, text, _ = _diagnosis(same, theirs["recursive"], tol=1e-9, allowed=_OURS_ONLY)
     out.append(("…and exit 0 once they are allowed, counting what was compared",
                 code == 0 and "compared 6 quantities × 4 rounds (24 pairs)" in text))
-    code, text = _cli("diagnose", own, theirs["gamma-bug"], "--tol", "1e-9")
+    code, text, _ = _diagnosis(own, theirs["gamma-bug"], tol=1e-9)
     out.append(("THEIR γ_t exponent 0.66: unexplained at round 2, omega_next, by the baseline, every switch and pair "
                 "(exit 1)", code == 1 and "no switch (baseline): differs at round 2, omega_next" in text
                 and "no convention switch of refimpl (nor a pair) makes every round agree" in text
@@ -292,15 +299,14 @@ def _diagnose_step_cases(tmp):
     import os
 
     from refimpl.core.replay import read_dump
-    ours = os.path.join(tmp, "vfl")
-    _cli("run", "flexvfl", "--rounds", 2, "--batch", 16, "--optimizer", "momentum:0.9", "--dump-rounds", "all",
-         "--quiet", "--out", ours)
+    ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl"), rounds=2, batch=16, optimizer="momentum:0.9",
+                dump_rounds="all")
     dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
     dump["r2_momentum1"] = dump["r2_momentum1"].copy()
     dump["r2_momentum1"][0, 0] += 1e-3
     path = os.path.join(tmp, "vfl-planted.npz")
     np.savez(path, **dump)
-    code, text = _cli("diagnose", ours, path, "--no-rerun")
+    code, text, _ = _diagnosis(ours, path, rerun_switches=False)
     return [("a change in one local step's momentum is named at its round, party and step (exit 1)",
              code == 1 and "round 2, momentum1 at local step 0" in text)]
 
