@@ -120,3 +120,12 @@ def test_memory_running_out_mid_run_keeps_the_rounds_before_it(tmp_path):
     assert sorted(read_dump(str(out))) == sorted(read_dump(str(out / "dump.mat"))) == [1, 2, 3, 4, 5]
     doc = json.loads((out / "trace.json").read_text())
     assert doc["metrics"]["round"][-1] == 5 and 5 in doc["snapshot_rounds"]
+
+
+def test_a_damaged_round_file_is_one_line(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main([*SMALL, "--rounds", "2", "--out", str(out)]) == 0
+    (out / "dump" / "r2.npz").write_bytes(b"PK\x03\x04 truncated")
+    assert main(["crosscheck", str(out), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "r2.npz: a damaged dump round file" in err and "Traceback" not in err

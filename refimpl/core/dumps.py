@@ -18,6 +18,7 @@ import io
 import os
 import re
 import shutil
+import zipfile
 
 import numpy as np
 
@@ -182,8 +183,12 @@ def read_rounds(out_dir):
     for name in os.listdir(folder):
         m = _ROUND_FILE.match(name)
         if m:
-            with np.load(os.path.join(folder, name), allow_pickle=False) as z:
-                out[int(m.group(1))] = {k: z[k] for k in z.files}
+            path = os.path.join(folder, name)
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    out[int(m.group(1))] = {k: z[k] for k in z.files}
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+                raise ValueError(f"{path}: a damaged dump round file ({exc}); rerun with --dump-rounds, or remove it")
     return dict(sorted(out.items()))
 
 
