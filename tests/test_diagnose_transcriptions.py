@@ -170,14 +170,34 @@ def _quadrants(side=28):
             for r0, c0 in ((0, 0), (0, h), (h, 0), (h, h))]
 
 
-def _their_flexvfl(ds, T, rng, *, momentum="reset", mu=0.9, eta=0.05, B=64, O=16, tau=None):
+def _their_rates(rule, taus, tau0, mu):
+    """THEIR step sizes η^r (rows r = 1..T, parties 0..K) under an adaptive rule, transcribed from
+    the paper and from the authors' code: ("paper", A): η^{r+1} = A/(τ^r w̄^r) with w̄ the largest
+    weight of local momentum over τ steps, (1 − μ^τ)/(1 − μ), and η^1 from the dummy round's τ^0;
+    ("authors", lr): η^1 = lr/τ^max (τ^max over the round's table), then η ← η τ^{prev}/τ^r."""
+    kind, a = rule
+    T = len(taus)
+    if kind == "paper":
+        wbar = lambda t: (1 - mu ** t) / (1 - mu)
+        prev = [np.asarray(tau0, dtype=float)] + [taus[r].astype(float) for r in range(T - 1)]
+        return np.array([a / (p * wbar(p)) for p in prev])
+    tau_max = taus.max(axis=0).astype(float)
+    eta, out, before = a / tau_max, [], tau_max
+    for r in range(T):
+        out.append(eta)
+        eta, before = eta * before / taus[r], taus[r].astype(float)
+    return np.array(out)
+
+
+def _their_flexvfl(ds, T, rng, *, momentum="reset", mu=0.9, eta=0.05, B=64, O=16, tau=None, rule=None, tau0=None):
     """THEIR Flex-VFL: 4 parties with linear encoders h_k = W_k x_k + b_k (O outputs, bias in
     column 0 of the (O, 1 + 196) block), a linear server head on the concatenated embeddings,
     mean cross-entropy. In round r each party k (the server is k = 0) runs τ_k local steps of
     local momentum, u ← μu + g, θ ← θ − ηu, on the round's batch, changing only its own block
     and using the round-start server head and embeddings for the others. ``momentum``: "reset"
     (u = 0 at the start of every round) or "persistent" (u carried over). THEIR own initial
-    point, batches and τ table (``tau``: a (T, 5) table, or drawn)."""
+    point, batches and τ table (``tau``: a (T, 5) table, or drawn). ``rule``: an adaptive rule
+    (:func:`_their_rates`; ``tau0`` the paper rule's dummy round), else the fixed ``eta``."""
     blocks = _quadrants()
     X = [ds.X_train[:, b] for b in blocks]
     y = ds.y_train
@@ -185,6 +205,7 @@ def _their_flexvfl(ds, T, rng, *, momentum="reset", mu=0.9, eta=0.05, B=64, O=16
     theta = [rng.uniform(-0.1, 0.1, 10 * (1 + K * O))] + [rng.uniform(-0.05, 0.05, O * 197) for _ in range(K)]
     u = [np.zeros_like(t) for t in theta]
     taus = rng.integers(1, 6, (T, K + 1)) if tau is None else tau
+    rates = np.full((T, K + 1), eta) if rule is None else _their_rates(rule, taus, tau0, mu)
     dump = {}
 
     def head(theta0, H, yb):
@@ -204,7 +225,7 @@ def _their_flexvfl(ds, T, rng, *, momentum="reset", mu=0.9, eta=0.05, B=64, O=16
         batch = rng.choice(len(y), B, replace=False)
         H = np.concatenate([embed(k, theta[k + 1], batch) for k in range(K)], axis=1)
         theta0_start = theta[0].copy()
-        rec = {"batch": batch, "H": H, "tau": taus[r - 1].copy(), "eta": np.full(K + 1, eta)}
+        rec = {"batch": batch, "H": H, "tau": taus[r - 1].copy(), "eta": rates[r - 1].copy()}
         for k in range(K + 1):
             if momentum == "reset":
                 u[k] = np.zeros_like(theta[k])
@@ -218,7 +239,7 @@ def _their_flexvfl(ds, T, rng, *, momentum="reset", mu=0.9, eta=0.05, B=64, O=16
                     dH = head(theta0_start, Hk, y[batch])[1][:, (k - 1) * O:k * O]
                     g = np.concatenate([dH.sum(axis=0)[:, None], dH.T @ X[k - 1][batch]], axis=1).ravel()
                 u[k] = mu * u[k] + g
-                theta[k] = theta[k] - eta * u[k]
+                theta[k] = theta[k] - rates[r - 1][k] * u[k]
                 rows.append(theta[k].copy())
                 grads.append(g)
                 moms.append(u[k].copy())
@@ -259,3 +280,34 @@ def test_flexvfl_persistent_momentum_is_named(flexvfl_ours, tmp_path, capsys):
     assert "with --momentum persistent all rounds agree" in text
     assert text.count("all rounds agree (worst") == 1
     assert "the reruns start from THEIR initial point, batch schedule, τ table (read from THEIR file)" in text
+
+
+ADAPTIVE_OURS = ["run", "adaptive-flexvfl", "--rounds", "3", "--optimizer", "momentum:0.9", "--A", "0.3",
+                 "--dump-rounds", "all", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def adaptive_ours(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adaptive") / "ours"
+    assert main([*ADAPTIVE_OURS, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("rule, code, words", [
+    ("paper", 4, "the difference is in the inputs"),
+    ("authors", 3, "with --adaptive-rule authors all rounds agree"),
+])
+def test_adaptive_flexvfl_rules_from_a_transcription(adaptive_ours, tmp_path, capsys, rule, code, words):
+    """THEIR Adaptive Flex-VFL (A = 0.3, local momentum 0.9) from their own initial point, batches,
+    τ table and τ^0, under the paper's rule (η from A/(τ w̄)) or the authors' (lr/τ, no w̄): the
+    paper's rule is refimpl's, so only the inputs differ; the authors' is named as the switch."""
+    from refimpl.core.data import mnist_5k
+    tau0 = np.array([2, 4, 1, 3, 5])
+    dump = _their_flexvfl(mnist_5k(), 3, np.random.default_rng(8), rule=(rule, 0.3), tau0=tau0)
+    np.savez(tmp_path / "theirs.npz", **dump, tau0=tau0)
+    capsys.readouterr()
+    assert main(["diagnose", str(adaptive_ours), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == code
+    text = _out(capsys)
+    assert words in text, text[-1500:]
+    if rule == "authors":
+        assert "round 1, eta" in text
