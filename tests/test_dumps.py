@@ -99,17 +99,17 @@ def test_a_full_disk_stops_the_dump_and_keeps_the_finished_rounds_and_the_trace(
 
 
 def test_a_dump_larger_than_memory_finishes_with_every_round(tmp_path):
-    """The address space capped 200 MB above what a 2-round run needs: 30 rounds of the default
-    network dump about 370 MB, which a buffered dump could not hold; streamed, every round is kept."""
+    """The address space capped 150 MB above what a 2-round run needs: 20 rounds of the default
+    network dump about 245 MB, which a buffered dump could not hold; streamed, every round is kept."""
     args = ["run", "ssca", "--batch", "10", "--dump-rounds", "all", "--quiet"]
     code, err, peak_kb = _child([*args, "--rounds", "2", "--out", str(tmp_path / "two")])
     assert code == 0, err
-    limit = peak_kb * 1024 + 200 * 2 ** 20
-    code, err, _ = _child([*args, "--rounds", "30", "--out", str(tmp_path / "o")], vmem=limit)
+    limit = peak_kb * 1024 + 150 * 2 ** 20
+    code, err, _ = _child([*args, "--rounds", "20", "--out", str(tmp_path / "o")], vmem=limit)
     assert code == 0, err[-800:]
     per_round = sum(v.nbytes for v in read_dump(str(tmp_path / "two"))[1].values())
-    assert 30 * per_round > 1.5 * 200 * 2 ** 20                          # the whole dump would not have fitted
-    assert sorted(read_dump(str(tmp_path / "o"))) == list(range(1, 31))
+    assert 20 * per_round > 1.5 * 150 * 2 ** 20                          # the whole dump would not have fitted
+    assert sorted(read_dump(str(tmp_path / "o"))) == list(range(1, 21))
 
 
 def test_memory_running_out_mid_run_keeps_the_rounds_before_it(tmp_path):
