@@ -365,3 +365,19 @@ def test_init_arrays_of_the_wrong_kind(tmp_path, capsys):
     np.savez(tmp_path / "x.npz", **arrays)
     assert main(["run", "flexvfl", "--rounds", "1", "--quiet", "--init", str(tmp_path / "x.npz")]) == 2
     assert "beyond K = 4" in capsys.readouterr().err
+
+
+def test_taus_for_three_parties_need_no_speeds(tmp_path, capsys):
+    """--taus fixes the local steps; for K ≠ 4 the default speed model (written for 4 parties)
+    gives way to unit step times, said in a note and kept in the trace; without --taus the
+    default is refused for K = 3, naming what to give."""
+    taus = np.array([[2, 3, 1, 4], [1, 2, 2, 3]])
+    np.save(tmp_path / "t.npy", taus)
+    assert main(["run", "flexvfl", "--parties", "3", "--rounds", "2", "--taus", str(tmp_path / "t.npy"),
+                 "--out", str(tmp_path / "o")]) == 0
+    assert "unit step times (constant:1)" in capsys.readouterr().err
+    tr = Trace.load(tmp_path / "o")
+    assert tr.arrays["tau"].tolist() == taus.tolist() and np.all(tr.arrays["step_times"] == 1.0)
+    assert "--taus without --speeds for 3 parties" in tr.config["speeds_note"]
+    assert main(["run", "flexvfl", "--parties", "3", "--rounds", "2", "--quiet"]) == 2
+    assert "give --speeds with 4 values, server first" in capsys.readouterr().err

@@ -131,7 +131,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
     rng_init, rng_speed, rng_run = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     thetas = model.init(rng_init, conv["init_scheme"]) if cfg.init is None else load_init(cfg.init, model)
     K1 = cfg.parties + 1
-    model_speeds = parse_speeds(cfg.speeds, K1, cfg.timeout)
+    model_speeds = _speed_model(cfg, K1)
     speeds = model_speeds.sample(cfg.rounds + 1, rng_speed)
     eta = _list(cfg.eta, K1, "eta", float)
     net = network_of(cfg, model_speeds, conv["server_time_unit"])
@@ -194,6 +194,18 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
                 tr.config["condition20"] = {"alpha": alpha,
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
     return _recorded(tr, cfg, conv, ds, net, model_speeds, speeds)
+
+
+def _speed_model(cfg, K1):
+    """``--speeds`` for the K + 1 parties. Given ``--taus`` (the local steps fixed) and the default
+    speed model, which is written for 4 parties, another number of parties runs on unit step times
+    (``constant:1``: the clock charges τ_k units a round), said in a note."""
+    from refimpl.vfl.speeds import ConstantSpeed
+    default = VFLConfig.__dataclass_fields__["speeds"].default
+    if cfg.taus is not None and cfg.speeds == default and K1 != len(default.split(":")[1].split(",")):
+        return ConstantSpeed((1.0,) * K1, note=f"--taus without --speeds for {K1 - 1} parties: unit step times "
+                                               "(constant:1); the default speed model is written for 4 parties")
+    return parse_speeds(cfg.speeds, K1, cfg.timeout)
 
 
 def _recorded(tr, cfg, conv, ds, net, model_speeds, speeds):

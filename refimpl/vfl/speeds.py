@@ -21,9 +21,11 @@ def _times(name, v, n):
 
 @dataclass(frozen=True)
 class ConstantSpeed:
-    """Party k always needs ``times[k]`` per local step."""
+    """Party k always needs ``times[k]`` per local step (``note``: why these times, when refimpl
+    chose them; the run's trace keeps it as ``speeds_note``)."""
 
     times: tuple
+    note: str | None = None
 
     def sample(self, R, rng):
         t = _times("step time", self.times, len(self.times))
@@ -282,7 +284,8 @@ def parse_speeds(spec, n_parties, timeout=10.0):
         if len(v) == 1:
             v = v * n_parties
         if len(v) != n_parties:
-            raise ValueError(f"speed model {spec!r}: {len(v)} values for {n_parties} parties (server + K)")
+            raise ValueError(f"speed model {spec!r}: {len(v)} values for {n_parties} parties (server + K); give "
+                             f"--speeds with {n_parties} values, server first, or one value for all")
         return tuple(v)
     if kind == "constant" and len(parts) == 1:
         return ConstantSpeed(vec(parts[0]))
