@@ -381,3 +381,19 @@ def test_taus_for_three_parties_need_no_speeds(tmp_path, capsys):
     assert "--taus without --speeds for 3 parties" in tr.config["speeds_note"]
     assert main(["run", "flexvfl", "--parties", "3", "--rounds", "2", "--quiet"]) == 2
     assert "give --speeds with 4 values, server first" in capsys.readouterr().err
+
+
+def test_q_and_timeout_where_the_authors_protocol_uses_them(tmp_path, capsys):
+    """--Q sets Flex-VFL's server steps under --protocol authors, --timeout the unit of S for
+    synchronous VFL under it (timeout / Q); where they change nothing they are refused."""
+    assert main(["run", "flexvfl", "--rounds", "2", "--Q", "20", "--protocol", "authors", "--quiet",
+                 "--out", str(tmp_path / "f")]) == 0
+    assert Trace.load(tmp_path / "f").arrays["tau"][:, 0].tolist() == [20, 20]
+    assert main(["run", "sync-vfl", "--rounds", "1", "--timeout", "30", "--Q", "10", "--server-time", "2",
+                 "--protocol", "authors", "--quiet", "--out", str(tmp_path / "s")]) == 0
+    assert Trace.load(tmp_path / "s").config["server_time_absolute"] == 2 * 30 / 10
+    capsys.readouterr()
+    assert main(["run", "flexvfl", "--rounds", "1", "--Q", "20", "--quiet"]) == 2
+    assert "--Q changes nothing in this flexvfl run" in capsys.readouterr().err
+    assert main(["run", "sync-vfl", "--rounds", "1", "--timeout", "30", "--quiet"]) == 2
+    assert "--timeout changes nothing in this sync-vfl run" in capsys.readouterr().err

@@ -11,11 +11,31 @@ import os
 KEY = "vfl"
 
 
+def _timeout_and_q_apply(args, cfg):
+    """--timeout and --Q set (to other than their defaults) where they change nothing are refused,
+    saying where they apply:
+    --Q sets synchronous VFL's steps, Flex-VFL's server steps under --protocol authors and, with
+    --timeout, the unit of S under --server-time-unit timeout-over-Q (the authors' protocol's);
+    --timeout sets Flex-VFL's τ and that unit."""
+    from refimpl.vfl.experiment import VFLConfig, conventions
+    unit_q = conventions(cfg)["server_time_unit"] == "timeout-over-Q"
+    flex = cfg.method in ("flexvfl", "adaptive-flexvfl")
+    used = {"Q": unit_q or cfg.method == "sync-vfl" or (flex and cfg.protocol == "authors"),
+            "timeout": unit_q or flex}
+    for name, why in (("Q", "synchronous VFL's local steps, Flex-VFL's server steps under --protocol authors"),
+                      ("timeout", "Flex-VFL's round timeout")):
+        value = getattr(args, name, None)        # the command line shows the Config's default: any other was given
+        if value is not None and value != VFLConfig.__dataclass_fields__[name].default and not used[name]:
+            raise ValueError(f"--{name} changes nothing in this {cfg.method} run: it sets {why}, and the unit of "
+                             "the server time S under --server-time-unit timeout-over-Q (the authors' protocol's)")
+
+
 def run(args, ui):
     """One run of a Flex-VFL-family method on the simulated clock."""
     from refimpl import vfl
     from refimpl.core.plots import plot_vfl
     cfg = ui.config(args, KEY, args.algorithm)
+    _timeout_and_q_apply(args, cfg)
     step = max(1, cfg.rounds // 20)
     bar = ui.progress(args, cfg.rounds, cfg.method, "event" if cfg.method == "async-vfl" else "round")
 

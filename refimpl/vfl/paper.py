@@ -46,8 +46,10 @@ class VFLPaper(Paper):
         Opt("batch", "mini-batch size"),
         Opt("rounds", "cap on global rounds (async: events)", default=1000),
         Opt("time_budget", "stop at this simulated time"),
-        Opt("timeout", "round timeout in simulated time", ("flexvfl", "adaptive-flexvfl")),
-        Opt("Q", "local steps per round of synchronous VFL", ("sync-vfl",)),
+        Opt("timeout", "round timeout in simulated time (Flex-VFL; every method: the unit of S with "
+            "--server-time-unit timeout-over-Q, as under --protocol authors)"),
+        Opt("Q", "local steps per round of synchronous VFL (Flex-VFL: the server's steps under --protocol authors; "
+            "every method: the unit of S with --server-time-unit timeout-over-Q)"),
         Opt("speeds", "step times: constant | lognormal | markov | trace | cputrace | steptimes:TRACE (docs/flexvfl.md)", text=True),
         Opt("bandwidth", "bytes per simulated second"),
         Opt("latency", "simulated seconds per message"),
