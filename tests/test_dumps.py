@@ -126,6 +126,6 @@ def test_a_damaged_round_file_is_one_line(tmp_path, capsys):
     out = tmp_path / "o"
     assert main([*SMALL, "--rounds", "2", "--out", str(out)]) == 0
     (out / "dump" / "r2.npz").write_bytes(b"PK\x03\x04 truncated")
-    assert main(["crosscheck", str(out), str(out)]) == 2
+    assert main(["diagnose", str(out), str(out)]) == 2
     err = capsys.readouterr().err
     assert "r2.npz: a damaged dump round file" in err and "Traceback" not in err

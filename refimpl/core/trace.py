@@ -106,9 +106,8 @@ class Trace:
                         tr.snapshots[r] = (z[k], z[other])
             tr.batches = z["batches"] if "batches" in z.files else None
             tr.arrays = {k[len("array_"):]: z[k] for k in z.files if k.startswith("array_")}
-        from refimpl.core.dumps import read_rounds
-        for t, q in read_rounds(os.path.dirname(npz)).items():       # the streamed per-round dumps
-            tr.arrays.update({f"r{t}_{name}": v for name, v in q.items()})
+        # the per-round dumps beside it (dump/r<t>.npz) are not loaded: they can outgrow memory;
+        # refimpl.core.replay.read_dump reads them
         return tr
 
 
