@@ -129,3 +129,15 @@ def test_a_damaged_round_file_is_one_line(tmp_path, capsys):
     assert main(["diagnose", str(out), str(out)]) == 2
     err = capsys.readouterr().err
     assert "r2.npz: a damaged dump round file" in err and "Traceback" not in err
+
+
+def test_each_run_of_a_constraint_study_keeps_its_own_dump(tmp_path):
+    out = tmp_path / "study"
+    assert main(["run", "ssca-constrained", "--U", "0.1,0.2", "--rounds", "2", "--batch", "10", "--hidden", "8",
+                 "--dump-rounds", "1,2", "--quiet", "--out", str(out)]) == 0
+    assert not (out / "dump").exists() and not (out / "dump.mat").exists()
+    for run in ("U=0.1", "U=0.2"):
+        assert sorted(read_dump(str(out / run))) == sorted(read_dump(str(out / run / "dump.mat"))) == [1, 2]
+    # the two runs differ in U, so their dumps are their own
+    a, b = read_dump(str(out / "U=0.1"))[2], read_dump(str(out / "U=0.2"))[2]
+    assert any(not np.array_equal(a[k], b[k]) for k in a)

@@ -173,19 +173,26 @@ def ints(name, text):
         raise ValueError(f"--{name} takes a comma-separated list of integers, got {text!r}")
 
 
-def dump_writer(args):
-    """The run's :class:`~refimpl.core.dumps.DumpWriter` when it dumps rounds into --out (kept on
-    ``args`` for :func:`finish_run`), else None: the dumped rounds then go to disk as they finish."""
-    if not (getattr(args, "dump_rounds", None) and getattr(args, "out", None)):
+def dump_writer(args, cfg, out_dir=None):
+    """The :class:`~refimpl.core.dumps.DumpWriter` of a run of ``cfg`` that dumps rounds into
+    ``out_dir`` (default --out; a λ/U study's run: its own directory), kept on ``args`` for
+    :func:`finish_run`; None without --dump-rounds or --out. The dumped rounds then go to disk as
+    they finish."""
+    out_dir = out_dir or getattr(args, "out", None)
+    if not (getattr(args, "dump_rounds", None) and out_dir):
         return None
-    if getattr(args, "dump_writer_", None) is None:
+    writers = args.__dict__.setdefault("dump_writers_", {})
+    if out_dir not in writers:
+        from refimpl import papers
         from refimpl.core.dumps import DumpWriter
+        from refimpl.core.replay import parse_dump_rounds
         limit = getattr(args, "max_dump_gb", None)
         limit = 4.0 if limit is None else limit
         if not (np.isfinite(limit) and limit > 0):
             raise ValueError(f"--max-dump-gb must be a size in GB > 0, got {limit}")
-        args.dump_writer_ = DumpWriter(args.out, 0, limit * 1e9, say=None if args.quiet else say)
-    return args.dump_writer_
+        rounds = parse_dump_rounds(cfg.dump_rounds, getattr(cfg, papers.of_algorithm(args.algorithm).length_field))
+        writers[out_dir] = DumpWriter(out_dir, len(rounds), limit * 1e9, say=None if args.quiet else say)
+    return writers[out_dir]
 
 
 def prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), flag="--out"):
@@ -262,7 +269,7 @@ def finish_run(args, trace, out_dir, plot):
     ``out_dir`` with its figure (``plot(path)``, None when matplotlib is missing), where it went
     said; exit 3 when the run stopped before its end, 0 otherwise."""
     if out_dir:
-        writer = getattr(args, "dump_writer_", None)
+        writer = getattr(args, "dump_writers_", {}).get(out_dir)
         if writer is not None:
             writer.record(trace)
         trace.save(out_dir)

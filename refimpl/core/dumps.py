@@ -60,7 +60,7 @@ def _human(n):
 
 class DumpWriter:
     """Writes the dumped rounds of one run into ``out_dir`` as they finish (see the module).
-    ``rounds``: how many rounds the run dumps (for the estimate); ``max_bytes``: the limit on the
+    ``rounds``: how many rounds the run dumps (for the estimate, from its --dump-rounds); ``max_bytes``: the limit on the
     estimated size; ``say``: a callable that prints one line (the estimate)."""
 
     def __init__(self, out_dir, rounds, max_bytes=4e9, say=None):
@@ -71,7 +71,10 @@ class DumpWriter:
         """Round ``t`` is the first one dumped: announce (and check) the whole dump's size."""
         per_round = sum(np.asarray(v).nbytes for v in arrays.values())
         total = per_round * self.rounds
-        free = shutil.disk_usage(self.out_dir).free
+        there = os.path.abspath(self.out_dir)
+        while not os.path.isdir(there):          # a run directory made only when the run is saved
+            there = os.path.dirname(there)
+        free = shutil.disk_usage(there).free
         line = (f"dump: {self.rounds} round(s) × {_human(per_round)} (round {t}'s quantities, uncompressed) ≈ "
                 f"{_human(total)}; {_human(free)} free at {self.out_dir}")
         if self.say:

@@ -30,7 +30,7 @@ def run(args, ui):
             bar("", n=t)
     with bar:
         tr = mfcgd.run(cfg, ui.load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None,
-                       progress=progress, dump_writer=ui.dump_writer(args))
+                       progress=progress, dump_writer=ui.dump_writer(args, cfg))
     if not args.quiet:
         th = tr.config.get("theorem_conditions")
         if th and not th["all_met"]:

@@ -188,8 +188,6 @@ def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba, dump_writer=No
         for name, arr in zip(SAMPLE_ARRAYS[kind], samples):
             tr.arrays[f"samples_{name}"] = np.asarray(arr)
     if result is not None and result.dumps:
-        if dump_writer is not None:
-            dump_writer.rounds = len(result.dumps)
         for t, quantities in result.dumps.items():
             dump_files.put(tr, t, quantities, dump_writer)
     if cfg.method in ("mfcgd", "adamfcgd", "storm"):

@@ -162,7 +162,8 @@ def run_one(args, ui, cfg, data, init, batches, out_dir):
                 f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
 
     with bar:
-        trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress, dump_writer=ui.dump_writer(args))
+        trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress,
+                         dump_writer=ui.dump_writer(args, cfg, out_dir))
     if cfg.algorithm == "ssca-constrained" and trace.metrics.get("constraint_value"):
         report_constraint(args, ui, cfg, trace)
     title = f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}"

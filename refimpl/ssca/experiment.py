@@ -227,8 +227,6 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     from refimpl.core.replay import parse_dump_rounds
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
-    if dump_writer is not None:
-        dump_writer.rounds = len(dumps)
     if cfg.engine == "flower":
         if on_round is not None or stop_at_cost is not None or dumps:
             raise ValueError("on_round, stop_at_cost and --dump-rounds are not available with the Flower engine")

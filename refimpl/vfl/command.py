@@ -47,7 +47,7 @@ def run(args, ui):
         elif r % step == 0 or r == 0:
             bar(line)
     with bar:
-        tr = vfl.run(cfg, ui.load_data(args), progress=progress, dump_writer=ui.dump_writer(args))
+        tr = vfl.run(cfg, ui.load_data(args), progress=progress, dump_writer=ui.dump_writer(args, cfg))
     if tr.config.get("speeds_note"):
         ui.say(f"note: {tr.config['speeds_note']}")
     if not args.quiet and tr.metrics.get("time"):

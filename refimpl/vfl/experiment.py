@@ -172,8 +172,6 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
                 raise ValueError(f"--batches {cfg.batches}: rows hold {batches.shape[1]} samples but --batch is "
                                  f"{cfg.batch}")
         dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
-        if dump_writer is not None:
-            dump_writer.rounds = len(dumps)
         # the authors' protocol: the server takes Q steps under sync/flex (1 under P-BCD) for free
         server_steps = (1 if method == "pbcd" else cfg.Q) if authors else None
         # the paper's adaptive rule takes its round-0 rate from a dummy round on speed row 0
