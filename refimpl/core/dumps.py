@@ -97,7 +97,7 @@ class DumpWriter:
             clear(self.out_dir)             # an earlier result's dump (--overwrite) gives way to this one
             os.makedirs(os.path.join(self.out_dir, DUMP_DIR), exist_ok=True)
         try:
-            self._write(t, arrays)
+            self.write_round(t, arrays)
         except (OSError, MemoryError) as exc:
             self.stopped = (f"round {t}: {type(exc).__name__}: {exc}; rounds "
                             f"{_span(self.written)} are in {os.path.join(self.out_dir, DUMP_DIR)} and dump.mat")
@@ -107,7 +107,7 @@ class DumpWriter:
             return
         self.written.append(int(t))
 
-    def _write(self, t, arrays):
+    def write_round(self, t, arrays):
         """Round t's file, then its variables appended to dump.mat; a failure in either leaves
         neither (the round is then not in the dump at all)."""
         path = round_path(self.out_dir, t)
@@ -204,4 +204,4 @@ def save_rounds(out_dir, arrays):
     clear(out_dir)
     writer = DumpWriter(out_dir, len(rounds), max_bytes=float("inf"))
     for t, q in sorted(rounds.items()):
-        writer._write(t, q)               # no estimate: the arrays are in memory already
+        writer.write_round(t, q)          # no estimate: the arrays are in memory already

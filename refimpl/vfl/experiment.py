@@ -199,8 +199,7 @@ def _speed_model(cfg, K1):
     speed model, which is written for 4 parties, another number of parties runs on unit step times
     (``constant:1``: the clock charges τ_k units a round), said in a note."""
     from refimpl.vfl.speeds import ConstantSpeed
-    default = VFLConfig.__dataclass_fields__["speeds"].default
-    if cfg.taus is not None and cfg.speeds == default and K1 != len(default.split(":")[1].split(",")):
+    if cfg.taus is not None and cfg.speeds == VFLConfig.__dataclass_fields__["speeds"].default and K1 != 5:
         return ConstantSpeed((1.0,) * K1, note=f"--taus without --speeds for {K1 - 1} parties: unit step times "
                                                "(constant:1); the default speed model is written for 4 parties")
     return parse_speeds(cfg.speeds, K1, cfg.timeout)

@@ -584,7 +584,7 @@ class _AsyncState:
     used: list = field(default_factory=list)
     order: list = field(default_factory=list)
     times: list = field(default_factory=list)
-    seen: dict = field(default_factory=dict)     # events -> {"loss": ..., "accuracy": ...} of that state
+    seen: dict = field(default_factory=dict)     # {"events": n, "loss", "accuracy"}: the state after n events
 
 
 def _async_event(m, d, st, eta, B, now, k, idx):
