@@ -174,15 +174,23 @@ def _their_rates(rule, taus, tau0, mu):
     """THEIR step sizes η^r (rows r = 1..T, parties 0..K) under an adaptive rule, transcribed from
     the paper and from the authors' code: ("paper", A): η^{r+1} = A/(τ^r w̄^r) with w̄ the largest
     weight of local momentum over τ steps, (1 − μ^τ)/(1 − μ), and η^1 from the dummy round's τ^0;
-    ("authors", lr): η^1 = lr/τ^max (τ^max over the round's table), then η ← η τ^{prev}/τ^r."""
-    kind, a = rule
+    ("authors-taumax", lr): η^1 = lr/τ^max (τ^max over the round's table), then η ← η τ^{prev}/τ^r;
+    ("authors", lr, cpus): the authors' code, lrs = lr/(10·max(1 − cpu) + 1) over each party's whole
+    utilisation row, the previous step count int(10·max(1 − cpu) + 1), then lrs ← lrs·prev/τ^r."""
+    kind, a = rule[:2]
     T = len(taus)
     if kind == "paper":
         wbar = lambda t: (1 - mu ** t) / (1 - mu)
         prev = [np.asarray(tau0, dtype=float)] + [taus[r].astype(float) for r in range(T - 1)]
         return np.array([a / (p * wbar(p)) for p in prev])
-    tau_max = taus.max(axis=0).astype(float)
-    eta, out, before = a / tau_max, [], tau_max
+    if kind == "authors":
+        cpus = rule[2]
+        eta = np.array([abs(a / (10 * np.max(1 - c) + 1)) for c in cpus])
+        before = np.array([int(10 * np.max(1 - c) + 1) for c in cpus], dtype=float)
+    else:
+        before = taus.max(axis=0).astype(float)
+        eta = a / before
+    out = []
     for r in range(T):
         out.append(eta)
         eta, before = eta * before / taus[r], taus[r].astype(float)
@@ -295,7 +303,7 @@ def adaptive_ours(tmp_path_factory):
 
 @pytest.mark.parametrize("rule, code, words", [
     ("paper", 4, "the difference is in the inputs"),
-    ("authors", 3, "with --adaptive-rule authors all rounds agree"),
+    ("authors-taumax", 3, "with --adaptive-rule authors-taumax all rounds agree"),
 ])
 def test_adaptive_flexvfl_rules_from_a_transcription(adaptive_ours, tmp_path, capsys, rule, code, words):
     """THEIR Adaptive Flex-VFL (A = 0.3, local momentum 0.9) from their own initial point, batches,
@@ -309,5 +317,28 @@ def test_adaptive_flexvfl_rules_from_a_transcription(adaptive_ours, tmp_path, ca
     assert main(["diagnose", str(adaptive_ours), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == code
     text = _out(capsys)
     assert words in text, text[-1500:]
-    if rule == "authors":
+    if rule == "authors-taumax":
         assert "round 1, eta" in text
+
+
+def test_the_authors_adaptive_rule_from_their_utilisation_rows_is_named(tmp_path, capsys):
+    """THEIR Adaptive Flex-VFL as the authors' code runs it on a CPU trace: the machines' clipped
+    utilisation rows (the assignment OURS's trace records), their τ = int(10(1 − cpu) + 1) from
+    column r − 1 in round r, and their rates lr/(10·max(1 − cpu) + 1), lr ← lr·prev/τ. The dump
+    holds only per-round names; the rerun reads the utilisation from OURS's CPU trace. Named:
+    --adaptive-rule authors, not the τ^max rule, whose rates start elsewhere."""
+    from refimpl.core.data import mnist_5k
+    cpu = np.random.default_rng(12).uniform(-0.05, 1.0, size=(8, 6))
+    np.save(tmp_path / "cpu.npy", cpu)
+    ours = tmp_path / "ours"
+    assert main([*ADAPTIVE_OURS, "--speeds", f"cputrace:{tmp_path / 'cpu.npy'}", "--timeout", "10",
+                 "--out", str(ours)]) == 0
+    rows = np.clip(cpu[np.load(ours / "trace.npz")["array_machines"]], 0, 1)
+    taus = np.array([[int(10 * (1 - rows[k, r - 1]) + 1) for k in range(5)] for r in (1, 2, 3)])
+    dump = _their_flexvfl(mnist_5k(), 3, np.random.default_rng(8), tau=taus, rule=("authors", 0.3, rows))
+    np.savez(tmp_path / "theirs.npz", **dump)
+    capsys.readouterr()
+    assert main(["diagnose", str(ours), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 3
+    text = _out(capsys)
+    assert "with --adaptive-rule authors all rounds agree" in text, text[-1500:]
+    assert text.count("all rounds agree (worst") == 1

@@ -206,11 +206,11 @@ def test_authors_pbcd_gives_the_server_one_step(tmp_path):
     assert Trace.load(tmp_path / "s").arrays["tau"].tolist() == [[4, 4, 4, 4, 4]]
 
 
-def test_authors_adaptive_rule(tmp_path):
+def test_authors_taumax_adaptive_rule(tmp_path):
     """η^1 = lr/τ^max, then η^{r+1} = η^r τ^{r−1}/τ^r (τ^0 = τ^max): lr/τ^r, no w̄."""
     taus = np.array([[2, 3, 1, 4, 2], [4, 1, 2, 2, 2], [1, 1, 4, 3, 2]])
     np.save(tmp_path / "t.npy", taus)
-    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--A", "0.3", "--adaptive-rule", "authors",
+    assert main(["run", "adaptive-flexvfl", "--rounds", "3", "--A", "0.3", "--adaptive-rule", "authors-taumax",
                  "--optimizer", "momentum:0.9", "--taus", str(tmp_path / "t.npy"), "--quiet",
                  "--out", str(tmp_path / "a")]) == 0
     eta = Trace.load(tmp_path / "a").arrays["eta"]
@@ -218,6 +218,38 @@ def test_authors_adaptive_rule(tmp_path):
     np.testing.assert_allclose(eta[0], 0.3 / tmax, rtol=1e-15)
     np.testing.assert_allclose(eta[1], 0.3 / taus[0], rtol=1e-15)
     np.testing.assert_allclose(eta[2], 0.3 / taus[1], rtol=1e-15)
+
+
+def test_authors_adaptive_rule_from_the_utilisation_rows(tmp_path, capsys):
+    """The authors' code: lrs = lr/(10·max(1 − cpu) + 1) over the machine's whole (clipped) row,
+    local_epochs_prev = int(10·max(1 − cpu) + 1), then lrs *= prev/τ after each round."""
+    cpu = np.random.default_rng(3).uniform(-0.1, 1.05, size=(7, 9))
+    np.save(tmp_path / "cpu.npy", cpu)
+    base = ["run", "adaptive-flexvfl", "--rounds", "3", "--A", "0.3", "--optimizer", "momentum:0.9", "--quiet",
+            "--timeout", "10"]
+    assert main([*base, "--adaptive-rule", "authors", "--speeds", f"cputrace:{tmp_path / 'cpu.npy'}",
+                 "--out", str(tmp_path / "a")]) == 0
+    tr = Trace.load(tmp_path / "a")
+    m, tau, eta = tr.arrays["machines"], tr.arrays["tau"], tr.arrays["eta"]
+    rows = np.clip(cpu[m], 0, 1)
+    d = np.array([10 * max(1 - c for c in row) + 1 for row in rows])
+    np.testing.assert_array_equal(tau, [[int(10 * (1 - rows[k, r]) + 1) for k in range(5)] for r in (1, 2, 3)])
+    np.testing.assert_allclose(eta[0], 0.3 / d, rtol=1e-15)
+    np.testing.assert_allclose(eta[1], 0.3 / d * d.astype(int) / tau[0], rtol=1e-15)
+    np.testing.assert_allclose(eta[2], 0.3 / d * d.astype(int) / tau[0] * tau[0] / tau[1], rtol=1e-15)
+    assert np.any(np.abs(d - tau.max(axis=0)) > 0.05)                  # not the τ^max rule
+    np.testing.assert_array_equal(tr.arrays["lr_denominator"], d)
+    # a replay from the trace's τ table and d_k, without the CPU trace and under another seed
+    assert main([*base, "--adaptive-rule", "authors", "--taus", str(tmp_path / "a"), "--seed", "6",
+                 "--speeds", "constant:1", "--out", str(tmp_path / "b")]) == 0
+    np.testing.assert_array_equal(Trace.load(tmp_path / "b").arrays["eta"], eta)
+    # neither a CPU trace nor d_k: refused, naming both and the τ^max rule
+    capsys.readouterr()
+    np.save(tmp_path / "t.npy", tau)
+    assert main([*base, "--adaptive-rule", "authors", "--taus", str(tmp_path / "t.npy"),
+                 "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "cputrace:FILE" in err and "'lr_denominator'" in err and "authors-taumax" in err
 
 
 def test_torch_init_scheme(tmp_path):

@@ -262,6 +262,10 @@ def _cpu_trace_errors(model, data):
     run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, rows, timeout=10.0)
     tr = run.run(model.init(np.random.default_rng(1)), 4, np.random.default_rng(2))
     errors["cputrace_run_tau_mismatches"] = float(np.sum(tr.arrays["tau"] != want))
+    # the authors' adaptive rule's first-rate denominators: 10·max(1 − cpu) + 1 over whole clipped rows
+    rows_cpu = np.array([[0.3, -0.2, 0.9], [0.75, 0.5, 1.4], [0.62, 0.8, 0.95]])
+    got = CPUTraceSpeed(rows_cpu, 10.0).lr_denominators([2, 0, 1])
+    errors["cputrace_lr_denominator"] = float(np.max(np.abs(got - np.array([4.8, 11.0, 6.0]))))
     return errors
 
 
@@ -278,8 +282,11 @@ ROUND_CASES = (
     ("flex/server-steps=2", dict(method="flex", server_steps=2), dict(method="flex", server_steps=2)),
     ("adaptive/paper/momentum", dict(method="adaptive", opt="momentum:0.5", A=0.4),
      dict(method="adaptive", opt="momentum", param=0.5, A=[0.4] * 3)),
-    ("adaptive/authors", dict(method="adaptive", adaptive_rule="authors", A=0.4),
-     dict(method="adaptive", rule="authors", A=[0.4] * 3)),
+    ("adaptive/authors-taumax", dict(method="adaptive", adaptive_rule="authors-taumax", A=0.4),
+     dict(method="adaptive", rule="authors-taumax", A=[0.4] * 3)),
+    # d_k whose floors (10, 8, 11) differ from the schedule's τ^max (9, 7, 9)
+    ("adaptive/authors", dict(method="adaptive", adaptive_rule="authors", A=0.4, lr_denominator=[10.5, 8.25, 11.0]),
+     dict(method="adaptive", rule="authors", A=[0.4] * 3, lr_den=[10.5, 8.25, 11.0])),
 )
 
 

@@ -69,7 +69,8 @@ def steps_literal(method, s, timeout=None, Q=1, server_steps=None):
 
 
 def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1, opt="sgd", param=0.0,
-                labels="all", persistent=False, A=None, rule="paper", server_steps=None, taus=None, buffers=None):
+                labels="all", persistent=False, A=None, rule="paper", server_steps=None, taus=None, buffers=None,
+                lr_den=None):
     """R rounds (R = len(batches)) from the blocks W = [W0, W1, …, WK] (matrices, bias column 0);
     Xs: the parties' feature blocks, y: labels, batches (R, B), step_times (rows, K+1) with row 0
     the dummy round of the paper's adaptive rule. ``taus`` (R, K+1): given step counts instead of
@@ -87,7 +88,9 @@ def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1
     if method == "adaptive" and rule == "paper":
         t0 = [max(1, math.floor(timeout / step_times[0][k])) for k in range(K1)]
         eta_r = [A[k] / (t0[k] * _max_weight(opt, param, t0[k], A[k] / t0[k])) for k in range(K1)]
-    elif method == "adaptive":
+    elif method == "adaptive" and rule == "authors":      # lr/d with d the utilisation's 10·max(1 − cpu) + 1
+        eta_r, prev = [A[k] / lr_den[k] for k in range(K1)], [math.floor(lr_den[k]) for k in range(K1)]
+    elif method == "adaptive":                             # authors-taumax: lr/τ^max of the schedule
         tau_max = [max(taus_of(rows[r])[k] for r in range(R)) for k in range(K1)]
         eta_r, prev = [A[k] / tau_max[k] for k in range(K1)], list(tau_max)
     else:

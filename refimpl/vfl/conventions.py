@@ -18,7 +18,7 @@ RUN_PROTOCOLS = ("refimpl", "authors")
 CONVENTIONS = {
     "momentum": {"refimpl": "reset", "authors": "reset", "allowed": ("reset", "persistent")},
     "batch_order": {"refimpl": "independent", "authors": "epoch", "allowed": ("independent", "epoch")},
-    "adaptive_rule": {"refimpl": "paper", "authors": "authors", "allowed": ("paper", "authors")},
+    "adaptive_rule": {"refimpl": "paper", "authors": "authors", "allowed": ("paper", "authors", "authors-taumax")},
     "server_time_unit": {"refimpl": "step", "authors": "timeout-over-Q", "allowed": ("step", "timeout-over-Q")},
     "init_scheme": {"refimpl": "glorot", "authors": "torch", "allowed": ("glorot", "torch")},
 }

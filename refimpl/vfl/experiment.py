@@ -132,15 +132,13 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
     thetas = model.init(rng_init, conv["init_scheme"]) if cfg.init is None else load_init(cfg.init, model)
     K1 = cfg.parties + 1
     model_speeds = _speed_model(cfg, K1)
-    speeds = model_speeds.sample(cfg.rounds + 1, rng_speed)
+    # a CPU trace also names the machines drawn (the authors' adaptive rule reads their rows)
+    speeds, machines = (model_speeds.draw(cfg.rounds + 1, rng_speed) if hasattr(model_speeds, "draw")
+                        else (model_speeds.sample(cfg.rounds + 1, rng_speed), None))
     eta = _list(cfg.eta, K1, "eta", float)
     net = network_of(cfg, model_speeds, conv["server_time_unit"])
     authors = cfg.protocol == "authors"
-    budget = cfg.time_budget
-    if budget is not None and not (isinstance(budget, (int, float)) and np.isfinite(budget) and budget > 0):
-        raise ValueError(f"--time-budget must be a finite simulated time > 0, got {budget}")
-    if cfg.target is not None and not (isinstance(cfg.target, (int, float)) and 0 < cfg.target <= 1):
-        raise ValueError(f"--target is a test accuracy in (0, 1], got {cfg.target}")
+    budget = _budget_and_target(cfg)
     rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     batches = None
     if cfg.batches is not None:
@@ -165,7 +163,10 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
         opts = [make_optimizer(o) for o in _list(cfg.optimizer, K1, "optimizer")]
         smooth = _smoothness(cfg, model, thetas, data, K1)
         A = _list(cfg.A, K1, "A", float) if method == "adaptive" else None
-        taus, tau0 = _replayed_taus(cfg, K1, method == "adaptive" and conv["adaptive_rule"] == "paper")
+        adaptive_rule = conv["adaptive_rule"] if method == "adaptive" else None
+        taus, tau0, lr_den = _replayed_taus(cfg, K1, adaptive_rule)
+        if adaptive_rule == "authors" and lr_den is None and machines is not None:
+            lr_den = model_speeds.lr_denominators(machines)
         if batches is not None:
             batches = validate_batches(batches, cfg.rounds, data.n, f"--batches {cfg.batches}")
             if batches.shape[1] != cfg.batch:
@@ -175,11 +176,12 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
         # the authors' protocol: the server takes Q steps under sync/flex (1 under P-BCD) for free
         server_steps = (1 if method == "pbcd" else cfg.Q) if authors else None
         # the paper's adaptive rule takes its round-0 rate from a dummy round on speed row 0
-        dummy = method == "adaptive" and conv["adaptive_rule"] == "paper"
+        dummy = adaptive_rule == "paper"
         run = FlexVFL.from_method(model, data, method, opts, eta, cfg.batch, speeds if dummy else speeds[1:],
                       timeout=cfg.timeout, Q=cfg.Q, network=net, labels=cfg.labels, A=A, smoothness=smooth,
                       server_steps=server_steps, momentum=conv["momentum"], batch_order=conv["batch_order"],
-                      adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches, tau0=tau0)
+                      adaptive_rule=conv["adaptive_rule"], taus=taus, batches=batches, tau0=tau0,
+                      lr_denominator=lr_den)
         tr = run.run(thetas, cfg.rounds, rng_run, cfg.eval_every, budget, progress, theory_every=cfg.theory_every,
                      stop_at_accuracy=cfg.target, divergence=rule, dump_rounds=dumps,
                      loss_every=cfg.loss_every, dump_writer=dump_writer)
@@ -191,7 +193,21 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
                 alpha = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
                 tr.config["condition20"] = {"alpha": alpha,
                                             "met": condition20(A, smooth[0], smooth[1], alpha).tolist()}
+        if adaptive_rule == "authors":
+            tr.arrays["lr_denominator"] = np.asarray(lr_den, dtype=np.float64)   # a replay input (--taus)
+    if machines is not None:
+        tr.arrays["machines"] = np.asarray(machines)
     return _recorded(tr, cfg, conv, ds, net, model_speeds, speeds)
+
+
+def _budget_and_target(cfg):
+    """``--time-budget`` (a finite simulated time > 0, or None) after checking it and ``--target``."""
+    budget = cfg.time_budget
+    if budget is not None and not (isinstance(budget, (int, float)) and np.isfinite(budget) and budget > 0):
+        raise ValueError(f"--time-budget must be a finite simulated time > 0, got {budget}")
+    if cfg.target is not None and not (isinstance(cfg.target, (int, float)) and 0 < cfg.target <= 1):
+        raise ValueError(f"--target is a test accuracy in (0, 1], got {cfg.target}")
+    return budget
 
 
 def _speed_model(cfg, K1):
@@ -221,17 +237,20 @@ def _recorded(tr, cfg, conv, ds, net, model_speeds, speeds):
     return tr
 
 
-def _replayed_taus(cfg, K1, dummy_round):
-    """``--taus``: the τ table (R, K+1) and, for the paper's adaptive rule (``dummy_round``), the
-    dummy round's τ^0 when the file records it (array ``tau0``, as a trace does); (None, None)
+def _replayed_taus(cfg, K1, adaptive_rule):
+    """``--taus``: the τ table (R, K+1) and what the adaptive rule reads beside it when the file
+    records it, as a trace does: the paper's rule the dummy round's τ^0 (array ``tau0``), the
+    authors' rule the d_k of its first rates (array ``lr_denominator``); (None, None, None)
     without ``--taus``."""
     if cfg.taus is None:
-        return None, None
-    from refimpl.core.replay import pick_one, read_arrays
+        return None, None, None
+    from refimpl.core.replay import numeric, pick_one, read_arrays
     from refimpl.vfl.policies import validate_taus
     arrays = read_arrays(cfg.taus, "--taus")
     taus = validate_taus(pick_one(arrays, ("tau",), "--taus", cfg.taus), cfg.rounds, K1, f"--taus {cfg.taus}")
-    return taus, (arrays.get("tau0") if dummy_round else None)
+    den = arrays.get("lr_denominator") if adaptive_rule == "authors" else None
+    return (taus, arrays.get("tau0") if adaptive_rule == "paper" else None,
+            None if den is None else numeric(den, f"--taus {cfg.taus}", "lr_denominator"))
 
 
 def conventions(cfg):

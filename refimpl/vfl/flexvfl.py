@@ -242,11 +242,12 @@ class FlexVFL:
     def from_method(cls, model, data: VerticalData, method, optimizers, eta, batch, speeds, timeout=None, Q=10,
                     network=Network(), labels="all", A=None, smoothness=None, use_numba=True, server_steps=None,
                     momentum="reset", batch_order="independent", adaptive_rule="paper", taus=None, batches=None,
-                    tau0=None):
+                    tau0=None, lr_denominator=None):
         """The boundary: a method and its conventions by name → a :class:`Policy`
         (:func:`~refimpl.vfl.policies.compose`, every name and value checked here), then the run.
         ``eta``: K + 1 learning rates (the paper's adaptive rule ignores them and uses ``A``; the
-        authors' rule takes ``A`` as its lr); ``taus`` (R, K+1) / ``batches`` (R, B): replay schedules."""
+        authors' rule takes ``A`` as its lr, and ``lr_denominator``); ``taus`` (R, K+1) / ``batches``
+        (R, B): replay schedules."""
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         K1 = model.K + 1
@@ -280,7 +281,8 @@ class FlexVFL:
         taus, tau0, batches = _replay_schedules(taus, tau0, batches, K1, data.n)
         policy = compose(method, eta=eta, timeout=timeout, Q=int(Q), network=network, A=A,
                          server_steps=None if server_steps is None else int(server_steps), momentum=momentum,
-                         batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches, tau0=tau0)
+                         batch_order=batch_order, adaptive_rule=adaptive_rule, taus=taus, batches=batches, tau0=tau0,
+                         lr_denominator=lr_denominator)
         return cls(model, data, policy, optimizers, batch, speeds, labels, smoothness, use_numba)
 
     def _initial_rates(self, trace, sched, rounds):

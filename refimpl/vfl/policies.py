@@ -159,24 +159,36 @@ class PaperAdaptive:
 
 @dataclass(frozen=True, eq=False)
 class AuthorsAdaptive:
-    """The authors' adaptive code (``main_flex_MVCNNadapt.py``): η_k^1 = lr_k / τ_k^max and, after
-    each round, η_k ← η_k τ_k^{prev} / τ_k^r (τ_k^{prev} = τ_k^max before round 1), so
-    η_k^{r+1} = lr_k / τ_k^r: no w̄ (momentum ignored). τ_k^max is the largest τ_k^r over the
-    run's schedule (their 10·max(1 − utilisation) + 1)."""
+    """The authors' adaptive code (``main_flex_MVCNNadapt.py``): before round 1 each party's rate is
+    lr_k / d_k and its previous step count ⌊d_k⌋, where d_k = 10·max_t(1 − cpu_k,t) + 1 is taken
+    over the whole utilisation row of its machine (a real number); after each round
+    η_k ← η_k τ_k^{prev} / τ_k^r, so η_k^{r+1} = lr_k ⌊d_k⌋ / (d_k τ_k^r): no w̄ (momentum ignored).
+    ``denominator`` None: d_k = τ_k^max, the largest τ_k^r over the run's schedule (rule
+    ``authors-taumax``, for runs without a utilisation trace: η_k^1 = lr_k / τ_k^max)."""
 
     lr: np.ndarray
-    name = "authors-adaptive"
+    denominator: np.ndarray | None = None
     speed_rows = 0
 
+    @property
+    def name(self):
+        return "authors-adaptive" if self.denominator is not None else "authors-taumax-adaptive"
+
     def init(self, opts, speeds, steps):
-        tau_max = np.max([steps.taus(r + 1, row) for r, row in enumerate(speeds)], axis=0)
-        return self.lr / tau_max, tau_max
+        if self.denominator is None:
+            d = np.max([steps.taus(r + 1, row) for r, row in enumerate(speeds)], axis=0)
+            return self.lr / d, d
+        d = np.asarray(self.denominator, dtype=np.float64)
+        return self.lr / d, np.floor(d).astype(int)
 
     def update(self, eta, prev, tau, w_bar):
         return eta * prev / tau, np.array(tau)
 
     def describe(self):
-        return {"rule": self.name, "lr": self.lr.tolist()}
+        out = {"rule": self.name, "lr": self.lr.tolist()}
+        if self.denominator is not None:
+            out["denominator"] = np.asarray(self.denominator, dtype=np.float64).tolist()
+        return out
 
 
 # ----------------------------------------------------------------------------- optimizer state
@@ -363,13 +375,34 @@ class Policy:
                 "momentum": self.momentum.name, "batches": self.batches.name, "clock": self.clock.describe()}
 
 
+def authors_denominator(d, n_parties):
+    """The authors' rule's d_k (K + 1 values, server first), each finite and ≥ 1, or an error
+    saying where to take them from."""
+    if d is None:
+        raise ValueError("--adaptive-rule authors starts each party at lr/(10·max(1 − cpu) + 1) over its machine's "
+                         "utilisation row: give --speeds cputrace:FILE, or a --taus file holding array "
+                         "'lr_denominator' (K + 1 values, server first); --adaptive-rule authors-taumax starts at "
+                         "lr/τ^max of the run's τ table instead")
+    d = np.asarray(d, dtype=np.float64).reshape(-1)
+    if d.shape != (n_parties,):
+        raise ValueError(f"lr_denominator has {d.size} values; expected {n_parties} (server + parties)")
+    bad = np.flatnonzero(~np.isfinite(d) | (d < 1))
+    if bad.size:
+        raise ValueError(f"lr_denominator entry {bad[0]} is {d[bad[0]]}; the authors' 10·max(1 − cpu) + 1 is "
+                         "in [1, 11]")
+    return d
+
+
 def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, server_steps=None, momentum="reset",
-            batch_order="independent", adaptive_rule="paper", taus=None, batches=None, tau0=None):
+            batch_order="independent", adaptive_rule="paper", taus=None, batches=None, tau0=None,
+            lr_denominator=None):
     """The named compositions: ``flex`` (τ from the timeout, fixed η), ``adaptive`` (τ from the
     timeout, η from ``adaptive_rule``), ``sync`` (Q steps), ``pbcd`` (one step). ``server_steps``:
     the server takes that many steps and its compute is free (the authors' protocol). ``taus``
     (R, K+1) / ``batches`` (R, B): given schedules replace the drawn ones; ``tau0`` (K+1,): the
-    paper-adaptive rule's dummy-round τ^0, given instead of drawn from speed row 0."""
+    paper-adaptive rule's dummy-round τ^0, given instead of drawn from speed row 0;
+    ``lr_denominator`` (K+1,): the authors' rule's d_k = 10·max(1 − cpu_k) + 1 (see
+    :class:`AuthorsAdaptive`), needed by ``adaptive_rule="authors"``."""
     if method not in ROUND_METHODS:
         raise ValueError(f"method must be one of {ROUND_METHODS}, got {method!r}")
     for name, value, allowed in (("momentum", momentum, MOMENTUM), ("batch order", batch_order, BATCH_ORDERS),
@@ -385,7 +418,9 @@ def compose(method, *, eta, timeout=None, Q=10, network=Network(), A=None, serve
         if server_steps is not None:
             steps = ServerSteps(steps, int(server_steps))
     if method == "adaptive":
-        step_size = PaperAdaptive(A, timeout, tau0) if adaptive_rule == "paper" else AuthorsAdaptive(A)
+        step_size = (PaperAdaptive(A, timeout, tau0) if adaptive_rule == "paper"
+                     else AuthorsAdaptive(A, authors_denominator(lr_denominator, len(A)))
+                     if adaptive_rule == "authors" else AuthorsAdaptive(A))
     else:
         step_size = FixedStepSize(eta)
     return Policy(method, steps, step_size,

@@ -182,12 +182,22 @@ class CPUTraceSpeed:
         return authors_taus(cpu), machines
 
     def sample(self, R, rng, n_parties=None):
+        return self.draw(R, rng, n_parties)[0]
+
+    def draw(self, R, rng, n_parties=None):
+        """The step times (R, parties), as :meth:`sample` returns them, and the machines drawn."""
         n = n_parties if n_parties is not None else self._n_parties
         if n < 1:
             raise ValueError("CPU trace speeds need the number of parties (server + K): pass n_parties, or "
                              "build the model with parse_speeds('cputrace:FILE', n_parties, timeout)")
-        tau, _ = self.taus(R, rng, n)
-        return self.timeout / tau * (1.0 - 1e-12)
+        tau, machines = self.taus(R, rng, n)
+        return self.timeout / tau * (1.0 - 1e-12), machines
+
+    def lr_denominators(self, machines):
+        """The authors' adaptive rule's d_k = 10·max_t(1 − cpu_k,t) + 1 over the whole utilisation row
+        of each party's machine (``main_flex_MVCNNadapt.py``: ``lr/(10*np.max(1-cpus[client])+1)``)."""
+        a = np.clip(self._checked(), 0.0, 1.0)
+        return 10.0 * np.max(1.0 - a[np.asarray(machines)], axis=1) + 1.0
 
     def mean(self):
         a = np.clip(self._checked(), 0.0, 1.0)
