@@ -244,3 +244,31 @@ def test_dimension_mismatch_and_theorem_report(syn, capsys):
         run_mfcgd(syn, np.zeros(syn.d + 1), 5, par, Identity(), np.random.default_rng(0))
     assert main(["run", "mfcgd", "--steps", "20"]) == 0
     assert "violate" in capsys.readouterr().err
+
+
+def test_projections_bind_only_below_the_a_priori_radii(tmp_path, capsys):
+    """The nonlinear class at the theorems' radii C_g, C_f: neither projection acts; at
+    --radius-scale 0.5 both do, and the counts the trace records are those of the dumped
+    estimators that sit on their ball's surface (an independent recount; the dump stops before
+    the last update)."""
+    from refimpl.core.replay import read_dump
+    counts = {}
+    for scale in ("1", "0.5"):
+        out = tmp_path / scale
+        assert main(["run", "mfcgd", "--problem", "nonlinear", "--steps", "40", "--clients", "3", "--radius-scale",
+                     scale, "--dump-rounds", "all", "--quiet", "--out", str(out)]) == 0
+        cfg = json.load(open(out / "trace.json"))["config"]
+        radii, counts[scale] = cfg["projection_radii"], cfg["projected_client_steps"]
+        dump = read_dump(str(out))
+        on_surface = {"u": 0, "v": 0}
+        for t in range(2, 41):
+            for name, C in (("u", radii["C_g"]), ("v", radii["C_f"])):
+                norms = np.linalg.norm(dump[t][name].reshape(3, -1), axis=1)
+                assert np.all(norms <= C * (1 + 1e-12))
+                on_surface[name] += int(np.sum(norms >= C * (1 - 1e-12)))
+        for k in ("u", "v"):      # step t's dump holds u_t, v_t: the last update (to u_41, v_41) is not dumped
+            assert 0 <= counts[scale][k] - on_surface[k] <= 3
+    assert counts["1"]["u"] == counts["1"]["v"] == 0
+    assert counts["0.5"]["u"] > 0 and counts["0.5"]["v"] > 0
+    assert main(["run", "mfcgd", "--radius-scale", "0", "--steps", "5", "--quiet", "--out", str(tmp_path / "z")]) == 2
+    assert "--radius-scale must be a finite number > 0" in capsys.readouterr().err

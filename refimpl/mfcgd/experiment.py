@@ -42,6 +42,7 @@ class MFCGDConfig:
     beta: float = 0.5
     alpha: float = 0.2
     heterogeneity: float = 0.5
+    radius_scale: float = 1.0        # Π_{C_g}, Π_{C_f} radii × this (1: the problem's a-priori bounds)
     eval_every: int = 10
     seed: int = 0
     problem_seed: int | None = None  # the problem instance's seed (None: seed)
@@ -61,6 +62,9 @@ class MFCGDConfig:
         for f in ("clients", "dim", "steps", "q", "eval_every"):
             if int(getattr(self, f)) < 1:
                 raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
+        rs = self.radius_scale
+        if isinstance(rs, bool) or not isinstance(rs, (int, float)) or not (np.isfinite(rs) and rs > 0):
+            raise ValueError(f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), got {rs!r}")
         for f in ("seed", "problem_seed"):
             v = getattr(self, f)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):
@@ -144,7 +148,7 @@ def _problem_evaluations(cfg, pr, test, rng_prob, extra, progress):
 
 def _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps):
     """MFCGD, AdaMFCGD or STORM: ((grad_norm, samples, rounds, None), the result, the parameters)."""
-    C_g, C_f = _projection_radii(pr)
+    C_g, C_f = (cfg.radius_scale * r for r in _projection_radii(pr))
     q = 1 if cfg.method == "storm" else cfg.q
     par = MFCGDParams(k=cfg.k, n=cfg.n, c1=cfg.c, c2=cfg.c, c3=cfg.c, gamma=cfg.gamma, q=q, C_g=C_g, C_f=C_f)
     mat = make_matrix(cfg.matrix if cfg.method == "adamfcgd" else "identity", cfg.rho, cfg.theta)
@@ -193,6 +197,11 @@ def _trace_of(cfg, ds, pr, kind, x1, samples, result, par, numba, dump_writer=No
     if cfg.method in ("mfcgd", "adamfcgd", "storm"):
         # both kernels use min(1, c η_t²): record the steps where the cap was active
         tr.config["capped_steps"] = par.capped_steps(cfg.steps)
+        tr.config["projection_radii"] = {"C_g": float(par.C_g), "C_f": float(par.C_f)}
+        if not numba:
+            # client-steps at which Π_{C_g} (8) and Π_{C_f} (9) changed u and v (the Numba kernel does not count)
+            tr.config["projected_client_steps"] = {"u": int(result.bound_u), "v": int(result.bound_v),
+                                                   "of": int(pr.M * cfg.steps)}
     if cfg.problem == "synthetic" and cfg.method in ("mfcgd", "adamfcgd", "storm"):
         tr.config["theorem_conditions"] = theorem_report(pr, cfg, x1)
     return tr

@@ -45,6 +45,8 @@ class MFCGDPaper(Paper):
         Opt("beta", "tracking weight β of the baselines", _SCGD_LIKE),
         Opt("alpha", "momentum weight α of Local-SCGDM", ("local-scgdm",)),
         Opt("heterogeneity", "client heterogeneity of the synthetic problem"),
+        Opt("radius_scale", "radii of Π_{C_g}, Π_{C_f} in (8)–(9) × this (1: the problem's a-priori bounds; "
+            "below 1 the projections clip, outside the theorems' assumptions)", _STORM_LIKE),
         Opt("eval_every", "steps between evaluations of ||∇F|| (default: T/100)", default=None, kind=int),
         Opt("seed", "seed of the run's numpy.random.Generator"),
         Opt("problem_seed", "seed of the problem instance (default: --seed)", kind=int, default=None),

@@ -299,7 +299,8 @@ PHI2_MAX = 1.5 * 1.25 ** -2.5
 @dataclass(frozen=True)
 class NonlinearComposition(_SqrtOuter):
     """Synthetic family whose inner Jacobian depends on x and on the sample, so that every
-    recursion of Algorithm 1 — h (7), u (8), v (9) — and both projections act (docs/mfcgd.md):
+    recursion of Algorithm 1 — h (7), u (8), v (9) — acts; its projections act at radii below the
+    a-priori bounds C_g, C_f (``--radius-scale``), not at those bounds (docs/mfcgd.md):
 
         g^m(x; ζ) = (A + E) φ(x) + b_m + ε,     ζ = (ε, E): ε ~ N(0, s_g² I_p),
                                                 E uniform on the Frobenius sphere of radius r_g (p×d)
