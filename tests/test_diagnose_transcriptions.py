@@ -39,7 +39,7 @@ def _instance_of(trace_dir):
 
 
 def _their_adamfcgd(pr, ours, T, *, matrix, k=1.0, n=1000.0, c=10.0, gamma=0.5, q=10, rho=0.2, theta=0.9,
-                    gamma_exponent=1.0 / 3.0, rng=None):
+                    gamma_exponent=1.0 / 3.0, rng=None, stale_sample_client=None):
     """THEIR AdaMFCGD on the synthetic problem g_m(x; ζ) = A x + b_m + ζ, f_m(y; ξ) =
     Σ_i sqrt(1 + (y_i − c_{m,i})²) + ⟨ξ, y⟩, from the state of step 1 and the samples of every
     step that OURS's dump holds. Algorithm 1: every q-th step the server averages w and x,
@@ -48,7 +48,9 @@ def _their_adamfcgd(pr, ours, T, *, matrix, k=1.0, n=1000.0, c=10.0, gamma=0.5, 
     x̄ by −ηγA⁻¹w̄; otherwise each client moves x by −ηγA⁻¹w. Then the STORM-type recursions with
     α, β, ϱ = min(1, c η²), u and v projected on the balls of radii ||A||_F and sqrt(p) + r_f.
     With ``rng``, THEIR own inputs: x_1 drawn, h, u, v from q samples of their own, and their own
-    samples ζ ~ N(0, s_g² I), ξ uniform on the sphere of radius r_f at every step."""
+    samples ζ ~ N(0, s_g² I), ξ uniform on the sphere of radius r_f at every step.
+    ``stale_sample_client``: a planted bug in that client only — its v recursion evaluates the old
+    ∇f(h_t) without the step's sample ξ."""
     A_, b, cc, r_f = pr.A, pr.b, pr.c, pr.r_f
     M, p = b.shape
     d = A_.shape[1]
@@ -107,7 +109,8 @@ def _their_adamfcgd(pr, ours, T, *, matrix, k=1.0, n=1000.0, c=10.0, gamma=0.5, 
             g_new, g_old = A_ @ x_next[m] + b[m] + zeta[m], A_ @ x[m] + b[m] + zeta[m]
             h_next = g_new + (1 - alpha) * (h[m] - g_old)
             u[m] = project(A_ + (1 - beta) * (u[m] - A_), C_g)
-            v[m] = project(phi(h_next - cc[m]) + xi[m] + (1 - varrho) * (v[m] - phi(h[m] - cc[m]) - xi[m]), C_f)
+            old_xi = 0.0 if m == stale_sample_client else xi[m]
+            v[m] = project(phi(h_next - cc[m]) + xi[m] + (1 - varrho) * (v[m] - phi(h[m] - cc[m]) - old_xi), C_f)
             h[m] = h_next
             w[m] = u[m].T @ v[m]
         x = x_next
@@ -158,6 +161,22 @@ def test_a_planted_bug_is_named_where_it_starts_and_left_unexplained(adamfcgd_ou
     assert main(["diagnose", str(out), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 1
     text = _out(capsys)
     assert "round 1, eta" in text
+    assert "no convention switch of refimpl (nor a pair) makes every round agree" in text
+
+
+def test_a_one_client_bug_is_named_by_client_and_data_flow(adamfcgd_ours, tmp_path, capsys):
+    """A bug in client 2's v recursion only (the old ∇f(h_t) without its sample ξ): the first
+    difference is step 2's v of client 2 — its x, h and u (and every other client's) agree, and
+    the samples before them; no switch explains it."""
+    out, ours, pr = adamfcgd_ours
+    np.savez(tmp_path / "theirs.npz", **_their_adamfcgd(pr, ours, STEPS, matrix="adam", stale_sample_client=2))
+    capsys.readouterr()
+    assert main(["diagnose", str(out), str(tmp_path / "theirs.npz"), "--tol", "1e-9"]) == 1
+    text = _out(capsys)
+    line = next(x for x in text.splitlines() if x.startswith("round 2, v at entry"))
+    assert "= client 2, coordinate 0" in line
+    agreeing = line.split("agreeing before it: ")[1]
+    assert [w.split()[0] for w in agreeing.split(", ")] == ["zeta", "xi", "x", "h", "u"]
     assert "no convention switch of refimpl (nor a pair) makes every round agree" in text
 
 

@@ -323,9 +323,10 @@ def rerun(ours_path, replay_file, arrays, rounds, overrides, data=None):
     return dump_arrays(tr.arrays)
 
 
-def differing_inputs(ours_path, theirs_path, paper):
+def differing_inputs(ours_path, theirs_path, paper, their_arrays=None):
     """Which replay inputs OURS's trace and THEIR dump both hold and that differ (their words,
-    e.g. "initial point"), and which were recorded on one side only."""
+    e.g. "initial point"), and which were recorded on one side only. ``their_arrays``: THEIR
+    arrays as :func:`their_replay` gives them, when already read (else read from ``theirs_path``)."""
     def arrays(path):
         f = path if os.path.isfile(path) else os.path.join(path, "trace.npz")
         try:
@@ -333,10 +334,12 @@ def differing_inputs(ours_path, theirs_path, paper):
         except (ValueError, OSError):
             return {}
     a = arrays(ours_path)
-    try:
-        b = their_replay(theirs_path, _paper(paper))[1]      # what THEIR dump implies counts too
-    except (ValueError, OSError):
-        b = {}
+    b = their_arrays
+    if b is None:
+        try:
+            b = their_replay(theirs_path, _paper(paper))[1]      # what THEIR dump implies counts too
+        except (ValueError, OSError):
+            b = {}
     differ, unknown = [], []
     for inp in _paper(paper).replay_inputs:
         word = inp.word
@@ -665,7 +668,8 @@ def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, p
     schedule = their_schedule_hint(their_arrays, paper, doc, getattr(data, "n_train", None))
     rows, verdict = try_switches(ours_path, theirs_path, theirs, cmp_.paper, tol, takes, progress=progress, data=data,
                                  replay=replay if replay[1] is not None else None)
-    inputs = differing_inputs(ours_path, theirs_path, cmp_.paper) if verdict["kind"] == "inputs" else None
+    inputs = (differing_inputs(ours_path, theirs_path, cmp_.paper, replay[1]) if verdict["kind"] == "inputs"
+              else None)
     return rows, verdict, inputs, [x for x in (sources, schedule) if x is not None], data
 
 
