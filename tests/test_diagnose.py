@@ -280,6 +280,19 @@ def test_a_layout_difference_is_named(tmp_path, capsys):
     capsys.readouterr()
     assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "one_based.npz"), "--no-rerun"]) == 1
     assert "batch: THEIR values are OURS + 1 everywhere: 1-based" in _out(capsys)
+    # --index-base 1 reads THEIR ids minus 1: every round's ids 1-based, then everything agrees
+    shifted = {k: (v + 1 if k.endswith("_batch") else v) for k, v in dump.items()}
+    np.savez(tmp_path / "all_one_based.npz", **shifted)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "all_one_based.npz"), "--no-rerun",
+                 "--index-base", "1"]) == 0
+    capsys.readouterr()
+    zero = dict(shifted)
+    zero["r2_batch"] = np.where(np.arange(zero["r2_batch"].size) == 3, 0, zero["r2_batch"])
+    np.savez(tmp_path / "zero.npz", **zero)
+    assert main(["diagnose", str(tmp_path / "o"), str(tmp_path / "zero.npz"), "--no-rerun",
+                 "--index-base", "1"]) == 2                          # round 2's ids hold a 0
+    err = _out(capsys)
+    assert "THEIRS r2_batch: entry" in err and "--index-base 1 says the ids start at 1" in err
     a = np.arange(6.0).reshape(2, 3)
     assert "transposed" in layout_hint(a, a.T)
     assert "column-major" in layout_hint(a, a.reshape(-1, order="F").reshape(2, 3))

@@ -70,6 +70,12 @@ RUN_ELSEWHERE = {
         "run ssca --engine flower --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/fl",
         "run ssca --clients 4 --batch 10 --rounds 20 --snapshots 0,10,20 --out runs/own",
         "crosscheck runs/own runs/fl --tol 1e-10")},
+    **{c: "tests/test_guide_walkthroughs.py (THEIR files written as MATLAB and PyTorch write them)" for c in (
+        "refimpl run ssca --rounds 4 --batch 10 --hidden 8 --tau 0.1 --rho-a 0.8 --rho-alpha 0.6 --gamma-a 0.5 "
+        "--gamma-alpha 0.65 --dump-rounds all --out runs/ours",
+        "refimpl diagnose runs/ours theirs.mat --index-base 1 --tol 1e-9",
+        "refimpl run flexvfl --rounds 3 --optimizer momentum:0.9 --dump-rounds all --out runs/ours-vfl",
+        "refimpl diagnose runs/ours-vfl theirs.npz --tol 1e-9")},
 }
 
 VFL = {"flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd"}
@@ -190,9 +196,11 @@ def test_the_documents_hold_commands_and_the_exceptions_are_exact():
     texts = [c for _, c in COMMANDS]
     assert len(texts) >= 50
     assert set(NOT_RUN) == {c for c in texts if "scheduler-host" in c}
+    import test_guide_walkthroughs as W
+    walkthrough = {W.MATLAB_OURS, W.MATLAB_DIAGNOSE, W.TORCH_OURS, W.TORCH_DIAGNOSE}
     assert set(RUN_ELSEWHERE) == {c for c in texts if (c.startswith("refimpl report") or "--tune" in c
                                                        or " runs/fl" in c.replace("runs/flex", "")
-                                                       or "runs/own" in c) and c not in NOT_RUN}
+                                                       or "runs/own" in c or c in walkthrough) and c not in NOT_RUN}
     # the other tests run the same commands (plus the reduced sizes and --out they add)
     src = (ROOT / "tests" / "test_verify.py").read_text()
     assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1"])' in src

@@ -18,6 +18,8 @@ def add_parser(sub):
     dg.add_argument("--allow-missing", default="",
                     help="quantities that may be dumped on one side only (comma-separated; 'rounds' for rounds); "
                          "anything else left uncompared makes the exit 1")
+    dg.add_argument("--index-base", type=int, choices=(0, 1), default=0,
+                    help="the id of THEIR first sample in their batch arrays: 0, or 1 (MATLAB: each id read minus 1)")
     dg.add_argument("--quiet", action="store_true")
     dg.set_defaults(fn=run)
 
@@ -37,7 +39,7 @@ def run(args):
     data = load_data(args) if (args.data or args.data_dir) else None
     dg = DG.diagnose(args.ours, args.theirs, tol=args.tol, map_text=args.map, allowed=allowed,
                      rerun_switches=not args.no_rerun, data=data, note=lambda line: info(args, line),
-                     progress=None if args.quiet else say)
+                     progress=None if args.quiet else say, index_base=args.index_base)
     for ln in dg.lines:
         print(ln)
     if args.report:

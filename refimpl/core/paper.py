@@ -93,6 +93,7 @@ class Paper(ABC):
     step_quantities: tuple = ()     # per-local-step dump quantities (row t: step t), in the order one step computes them
     dump_markers: tuple = ()        # regular expressions: a dump holding a name matching one is this paper's
     replay_inputs: tuple = ()       # ReplayInput rows
+    id_names: tuple = ()            # dump quantities and replay arrays that hold sample ids (diagnose --index-base)
     checks_module: str = ""         # the module of its verification checks
     vectors_module: str = ""        # the module of its conformance families (a FAMILIES tuple of Family records)
     mutation_prefixes: tuple = ()   # check-id prefixes a mutation of this paper is run against

@@ -95,6 +95,7 @@ class SSCAPaper(Paper):
     dump_order = ("batch", "omega", "client_count", "client_loss", "client_grad", "loss_hat", "grad_hat", "rho",
                   "gamma", "A", "B", "C", "omega_bar", "multiplier", "slack", "eta", "velocity", "omega_next")
     dump_markers = ("omega", "omega_next")
+    id_names = ("batch", "batches")
     replay_inputs = (ReplayInput("W1_0", "initial point"), ReplayInput("W2_0", "initial point"),
                      ReplayInput("omega_0", "initial point"), ReplayInput("batches", "batch schedule"))
     command_module = "refimpl.ssca.command"
@@ -134,11 +135,14 @@ class SSCAPaper(Paper):
             return R.convergence_plan(name.split("-")[1], quick, rounds, paper, n_train, preset=preset)
         return super().plan(name)
 
+    #: the dump quantities the size of ω (one row per client for client_grad)
+    omega_sized = ("omega", "omega_bar", "omega_next", "B", "grad_hat", "client_grad", "velocity")
+
     def entry_words(self, quantity, index, config, data=None):
         """An entry of a vector the size of ω (ω, ω̄, the next iterate, B, ĝ, a client's gradient):
         W1[row, column] or W2[row, column] of the flat ω (W1 then W2, row-major; column 0 is the
         bias with --bias). Needs the data's feature and class counts."""
-        if data is None or not index:
+        if data is None or not index or quantity not in self.omega_sized:
             return None
         J, bias = int(config.get("hidden", 0)), int(bool(config.get("bias")))
         D, L = int(data.n_features), int(data.n_classes)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from refimpl.core.replay import read_arrays, read_dump
+from refimpl.core.replay import from_index_base, read_arrays, read_dump
 
 def _paper(key):
     from refimpl import papers
@@ -269,15 +269,29 @@ def run_data(ours_path):
     return _owner(doc).load_data(doc, f"{ours_path}: the run's data")
 
 
-def their_replay(theirs_path, paper):
+def their_replay(theirs_path, paper, index_base=0):
     """THEIR file and arrays, with the replay inputs their per-round dump implies added where they
     hold no array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`); the third
-    item holds the added arrays (empty: THEIR file alone is the replay input)."""
+    item holds the added arrays (empty: THEIR file alone is the replay input). ``index_base`` 1:
+    THEIR sample ids start at 1 (MATLAB); the id arrays come back 0-based, among the added ones."""
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
     arrays = read_arrays(theirs, "THEIRS")
-    from refimpl.core.dumps import dump_arrays
-    added = {k: v for k, v in paper.replay_from_dump(dump_arrays(arrays)).items() if k not in arrays}
-    return theirs, {**arrays, **added}, added
+    # the per-round view as the comparison reads it (MATLAB's n×1 columns as vectors, a run's round files)
+    added = {k: v for k, v in paper.replay_from_dump(read_dump(theirs)).items() if k not in arrays}
+    arrays = {**arrays, **added}
+    if index_base:
+        for name in paper.id_names:
+            if name in arrays:
+                added[name] = arrays[name] = from_index_base(arrays[name], 1, f"THEIRS {name}")
+    return theirs, arrays, added
+
+
+def zero_based(dump, paper, index_base, what="THEIRS"):
+    """A side's dump with its sample ids (the paper's ``id_names``) read with ``index_base``."""
+    if not index_base:
+        return dump
+    return {r: {k: (from_index_base(v, index_base, f"{what} r{r}_{k}") if k in paper.id_names else v)
+                for k, v in q.items()} for r, q in dump.items()}
 
 
 def replay_sources(arrays, paper):
@@ -509,7 +523,8 @@ def layout_hint(ours, theirs):
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))) or (a.shape == b.shape and np.array_equal(a, b)):
         return None
     if a.shape == b.shape and np.array_equal(b, a + 1):
-        return "THEIR values are OURS + 1 everywhere: 1-based (MATLAB-style) indices on their side"
+        return ("THEIR values are OURS + 1 everywhere: 1-based (MATLAB-style) indices on their side "
+                "(sample ids: --index-base 1 reads them)")
     if a.ndim == 2 and b.shape == a.T.shape and a.shape[0] != a.shape[1] and np.array_equal(b, a.T):
         return "THEIR array is OURS transposed"
     if a.ndim == 2 and a.shape == b.shape and a.shape[0] == a.shape[1] and not np.array_equal(a, a.T) \
@@ -621,20 +636,24 @@ class Diagnosis:
 
 
 def diagnose(ours_path, theirs_path, *, tol=1e-10, map_text="", allowed=(), rerun_switches=True, data=None,
-             note=None, progress=None):
+             note=None, progress=None, index_base=0):
     """``refimpl diagnose OURS THEIRS`` as a function: the first (round, quantity) where the dumps
     part and why — a baseline rerun from THEIR inputs, then each convention switch (and pairs).
     ``data``: the reruns' data set (None: the data OURS's run used, :func:`run_data`);
-    ``note(line)``: where the reruns' inputs and data come from; ``progress(line)``: each rerun."""
+    ``note(line)``: where the reruns' inputs and data come from; ``progress(line)``: each rerun;
+    ``index_base`` 1: THEIR sample ids start at 1 (MATLAB), read as each id minus 1."""
     from refimpl import papers
     ours = load_side(ours_path)
     theirs = load_side(theirs_path, parse_map(map_text))
     cmp_ = compare_dumps(ours, theirs, tol)
+    if index_base:
+        theirs = zero_based(theirs, papers.get(cmp_.paper), index_base)
+        cmp_ = compare_dumps(ours, theirs, tol)
     rows, verdict, inputs, extra = [], None, None, []
     paper, doc = papers.get(cmp_.paper), _trace_config(ours_path)
     if cmp_.divergence is not None and rerun_switches and doc is not None:
         rows, verdict, inputs, extra, data = _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data,
-                                                     note, progress)
+                                                     note, progress, index_base)
     elif cmp_.divergence is not None and doc is not None and data is None:
         try:                       # only to name the differing entry in the paper's terms
             data = run_data(ours_path)
@@ -646,11 +665,11 @@ def diagnose(ours_path, theirs_path, *, tol=1e-10, map_text="", allowed=(), reru
     return Diagnosis(verdict_code(cmp_, verdict, allowed), lines, cmp_, rows, verdict)
 
 
-def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, progress):
+def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, progress, index_base=0):
     """The reruns of a diagnosis: (rows, verdict, the differing inputs, the lines saying where the
     reruns' inputs come from and what THEIR schedule looks like, the data used)."""
     try:
-        replay = their_replay(theirs_path, paper)           # read once, for every use below
+        replay = their_replay(theirs_path, paper, index_base)     # read once, for every use below
     except (ValueError, OSError) as exc:
         replay = (str(exc), None, {})
     their_arrays = replay[1] or {}

@@ -104,6 +104,7 @@ class VFLPaper(Paper):
     # what step t computes from it (θ^{r,t} → g^{r,t} → u^t → θ^{r,t+1})
     step_quantities = ("theta<k>", "grad<k>", "momentum<k>")
     dump_markers = (r"theta\d+",)
+    id_names = ("batch", "batches")
     replay_inputs = (ReplayInput(r"init_theta\d+", "initial point"), ReplayInput("batches", "batch schedule"),
                      ReplayInput("tau", "τ table"))
     command_module = "refimpl.vfl.command"
