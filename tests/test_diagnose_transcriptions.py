@@ -297,6 +297,24 @@ def test_flexvfl_transcription_under_refimpls_conventions_differs_only_in_its_in
     assert "the difference is in the inputs" in text and "with --" not in text
 
 
+def test_the_authors_server_steps_are_named_as_their_protocol(flexvfl_ours, tmp_path, capsys):
+    """THEIR server takes Q = 10 steps a round (the authors' protocol), the parties the local step
+    counts OURS's run drew (read from OURS's trace, as the data are); THEIR dump holds no τ table,
+    so the reruns take OURS's clock: the verdict names --protocol authors, and nothing else."""
+    from refimpl.core.data import mnist_5k
+    taus = np.load(flexvfl_ours / "trace.npz")["array_tau"].copy()
+    taus[:, 0] = 10
+    dump = _their_flexvfl(mnist_5k(), 3, np.random.default_rng(4), tau=taus)
+    np.savez(tmp_path / "theirs.npz", **{k: v for k, v in dump.items() if not k.endswith("_tau")})
+    capsys.readouterr()
+    assert main(["diagnose", str(flexvfl_ours), str(tmp_path / "theirs.npz"), "--tol", "1e-9",
+                 "--allow-missing", "tau"]) == 3
+    text = _out(capsys)
+    assert "with --protocol authors all rounds agree" in text, text[-2000:]
+    assert text.count("all rounds agree (worst") == 1
+    assert "THEIR file holds no τ table: the reruns use OURS's" in text
+
+
 def test_flexvfl_persistent_momentum_is_named(flexvfl_ours, tmp_path, capsys):
     from refimpl.core.data import mnist_5k
     np.savez(tmp_path / "theirs.npz", **_their_flexvfl(mnist_5k(), 3, np.random.default_rng(4),

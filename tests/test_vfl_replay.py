@@ -431,3 +431,32 @@ def test_q_and_timeout_where_the_authors_protocol_uses_them(tmp_path, capsys):
     assert "--Q changes nothing in this flexvfl run" in capsys.readouterr().err
     assert main(["run", "sync-vfl", "--rounds", "1", "--timeout", "30", "--quiet"]) == 2
     assert "--timeout changes nothing in this sync-vfl run" in capsys.readouterr().err
+
+
+def test_a_ragged_epoch_schedule_is_stored_and_replayed(tmp_path, capsys):
+    """--batch-order epoch with B not dividing n: the epoch's last batch is shorter; the trace
+    stores the schedule padded with −1 at the row's end, and a replay under another seed from the
+    trace's inputs reproduces every array. A −1 before an id, or a row of padding only, is refused."""
+    base = ["run", "flexvfl", "--rounds", "3", "--batch-order", "epoch", "--batch", "1500", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    a = Trace.load(tmp_path / "a")
+    b = np.asarray(a.batches)
+    assert b.shape == (3, 1500) and (b == -1).sum(axis=1).tolist() == [0, 0, 500]
+    assert sorted(np.concatenate([b[0], b[1], b[2][:1000]]).tolist()) == list(range(4000))   # one epoch
+    d = str(tmp_path / "a")
+    assert main([*base, "--seed", "5", "--init", d, "--batches", d, "--taus", d, "--out", str(tmp_path / "b")]) == 0
+    r = Trace.load(tmp_path / "b")
+    for k, v in a.arrays.items():
+        if k.startswith(("final_theta", "init_theta", "tau", "eta")):
+            np.testing.assert_array_equal(r.arrays[k], v)
+    bad = b.copy()
+    bad[2, 5] = -1
+    np.save(tmp_path / "bad.npy", bad)
+    capsys.readouterr()
+    assert main([*base, "--batches", str(tmp_path / "bad.npy"), "--out", str(tmp_path / "c")]) == 2
+    assert "−1 pads a shorter batch at its end only" in capsys.readouterr().err
+    empty = b.copy()
+    empty[1] = -1
+    np.save(tmp_path / "empty.npy", empty)
+    assert main([*base, "--batches", str(tmp_path / "empty.npy"), "--out", str(tmp_path / "d")]) == 2
+    assert "row 1 holds no sample id" in capsys.readouterr().err

@@ -592,6 +592,7 @@ def epoch_order_hint(batches, n, level=1e-3):
     if a.ndim != 2 or a.dtype.kind not in "iu" or n is None or n < 2:
         return None
     flat = a.ravel()
+    flat = flat[flat >= 0]                      # −1 pads a shorter batch (an epoch's last)
     B = a.shape[1]
     pairs = 0.0
     for start in range(0, flat.size, n):

@@ -24,7 +24,7 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, weight_su
 from refimpl.vfl.speeds import Network
 from refimpl.core.trace import Trace
 from refimpl.vfl.models import LinearEncoder
-from refimpl.vfl.policies import AsyncServerQueue, compose, validate_batches, validate_taus
+from refimpl.vfl.policies import AsyncServerQueue, compose, padded_schedule, validate_batches, validate_taus
 # the Numba party loop lives in its own file (an edit here leaves its compilation cache valid)
 from refimpl.vfl.kernels import linear_party_phase_nb
 
@@ -449,8 +449,7 @@ class FlexVFL:
                                  "round_work": np.array([x.work for x in recs]),
                                  "overrun": np.array([x.overrun for x in recs]),
                                  "S": np.cumsum([np.sum(x.eta * x.W) for x in recs])})
-            if len({len(b) for b in used}) == 1:
-                trace.batches = np.array(used, dtype=np.int64)
+            trace.batches = padded_schedule(used)       # a shorter batch (an epoch's last) padded with −1
             if self.policy.clock.timeout is not None:
                 trace.config["overrun_fraction"] = trace.arrays["overrun"].mean(axis=0).tolist()
             c14 = [self.condition14(x.eta, x.tau, x.w_bar) for x in recs]

@@ -182,6 +182,9 @@ class VFLPaper(Paper):
                 rows = [dump[r].get(name) for r in rounds]
                 if all(x is not None for x in rows) and len({np.shape(x) for x in rows}) == 1:
                     out[key] = np.stack([np.asarray(x) for x in rows])
+                elif name == "batch" and all(x is not None and np.ndim(x) == 1 for x in rows):
+                    from refimpl.vfl.policies import padded_schedule     # a shorter batch: −1 padding
+                    out[key] = padded_schedule([np.asarray(x) for x in rows])
         return out
 
     def rerun_changes(self, changes):

@@ -254,7 +254,9 @@ class EpochBatches:
 
 @dataclass(frozen=True, eq=False)
 class GivenBatches:
-    """B^r read from a table (R, B) of 0-based sample indices: a replay."""
+    """B^r read from a table (R, B) of 0-based sample indices: a replay. A row ending in −1
+    entries is a shorter batch (the epoch's last under :class:`EpochBatches` when B does not
+    divide n): the −1 are padding."""
 
     table: np.ndarray
     name = "given"
@@ -263,16 +265,49 @@ class GivenBatches:
         return None
 
     def draw(self, r, state, rng, n, B):
-        return np.array(self.table[r - 1], dtype=np.int64), state
+        row = np.array(self.table[r - 1], dtype=np.int64)
+        return row[row >= 0], state
+
+
+#: the padding of a shorter batch in a batch schedule (R, B)
+PAD = -1
+
+
+def padded_schedule(rows):
+    """Batches of possibly different sizes as one (R, B_max) int64 table, shorter rows padded
+    at their end with :data:`PAD` (no padding when every batch has the same size)."""
+    width = max(len(b) for b in rows)
+    table = np.full((len(rows), width), PAD, dtype=np.int64)
+    for i, b in enumerate(rows):
+        table[i, :len(b)] = b
+    return table
 
 
 def validate_batches(table, rounds, n, source="--batches"):
     """A batch schedule (R, B) of distinct 0-based indices in 0..n−1 per row, at least ``rounds``
-    rows; returns it as int64."""
+    rows, a shorter batch padded at its end with −1; returns it as int64."""
     arr = np.asarray(table)
     if arr.ndim != 2:
         raise ValueError(f"{source}: batch schedule must have shape (rounds, B), got {arr.shape}")
-    return index_table(arr, source, "(rounds, B)", rounds, n, distinct_axis=1)
+    from refimpl.core.replay import sample_ids
+    ids = sample_ids(arr, source, "(rounds, B)")
+    pad = ids == PAD
+    if not pad.any():
+        return index_table(ids, source, "(rounds, B)", rounds, n, distinct_axis=1)
+    inner = np.argwhere(pad[:, :-1] & ~pad[:, 1:])
+    if inner.size:
+        raise ValueError(f"{source}: row {inner[0][0]} has a −1 before a sample id at position {inner[0][1] + 1}; "
+                         "−1 pads a shorter batch at its end only")
+    empty = np.flatnonzero(pad.all(axis=1))
+    if empty.size:
+        raise ValueError(f"{source}: row {empty[0]} holds no sample id (only −1 padding); every batch needs one")
+    index_table(np.where(pad, 0, ids), source, "(rounds, B)", rounds, n)        # the range of the real ids
+    for i, row in enumerate(ids):
+        real = row[row != PAD]
+        if len(np.unique(real)) != len(real):
+            raise ValueError(f"{source}: a mini-batch repeats a sample id (at ({i},)): batches draw without "
+                             "replacement")
+    return ids
 
 
 # ----------------------------------------------------------------------------- the clock
