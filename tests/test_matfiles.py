@@ -59,6 +59,27 @@ def test_init_takes_the_authors_initial_theta_files(tmp_path):
     assert np.array_equal(Trace.load(tmp_path / "b").snapshots[4][0], tr.snapshots[4][0])
 
 
+def test_init_takes_a_mat_file_of_w1_w2_or_a_flat_omega_in_either_orientation(tmp_path, capsys):
+    """A .mat not named initial_Theta1: W1 and W2, or the flat ω^0 (W1 then W2, row-major) saved
+    as MATLAB saves a vector, 1×P or P×1 — each the same run as the trace's own initial point."""
+    assert main([*RUN, "--out", str(tmp_path / "a")]) == 0
+    tr = Trace.load(tmp_path / "a")
+    W1, W2 = tr.snapshots[0]
+    flat = np.concatenate([W1.ravel(), W2.ravel()])
+    np.save(tmp_path / "b.npy", tr.batches)
+    savemat(tmp_path / "pair.mat", {"W1": W1, "W2": W2})
+    savemat(tmp_path / "row.mat", {"omega_0": flat[None, :]})
+    savemat(tmp_path / "col.mat", {"omega_0": flat[:, None]})
+    for name in ("pair", "row", "col"):
+        assert main([*RUN, "--seed", "9", "--init", str(tmp_path / f"{name}.mat"), "--batches",
+                     str(tmp_path / "b.npy"), "--out", str(tmp_path / name)]) == 0
+        assert np.array_equal(Trace.load(tmp_path / name).snapshots[4][0], tr.snapshots[4][0])
+    savemat(tmp_path / "other.mat", {"theta": flat})
+    capsys.readouterr()
+    assert main([*RUN, "--init", str(tmp_path / "other.mat"), "--out", str(tmp_path / "x")]) == 2
+    assert "needs arrays W1 and W2" in capsys.readouterr().err
+
+
 def test_one_based_labels_of_the_authors_data_are_shifted_by_a_flag(tmp_path):
     """The authors' MATLAB data label digits 1..10: --label-base 1 reads them as classes 0..9 and
     gives the same run as the 0-based file; without the flag such a file is refused only if a

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+import numpy as np
+
 KEY = "ssca"
 
 
@@ -33,9 +35,9 @@ def replay_inputs(args, ui):
     """--init (a .npz with W1, W2 or the authors' .mat) and --batches (a .npy, a .npz or .mat with an
     array ``batches``, or a trace; 0-based ids unless --index-base 1)."""
     init = None
-    if args.init and str(args.init).endswith(".mat"):
+    if args.init and str(args.init).endswith(".mat") and "Theta1" in os.path.basename(str(args.init)):
         from refimpl.core.matfiles import mat_initial_point
-        init = mat_initial_point(args.init)
+        init = mat_initial_point(args.init)         # the authors' initial_Theta1.mat (and its Theta2 sibling)
     elif args.init:
         from refimpl.core.replay import read_arrays
         z = read_arrays(args.init, "--init")
@@ -43,10 +45,13 @@ def replay_inputs(args, ui):
         if pair is not None:
             init = (z[pair[0]], z[pair[1]])
         elif "omega_0" in z or "" in z:
-            init = z.get("omega_0", z.get(""))        # the flat ω^0 (W1 then W2, row-major)
+            init = np.asarray(z.get("omega_0", z.get("")))   # the flat ω^0 (W1 then W2, row-major)
+            if init.ndim == 2 and 1 in init.shape:           # MATLAB saves a vector as a 1×P or P×1 matrix
+                init = init.reshape(-1)
         else:
             raise ValueError(f"--init {args.init}: needs arrays W1 and W2 (a trace's W1_0 and W2_0, or one flat "
-                             f"vector omega_0, W1 then W2 row-major); found {sorted(z) or 'none'}")
+                             f"vector omega_0, W1 then W2 row-major; or the authors' initial_Theta1.mat); found "
+                             f"{sorted(z) or 'none'}")
     batches = None
     if args.batches:
         from refimpl.core.replay import read_one, sample_ids
