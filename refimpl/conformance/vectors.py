@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pathlib
 
 import numpy as np
 
@@ -218,8 +219,8 @@ def load(directory):
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             raise ValueError(f"{path}: listed in the manifest but missing")
-        if hashlib.sha256(open(path, "rb").read()).hexdigest() != digest:
+        if hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest() != digest:
             raise ValueError(f"{path}: its SHA-256 does not match the manifest (edited or damaged; vectors are "
                              "generated, never hand-edited)")
-    return {n[:-len(".json")]: json.load(open(os.path.join(directory, n))) for n in manifest["files"]
+    return {n[:-len(".json")]: json.loads(pathlib.Path(directory, n).read_text()) for n in manifest["files"]
             if n.endswith(".json") and not n.endswith((".schema.json", ".meta.json"))}

@@ -251,7 +251,8 @@ def _trace_config(path):
     if not os.path.exists(js):
         return None
     try:
-        return json.load(open(js)).get("config")
+        with open(js) as fh:
+            return json.load(fh).get("config")
     except (OSError, ValueError) as exc:
         raise ValueError(f"{js}: not a readable trace.json ({exc})")
 

@@ -6,6 +6,7 @@ import csv
 import datetime
 import json
 import os
+import pathlib
 
 from refimpl.tools.reproduce import names, versions
 from refimpl.tools.verify import write_json
@@ -98,7 +99,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
         rel = os.path.relpath(d, out)
-        rec = json.load(open(os.path.join(d, "reproduction.json")))
+        rec = json.loads(pathlib.Path(d, "reproduction.json").read_text())
         curv = sorted({r["config"]["curvature"] for r in rec["runs"] if "curvature" in r["config"]})
         setting = f"settings: {rec.get('preset', 'paper')}" + (f", SSCA curvature: {', '.join(curv)}" if curv else "")
         lines += [f"### {name}", "", f"Seeds: {len(rec['seeds'])}; data: {rec['data']}; {setting}; "

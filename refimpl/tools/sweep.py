@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pathlib
 import shutil
 from dataclasses import asdict, fields
 
@@ -382,7 +383,7 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
     fdir = os.path.join(out_dir, "failed")
     for name in sorted(os.listdir(fdir)) if os.path.isdir(fdir) else []:
         if name.endswith(".json"):
-            rec = json.load(open(os.path.join(fdir, name)))
+            rec = json.loads(pathlib.Path(fdir, name).read_text())
             failures.append({"task": rec["id"], "cell": json.dumps(rec["cell"], sort_keys=True), "seed": rec["seed"],
                              "error": rec["error"]})
     if not groups:

@@ -4,6 +4,8 @@ planted cases whose right answer is known — a theorem-kind check like the othe
 wrongly. It sits with the tools it checks (the verification layer is below them)."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 
 from refimpl.verification.registry import check
@@ -190,7 +192,7 @@ def _harness_cases():
                    ("a damaged manifest", "manifest.json", lambda t: t[:-20], "damaged manifest")]
         for what, name, edit, words in damages:
             path = os.path.join(tmp, name)
-            before = open(path).read() if os.path.exists(path) else None
+            before = pathlib.Path(path).read_text() if os.path.exists(path) else None
             with open(path, "w") as fh:
                 fh.write("{}" if edit is None else edit(before))
             try:
@@ -272,7 +274,8 @@ def _diagnose_reason_cases(tmp):
                 code == 3 and "round 1, A: 0.08 vs 0.1" in text and "with --curvature fixed all rounds agree" in text))
     report = os.path.join(tmp, "report")
     DG.write_report(report, dg.comparison, dg.lines, dg.rows)
-    md = open(os.path.join(report, "diagnose.md")).read()
+    with open(os.path.join(report, "diagnose.md")) as fh:
+        md = fh.read()
     out.append(("the report's table has the switch's row, agreeing",
                 md.count("| --curvature fixed | True | True | True |") == 1))
     code, text, _ = _diagnosis(own, theirs["recursive"], tol=1e-9)
@@ -290,6 +293,14 @@ def _diagnose_reason_cases(tmp):
                 "(exit 1)", code == 1 and "no switch (baseline): differs at round 2, omega_next" in text
                 and "no convention switch of refimpl (nor a pair) makes every round agree" in text
                 and "all rounds agree" not in text))
+    # THEIR per-round dump only, its ids 1-based (MATLAB): read with index_base 1, the reruns start
+    # from THEIR r1_omega and r<t>_batch minus 1, and A^t = τ is named again
+    arrays, *_ = their_ssca(ds, np.random.default_rng(3), J, K, B, T, tau, inputs=False)
+    one_based = os.path.join(tmp, "one-based.npz")
+    np.savez(one_based, **{k: (v + 1 if k.endswith("_batch") else v) for k, v in arrays.items()})
+    code, text, _ = _diagnosis(own, one_based, tol=1e-9, index_base=1)
+    out.append(("THEIR 1-based ids in a per-round dump, read with --index-base 1: --curvature fixed named (exit 3)",
+                code == 3 and "with --curvature fixed all rounds agree" in text))
     return out
 
 
@@ -314,7 +325,8 @@ def _diagnose_step_cases(tmp):
 @check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
        "THEIR A^t = τ is found at round 1, A and explained by --curvature fixed; THEIR own inputs are named as the "
        "difference, not a switch; the same method from the same inputs agrees (exit 0 only once the quantities "
-       "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; the report names the switch; "
+       "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; THEIR 1-based ids in a "
+       "per-round dump are read with --index-base 1; the report names the switch; "
        "a planted change in Flex-VFL's momentum at one local step is named at that step (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):

@@ -290,9 +290,26 @@ ROUND_CASES = (
 )
 
 
+def _replayed_schedule_errors(drawn, n, B):
+    """The drawn batches stored as a trace stores them (a shorter batch padded with −1 at its
+    end) and read back as a replay gives every batch back, in order, with its size."""
+    from refimpl.vfl.policies import GivenBatches, padded_schedule, validate_batches
+    table = validate_batches(padded_schedule(drawn), len(drawn), n)
+    want_pad = [B - len(b) for b in drawn]
+    if table.shape != (len(drawn), B) or [int(np.sum(row == -1)) for row in table] != want_pad:
+        return [f"n={n}, B={B}: the stored schedule's padding is {[int(np.sum(r == -1)) for r in table]}, "
+                f"want {want_pad}"]
+    given = GivenBatches(table)
+    back = [given.draw(r, None, None, n, B)[0] for r in range(1, len(drawn) + 1)]
+    if any(len(a) != len(b) or not np.array_equal(a, b) for a, b in zip(back, drawn)):
+        return [f"n={n}, B={B}: the replayed schedule differs from the drawn one"]
+    return []
+
+
 @check("vfl.batch_orders", "mini-batch orders: 'independent' draws B distinct samples a round; 'epoch' (the authors' "
        "DataLoader) visits every sample exactly once an epoch, in ⌈n/B⌉ consecutive batches of B with the epoch's last "
-       "holding the n mod B left, a fresh permutation each epoch (entries off: 0)",
+       "holding the n mod B left, a fresh permutation each epoch, stored padded with −1 and replayed as drawn "
+       "(entries off: 0)",
        "[FlexVFL] Algorithm 1 (B^r); docs/flexvfl.md, Conventions")
 def batch_orders(quick):
     from refimpl.vfl.policies import EpochBatches, IndependentBatches
@@ -317,6 +334,7 @@ def batch_orders(quick):
                 wrong.append(f"n={n}, B={B}, epoch {e}: not every sample exactly once")
         if n > 3 and len(epochs) > 1 and np.array_equal(np.concatenate(epochs[0]), np.concatenate(epochs[1])):
             wrong.append(f"n={n}, B={B}: the second epoch repeats the first's order")
+        wrong += _replayed_schedule_errors([b for e in epochs for b in e], n, B)
         ind, st = IndependentBatches(), IndependentBatches().init(rng, n, B)
         for r in range(1, 6):
             idx, st = ind.draw(r, st, rng, n, B)
