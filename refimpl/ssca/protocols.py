@@ -115,6 +115,14 @@ class SampleBasedProtocol:
         return ests, msgs
 
 
+def _as_slice(cols):
+    """``cols`` (sorted indices) as a slice when they are a contiguous run, else unchanged."""
+    cols = np.asarray(cols)
+    if cols.size and np.array_equal(cols, np.arange(cols[0], cols[0] + cols.size)):
+        return slice(int(cols[0]), int(cols[0]) + cols.size)
+    return cols
+
+
 class FeatureBasedProtocol:
     """Algorithms 3–4: client k holds feature block ``blocks[k]`` of every sample and W1,k.
 
@@ -135,6 +143,7 @@ class FeatureBasedProtocol:
         self.model, self.X, self.y, self.blocks, self.d = model, X, y, blocks, designated
         self.X_blocks = [np.ascontiguousarray(X[:, b]) for b in blocks]
         self.col = [b + int(model.bias) for b in blocks]     # columns of W1 owned by client k
+        self._at = [_as_slice(c) for c in self.col]          # …as a slice where contiguous (a view, no copy)
 
     def collect(self, theta, batch):
         if self.collection == "one-step":
@@ -148,8 +157,8 @@ class FeatureBasedProtocol:
             msgs.append(Message(SERVER, client(k), "W1_block+batch_ids" + ("+W2" if k == d else ""),
                                 J * len(cols) + B + extra))
         # 1. partial pre-activations (each client gathers its rows X_k^B once for steps 1 and 3)
-        Xb = [Xk[batch] for Xk in self.X_blocks]
-        Zs = [Xb[k] @ W1[:, cols].T for k, cols in enumerate(self.col)]
+        Xb = [np.take(Xk, batch, axis=0) for Xk in self.X_blocks]
+        Zs = [Xb[k] @ W1[:, at].T for k, at in enumerate(self._at)]
         Z = Zs[d].copy()
         for k, Zk in enumerate(Zs):
             if k != d:
@@ -169,7 +178,7 @@ class FeatureBasedProtocol:
                 msgs.append(Message(client(d), client(k), "Delta1", J * B))
         # 3. block gradients
         for k, cols in enumerate(self.col):
-            gW1[:, cols] = D1.T @ Xb[k]
+            gW1[:, self._at[k]] = D1.T @ Xb[k]
             msgs.append(Message(client(k), SERVER, "grad_W1_block", J * len(cols)))
         return loss, grad, msgs
 
