@@ -322,17 +322,65 @@ def _diagnose_step_cases(tmp):
              code == 1 and "round 2, momentum1 at local step 0" in text)]
 
 
+def _diagnose_edge_cases(tmp):
+    """(what, right): the answers diagnose owes in the cases around the verdicts — a switch that
+    changes nothing is shown as such and never credited, a baseline that cannot rerun is exit 5
+    with its reason, a shape change is named as one, and the refusals of bad input."""
+    import os
+
+    from refimpl.core.replay import read_dump
+    from refimpl.tools import diagnose as DG
+    ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl-edge"), rounds=2, batch=16, optimizer="momentum:0.9",
+                dump_rounds="all")
+    dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
+    planted = dict(dump, r2_grad2=dump["r2_grad2"] * (1 + 1e-3))      # THEIR bug: party 2's gradient in round 2
+    np.savez(os.path.join(tmp, "vfl-bug.npz"), **planted)
+    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-bug.npz"))
+    out = [("a bug no switch explains: exit 1; a switch that changes nothing is shown as the baseline's twin and "
+            "never credited", code == 1 and "--server-time-unit timeout-over-Q: differs at round 2, grad2 (the same "
+                                            "as the baseline: this switch changes nothing here)" in text
+            and "with --server-time-unit" not in text)]
+    short = dict(dump, r1_theta0=dump["r1_theta0"][:, :-1])             # THEIR head one parameter short
+    np.savez(os.path.join(tmp, "vfl-short.npz"), **short)
+    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-short.npz"))
+    out.append(("THEIR initial point of the wrong size: the shape change is named and the baseline cannot rerun "
+                "(exit 5, with the reason)", code == 5 and "shapes (" in text
+                and "no switch (baseline): could not rerun" in text))
+    refusals = []
+    for theirs, kw, words in ((os.path.join(tmp, "nowhere.npz"), {}, "no such file or directory"),
+                              (os.path.join(tmp, "vfl-bug.npz"), {"map_text": "omega"}, "expected OURS=THEIRS pairs")):
+        try:
+            DG.diagnose(ours, theirs, **kw)
+            refusals.append(False)
+        except ValueError as exc:
+            refusals.append(words in str(exc))
+    np.savez(os.path.join(tmp, "complex.npz"), r1_tau=np.ones(5, dtype=complex))
+    try:
+        DG.load_side(os.path.join(tmp, "complex.npz"))
+        refusals.append(False)
+    except ValueError as exc:
+        refusals.append("holds complex values" in str(exc))
+    out.append(("a missing file, a --map without '=' and complex values are refused, naming the reason",
+                all(refusals) and len(refusals) == 3))
+    sq = np.arange(9.0).reshape(3, 3)
+    out.append(("a transposed square array and permuted values are named as such",
+                "transposed" in (DG.layout_hint(sq, sq.T) or "")
+                and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "")))
+    return out
+
+
 @check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
        "THEIR A^t = τ is found at round 1, A and explained by --curvature fixed; THEIR own inputs are named as the "
        "difference, not a switch; the same method from the same inputs agrees (exit 0 only once the quantities "
        "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; THEIR 1-based ids in a "
        "per-round dump are read with --index-base 1; the report names the switch; "
-       "a planted change in Flex-VFL's momentum at one local step is named at that step (wrong answers: 0)",
+       "a planted change in Flex-VFL's momentum at one local step is named at that step; a switch that changes nothing "
+       "is never credited; a baseline that cannot rerun is exit 5; bad input is refused (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        cases = _diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp)
+        cases = _diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp)
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
