@@ -144,6 +144,77 @@ def _nan_first(a):
     return a
 
 
+def _returning(own, family, shape):
+    """refimpl's own adapter whose ``family`` returns its outputs re-packed by ``shape(outputs,
+    names)`` (a dict, a bare value, too few values …)."""
+    import types
+
+    from refimpl.conformance.vectors import families
+    fns = {name: getattr(own, name) for name in dir(own) if not name.startswith("_") and callable(getattr(own, name))}
+    orig, names = fns[family], families()[family].outputs
+
+    def planted(*args):
+        got = orig(*args)
+        return shape(list(got) if isinstance(got, (tuple, list)) else [got], names)
+    fns[family] = planted
+    return types.SimpleNamespace(**fns)
+
+
+def _return_and_compare_cases(own, docs):
+    """(what, right): how an adapter may return its outputs (a tuple, a dict by name, a bare value
+    for one output) and what is refused (a name missing, the wrong count, a value that is not a
+    number); the comparison of text, empty, one-element and whole-number values."""
+    from refimpl.conformance.harness import compare, run_case
+    grad, move = docs["loss_grad"]["cases"][0], docs["move"]["cases"][0]
+    shapes = [("outputs returned as a dict by name pass", "loss_grad", grad, lambda g, n: dict(zip(n, g)), "pass", ""),
+              ("a dict without one output fails, naming it", "loss_grad", grad,
+               lambda g, n: dict(zip(n[:-1], g[:-1])), "fail", "returned no ['grad_W2']"),
+              ("a bare value for a one-output family passes", "move", move, lambda g, n: g[0], "pass", ""),
+              ("too few values fail, naming the count", "loss_grad", grad, lambda g, n: tuple(g[:2]), "fail",
+               "returned 2 values, expected 3 (loss, grad_W1, grad_W2)"),
+              ("a value that is not a number fails", "move", move, lambda g, n: "abc", "fail",
+               "omega_next: not numeric")]
+    out = []
+    for what, fam, case, shape, outcome, words in shapes:
+        got, msg = run_case(_returning(own, fam, shape), fam, case)
+        out.append((what, got == outcome and words in msg))
+    out.append(("text values compare exactly; empty arrays agree; one element agrees with a scalar",
+                compare("rule", "paper", "paper", {"rel": 0}) is None
+                and "expected 'paper', got 'authors'" in (compare("rule", "paper", "authors", {"rel": 0}) or "")
+                and compare("w", np.zeros((0, 3)), np.zeros((0, 3)), {"rel": 0}) is None
+                and compare("x", 2.0, np.array([2.0]), {"rel": 0}) is None))
+    out.append(("a NaN against a whole number is shown as nan, not as a number",
+                "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")))
+    return out
+
+
+def _loader_refusals(tmp):
+    """(what, right): the vectors' loader refuses a directory without a manifest, a manifest
+    without its files table, another export format, and a listed file that is missing."""
+    import json
+    import os
+
+    from refimpl.conformance import vectors as V
+    out = []
+    for what, manifest, words in (("no manifest", None, "no manifest.json"),
+                                  ("a manifest without a files table", {"format": "json"}, "a 'files' table"),
+                                  ("another export format", {"format": "npz", "files": {}}, "holds npz"),
+                                  ("a listed file that is missing", {"files": {"gone.json": "0" * 64}},
+                                   "listed in the manifest but missing")):
+        d = os.path.join(tmp, what.replace(" ", "-"))
+        os.makedirs(d)
+        if manifest is not None:
+            with open(os.path.join(d, "manifest.json"), "w") as fh:
+                json.dump(manifest, fh)
+        try:
+            V.load(d)
+            refused = ""
+        except ValueError as exc:
+            refused = str(exc)
+        out.append((f"the loader refuses {what}", words in refused))
+    return out
+
+
 def _harness_cases():
     """(what, right) for the conformance harness's comparison and the vectors' export and load.
     Each planted adapter is refimpl's own with one output of one family changed; the answer the
@@ -181,6 +252,9 @@ def _harness_cases():
     for what, fam, case, k, corrupt, outcome, words in planted:
         got, msg = run_case(_planted_adapter(own, fam, k, corrupt), fam, case)
         out.append((what, got == outcome and words in msg))
+    out += _return_and_compare_cases(own, docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        out += _loader_refusals(tmp)
     with tempfile.TemporaryDirectory() as tmp:
         V.export(tmp)
         back = V.load(tmp)
@@ -212,8 +286,9 @@ def _harness_cases():
 @check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
        "one that matches: NaN and inf, an output one entry short, transposed or flattened, an error beyond the "
        "relative or ulp tolerance and a whole number off by 0.5 fail naming the entry, an error within the tolerance "
-       "passes, a missing function is skipped; exported vectors load back as generated, and an edited file, an "
-       "unlisted file or a damaged manifest is refused (wrong answers: 0)",
+       "passes, a missing function is skipped; outputs by name or bare pass, a missing name, the wrong count or a "
+       "non-number fail; exported vectors load back as generated, and an edited, unlisted or missing file, a damaged "
+       "manifest or another format is refused (wrong answers: 0)",
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
     cases = _harness_cases()
