@@ -32,10 +32,9 @@ def switches(paper, held=None):
     unknown, so none of them). Record-only conventions change no dumped quantity."""
     out = {}
     for c in _paper(paper).conventions:
-        if c.acts_on in ("arithmetic", "bundle"):
-            out[c.option] = c.values
-        elif c.acts_on == "inputs" and held is not None and c.replay \
-                and not any(re.fullmatch(c.replay, n) for n in held):
+        undecided = (c.acts_on == "inputs" and held is not None and bool(c.replay)
+                     and not any(re.fullmatch(c.replay, n) for n in held))
+        if c.acts_on in ("arithmetic", "bundle") or undecided:
             out[c.option] = c.values
     return out
 
@@ -135,10 +134,6 @@ class Comparison:
             out += [f"rounds {_span(rs)} (only in {'ours' if side == 'theirs' else 'theirs'})"
                     for side, rs in sorted(self.one_side_rounds.items()) if rs]
         return out
-
-    def agrees(self, allowed=()):
-        """Every dumped quantity of every dumped round was compared, finite, within the tolerance."""
-        return self.divergence is None and not self.uncompared(allowed)
 
     def counted(self):
         """The closing count: what the verdict rests on."""
@@ -289,8 +284,6 @@ def their_replay(theirs_path, paper, index_base=0):
 
 def zero_based(dump, paper, index_base, what="THEIRS"):
     """A side's dump with its sample ids (the paper's ``id_names``) read with ``index_base``."""
-    if not index_base:
-        return dump
     return {r: {k: (from_index_base(v, index_base, f"{what} r{r}_{k}") if k in paper.id_names else v)
                 for k, v in q.items()} for r, q in dump.items()}
 
@@ -338,23 +331,12 @@ def rerun(ours_path, replay_file, arrays, rounds, overrides, data=None):
     return dump_arrays(tr.arrays)
 
 
-def differing_inputs(ours_path, theirs_path, paper, their_arrays=None):
+def differing_inputs(ours_path, their_arrays, paper):
     """Which replay inputs OURS's trace and THEIR dump both hold and that differ (their words,
     e.g. "initial point"), and which were recorded on one side only. ``their_arrays``: THEIR
-    arrays as :func:`their_replay` gives them, when already read (else read from ``theirs_path``)."""
-    def arrays(path):
-        f = path if os.path.isfile(path) else os.path.join(path, "trace.npz")
-        try:
-            return read_arrays(f, os.path.basename(f))
-        except (ValueError, OSError):
-            return {}
-    a = arrays(ours_path)
-    b = their_arrays
-    if b is None:
-        try:
-            b = their_replay(theirs_path, _paper(paper))[1]      # what THEIR dump implies counts too
-        except (ValueError, OSError):
-            b = {}
+    arrays as :func:`their_replay` gives them (what THEIR dump implies counts too)."""
+    f = ours_path if os.path.isfile(ours_path) else os.path.join(ours_path, "trace.npz")
+    a, b = read_arrays(f, os.path.basename(f)), their_arrays
     differ, unknown = [], []
     for inp in _paper(paper).replay_inputs:
         word = inp.word
@@ -373,7 +355,7 @@ def _label(overrides):
     return " + ".join(f"--{o.replace('_', '-')} {v}" for o, v in overrides.items()) or "no switch (baseline)"
 
 
-def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=None, data=None, replay=None):
+def try_switches(ours_path, replay, theirs, paper, tol, takes, progress=None, data=None):
     """Why the dumps part. First a baseline: refimpl rerun from THEIR inputs with OURS's
     conventions. If it agrees with THEIRS the difference is in the inputs. Otherwise each
     convention switch the algorithm takes (``takes``: its option names), then every pair of
@@ -381,16 +363,17 @@ def try_switches(ours_path, theirs_path, theirs, paper, tol, takes, progress=Non
     rerun agrees with THEIRS *and* differs from the baseline (a switch that changes nothing is
     never credited). Returns (rows, verdict); a row {switch, overrides, ran, agrees, changes,
     worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}.
-    ``replay``: :func:`their_replay`'s answer when the caller has it already (read once)."""
+    ``replay``: :func:`their_replay`'s answer (THEIR file, arrays, added arrays), read once by the
+    caller; (the reason, None, {}) when THEIR arrays could not be read — every rerun then says so."""
     import tempfile
+    from refimpl.core.dumps import is_dump_name
     with tempfile.TemporaryDirectory(prefix="refimpl-diagnose-") as tmp:
-        try:
-            replay_file, arrays, added = replay or their_replay(theirs_path, _paper(paper))
-        except (ValueError, OSError) as exc:
-            replay_file, arrays, added = str(exc), None, {}
-        if added:           # the inputs rebuilt from THEIR dump, beside THEIR arrays, read by every rerun
+        replay_file, arrays, added = replay
+        if arrays is not None:
+            # THEIR replay inputs (their own and those rebuilt from their dump) in a file of their own,
+            # read by every rerun without THEIR per-round dump
             replay_file = os.path.join(tmp, "theirs_replay.npz")
-            np.savez(replay_file, **arrays)
+            np.savez(replay_file, **{k: v for k, v in arrays.items() if not is_dump_name(k)})
         return _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data)
 
 
@@ -687,10 +670,8 @@ def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, p
         note(f"reruns on {data.name} ({data.n_train} training samples"
              + (", from --data" if given else ", the data OURS's run used") + ")")
     schedule = their_schedule_hint(their_arrays, paper, doc, getattr(data, "n_train", None))
-    rows, verdict = try_switches(ours_path, theirs_path, theirs, cmp_.paper, tol, takes, progress=progress, data=data,
-                                 replay=replay if replay[1] is not None else None)
-    inputs = (differing_inputs(ours_path, theirs_path, cmp_.paper, replay[1]) if verdict["kind"] == "inputs"
-              else None)
+    rows, verdict = try_switches(ours_path, replay, theirs, cmp_.paper, tol, takes, progress=progress, data=data)
+    inputs = differing_inputs(ours_path, replay[1], cmp_.paper) if verdict["kind"] == "inputs" else None
     return rows, verdict, inputs, [x for x in (sources, schedule) if x is not None], data
 
 

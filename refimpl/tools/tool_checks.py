@@ -437,10 +437,146 @@ def _diagnose_edge_cases(tmp):
         refusals.append("holds complex values" in str(exc))
     out.append(("a missing file, a --map without '=' and complex values are refused, naming the reason",
                 all(refusals) and len(refusals) == 3))
+    # compared only: a layout difference and a non-finite quantity are named in the report's lines
+    shown = dict(dump, r1_batch=dump["r1_batch"] + 1, r2_eta=np.full_like(dump["r2_eta"], np.nan))
+    np.savez(os.path.join(tmp, "vfl-shown.npz"), **shown)
+    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-shown.npz"), rerun_switches=False)
+    out.append(("1-based ids and a NaN quantity are named in the report (exit 1)",
+                code == 1 and "batch: THEIR values are OURS + 1 everywhere" in text
+                and "eta is not finite (NaN or inf) in round 2" in text))
+    # OURS's trace.json changed: its data unreachable, or a size missing — the entry keeps its index alone
+    import json
+    import shutil
+    for what, change in (("data", lambda c: c.update(data_source={"kind": "npz", "path": os.path.join(tmp, "gone")})),
+                         ("size", lambda c: c.pop("embed_dim"))):
+        moved = os.path.join(tmp, f"vfl-no-{what}")
+        shutil.copytree(ours, moved)
+        with open(os.path.join(moved, "trace.json")) as fh:
+            doc = json.load(fh)
+        change(doc["config"])
+        with open(os.path.join(moved, "trace.json"), "w") as fh:
+            json.dump(doc, fh)
+        code, text, _ = _diagnosis(moved, os.path.join(tmp, "vfl-bug.npz"), rerun_switches=False)
+        out.append((f"OURS's trace without its {'data' if what == 'data' else 'embedding size'}: compared all the "
+                    "same, the entry named by its index alone (exit 1)",
+                    code == 1 and "round 2, grad2 at local step 0 at entry (" in text and "party 2" not in text))
+    adaptive = _run("vfl", "adaptive-flexvfl", os.path.join(tmp, "adaptive-edge"), rounds=2, batch=16, A=0.3,
+                    dump_rounds="all")
+    dump = {f"r{t}_{k}": v for t, q in read_dump(adaptive).items() for k, v in q.items()}
+    np.savez(os.path.join(tmp, "adaptive-bug.npz"), **dict(dump, r2_grad1=dump["r2_grad1"] * (1 + 1e-3)))
+    code, text, _ = _diagnosis(adaptive, os.path.join(tmp, "adaptive-bug.npz"))
+    out.append(("a bug no switch that ran explains, beside a switch that cannot rerun (--adaptive-rule authors "
+                "without a utilisation trace): exit 5, the reason named", code == 5
+                and "--adaptive-rule authors: could not rerun" in text
+                and "no switch that ran explains the difference; the reruns above could not run" in text))
     sq = np.arange(9.0).reshape(3, 3)
     out.append(("a transposed square array and permuted values are named as such",
                 "transposed" in (DG.layout_hint(sq, sq.T) or "")
-                and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "")))
+                and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "") and DG.layout_hint(sq, sq) is None
+                and DG.layout_hint(sq, np.full_like(sq, np.nan)) is None))
+    return out
+
+
+def _raises(fn, words):
+    """True when ``fn()`` raises a ValueError whose message holds ``words``."""
+    try:
+        fn()
+    except ValueError as exc:
+        return words in str(exc)
+    return False
+
+
+def _comparison_edge_cases(tmp):
+    """(what, right): the comparison's own refusals and readings — a side without a dump, no common
+    round, no common quantity; a quantity dumped in some rounds only; an array of the same size in
+    another shape; empty arrays; a plain dump without a trace (no reruns); a damaged trace.json;
+    a report written without matplotlib."""
+    import json
+    import os
+    import sys
+
+    from refimpl.tools import diagnose as DG
+    w = np.arange(4.0)
+    out = [("a side without a per-round dump, no common round and no common quantity are refused",
+            _raises(lambda: DG.compare_dumps({}, {1: {"omega": w}}, 1e-9), "OURS holds no per-round dump")
+            and _raises(lambda: DG.compare_dumps({1: {"omega": w}}, {}, 1e-9), "THEIRS holds no per-round dump")
+            and _raises(lambda: DG.compare_dumps({1: {"omega": w}}, {2: {"omega": w}}, 1e-9),
+                        "no round is dumped on both sides")
+            and _raises(lambda: DG.compare_dumps({1: {"omega": w}}, {1: {"rho": 1.0}}, 1e-9), "share no quantity"))]
+    c = DG.compare_dumps({1: {"omega": w, "rho": 1.0}, 2: {"omega": w}},
+                         {1: {"omega": w.reshape(2, 2), "rho": 1.0}, 2: {"omega": w, "rho": 1.0}}, 1e-9)
+    out.append(("a quantity missing in one round of one side is named; the same values in another shape and "
+                "empty arrays agree", c.divergence is None and "rho (only in theirs)" in "; ".join(c.uncompared())
+                and DG._rel(np.zeros(0), np.zeros(0)) == 0.0))
+    plain_o, plain_t = os.path.join(tmp, "plain-ours.npz"), os.path.join(tmp, "plain-theirs.npz")
+    np.savez(plain_o, r1_omega=w, r1_rho=1.0)
+    np.savez(plain_t, r1_omega=w + 1e-3, r1_rho=1.0)
+    code, text, dg = _diagnosis(plain_o, plain_t)
+    out.append(("two plain dumps (no trace.json): compared, no rerun tried (exit 1)",
+                code == 1 and "round 1, omega" in text and not dg.rows))
+    bad = os.path.join(tmp, "bad-trace")
+    os.makedirs(bad)
+    np.savez(os.path.join(bad, "trace.npz"), r1_omega=w, r1_rho=1.0)
+    with open(os.path.join(bad, "trace.json"), "w") as fh:
+        fh.write("{not json")
+    out.append(("a damaged trace.json is refused, naming it", _raises(lambda: DG.diagnose(bad, plain_t),
+                                                                      "not a readable trace.json")))
+    report = os.path.join(tmp, "report-no-mpl")
+    saved = {k: sys.modules.get(k) for k in ("matplotlib", "matplotlib.pyplot")}
+    try:
+        sys.modules["matplotlib"] = sys.modules["matplotlib.pyplot"] = None       # import matplotlib fails
+        png = DG.write_report(report, dg.comparison, dg.lines, dg.rows)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    out.append(("without matplotlib the report is written without its figure",
+                png is None and os.path.exists(os.path.join(report, "diagnose.md"))))
+    out.append(("the epoch hint stays silent on a non-integer or too small schedule and when OURS drew by epoch",
+                DG.epoch_order_hint(np.ones((3, 2)), 10) is None and DG.epoch_order_hint(np.ones((3, 2), int), 1)
+                is None and DG.their_schedule_hint({"batches": np.arange(8).reshape(4, 2)}, DG._paper("vfl"),
+                                                   {"conventions": {"batch_order": "epoch"}}, 8) is None))
+    return out
+
+
+def _replay_edge_cases(tmp):
+    """(what, right): the verdicts around THEIR replay inputs — a pair of switches named as the pair;
+    THEIR dump without an initial point (the sources line says the reruns use OURS's); THEIR
+    top-level batches that --index-base 1 cannot read (the reruns cannot run: exit 5, the reason);
+    a layout difference shown in the report; the reruns' notes."""
+    import os
+
+    from refimpl.core.data import mnist_5k
+    from refimpl.tools.transcriptions import their_ssca
+    ds, (J, K, B, T, tau) = mnist_5k(), (8, 10, 10, 4, 0.1)
+    run = dict(rounds=T, batch=B, hidden=J, tau=tau, rho_a=0.8, rho_alpha=0.6, gamma_a=0.5, gamma_alpha=0.65,
+               dump_rounds="all")
+    arrays, W1, W2, batches = their_ssca(ds, np.random.default_rng(3), J, K, B, T, tau, activation="relu")
+    pair = os.path.join(tmp, "pair.npz")
+    np.savez(pair, **arrays)
+    same = _run("ssca", "ssca", os.path.join(tmp, "ours-pair"), init=(W1, W2), batches=batches, **run)
+    notes = []
+    code, text, _ = _diagnosis(same, pair, tol=1e-9, note=notes.append)
+    out = [("THEIR A^t = τ and ReLU together: the pair is named (exit 3); the notes say whose inputs and which data",
+            code == 3 and "with --curvature fixed + --activation relu all rounds agree" in text
+            and any("rerunning refimpl (the reruns start from THEIR" in n for n in notes)
+            and any("the data OURS's run used" in n for n in notes))]
+    no_init = os.path.join(tmp, "no-init.npz")
+    np.savez(no_init, **{k: v for k, v in arrays.items() if k not in ("W1_0", "W2_0") and not k.endswith("_omega")})
+    notes = []
+    _diagnosis(same, no_init, tol=1e-9, note=notes.append)
+    out.append(("THEIR dump without an initial point: the reruns use OURS's, and say so",
+                any("THEIR file holds no initial point: the reruns use OURS's" in n for n in notes)))
+    theirs_b = dict(arrays, batches=arrays["batches"] + 1)
+    theirs_b["batches"].flat[0] = 0
+    zero = os.path.join(tmp, "zero-id.npz")
+    np.savez(zero, **theirs_b)
+    code, text, _ = _diagnosis(same, zero, tol=1e-9, index_base=1)
+    out.append(("THEIR batches hold an id 0 under --index-base 1: the reruns cannot run (exit 5), saying why",
+                code == 5 and "no switch (baseline): could not rerun: THEIRS batches: entry (0, 0, 0) = 0 is below 1"
+                in text))
     return out
 
 
@@ -455,7 +591,8 @@ def _diagnose_edge_cases(tmp):
 def diagnose_reasons(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        cases = _diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp)
+        cases = (_diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp)
+                 + _comparison_edge_cases(tmp) + _replay_edge_cases(tmp))
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
