@@ -397,20 +397,29 @@ def _diagnose_step_cases(tmp):
              code == 1 and "round 2, momentum1 at local step 0" in text)]
 
 
-def _diagnose_edge_cases(tmp):
-    """(what, right): the answers diagnose owes in the cases around the verdicts — a switch that
-    changes nothing is shown as such and never credited, a baseline that cannot rerun is exit 5
-    with its reason, a shape change is named as one, and the refusals of bad input."""
+def _vfl_edge_run(tmp):
+    """A short Flex-VFL run with every round dumped, its dump flat, and THEIR copy with a planted bug
+    (party 2's gradient in round 2): (OURS's directory, the flat dump, THEIR file)."""
     import os
 
     from refimpl.core.replay import read_dump
-    from refimpl.tools import diagnose as DG
     ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl-edge"), rounds=2, batch=16, optimizer="momentum:0.9",
                 dump_rounds="all")
     dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
-    planted = dict(dump, r2_grad2=dump["r2_grad2"] * (1 + 1e-3))      # THEIR bug: party 2's gradient in round 2
-    np.savez(os.path.join(tmp, "vfl-bug.npz"), **planted)
-    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-bug.npz"))
+    bug = os.path.join(tmp, "vfl-bug.npz")
+    np.savez(bug, **dict(dump, r2_grad2=dump["r2_grad2"] * (1 + 1e-3)))
+    return ours, dump, bug
+
+
+def _diagnose_edge_cases(tmp):
+    """(what, right): the verdicts diagnose owes around its reruns — a switch that changes nothing
+    is shown as such and never credited, a baseline that cannot rerun is exit 5 with its reason (a
+    shape change named as one), a switch that cannot rerun beside none that explains."""
+    import os
+
+    from refimpl.core.replay import read_dump
+    ours, dump, bug = _vfl_edge_run(tmp)
+    code, text, _ = _diagnosis(ours, bug)
     out = [("a bug no switch explains: exit 1; a switch that changes nothing is shown as the baseline's twin and "
             "never credited", code == 1 and "--server-time-unit timeout-over-Q: differs at round 2, grad2 (the same "
                                             "as the baseline: this switch changes nothing here)" in text
@@ -421,45 +430,6 @@ def _diagnose_edge_cases(tmp):
     out.append(("THEIR initial point of the wrong size: the shape change is named and the baseline cannot rerun "
                 "(exit 5, with the reason)", code == 5 and "shapes (" in text
                 and "no switch (baseline): could not rerun" in text))
-    refusals = []
-    for theirs, kw, words in ((os.path.join(tmp, "nowhere.npz"), {}, "no such file or directory"),
-                              (os.path.join(tmp, "vfl-bug.npz"), {"map_text": "omega"}, "expected OURS=THEIRS pairs")):
-        try:
-            DG.diagnose(ours, theirs, **kw)
-            refusals.append(False)
-        except ValueError as exc:
-            refusals.append(words in str(exc))
-    np.savez(os.path.join(tmp, "complex.npz"), r1_tau=np.ones(5, dtype=complex))
-    try:
-        DG.load_side(os.path.join(tmp, "complex.npz"))
-        refusals.append(False)
-    except ValueError as exc:
-        refusals.append("holds complex values" in str(exc))
-    out.append(("a missing file, a --map without '=' and complex values are refused, naming the reason",
-                all(refusals) and len(refusals) == 3))
-    # compared only: a layout difference and a non-finite quantity are named in the report's lines
-    shown = dict(dump, r1_batch=dump["r1_batch"] + 1, r2_eta=np.full_like(dump["r2_eta"], np.nan))
-    np.savez(os.path.join(tmp, "vfl-shown.npz"), **shown)
-    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-shown.npz"), rerun_switches=False)
-    out.append(("1-based ids and a NaN quantity are named in the report (exit 1)",
-                code == 1 and "batch: THEIR values are OURS + 1 everywhere" in text
-                and "eta is not finite (NaN or inf) in round 2" in text))
-    # OURS's trace.json changed: its data unreachable, or a size missing — the entry keeps its index alone
-    import json
-    import shutil
-    for what, change in (("data", lambda c: c.update(data_source={"kind": "npz", "path": os.path.join(tmp, "gone")})),
-                         ("size", lambda c: c.pop("embed_dim"))):
-        moved = os.path.join(tmp, f"vfl-no-{what}")
-        shutil.copytree(ours, moved)
-        with open(os.path.join(moved, "trace.json")) as fh:
-            doc = json.load(fh)
-        change(doc["config"])
-        with open(os.path.join(moved, "trace.json"), "w") as fh:
-            json.dump(doc, fh)
-        code, text, _ = _diagnosis(moved, os.path.join(tmp, "vfl-bug.npz"), rerun_switches=False)
-        out.append((f"OURS's trace without its {'data' if what == 'data' else 'embedding size'}: compared all the "
-                    "same, the entry named by its index alone (exit 1)",
-                    code == 1 and "round 2, grad2 at local step 0 at entry (" in text and "party 2" not in text))
     adaptive = _run("vfl", "adaptive-flexvfl", os.path.join(tmp, "adaptive-edge"), rounds=2, batch=16, A=0.3,
                     dump_rounds="all")
     dump = {f"r{t}_{k}": v for t, q in read_dump(adaptive).items() for k, v in q.items()}
@@ -469,6 +439,43 @@ def _diagnose_edge_cases(tmp):
                 "without a utilisation trace): exit 5, the reason named", code == 5
                 and "--adaptive-rule authors: could not rerun" in text
                 and "no switch that ran explains the difference; the reruns above could not run" in text))
+    return out
+
+
+def _report_cases(tmp):
+    """(what, right): what diagnose says without rerunning — bad input refused, a layout difference
+    and a non-finite quantity named, OURS's trace without its data or a size (the entry keeps its
+    index alone), a transposed square array and permuted values."""
+    import json
+    import os
+    import shutil
+
+    from refimpl.tools import diagnose as DG
+    ours, dump, bug = _vfl_edge_run(tmp)
+    refusals = [_raises(lambda: DG.diagnose(ours, os.path.join(tmp, "nowhere.npz")), "no such file or directory"),
+                _raises(lambda: DG.diagnose(ours, bug, map_text="omega"), "expected OURS=THEIRS pairs")]
+    np.savez(os.path.join(tmp, "complex.npz"), r1_tau=np.ones(5, dtype=complex))
+    refusals.append(_raises(lambda: DG.load_side(os.path.join(tmp, "complex.npz")), "holds complex values"))
+    out = [("a missing file, a --map without '=' and complex values are refused, naming the reason", all(refusals))]
+    shown = dict(dump, r1_batch=dump["r1_batch"] + 1, r2_eta=np.full_like(dump["r2_eta"], np.nan))
+    np.savez(os.path.join(tmp, "vfl-shown.npz"), **shown)
+    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-shown.npz"), rerun_switches=False)
+    out.append(("1-based ids and a NaN quantity are named in the report (exit 1)",
+                code == 1 and "batch: THEIR values are OURS + 1 everywhere" in text
+                and "eta is not finite (NaN or inf) in round 2" in text))
+    for what, change in (("data", lambda c: c.update(data_source={"kind": "npz", "path": os.path.join(tmp, "gone")})),
+                         ("size", lambda c: c.pop("embed_dim"))):
+        moved = os.path.join(tmp, f"vfl-no-{what}")
+        shutil.copytree(ours, moved)
+        with open(os.path.join(moved, "trace.json")) as fh:
+            doc = json.load(fh)
+        change(doc["config"])
+        with open(os.path.join(moved, "trace.json"), "w") as fh:
+            json.dump(doc, fh)
+        code, text, _ = _diagnosis(moved, bug, rerun_switches=False)
+        out.append((f"OURS's trace without its {'data' if what == 'data' else 'embedding size'}: compared all the "
+                    "same, the entry named by its index alone (exit 1)",
+                    code == 1 and "round 2, grad2 at local step 0 at entry (" in text and "party 2" not in text))
     sq = np.arange(9.0).reshape(3, 3)
     out.append(("a transposed square array and permuted values are named as such",
                 "transposed" in (DG.layout_hint(sq, sq.T) or "")
@@ -586,13 +593,30 @@ def _replay_edge_cases(tmp):
        "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; THEIR 1-based ids in a "
        "per-round dump are read with --index-base 1; the report names the switch; "
        "a planted change in Flex-VFL's momentum at one local step is named at that step; a switch that changes nothing "
-       "is never credited; a baseline that cannot rerun is exit 5; bad input is refused (wrong answers: 0)",
+       "is never credited; a baseline or a switch that cannot rerun is exit 5 with its reason; a pair of switches is "
+       "named as the pair; the reruns say whose inputs they start from (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         cases = (_diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp)
-                 + _comparison_edge_cases(tmp) + _replay_edge_cases(tmp))
+                 + _replay_edge_cases(tmp))
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+@check("tools.diagnose_report", "what refimpl diagnose says without rerunning, on planted dumps: a side without a "
+       "dump, no common round or quantity, a missing file, a --map without '=' and complex values are refused; a "
+       "quantity dumped in some rounds only is named; 1-based ids, a transpose, permuted values and a NaN quantity are "
+       "named; two plain dumps are compared without reruns; a damaged trace.json is refused; OURS's trace without its "
+       "data or a size still compares; the report is written without matplotlib (wrong answers: 0)",
+       "refimpl diagnose; docs/guide.md")
+def diagnose_report(quick):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = _comparison_edge_cases(tmp) + _report_cases(tmp)
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
