@@ -587,24 +587,36 @@ def _replay_edge_cases(tmp):
     return out
 
 
-@check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
-       "THEIR A^t = τ is found at round 1, A and explained by --curvature fixed; THEIR own inputs are named as the "
-       "difference, not a switch; the same method from the same inputs agrees (exit 0 only once the quantities "
-       "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; THEIR 1-based ids in a "
-       "per-round dump are read with --index-base 1; the report names the switch; "
-       "a planted change in Flex-VFL's momentum at one local step is named at that step; a switch that changes nothing "
-       "is never credited; a baseline or a switch that cannot rerun is exit 5 with its reason; a pair of switches is "
-       "named as the pair; the reruns say whose inputs they start from (wrong answers: 0)",
-       "refimpl diagnose; docs/guide.md")
-def diagnose_reasons(quick):
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        cases = (_diagnose_reason_cases(tmp) + _diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp)
-                 + _replay_edge_cases(tmp))
+def _cases_result(cases):
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+@check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
+       "THEIR A^t = τ is found at round 1, A and explained by --curvature fixed; THEIR own inputs are named as the "
+       "difference, not a switch; the same method from the same inputs agrees (exit 0 only once the quantities "
+       "THEIRS lacks are allowed); THEIR wrong γ_t exponent is unexplained at round 2; THEIR 1-based ids in a "
+       "per-round dump are read with --index-base 1; the report names the switch; a pair of switches is named as "
+       "the pair; the reruns say whose inputs they start from; THEIR unreadable ids stop the reruns with the reason "
+       "(wrong answers: 0)",
+       "refimpl diagnose; docs/guide.md")
+def diagnose_reasons(quick):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        return _cases_result(_diagnose_reason_cases(tmp) + _replay_edge_cases(tmp))
+
+
+@check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
+       "named at that step; a bug no switch explains is exit 1 and a switch that changes nothing is shown as such and "
+       "never credited; a baseline or a switch that cannot rerun is exit 5 with its reason, a shape change named "
+       "(wrong answers: 0)",
+       "refimpl diagnose; docs/guide.md")
+def diagnose_steps(quick):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        return _cases_result(_diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp))
 
 
 @check("tools.diagnose_report", "what refimpl diagnose says without rerunning, on planted dumps: a side without a "
@@ -616,11 +628,7 @@ def diagnose_reasons(quick):
 def diagnose_report(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        cases = _comparison_edge_cases(tmp) + _report_cases(tmp)
-    wrong = [what for what, right in cases if not right]
-    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
-            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+        return _cases_result(_comparison_edge_cases(tmp) + _report_cases(tmp))
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
