@@ -59,12 +59,35 @@ def _diagnose_cases():
     return out
 
 
+def _mat_columns_case():
+    """A dump saved by MATLAB (scipy.io.savemat writes as MATLAB does): a vector comes back from
+    its n×1 column as a vector, a 1×1 matrix as a scalar, a matrix as it is."""
+    import os
+    import tempfile
+
+    from scipy.io import savemat
+
+    from refimpl.core.replay import read_dump
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "theirs.mat")
+        savemat(path, {"r1_omega": np.arange(5.0)[:, None], "r1_rho": np.array([[0.5]]),
+                       "r1_batch": np.arange(6.0).reshape(2, 3)})
+        got = read_dump(path)[1]
+    return ("a MATLAB column is read as a vector, a 1×1 as a scalar, a matrix as it is",
+            got["omega"].shape == (5,) and got["rho"].shape == () and got["batch"].shape == (2, 3))
+
+
 def _reading_cases():
     """(what, right) for what diagnose reads off the numbers and the dumps: layouts, an epoch
     schedule, another paper's dump, the replay inputs a per-round dump implies, an entry's name."""
     from refimpl import papers
     from refimpl.tools import diagnose as DG
-    out = []
+    out = [("a relative difference is measured against OURS's largest entry (|2 − 1| / 2 = 0.5)",
+            DG._rel(np.array([2.0, 0.5]), np.array([1.0, 0.5])) == 0.5),
+           ("party-indexed quantities come in party order, 10 after 2",
+            DG.ordered("vfl", ["theta10", "grad2", "theta2", "theta1", "batch"])
+            == ["batch", "theta1", "theta2", "theta10", "grad2"])]
+    out.append(_mat_columns_case())
     a = np.arange(12.0).reshape(3, 4)
     out.append(("1-based ids, a transpose and column-major order are named; a scaled array is not",
                 "1-based" in (DG.layout_hint(a, a + 1) or "") and "transposed" in (DG.layout_hint(a, a.T) or "")

@@ -335,7 +335,8 @@ def _literal_kwargs(par):
 @check("mfcgd.algorithm1_literal", "the NumPy runner (nonlinear problem) and the Numba kernel (synthetic problem) "
        "equal a line-by-line transcription of Algorithm 1 (per-client dictionaries, shared with neither) on the same "
        "samples, for all four adaptive matrices, on instances where both projections bind and the cap α, β, ϱ ≤ 1 "
-       "acts early (max relative difference of x̄_t ≤ 1e-12; Numba fastmath ≤ 1e-10)",
+       "acts early (max relative difference of x̄_t ≤ 1e-12; Numba fastmath ≤ 1e-10); a run at --radius-scale 0.5 "
+       "projects on half the a-priori radii and counts the client-steps each projection acted",
        "[MFCGD] Algorithm 1, (6)–(11); docs/mfcgd.md")
 def algorithm1_literal_check(quick):
     T = 120 if quick else 400
@@ -365,10 +366,37 @@ def algorithm1_literal_check(quick):
     par = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
     worst_nb, ok_nb = compare(syn, run_mfcgd_synthetic_nb, par, 56, "numba_synthetic")
     binds_ok = ok_np and ok_nb
+    scaled = _radius_scale_record()
     det.update(steps=T, q=q, capped_steps=par.capped_steps(T), numpy_worst=worst_np, numba_worst=worst_nb,
-               both_projections_bound_everywhere=bool(binds_ok))
+               both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled)
     return {"measured": max(worst_np, worst_nb / 100), "bound": 1e-12,
-            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok, "details": det}
+            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and scaled["right"], "details": det}
+
+
+def _radius_scale_record():
+    """``refimpl run mfcgd --problem nonlinear --radius-scale 0.5``: the trace's radii are half the
+    problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
+    dumped estimators found on their balls' surfaces (all but the last step's update, not dumped)."""
+    import os
+    import tempfile
+
+    from dataclasses import replace
+
+    from refimpl.core.replay import read_dump
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    cfg = MFCGDConfig(method="mfcgd", problem="nonlinear", steps=12, clients=3, dump_rounds="all", backend="numpy")
+    whole = run_mfcgd_config(cfg).config["projection_radii"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = run_mfcgd_config(replace(cfg, radius_scale=0.5))
+        tr.save(os.path.join(tmp, "r"))
+        dump = read_dump(os.path.join(tmp, "r"))
+    radii, counts = tr.config["projection_radii"], tr.config["projected_client_steps"]
+    surface = {n: sum(int(np.sum(np.linalg.norm(dump[t][n].reshape(3, -1), axis=1) >= R * (1 - 1e-12)))
+                      for t in range(2, 13)) for n, R in (("u", radii["C_g"]), ("v", radii["C_f"]))}
+    want = (0.5 * whole["C_g"], 0.5 * whole["C_f"])
+    right = (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
+             and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
+    return {"radii": radii, "counts": counts, "on_surface_in_dumped_steps": surface, "right": bool(right)}
 
 
 @check("mfcgd.baselines_literal", "the baselines' periodic averaging: ComFedL-style local SCGD (the server averages "

@@ -163,7 +163,9 @@ def condition14(quick):
        "the round lasts that step); a network with latency and a finite bandwidth under speeds that change every "
        "round (the messages' floats and τ by hand); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
        "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
-       "(τ = 1..11 under five timeouts) and a Flex-VFL run on a trace taking those τ",
+       "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
+       "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
+       "seed",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -266,7 +268,33 @@ def _cpu_trace_errors(model, data):
     rows_cpu = np.array([[0.3, -0.2, 0.9], [0.75, 0.5, 1.4], [0.62, 0.8, 0.95]])
     got = CPUTraceSpeed(rows_cpu, 10.0).lr_denominators([2, 0, 1])
     errors["cputrace_lr_denominator"] = float(np.max(np.abs(got - np.array([4.8, 11.0, 6.0]))))
+    # every party its own machine: 5 machines for 5 parties is a permutation, whatever the seed
+    five = CPUTraceSpeed(np.random.default_rng(2).uniform(0.0, 1.0, (5, 3)), 10.0, _n_parties=5)
+    errors["cputrace_shared_machines"] = float(sum(len(set(five.draw(2, np.random.default_rng(s))[1].tolist())) != 5
+                                                   for s in range(20)))
+    errors.update(_authors_rule_replay_errors())
     return errors
+
+
+def _authors_rule_replay_errors():
+    """Adaptive Flex-VFL under the authors' rule on a CPU trace, then replayed from the trace's τ
+    table and d_k (``--taus TRACE``) on constant speeds under another seed: the same rates."""
+    import os
+    import tempfile
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu = os.path.join(tmp, "cpu.npy")
+        np.save(cpu, np.random.default_rng(4).uniform(0.0, 1.0, (6, 5)))
+        cfg = VFLConfig(method="adaptive-flexvfl", rounds=3, batch=16, A="0.3", adaptive_rule="authors",
+                        speeds=f"cputrace:{cpu}", optimizer="momentum:0.9")
+        first = run_vfl(cfg, embedded())
+        first.save(os.path.join(tmp, "a"))
+        again = run_vfl(replace(cfg, speeds="constant:1", seed=6, taus=os.path.join(tmp, "a")), embedded())
+    d = first.arrays["lr_denominator"]
+    return {"authors_rule_first_rate": float(np.max(np.abs(first.arrays["eta"][0] - 0.3 / d))),
+            "authors_rule_replayed_rates": float(np.max(np.abs(again.arrays["eta"] - first.arrays["eta"])))}
 
 
 #: the configurations of vfl.round_literal: (label, FlexVFL keywords, literal keywords)
