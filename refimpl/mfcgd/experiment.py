@@ -64,7 +64,8 @@ class MFCGDConfig:
                 raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
         rs = self.radius_scale
         if isinstance(rs, bool) or not isinstance(rs, (int, float)) or not (np.isfinite(rs) and rs > 0):
-            raise ValueError(f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), got {rs!r}")
+            raise ValueError(f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), "
+                             f"got {rs!r}")
         for f in ("seed", "problem_seed"):
             v = getattr(self, f)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):

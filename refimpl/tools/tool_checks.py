@@ -229,12 +229,7 @@ def _loader_refusals(tmp):
         if manifest is not None:
             with open(os.path.join(d, "manifest.json"), "w") as fh:
                 json.dump(manifest, fh)
-        try:
-            V.load(d)
-            refused = ""
-        except ValueError as exc:
-            refused = str(exc)
-        out.append((f"the loader refuses {what}", words in refused))
+        out.append((f"the loader refuses {what}", _raises(lambda: V.load(d), words)))
     return out
 
 
@@ -292,18 +287,21 @@ def _harness_cases():
             before = pathlib.Path(path).read_text() if os.path.exists(path) else None
             with open(path, "w") as fh:
                 fh.write("{}" if edit is None else edit(before))
-            try:
-                V.load(tmp)
-                refused = ""
-            except ValueError as exc:
-                refused = str(exc)
-            out.append((f"{what} is refused on load", words in refused))
+            out.append((f"{what} is refused on load", _raises(lambda: V.load(tmp), words)))
             if before is None:
                 os.remove(path)
             else:
                 with open(path, "w") as fh:
                     fh.write(before)
     return out
+
+
+def _cases_result(cases, planted=""):
+    """A check's record from its (what, right) cases: the count of wrong answers, bound 0."""
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} {planted}cases ({len(cases) - len(wrong)} answered right)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
 
 
 @check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
@@ -314,11 +312,7 @@ def _harness_cases():
        "manifest or another format is refused (wrong answers: 0)",
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
-    cases = _harness_cases()
-    wrong = [what for what, right in cases if not right]
-    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
-            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+    return _cases_result(_harness_cases(), "planted ")
 
 
 def _diagnosis(ours, theirs, **kw):
@@ -610,11 +604,12 @@ def _replay_edge_cases(tmp):
     return out
 
 
-def _cases_result(cases):
-    wrong = [what for what, right in cases if not right]
-    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{len(cases)} cases ({len(cases) - len(wrong)} answered right)",
-            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+def _cases_in_a_directory(*groups):
+    """The (what, right) cases of ``groups`` (each a function of a scratch directory), one
+    temporary directory for all, as a check's record."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        return _cases_result([case for group in groups for case in group(tmp)])
 
 
 @check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
@@ -626,9 +621,7 @@ def _cases_result(cases):
        "(wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        return _cases_result(_diagnose_reason_cases(tmp) + _replay_edge_cases(tmp))
+    return _cases_in_a_directory(_diagnose_reason_cases, _replay_edge_cases)
 
 
 @check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
@@ -637,9 +630,7 @@ def diagnose_reasons(quick):
        "(wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_steps(quick):
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        return _cases_result(_diagnose_step_cases(tmp) + _diagnose_edge_cases(tmp))
+    return _cases_in_a_directory(_diagnose_step_cases, _diagnose_edge_cases)
 
 
 @check("tools.diagnose_report", "what refimpl diagnose says without rerunning, on planted dumps: a side without a "
@@ -649,9 +640,7 @@ def diagnose_steps(quick):
        "data or a size still compares; the report is written without matplotlib (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_report(quick):
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        return _cases_result(_comparison_edge_cases(tmp) + _report_cases(tmp))
+    return _cases_in_a_directory(_comparison_edge_cases, _report_cases)
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
@@ -661,8 +650,4 @@ def diagnose_report(quick):
        "right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
-    cases = _diagnose_cases() + _reading_cases() + _crosscheck_cases()
-    wrong = [what for what, right in cases if not right]
-    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
-            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+    return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")
