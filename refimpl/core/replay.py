@@ -186,7 +186,11 @@ def read_dump(path):
     MATLAB stored as columns come back 1-D, and 1×1 matrices as scalars)."""
     if os.path.isdir(path):
         path = os.path.join(path, "trace.npz")
-    arrays = read_arrays(path, "dump")
+    return dump_view(read_arrays(path, "dump"), path)
+
+
+def dump_view(arrays, path):
+    """:func:`read_dump` of the arrays already read from ``path`` (the file is not read again)."""
     out = dump_arrays(arrays)
     if os.path.basename(str(path)) == "trace.npz":
         out.update(read_rounds(os.path.dirname(str(path))))         # a refimpl run's streamed rounds

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from refimpl.core.replay import from_index_base, read_arrays, read_dump
+from refimpl.core.replay import dump_view, from_index_base, read_arrays, read_dump
 
 def _paper(key):
     from refimpl import papers
@@ -266,20 +266,19 @@ def run_data(ours_path):
 
 
 def their_replay(theirs_path, paper, index_base=0):
-    """THEIR file and arrays, with the replay inputs their per-round dump implies added where they
-    hold no array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`); the third
-    item holds the added arrays (empty: THEIR file alone is the replay input). ``index_base`` 1:
-    THEIR sample ids start at 1 (MATLAB); the id arrays come back 0-based, among the added ones."""
+    """THEIR arrays, with the replay inputs their per-round dump implies added where they hold no
+    array of that name (:meth:`~refimpl.core.paper.Paper.replay_from_dump`, on the per-round view
+    the comparison reads: MATLAB's n×1 columns as vectors, a run's round files). ``index_base`` 1:
+    THEIR sample ids start at 1 (MATLAB); the id arrays come back 0-based."""
     theirs = theirs_path if os.path.isfile(theirs_path) else os.path.join(theirs_path, "trace.npz")
     arrays = read_arrays(theirs, "THEIRS")
-    # the per-round view as the comparison reads it (MATLAB's n×1 columns as vectors, a run's round files)
-    added = {k: v for k, v in paper.replay_from_dump(read_dump(theirs)).items() if k not in arrays}
-    arrays = {**arrays, **added}
+    implied = paper.replay_from_dump(dump_view(arrays, theirs))
+    arrays = {**arrays, **{k: v for k, v in implied.items() if k not in arrays}}
     if index_base:
         for name in paper.id_names:
             if name in arrays:
-                added[name] = arrays[name] = from_index_base(arrays[name], 1, f"THEIRS {name}")
-    return theirs, arrays, added
+                arrays[name] = from_index_base(arrays[name], 1, f"THEIRS {name}")
+    return arrays
 
 
 def zero_based(dump, paper, index_base, what="THEIRS"):
@@ -355,7 +354,7 @@ def _label(overrides):
     return " + ".join(f"--{o.replace('_', '-')} {v}" for o, v in overrides.items()) or "no switch (baseline)"
 
 
-def try_switches(ours_path, replay, theirs, paper, tol, takes, progress=None, data=None):
+def try_switches(ours_path, arrays, theirs, paper, tol, takes, progress=None, data=None, unreadable=""):
     """Why the dumps part. First a baseline: refimpl rerun from THEIR inputs with OURS's
     conventions. If it agrees with THEIRS the difference is in the inputs. Otherwise each
     convention switch the algorithm takes (``takes``: its option names), then every pair of
@@ -363,12 +362,12 @@ def try_switches(ours_path, replay, theirs, paper, tol, takes, progress=None, da
     rerun agrees with THEIRS *and* differs from the baseline (a switch that changes nothing is
     never credited). Returns (rows, verdict); a row {switch, overrides, ran, agrees, changes,
     worst, first}; verdict {"kind": "inputs" | "switch" | "none" | "not-run", "row", "not_run"}.
-    ``replay``: :func:`their_replay`'s answer (THEIR file, arrays, added arrays), read once by the
-    caller; (the reason, None, {}) when THEIR arrays could not be read — every rerun then says so."""
+    ``arrays``: :func:`their_replay`'s answer, read once by the caller; None when THEIR arrays
+    could not be read (``unreadable``: why) — every rerun then says so."""
     import tempfile
     from refimpl.core.dumps import is_dump_name
     with tempfile.TemporaryDirectory(prefix="refimpl-diagnose-") as tmp:
-        replay_file, arrays, added = replay
+        replay_file = unreadable
         if arrays is not None:
             # THEIR replay inputs (their own and those rebuilt from their dump) in a file of their own,
             # read by every rerun without THEIR per-round dump
@@ -653,11 +652,12 @@ def diagnose(ours_path, theirs_path, *, tol=1e-10, map_text="", allowed=(), reru
 def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, progress, index_base=0):
     """The reruns of a diagnosis: (rows, verdict, the differing inputs, the lines saying where the
     reruns' inputs come from and what THEIR schedule looks like, the data used)."""
+    unreadable = ""
     try:
-        replay = their_replay(theirs_path, paper, index_base)     # read once, for every use below
+        arrays = their_replay(theirs_path, paper, index_base)     # read once, for every use below
     except (ValueError, OSError) as exc:
-        replay = (str(exc), None, {})
-    their_arrays = replay[1] or {}
+        arrays, unreadable = None, str(exc)
+    their_arrays = arrays or {}
     sources = sources_line(*replay_sources(their_arrays, paper))
     if note:
         note(f"rerunning refimpl ({sources}): first without a switch (the baseline), then under each convention "
@@ -670,8 +670,9 @@ def _reruns(ours_path, theirs_path, theirs, cmp_, paper, doc, tol, data, note, p
         note(f"reruns on {data.name} ({data.n_train} training samples"
              + (", from --data" if given else ", the data OURS's run used") + ")")
     schedule = their_schedule_hint(their_arrays, paper, doc, getattr(data, "n_train", None))
-    rows, verdict = try_switches(ours_path, replay, theirs, cmp_.paper, tol, takes, progress=progress, data=data)
-    inputs = differing_inputs(ours_path, replay[1], cmp_.paper) if verdict["kind"] == "inputs" else None
+    rows, verdict = try_switches(ours_path, arrays, theirs, cmp_.paper, tol, takes, progress=progress, data=data,
+                                 unreadable=unreadable)
+    inputs = differing_inputs(ours_path, arrays, cmp_.paper) if verdict["kind"] == "inputs" else None
     return rows, verdict, inputs, [x for x in (sources, schedule) if x is not None], data
 
 
