@@ -144,6 +144,10 @@ class FeatureBasedProtocol:
         self.X_blocks = [np.ascontiguousarray(X[:, b]) for b in blocks]
         self.col = [b + int(model.bias) for b in blocks]     # columns of W1 owned by client k
         self._at = [_as_slice(c) for c in self.col]          # …as a slice where contiguous (a view, no copy)
+        # contiguous feature blocks (the default split): the batch rows are gathered once for all
+        # clients and each client's X_k^B is a view of its columns (the same products, bit for bit)
+        self._x_at = [_as_slice(b) for b in blocks]
+        self._one_gather = all(isinstance(a, slice) for a in self._x_at)
 
     def collect(self, theta, batch):
         if self.collection == "one-step":
@@ -157,7 +161,11 @@ class FeatureBasedProtocol:
             msgs.append(Message(SERVER, client(k), "W1_block+batch_ids" + ("+W2" if k == d else ""),
                                 J * len(cols) + B + extra))
         # 1. partial pre-activations (each client gathers its rows X_k^B once for steps 1 and 3)
-        Xb = [np.take(Xk, batch, axis=0) for Xk in self.X_blocks]
+        if self._one_gather:
+            rows = GATHER[m.backend](self.X, np.asarray(batch))
+            Xb = [rows[:, at] for at in self._x_at]
+        else:
+            Xb = [np.take(Xk, batch, axis=0) for Xk in self.X_blocks]
         Zs = [Xb[k] @ W1[:, at].T for k, at in enumerate(self._at)]
         Z = Zs[d].copy()
         for k, Zk in enumerate(Zs):

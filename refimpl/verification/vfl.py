@@ -445,8 +445,8 @@ def corollary1_rate(quick):
     dof = max(len(xs) - 2, 1)
     sigma2 = float(np.sum((ys - A @ coef) ** 2) / dof)
     se = float(np.sqrt(sigma2 / np.sum((xs - xs.mean()) ** 2)))
-    from scipy.stats import t as student
-    half = float(student.ppf(0.975, dof) * se)
+    from scipy.special import stdtrit     # Student's t quantile (scipy.stats.t.ppf's, without importing scipy.stats)
+    half = float(stdtrit(dof, 0.975) * se)
     holds = (slope - half <= -0.5 <= slope + half) or abs(slope + 0.5) <= 0.15
     return {"measured": slope, "bound": -0.5, "holds": bool(holds), "relation": "≈",
             "note": f"slope 95% CI [{slope - half:.3g}, {slope + half:.3g}] vs −1/2 (or within 0.15)",
