@@ -50,3 +50,18 @@ def flat_dump(run_dir):
     writes into one .npz), read from the run's streamed round files."""
     from refimpl.core.replay import read_dump
     return {f"r{t}_{name}": v for t, q in read_dump(str(run_dir)).items() for name, v in q.items()}
+
+
+#: the files whose tests take longest (seconds on 2 busy cores, measured with ``--durations=0``):
+#: pytest-xdist hands out whole files in collection order, so these go first and the run does
+#: not end on one of them while the other worker sits idle (longest-first scheduling); the rest
+#: keep their order, and every file keeps its own tests' order
+LONGEST_FIRST = ("test_mutations.py",     # the whole mutation catalogue, about 4 min
+                 "test_verify.py",        # the quick report: both verify tiers and the reproductions
+                 "test_flower.py", "test_reproduce.py", "test_examples.py", "test_engine.py", "test_sweep.py",
+                 "test_vfl_regime.py", "test_doc_commands.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda it: rank.get(os.path.basename(str(it.fspath)), len(rank)))

@@ -208,14 +208,20 @@ def _vector_child(vectors_dir):
 
 #: the zygote: an interpreter that imports the heavy libraries once, then forks one child per
 #: mutation; the child puts the mutated copy first on sys.path and imports refimpl from it. Saves
-#: each mutation the libraries' import (about a second) without sharing any refimpl module. It
-#: also compiles one throw-away Numba function (not cached, not refimpl's) touching what refimpl's
+#: each mutation the libraries' import (about a second; matplotlib's, 0.5 s, where installed)
+#: without sharing any refimpl module. It also compiles one throw-away Numba function (not cached, not refimpl's) touching what refimpl's
 #: kernels use: Numba's CPU target and its NumPy, math and random registries are then set up once
 #: here instead of in every child on its first cached kernel (0.15–0.4 s a mutation, measured).
 _ZYGOTE = r"""
 import json, os, sys, time, traceback
 import math
 import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba, cvxpy
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+except ImportError:
+    pass
 np = numpy
 
 
@@ -273,10 +279,15 @@ class ZygoteGone(RuntimeError):
 class Zygote:
     """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
 
-    def __init__(self, env):
+    def __init__(self, env, wait=True):
         env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE], env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self):
+        """Block until the zygote has imported its libraries (``wait=False`` starts several at once)."""
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the mutation runner's zygote did not start")
 
@@ -393,8 +404,15 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     import queue
     forking = hasattr(os, "fork")               # elsewhere: one fresh interpreter per mutation
     zygotes = queue.Queue()
-    for _ in range(max(1, int(workers)) if forking else 0):
-        zygotes.put(Zygote(_mutation_env()))
+    starting = [Zygote(_mutation_env(), wait=False) for _ in range(max(1, int(workers)) if forking else 0)]
+    try:
+        for z in starting:                      # started together, each setting up on its own core
+            z.wait_ready()
+            zygotes.put(z)
+    except RuntimeError:
+        for z in starting:
+            z.close()
+        raise
 
     def one(i):
         z = zygotes.get() if forking else None
@@ -412,12 +430,17 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
                      f"{'caught by ' + ', '.join(r.caught_by) if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
                      f" ({r.seconds:.0f} s)")
     # the mutations of a file with Numba kernels recompile them (the copy's cache no longer
-    # matches): the slowest, so they start first and the pool does not end on one of them
+    # matches): the slowest, so they start first; then the others by their first expected
+    # catcher's recorded seconds, so that the pool does not end on a long one
+    from refimpl.tools.verify import check_costs
+    seconds = check_costs(True)
+
     def cost(m):
+        first = seconds.get(m.checks[0], 1.0) if m.checks else 1.0
         try:
-            return 10 if "@njit" in (Path(package).parent / m.file).read_text() else 1
+            return first + (10 if "@njit" in source_file(m.file, package).read_text() else 0)
         except OSError:
-            return 1
+            return first
     order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
     try:
         with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
