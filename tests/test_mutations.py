@@ -86,6 +86,30 @@ def test_every_catalogued_mutation_is_caught_by_a_theorem_check(tmp_path):
     assert len(recs) == len(MU.load_catalogue())
 
 
+def test_a_child_imports_only_the_modules_of_the_checks_it_runs():
+    """The child on a mutated copy imports the module registering each check it runs, not every
+    check module; a wrong or missing entry in its module map falls back to all of them."""
+    import subprocess
+    import sys
+    code = ("import json, sys; from refimpl.tools.mutations import _child; "
+            "_child(json.dumps(sys.argv[1].split(',')), '[]', sys.argv[2]); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('refimpl.verification.'))))")
+    for ids, modules, loaded in (
+            ("ssca.server_step_equations", {"ssca.server_step_equations": "refimpl.verification.ssca"},
+             "refimpl.verification.ssca"),
+            ("grad.fd", {"grad.fd": "refimpl.verification.registry"}, "refimpl.verification.mfcgd"),  # wrong entry
+            ("grad.fd", {}, "refimpl.verification.mfcgd")):                                       # no entry
+        proc = subprocess.run([sys.executable, "-c", code, ids, json.dumps(modules)], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-1500:]
+        rec, mods = [json.loads(ln) for ln in proc.stdout.strip().splitlines()[-2:]]
+        assert rec["ran"] == [ids] and rec["caught_by"] == [], rec
+        assert loaded in mods, mods
+        if modules.get(ids) == loaded:
+            assert "refimpl.verification.mfcgd" not in mods and "refimpl.verification.vfl" not in mods, mods
+    assert MU.check_module("grad.fd") == "refimpl.verification.core"
+
+
 def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):
     """The forked interpreter imports refimpl from the mutated copy (never the installed package);
     a copy that fails to import, or kills its interpreter, is reported as not run with the error or

@@ -33,6 +33,20 @@ def test_bar_on_a_terminal_lines_elsewhere_nothing_when_quiet():
     assert quiet.getvalue() == ""
 
 
+def test_a_position_summed_past_the_rounded_total_stops_at_the_total():
+    """The verify bar's positions are sums of recorded seconds (0.05 + 0.01 = 0.060000000000000005)
+    and its total their rounded sum (0.06): the bar ends at its total, with no warning from tqdm."""
+    import warnings
+    tty = _Terminal()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Progress(total=0.06, desc="verify", unit="s", stream=tty) as p:
+            p("grad.fd finished", n=0.05)
+            p("kernels.numba_numpy finished", n=0.05 + 0.01)
+            assert p.bar.n == 0.06
+            p("", n=0.06)
+
+
 @pytest.mark.parametrize("argv, plain", [
     (["verify", "--only", "grad.fd,kernels.numba_numpy"], "grad.fd finished ("),
     (["run", "ssca", "--rounds", "4", "--hidden", "4", "--batch", "5"], "round     4/4"),

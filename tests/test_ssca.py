@@ -240,6 +240,25 @@ def test_feature_based_ssca_runs(mnist):
 
 
 @pytest.mark.parametrize("bias", [False, True])
+def test_one_gather_of_the_batch_rows_gives_each_client_the_same_products(bias, mnist, rng):
+    """Contiguous feature blocks: the batch rows are gathered once and each client's X_k^B is a view
+    of its columns. The round's loss and gradient equal, bit for bit, those of a gather per client
+    (the path taken for non-contiguous blocks); non-contiguous blocks take that path."""
+    m = TwoLayerNet(mnist.n_features, 16, 10, bias=bias)
+    one = FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, feature_partition(784, 10))
+    each = FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, feature_partition(784, 10))
+    each._one_gather = False
+    assert one._one_gather
+    theta = m.init_params(rng)
+    for B in (1, 37, 1000):
+        batch = rng.choice(mnist.n_train, B, replace=False)
+        (l1, g1, _), (l2, g2, _) = one.collect(theta, batch), each.collect(theta, batch)
+        assert l1 == l2 and np.array_equal(g1, g2), B
+    scattered = [np.arange(k, 784, 4) for k in range(4)]
+    assert not FeatureBasedProtocol(m, mnist.X_train, mnist.y_train, scattered)._one_gather
+
+
+@pytest.mark.parametrize("bias", [False, True])
 def test_remark4_one_step_collection(bias, mnist, rng):
     m = TwoLayerNet(mnist.n_features, 32, 10, bias=bias)
     blocks = feature_partition(784, 4)

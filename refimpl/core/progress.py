@@ -40,8 +40,15 @@ class Progress:
             return
         if n is None:
             self.bar.update(1)
-        elif n > self.bar.n:
+            return self._postfix(msg)
+        if self.bar.total is not None:
+            # positions summed from recorded seconds can pass the (rounded) total by a rounding error
+            n = min(n, self.bar.total)
+        if n > self.bar.n:
             self.bar.update(n - self.bar.n)
+        self._postfix(msg)
+
+    def _postfix(self, msg):
         if msg:
             self.bar.set_postfix_str(str(msg)[:60], refresh=True)
 
