@@ -357,7 +357,7 @@ def _diagnose_reason_cases(tmp):
         np.savez(theirs[name], **arrays)
     # both sides' step sizes: ρ_t = 0.8 t^-0.6, γ_t = 0.5 t^-0.65
     run = dict(rounds=T, batch=B, hidden=J, tau=tau, rho_a=0.8, rho_alpha=0.6, gamma_a=0.5, gamma_alpha=0.65,
-               dump_rounds="all")
+               dump_rounds="all", eval_every=T)       # the dumps are compared; the metrics at rounds 0 and T suffice
     same = _run("ssca", "ssca", os.path.join(tmp, "ours-from-their-inputs"), init=(W1, W2), batches=batches, **run)
     own = _run("ssca", "ssca", os.path.join(tmp, "ours"), **run)
     out = []
@@ -403,7 +403,7 @@ def _diagnose_step_cases(tmp):
 
     from refimpl.core.replay import read_dump
     ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl"), rounds=2, batch=16, optimizer="momentum:0.9",
-                dump_rounds="all")
+                dump_rounds="all", eval_every=2)
     dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
     dump["r2_momentum1"] = dump["r2_momentum1"].copy()
     dump["r2_momentum1"][0, 0] += 1e-3
@@ -421,7 +421,7 @@ def _vfl_edge_run(tmp):
 
     from refimpl.core.replay import read_dump
     ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl-edge"), rounds=2, batch=16, optimizer="momentum:0.9",
-                dump_rounds="all")
+                dump_rounds="all", eval_every=2)
     dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
     bug = os.path.join(tmp, "vfl-bug.npz")
     np.savez(bug, **dict(dump, r2_grad2=dump["r2_grad2"] * (1 + 1e-3)))
@@ -448,7 +448,7 @@ def _diagnose_edge_cases(tmp):
                 "(exit 5, with the reason)", code == 5 and "shapes (" in text
                 and "no switch (baseline): could not rerun" in text))
     adaptive = _run("vfl", "adaptive-flexvfl", os.path.join(tmp, "adaptive-edge"), rounds=2, batch=16, A=0.3,
-                    dump_rounds="all")
+                    dump_rounds="all", eval_every=2)
     dump = {f"r{t}_{k}": v for t, q in read_dump(adaptive).items() for k, v in q.items()}
     np.savez(os.path.join(tmp, "adaptive-bug.npz"), **dict(dump, r2_grad1=dump["r2_grad1"] * (1 + 1e-3)))
     code, text, _ = _diagnosis(adaptive, os.path.join(tmp, "adaptive-bug.npz"))
@@ -576,7 +576,7 @@ def _replay_edge_cases(tmp):
     from refimpl.tools.transcriptions import their_ssca
     ds, (J, K, B, T, tau) = mnist_5k(), (8, 10, 10, 4, 0.1)
     run = dict(rounds=T, batch=B, hidden=J, tau=tau, rho_a=0.8, rho_alpha=0.6, gamma_a=0.5, gamma_alpha=0.65,
-               dump_rounds="all")
+               dump_rounds="all", eval_every=T)       # the dumps are compared; the metrics at rounds 0 and T suffice
     arrays, W1, W2, batches = their_ssca(ds, np.random.default_rng(3), J, K, B, T, tau, activation="relu")
     pair = os.path.join(tmp, "pair.npz")
     np.savez(pair, **arrays)
