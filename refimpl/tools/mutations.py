@@ -209,9 +209,10 @@ def _vector_child(vectors_dir):
 #: the zygote: an interpreter that imports the heavy libraries once, then forks one child per
 #: mutation; the child puts the mutated copy first on sys.path and imports refimpl from it. Saves
 #: each mutation the libraries' import (about a second; matplotlib's, 0.5 s, where installed)
-#: without sharing any refimpl module. It also compiles one throw-away Numba function (not cached, not refimpl's) touching what refimpl's
-#: kernels use: Numba's CPU target and its NumPy, math and random registries are then set up once
-#: here instead of in every child on its first cached kernel (0.15–0.4 s a mutation, measured).
+#: without sharing any refimpl module. It also compiles one throw-away Numba function (not cached,
+#: not refimpl's) touching what refimpl's kernels use: Numba's CPU target and its NumPy, math and
+#: random registries are then set up once here instead of in every child on its first cached
+#: kernel (0.15–0.4 s a mutation, measured).
 _ZYGOTE = r"""
 import json, os, sys, time, traceback
 import math
