@@ -107,7 +107,7 @@ def test_a_child_imports_only_the_modules_of_the_checks_it_runs():
         assert loaded in mods, mods
         if modules.get(ids) == loaded:
             assert "refimpl.verification.mfcgd" not in mods and "refimpl.verification.vfl" not in mods, mods
-    assert MU.check_module("grad.fd") == "refimpl.verification.core"
+    assert MU.check_modules(["grad.fd"]) == {"grad.fd": "refimpl.verification.core"}
 
 
 def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):

@@ -148,10 +148,11 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
     return out
 
 
-def check_module(cid):
-    """The module whose import registers check ``cid`` (where its function is defined)."""
+def check_modules(ids):
+    """{check id: the module whose import registers it (where its function is defined)}."""
     from refimpl.tools.verify import load_checks
-    return load_checks()[cid][2].__module__
+    reg = load_checks()
+    return {cid: reg[cid][2].__module__ for cid in ids}
 
 
 def _child(ids_json, claims_json="[]", modules_json="{}"):
@@ -221,8 +222,8 @@ try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot
-except ImportError:
-    pass
+except ImportError:          # no plot extra: the children run without matplotlib as well
+    matplotlib = None
 np = numpy
 
 
@@ -359,7 +360,7 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
                             ignore=shutil.ignore_patterns("__pycache__"))
         target = Path(tmp) / m.file
         target.write_text(target.read_text().replace(m.find, m.replace))
-        modules = {cid: check_module(cid) for cid in order + claim_ids}
+        modules = check_modules(order + claim_ids)
         code = (f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))}, "
                 f"{json.dumps(json.dumps(claim_ids))}, {json.dumps(json.dumps(modules))})")
         if vectors_dir is not None:
