@@ -17,6 +17,17 @@ def rng():
     return np.random.default_rng(1234)
 
 
+# The suite runs on two pytest-xdist workers over two cores: a worker's BLAS gets one thread, as
+# refimpl's own work does (refimpl.core.threads). With the default (a thread per core), a test that
+# calls the library below its entry points (a protocol, a kernel, the model) oversubscribes the
+# cores while the other worker is busy, and OpenBLAS's threads then wait for each other (measured:
+# a check 3.2 s alone, 24.8 s beside one busy process). Tests that set threads themselves
+# (tests/test_tiers.py) do so inside threadpoolctl contexts, which restore this setting.
+import scipy.linalg  # noqa: E402,F401  (SciPy's own BLAS is loaded now, so the limit covers it too)
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=1, user_api="blas")
+
 # `refimpl verify --claims` records the claims' last verdicts in a cache directory: the tests'
 # records go to a directory of their own, never the user's ~/.cache
 os.environ["REFIMPL_CACHE_DIR"] = tempfile.mkdtemp(prefix="refimpl-test-cache-")

@@ -268,18 +268,22 @@ def run_checks(only=None, quick=True, progress=None, executor=None, workers=None
     ``executor=None`` runs them one after another in this process; ``"local"`` or ``"dask"``
     runs them as tasks of the engine (:mod:`refimpl.tools.engine`) on ``workers`` single-threaded
     processes, longest first, and lets a check with independent parts spread them over as many
-    processes; ``progress(msg)`` is called as each starts (in-process) or ends (engine)."""
+    processes; ``progress(msg)`` is called as each starts (in-process) or ends (engine). In this
+    process the checks use :func:`~refimpl.core.threads.blas_choice`'s BLAS threads (one unless the
+    environment says otherwise), as ``refimpl verify`` does."""
     load_checks()
     ids = list(REGISTRY) if not only else list(only)
     unknown = [i for i in ids if i not in REGISTRY]
     if unknown:
         raise ValueError(f"unknown check ids {unknown}; registered: {sorted(REGISTRY)}")
     if executor is None:
+        from refimpl.core.threads import blas_threads
         records = []
-        for cid in ids:
-            if progress:
-                progress(f"running {cid} ...")
-            records.append(run_check(cid, quick))
+        with blas_threads():               # the API's checks, as the command's: one BLAS thread unless told
+            for cid in ids:
+                if progress:
+                    progress(f"running {cid} ...")
+                records.append(run_check(cid, quick))
         return records
     import tempfile
     from refimpl.tools.engine import resolve_workers
