@@ -36,12 +36,16 @@ def _diagnose_cases():
     out.append(("a relative difference of 1e-6 beyond a tolerance of 1e-8 is found at its round and quantity",
                 c.divergence is not None and (c.divergence.round, c.divergence.quantity) == (10, "omega_next")
                 and abs(c.divergence.rel - 1e-6) < 1e-9))
+    out.append(("the divergence lists every quantity of its round that agrees before it (ω and ρ)",
+                c.divergence is not None and sorted(n for n, _ in c.divergence.agreeing) == ["omega", "rho"]))
     out.append(("the same difference within a tolerance of 1e-4 agrees",
                 DG.compare_dumps(ours, theirs, 1e-4).divergence is None))
     ours, theirs = _planted_dumps()
     ours[4]["rho"], theirs[4]["rho"] = np.array(np.nan), np.array(np.nan)
     c = DG.compare_dumps(ours, theirs, 1e-12)
-    out.append(("NaN on both sides never agrees", c.divergence is not None and c.nonfinite.get("rho") == [4]))
+    out.append(("NaN on both sides never agrees, and the worst difference is infinite",
+                c.divergence is not None and c.nonfinite.get("rho") == [4] and c.worst == np.inf))
+    out += _local_step_cases()
     ours, theirs = _planted_dumps()
     del theirs[12]
     c = DG.compare_dumps(ours, theirs, 1e-12)
@@ -57,6 +61,32 @@ def _diagnose_cases():
         c = DG.compare_dumps(ours, mapped, 1e-12)
         out.append(("--map OURS=THEIRS renames THEIR name to ours", c.divergence is None and not c.missing))
     return out
+
+
+def _local_step_cases():
+    """(what, right): inside a round, the per-step rows (Flex-VFL's θ, gradient and momentum of each
+    local step) are walked step by step — the first differing (step, quantity) is named, and a
+    step held on one side only differs."""
+    from refimpl.tools import diagnose as DG
+    rng = np.random.default_rng(8)
+    ours = {2: {"tau": np.array([4, 4]), **{f"{q}1": rng.standard_normal((4, 3)) for q in ("theta", "grad", "momentum")}}}
+
+    def theirs_with(**changes):
+        q = {k: v.copy() for k, v in ours[2].items()}
+        q.update(changes)
+        return {2: q}
+    m, g = ours[2]["momentum1"].copy(), ours[2]["grad1"].copy()
+    m[1, 0] += 1e-3                         # step 1's momentum, and later rows, differ
+    m[3, 2] += 1e-3
+    g[2, 1] += 1e-3                         # the gradient of step 2 (the first quantity in data-flow order)
+    d = DG.compare_dumps(ours, theirs_with(momentum1=m, grad1=g), 1e-9).divergence
+    first = d is not None and (d.quantity, d.step) == ("momentum1", 1)
+    longer = np.vstack([ours[2]["momentum1"], rng.standard_normal((1, 3))])      # THEIRS one local step more
+    d = DG.compare_dumps(ours, theirs_with(momentum1=longer), 1e-9).divergence
+    extra = d is not None and (d.quantity, d.step) == ("momentum1", 4)
+    return [("the first differing local step is named (momentum at step 1, before the gradient of step 2 and the "
+             "momentum of step 3)", first),
+            ("a local step THEIRS holds and OURS does not is named as the difference (step 4)", extra)]
 
 
 def _mat_columns_case():
@@ -119,11 +149,35 @@ def _reading_cases():
                 np.array_equal(got.get("x1"), np.arange(3.0)) and got["zeta"][:, 0, 0].tolist() == [1.0, 2.0]
                 and got["xi"][:, 0, 0].tolist() == [-1.0, -2.0] and "u1" in got))
 
+    held, missing = DG.replay_sources({"tau_mean": np.ones(3), "batches": np.zeros((2, 4), int)}, papers.get("vfl"))
+    out.append(("a replay input is held only under its own name (tau_mean is no τ table)",
+                held == ["batch schedule"] and "τ table" in missing))
+    out += _stored_round_cases()
+
     class Data:
         n_features, n_classes = 4, 3
     out.append(("an entry of the flat ω is named W1/W2[row, column]",
                 ssca.entry_words("omega", (2 * 4 + 1,), {"hidden": 2}, Data()) == "W2[0, 1]"
                 and ssca.entry_words("omega", (5,), {"hidden": 2}, Data()) == "W1[1, 1]"))
+    return out
+
+
+def _stored_round_cases():
+    """(what, right): a schedule's ids are checked against the data's size, and a run's streamed
+    round files give every round back under its own number."""
+    import tempfile
+
+    from refimpl.core.dumps import read_rounds, save_rounds
+    from refimpl.core.replay import index_table
+    ids = np.array([[0, 4], [3, 1]])
+    in_range = index_table(ids, "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
+    out = [("sample ids run from 0 to n − 1: n itself is refused, naming the entry",
+            in_range and _raises(lambda: index_table(ids + 1, "THEIRS batches", "", 2, 5), "entry (0, 1) = 5"))]
+    with tempfile.TemporaryDirectory() as tmp:
+        save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
+        back = read_rounds(tmp)
+    out.append(("a run's round files give rounds 2, 9, 10 and 12 back under their own numbers",
+                sorted(back) == [2, 9, 10, 12] and all(float(q["omega"][0]) == t for t, q in back.items())))
     return out
 
 
@@ -195,6 +249,8 @@ def _return_and_compare_cases(own, docs):
               ("a bare value for a one-output family passes", "move", move, lambda g, n: g[0], "pass", ""),
               ("too few values fail, naming the count", "loss_grad", grad, lambda g, n: tuple(g[:2]), "fail",
                "returned 2 values, expected 3 (loss, grad_W1, grad_W2)"),
+              ("too many values fail, naming the count", "loss_grad", grad, lambda g, n: (*g, g[0]), "fail",
+               "returned 4 values, expected 3"),
               ("a value that is not a number fails", "move", move, lambda g, n: "abc", "fail",
                "omega_next: not numeric")]
     out = []
@@ -644,9 +700,11 @@ def diagnose_report(quick):
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
-       "difference beyond the tolerance at its round and quantity and none within it, NaN never agrees, a round on "
-       "one side only is named, two-digit rounds are read whole, --map renames THEIR names; layouts, an epoch "
-       "schedule, another paper's dump, the replay inputs a per-round dump implies and an entry's name are read "
+       "difference beyond the tolerance at its round and quantity (with the quantities before it that agree) and none "
+       "within it, NaN never agrees (worst difference infinite), the first differing local step is named and a step "
+       "on one side only differs, a round on one side only is named, two-digit rounds are read whole, --map renames "
+       "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
+       "(under their own names only), sample ids beyond n − 1, a run's round files and an entry's name are read "
        "right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):

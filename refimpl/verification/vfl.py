@@ -165,7 +165,7 @@ def condition14(quick):
        "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
-       "seed",
+       "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -274,8 +274,25 @@ def _cpu_trace_errors(model, data):
     five = CPUTraceSpeed(np.random.default_rng(2).uniform(0.0, 1.0, (5, 3)), 10.0, _n_parties=5)
     errors["cputrace_shared_machines"] = float(sum(len(set(five.draw(2, np.random.default_rng(s))[1].tolist())) != 5
                                                    for s in range(20)))
+    errors.update(_availability_trace_errors())
     errors.update(_authors_rule_replay_errors())
     return errors
+
+
+def _availability_trace_errors():
+    """An availability trace (``trace:FILE``) shorter than the run, by hand: its rows cycle, round r
+    taking row r mod rows, and a party's step time is base / (a + 0.1); one column serves every party."""
+    from refimpl.vfl.speeds import TraceSpeed
+    base = np.array([0.5, 1.0, 3.0])
+    avail = np.array([[1.0, 0.5, 0.0], [0.4, 0.9, 0.2]])
+    got = TraceSpeed(avail, tuple(base)).sample(5, np.random.default_rng(0))
+    want = base / (avail[[0, 1, 0, 1, 0]] + 0.1)
+    one = np.array([0.2, 0.7, 1.0])
+    got1 = TraceSpeed(one, tuple(base)).sample(4, np.random.default_rng(0))
+    want1 = base[None, :] / (one[[0, 1, 2, 0]][:, None] + 0.1)
+    return {"availability_trace_cycled": float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf,
+            "availability_trace_one_column": float(np.max(np.abs(got1 - want1))) if got1.shape == want1.shape
+            else np.inf}
 
 
 def _authors_rule_replay_errors():
