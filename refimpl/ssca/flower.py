@@ -81,6 +81,12 @@ def batches_config(batches):
     return json.dumps({str(k): [int(i) for i in np.asarray(b)] for k, b in enumerate(batches)})
 
 
+def fit_config(schedule, server_round):
+    """What the strategy sends every client in Flower's round ``server_round`` (counted from 1):
+    the batches of refimpl's round t = server_round, row t − 1 of the schedule."""
+    return {"batches": batches_config(schedule.indices[server_round - 1])}
+
+
 def client_reply(protocol: SampleBasedProtocol, pid, parameters, config):
     """What the client of partition ``pid`` answers to a fit request (ω^t as ``parameters[0]``, the
     round's batches as ``config["batches"]``): ([Σ_{n∈B_pid} ∇ℓ_n], |B_pid|, {"pid", "loss_sum"}),
@@ -141,7 +147,7 @@ def make_strategy(trainer, schedule, collection: FlowerCollection):
             if not trainer.running:
                 return []
             clients = client_manager.sample(num_clients=K, min_num_clients=K)
-            cfg = {"batches": batches_config(schedule.indices[server_round - 1])}
+            cfg = fit_config(schedule, server_round)
             params = ndarrays_to_parameters([trainer.state.omega])
             return [(c, FitIns(params, cfg)) for c in clients]
 

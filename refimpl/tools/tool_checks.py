@@ -172,7 +172,11 @@ def _stored_round_cases():
     ids = np.array([[0, 4], [3, 1]])
     in_range = index_table(ids, "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
     out = [("sample ids run from 0 to n − 1: n itself is refused, naming the entry",
-            in_range and _raises(lambda: index_table(ids + 1, "THEIRS batches", "", 2, 5), "entry (0, 1) = 5"))]
+            in_range and _raises(lambda: index_table(ids + 1, "THEIRS batches", "", 2, 5), "entry (0, 1) = 5")),
+           ("sample ids written as floats are read when whole, refused when not (2.5)",
+            index_table(ids.astype(float), "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
+            and _raises(lambda: index_table(ids + np.array([[0, 0], [0, 0.5]]), "THEIRS batches", "", 2, 5),
+                        "entry (1, 1) = 1.5 is not a whole number"))]
     with tempfile.TemporaryDirectory() as tmp:
         save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
         back = read_rounds(tmp)
@@ -262,6 +266,10 @@ def _return_and_compare_cases(own, docs):
                 and "expected 'paper', got 'authors'" in (compare("rule", "paper", "authors", {"rel": 0}) or "")
                 and compare("w", np.zeros((0, 3)), np.zeros((0, 3)), {"rel": 0}) is None
                 and compare("x", 2.0, np.array([2.0]), {"rel": 0}) is None))
+    from refimpl.conformance.vectors import encode
+    out.append(("whole-number scalars are written as integers, reals as floats (an adapter gets a count as an int)",
+                type(encode(np.int64(3))) is int and type(encode(np.float64(3.0))) is float
+                and encode(np.arange(2))["data"] == [0, 1] and type(encode(np.arange(2))["data"][0]) is int))
     out.append(("a NaN against a whole number is shown as nan, not as a number",
                 "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")))
     return out
@@ -466,8 +474,16 @@ def _diagnose_step_cases(tmp):
     path = os.path.join(tmp, "vfl-planted.npz")
     np.savez(path, **dump)
     code, text, _ = _diagnosis(ours, path, rerun_switches=False)
-    return [("a change in one local step's momentum is named at its round, party and step (exit 1)",
-             code == 1 and "round 2, momentum1 at local step 0" in text)]
+    out = [("a change in one local step's momentum is named at its round, party and step (exit 1)",
+            code == 1 and "round 2, momentum1 at local step 0" in text)]
+    dump["r2_momentum1"] = read_dump(ours)[2]["momentum1"].copy()
+    dump["r2_momentum1"][2, 3] += 1e-3                        # step 2's entry 3 only
+    np.savez(path, **dump)
+    code, text, _ = _diagnosis(ours, path, rerun_switches=False)
+    out.append(("the entry that differs is named by its index and in the paper's words, with its step "
+                "(entry (3,) = party 1, local step 2, W[0, 3])",
+                code == 1 and "momentum1 at local step 2 at entry (3,) = party 1, local step 2, W[0, 3]:" in text))
+    return out
 
 
 def _vfl_edge_run(tmp):
@@ -681,7 +697,7 @@ def diagnose_reasons(quick):
 
 
 @check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
-       "named at that step; a bug no switch explains is exit 1 and a switch that changes nothing is shown as such and "
+       "named at that step, its entry by index and in the paper's words; a bug no switch explains is exit 1 and a switch that changes nothing is shown as such and "
        "never credited; a baseline or a switch that cannot rerun is exit 5 with its reason, a shape change named "
        "(wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")

@@ -10,8 +10,8 @@ from refimpl.mfcgd.problems import PHI2_MAX, NonlinearComposition, SyntheticComp
 from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParams, NormType, make_matrix,
                                      draw_scgd_samples, run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd,
                                      run_mfcgd_synthetic_nb, storm_update)
-from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, find_theorem_parameters,
-                                  theorem1_bound, theorem2_bound, theorem_conditions)
+from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, check_run,
+                                  find_theorem_parameters, theorem1_bound, theorem2_bound, theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, local_scgd_literal, theorem_literal
 from refimpl.verification.registry import check
 
@@ -626,7 +626,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
        "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
        "A_rms = 1.7); the search's G is the least of its searches over each k alone; refimpl bound's verdict (cap "
-       "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side",
+       "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
+       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -666,11 +667,28 @@ def theorem_statement_literal(quick):
                                      "refimpl_failed": sorted(k for k, v in ours.items() if not v),
                                      "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
                 sets += 1
-    holds = not disagree and worst <= 1e-12 and excess <= 1e-12
+    refusals = _check_run_refusals()
+    holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals
     return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "condition_disagreements": len(disagree), "examples": disagree[:3],
                         "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts,
-                        "search_excess_over_least_G_of_each_k": excess}}
+                        "search_excess_over_least_G_of_each_k": excess, "check_run_not_refused": refusals}}
+
+
+def _check_run_refusals():
+    """The inputs of a bound evaluation Theorem 1 excludes (``refimpl bound`` refuses them): A_rms
+    below ρ (A_t ⪰ ρI gives A_rms ≥ ρ), ρ ≤ 0, T not a whole number ≥ 1; A_rms = ρ is allowed.
+    The list of wrong answers."""
+    def refused(**kw):
+        try:
+            check_run(**kw)
+        except ValueError:
+            return True
+        return False
+    wrong = [what for what, kw in (("A_rms 0.4 < rho 0.5 accepted", dict(T=100, rho=0.5, A_rms=0.4)),
+                                   ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)))
+             if not refused(**kw)]
+    return wrong + (["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else [])
 
 
 def _verdict_disagreements(name, c, p, T, rho):

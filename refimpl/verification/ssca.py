@@ -615,7 +615,8 @@ def constrained_round_literal(quick):
        "computed on its own partition's batch from the JSON sent to all, the strategy keys the replies by the "
        "partition id they report whatever their arrival order, and the assembled estimates give "
        "ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
-       "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders)",
+       "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders); Flower's round r sends schedule row "
+       "r − 1, and two replies from one partition are refused",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -652,7 +653,26 @@ def flower_aggregation(quick):
             coll.assemble(replies_by_partition([results[k] for k in order], list))   # arrival order varies
             l_hat, g_hat, _ = coll.collect(theta, batches)
             worst = max(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
+    misrouted += _flower_round_misroutes(results)
     sizes = [len(p) for p in parts]
     return {"measured": max(worst, float(misrouted)), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted},
-            "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches"}
+            "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches or replies"}
+
+
+def _flower_round_misroutes(results):
+    """Flower's round r (from 1) sends the clients schedule row r − 1 (for r = 1..3 of a 3-round
+    schedule), and a round with two replies from one partition is refused: the count of wrong answers."""
+    import json as _json
+    from types import SimpleNamespace
+
+    from refimpl.ssca.flower import fit_config, replies_by_partition
+    rows = np.arange(3 * 2 * 4).reshape(3, 2, 4)            # 3 rounds × 2 clients × batch 4
+    wrong = sum(int(_json.loads(fit_config(SimpleNamespace(indices=rows), r)["batches"]) !=
+                    {str(k): rows[r - 1, k].tolist() for k in range(2)}) for r in (1, 2, 3))
+    try:
+        replies_by_partition([results[0], results[0]], list)
+        wrong += 1
+    except RuntimeError as exc:
+        wrong += int("two replies from partition" not in str(exc))
+    return wrong

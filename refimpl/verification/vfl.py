@@ -165,7 +165,8 @@ def condition14(quick):
        "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
-       "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all)",
+       "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all); the "
+       "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -275,6 +276,7 @@ def _cpu_trace_errors(model, data):
     errors["cputrace_shared_machines"] = float(sum(len(set(five.draw(2, np.random.default_rng(s))[1].tolist())) != 5
                                                    for s in range(20)))
     errors.update(_availability_trace_errors())
+    errors.update(_regime_and_speed_errors())
     errors.update(_authors_rule_replay_errors())
     return errors
 
@@ -293,6 +295,37 @@ def _availability_trace_errors():
     return {"availability_trace_cycled": float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf,
             "availability_trace_one_column": float(np.max(np.abs(got1 - want1))) if got1.shape == want1.shape
             else np.inf}
+
+
+def _regime_and_speed_errors():
+    """By hand: a run evaluated every round re-timed at server time S (each round its work plus S,
+    the first round at the target; a budget the clock reaches ends the run; a run that ends first
+    leaves the time uncovered); the η search widening beyond the edge that holds the best η, and an
+    η at the widened grid's edge flagged; the log-normal speed model's mean (40,000 draws, within 5
+    standard errors of the stated mean)."""
+    from refimpl.core.trace import Trace
+    from refimpl.vfl.regime import _UNCOVERED, time_at_server_time, tuned_eta
+    from refimpl.vfl.speeds import LogNormalSpeed
+    tr = Trace(config={}, metrics={"round": [0, 1, 2, 3, 4], "test_accuracy": [0.1, 0.5, 0.7, 0.9, 0.95]})
+    tr.arrays["round_work"] = np.array([1.0, 2.0, 0.5, 4.0])
+    # (S, budget, target) → by hand: clocks 1+S, 3+2S, 3.5+3S, 7.5+4S at rounds 1..4
+    cases = (((3.0, 100.0, 0.9), 12.5), ((0.0, 100.0, 0.9), 3.5), ((3.0, 9.0, 0.9), None), ((3.0, 100.0, 0.05), 0.0),
+             ((1.0, 100.0, 0.95), 11.5), ((1.0, 100.0, 0.99), _UNCOVERED))
+    wrong = sum(int(time_at_server_time(tr, S, budget, 4 if target < 0.99 else 10, target) != want)
+                for (S, budget, target), want in cases)
+
+    def parabola(c):
+        return lambda e: (np.log10(e) - np.log10(c)) ** 2 + 1.0
+    low = ((0.01 / 3) / 3) / 3                        # three widenings below the grid's low edge
+    best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(1e-6))
+    wrong += int(best != low or interior or sorted(table)[0] != low or len(table) != 7)
+    best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(0.2))
+    wrong += int(best != 0.3 or not interior or sorted(table) != [0.01, 0.03, 0.1, 0.3, 0.3 * 3])
+    R, sigma, means = 40000, 0.4, np.array([0.5, 2.0])
+    draws = LogNormalSpeed(tuple(means), sigma).sample(R, np.random.default_rng(11))
+    se = means * np.sqrt(np.exp(sigma ** 2) - 1) / np.sqrt(R)
+    return {"regime_retiming_and_eta_search_mismatches": float(wrong),
+            "lognormal_mean_beyond_5_standard_errors": float(np.sum(np.abs(draws.mean(axis=0) - means) > 5 * se))}
 
 
 def _authors_rule_replay_errors():
