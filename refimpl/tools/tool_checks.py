@@ -149,6 +149,7 @@ def _reading_cases():
                 np.array_equal(got.get("x1"), np.arange(3.0)) and got["zeta"][:, 0, 0].tolist() == [1.0, 2.0]
                 and got["xi"][:, 0, 0].tolist() == [-1.0, -2.0] and "u1" in got))
 
+    out += _replay_guard_cases(papers)
     held, missing = DG.replay_sources({"tau_mean": np.ones(3), "batches": np.zeros((2, 4), int)}, papers.get("vfl"))
     out.append(("a replay input is held only under its own name (tau_mean is no τ table)",
                 held == ["batch schedule"] and "τ table" in missing))
@@ -162,9 +163,31 @@ def _reading_cases():
     return out
 
 
+def _replay_guard_cases(papers):
+    """(what, right): what a per-round dump does not imply — a schedule from rounds with a gap, an
+    MFCGD initial point from clients that start apart, samples from steps with a gap — and a
+    Flex-VFL schedule with a shorter batch, read padded with −1 at its end."""
+    ssca, vfl, mfcgd = papers.get("ssca"), papers.get("vfl"), papers.get("mfcgd")
+    gap = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 4)}
+    got = ssca.replay_from_dump(gap)
+    out = [("rounds 1, 2, 4 give SSCA's initial point but no schedule", "batches" not in got and "omega_0" in got)]
+    ragged = {1: {"batch": np.array([5, 1, 7, 2])}, 2: {"batch": np.array([3, 0, 6])}}
+    got = vfl.replay_from_dump(ragged).get("batches")
+    out.append(("a Flex-VFL schedule whose last batch is shorter is read with −1 padding at its end",
+                got is not None and got.tolist() == [[5, 1, 7, 2], [3, 0, 6, -1]]))
+    st = {r: {"x": np.array([[0.0, 1.0], [0.0, 1.5]]), "h": np.zeros((2, 1)), "u": np.zeros((2, 1, 2)),
+              "v": np.zeros((2, 1)), "zeta": np.full((2, 1), float(r)), "xi": np.full((2, 1), -float(r))}
+          for r in (1, 3)}
+    got = mfcgd.replay_from_dump(st)
+    out.append(("MFCGD clients that start apart give no x1, and steps 1, 3 no samples",
+                "x1" not in got and "zeta" not in got and "xi" not in got and "h1" in got))
+    return out
+
+
 def _stored_round_cases():
     """(what, right): a schedule's ids are checked against the data's size, and a run's streamed
     round files give every round back under its own number."""
+    import os
     import tempfile
 
     from refimpl.core.dumps import read_rounds, save_rounds
@@ -177,11 +200,13 @@ def _stored_round_cases():
             index_table(ids.astype(float), "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
             and _raises(lambda: index_table(ids + np.array([[0, 0], [0, 0.5]]), "THEIRS batches", "", 2, 5),
                         "entry (1, 1) = 1.5 is not a whole number"))]
+    from refimpl.core.replay import read_dump
     with tempfile.TemporaryDirectory() as tmp:
         save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
-        back = read_rounds(tmp)
-    out.append(("a run's round files give rounds 2, 9, 10 and 12 back under their own numbers",
-                sorted(back) == [2, 9, 10, 12] and all(float(q["omega"][0]) == t for t, q in back.items())))
+        back, mat = read_rounds(tmp), read_dump(os.path.join(tmp, "dump.mat"))
+    out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers",
+                all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t for t, q in d.items())
+                    for d in (back, mat))))
     return out
 
 
@@ -720,8 +745,9 @@ def diagnose_report(quick):
        "within it, NaN never agrees (worst difference infinite), the first differing local step is named and a step "
        "on one side only differs, a round on one side only is named, two-digit rounds are read whole, --map renames "
        "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
-       "(under their own names only), sample ids beyond n − 1, a run's round files and an entry's name are read "
-       "right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
+       "(under their own names only, and none from rounds with a gap or clients that start apart; a shorter batch "
+       "padded), sample ids beyond n − 1 or fractional, a run's round files and dump.mat, and an entry's name are "
+       "read right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")
