@@ -219,6 +219,17 @@ def _crosscheck_cases():
         b = Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": [2.0, 1.5, bad]})
         rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
         out.append((f"{what} is not 'ok'", bool(rows) and (not rows[0]["rel"] <= 1e-8 or bool(rows[0].get("one_sided")))))
+    w1, w2 = np.array([[2.0, -1.0, 0.5], [0.25, 1.0, -0.5]]), np.ones((2, 2))
+    a = Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)})
+    near = w1.copy()
+    near[1, 2] += 1e-6
+    rows = {r["what"]: r for r in crosscheck(a, Trace(config={}, metrics={"round": [0]}, snapshots={0: (near, w2)}))}
+    out.append(("a snapshot's difference of 1e-6 where max|W1| is 2 is measured as 5e-7",
+                abs(rows.get("W1@0", {}).get("rel", 0.0) - 5e-7) < 1e-12 and rows.get("W2@0", {}).get("rel") == 0.0))
+    rows = {r["what"]: r for r in crosscheck(a, Trace(config={}, metrics={"round": [0]},
+                                                        snapshots={0: (w1.reshape(3, 2), w2)}))}
+    out.append(("a snapshot of another shape (the same entries, 3×2 for 2×3) differs",
+                rows.get("W1@0", {}).get("rel") == np.inf))
     a = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0]})
     b = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0 + 1e-6]})
     rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
@@ -289,15 +300,45 @@ def _return_and_compare_cases(own, docs):
     out.append(("text values compare exactly; empty arrays agree; one element agrees with a scalar",
                 compare("rule", "paper", "paper", {"rel": 0}) is None
                 and "expected 'paper', got 'authors'" in (compare("rule", "paper", "authors", {"rel": 0}) or "")
+                and compare("rule", "paper", "Paper", {"rel": 0}) is not None
                 and compare("w", np.zeros((0, 3)), np.zeros((0, 3)), {"rel": 0}) is None
                 and compare("x", 2.0, np.array([2.0]), {"rel": 0}) is None))
     from refimpl.conformance.vectors import encode
     out.append(("whole-number scalars are written as integers, reals as floats (an adapter gets a count as an int)",
                 type(encode(np.int64(3))) is int and type(encode(np.float64(3.0))) is float
                 and encode(np.arange(2))["data"] == [0, 1] and type(encode(np.arange(2))["data"][0]) is int))
+    from refimpl.conformance.harness import ulp_distance
+    tiny = np.nextafter(0.0, 1.0)
+    out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, and −1 from its neighbour 1",
+                ulp_distance(-0.0, 0.0) == 0 and ulp_distance(tiny, -tiny) == 2
+                and ulp_distance(-1.0, np.nextafter(-1.0, -2.0)) == 1))
     out.append(("a NaN against a whole number is shown as nan, not as a number",
                 "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")))
     return out
+
+
+def _npz_export_case(docs):
+    """(what, right): the NPZ export (for other languages) holds each case's inputs and expected
+    outputs as they were generated, also for a family whose input and output share a name (the
+    surrogate recursion's A, B, C)."""
+    import json
+    import os
+    import tempfile
+
+    from refimpl.conformance import vectors as V
+    fam = "surrogate_update"
+    with tempfile.TemporaryDirectory() as tmp:
+        V.export(tmp, fmt="npz")
+        meta = json.loads(pathlib.Path(tmp, f"{fam}.meta.json").read_text())
+        with np.load(os.path.join(tmp, f"{fam}.npz")) as z:
+            arrays = {k: z[k] for k in z.files}
+    right = True
+    for case, m in zip(docs[fam]["cases"], meta["cases"]):
+        for where, key in m["arrays"].items():
+            part, name = where.split(".", 1)
+            right &= np.array_equal(arrays[key], np.asarray(V.decode(case[part][name])))
+    return ("the NPZ export holds every case's inputs and expected outputs apart, also where they share a name",
+            bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]))
 
 
 def _loader_refusals(tmp):
@@ -368,6 +409,7 @@ def _harness_cases():
         out.append(("exported vectors load back as generated (every family, every case)",
                     sorted(back) == sorted(docs) and all(json.dumps(back[f], sort_keys=True) ==
                                                          json.dumps(docs[f], sort_keys=True, default=str) for f in docs)))
+        out.append(_npz_export_case(docs))
         damages = [("an edited vector file", "loss_grad.json", lambda t: t.replace('"tol"', '"tol" ', 1), "SHA-256"),
                    ("a file the manifest does not list", "extra.json", None, "not listed in manifest.json"),
                    ("a damaged manifest", "manifest.json", lambda t: t[:-20], "damaged manifest")]
@@ -395,10 +437,11 @@ def _cases_result(cases, planted=""):
 
 @check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
        "one that matches: NaN and inf, an output one entry short, transposed or flattened, an error beyond the "
-       "relative or ulp tolerance and a whole number off by 0.5 fail naming the entry, an error within the tolerance "
-       "passes, a missing function is skipped; outputs by name or bare pass, a missing name, the wrong count or a "
-       "non-number fail; exported vectors load back as generated, and an edited, unlisted or missing file, a damaged "
-       "manifest or another format is refused (wrong answers: 0)",
+       "relative or ulp tolerance (ulps counted through zero) and a whole number off by 0.5 fail naming the entry, an "
+       "error within the tolerance passes, a missing function is skipped; outputs by name or bare pass, a missing "
+       "name, the wrong count, a non-number or text in another case fail; exported vectors load back as generated "
+       "(JSON and NPZ), and an edited, unlisted or missing file, a damaged manifest or another format is refused "
+       "(wrong answers: 0)",
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
     return _cases_result(_harness_cases(), "planted ")
@@ -747,7 +790,8 @@ def diagnose_report(quick):
        "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
        "(under their own names only, and none from rounds with a gap or clients that start apart; a shorter batch "
        "padded), sample ids beyond n − 1 or fractional, a run's round files and dump.mat, and an entry's name are "
-       "read right; crosscheck flags inf and NaN and measures a relative difference as such (wrong answers: 0)",
+       "read right; crosscheck flags inf and NaN, a snapshot of another shape, and measures a relative difference "
+       "(of a metric, of a snapshot) as such (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")

@@ -714,5 +714,11 @@ def _verdict_disagreements(name, c, p, T, rho):
             wrong.append("no informative T named, but the literal right side is below the cap at 2^53")
     elif not (lit(T0) < cap and (T0 == 1 or lit(T0 - 1) >= cap)):
         wrong.append(f"informative from T = {T0}: literal right sides {lit(T0 - 1):.6g}, {lit(T0):.6g} vs cap {cap:.6g}")
+    else:
+        # at the two horizons around the cap, where the right side is within a hair of it
+        for t in (T0 - 1, T0) if T0 > 1 else (T0,):
+            at = bound_verdict(c, p, t, 2 if rho == 1.0 else 1, rho, 1.0, conds)["vacuous"]
+            if at != (lit(t) >= cap):
+                wrong.append(f"at T = {t} vacuous {at} but the literal right side {lit(t):.6g} vs cap {cap:.6g}")
     return [{"problem": name, "rho": rho, "bound_verdict": w} for w in wrong]
 

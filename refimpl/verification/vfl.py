@@ -388,8 +388,9 @@ def _replayed_schedule_errors(drawn, n, B):
 
 @check("vfl.batch_orders", "mini-batch orders: 'independent' draws B distinct samples a round; 'epoch' (the authors' "
        "DataLoader) visits every sample exactly once an epoch, in ⌈n/B⌉ consecutive batches of B with the epoch's last "
-       "holding the n mod B left, a fresh permutation each epoch, stored padded with −1 and replayed as drawn "
-       "(entries off: 0)",
+       "holding the n mod B left, a fresh permutation each epoch, stored padded with −1 and replayed as drawn; "
+       "each run protocol's conventions (the authors': epoch order, their adaptive rule, S in timeout/Q, torch's "
+       "initialisation), an explicit option winning (entries off: 0)",
        "[FlexVFL] Algorithm 1 (B^r); docs/flexvfl.md, Conventions")
 def batch_orders(quick):
     from refimpl.vfl.policies import EpochBatches, IndependentBatches
@@ -420,8 +421,32 @@ def batch_orders(quick):
             idx, st = ind.draw(r, st, rng, n, B)
             if len(idx) != B or len(set(np.asarray(idx).tolist())) != B or min(idx) < 0 or max(idx) >= n:
                 wrong.append(f"n={n}, B={B}: an independent batch is not B distinct samples of 0..n−1")
+    wrong += _protocol_convention_errors()
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{epochs_checked} epochs over 4 (n, B) pairs; 20 independent draws", "details": {"wrong": wrong[:5]}}
+            "note": f"{epochs_checked} epochs over 4 (n, B) pairs; 20 independent draws; each protocol's conventions",
+            "details": {"wrong": wrong[:5]}}
+
+
+#: the conventions each run protocol picks, written out here from docs/flexvfl.md ("Conventions"):
+#: the paper's reading, and the authors' ImageNet/ModelNet loops (a new optimizer every round, one
+#: permutation per epoch, their adaptive rule, S in units of timeout/Q, torch's initialisation)
+PROTOCOL_CONVENTIONS = {
+    "refimpl": {"momentum": "reset", "batch_order": "independent", "adaptive_rule": "paper",
+                "server_time_unit": "step", "init_scheme": "glorot"},
+    "authors": {"momentum": "reset", "batch_order": "epoch", "adaptive_rule": "authors",
+                "server_time_unit": "timeout-over-Q", "init_scheme": "torch"},
+}
+
+
+def _protocol_convention_errors():
+    """A run's conventions under each protocol, and an explicit option winning over the protocol's."""
+    from refimpl.vfl.experiment import VFLConfig, conventions
+    wrong = [f"protocol {p}: conventions {conventions(VFLConfig(protocol=p))}, want {want}"
+             for p, want in PROTOCOL_CONVENTIONS.items() if conventions(VFLConfig(protocol=p)) != want]
+    mixed = conventions(VFLConfig(protocol="authors", batch_order="independent"))
+    if mixed != {**PROTOCOL_CONVENTIONS["authors"], "batch_order": "independent"}:
+        wrong.append(f"--protocol authors --batch-order independent gives {mixed}")
+    return wrong
 
 
 @check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
