@@ -101,7 +101,7 @@ def test_tune_picks_each_methods_best_on_validation_then_runs_it(tmp_path):
     d = _fashion_or_fail()
     out = tmp_path / "t"
     argv = [{"DIR": d, "OUT": str(out)}.get(a, a) for a in TUNE_ARGV]
-    reduced = ["--rounds", "3", "--seeds", "1", "--workers", "2", "--quiet"]
+    reduced = ["--rounds", "1", "--seeds", "1", "--workers", "2", "--quiet"]
     assert main([*argv, *reduced]) == 0
     rec = json.load(open(out / "reproduction.json"))
     tune = rec["tuning"]
