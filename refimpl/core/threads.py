@@ -14,10 +14,11 @@ machine who prefers speed to that guarantee sets ``REFIMPL_BLAS_THREADS=2``.
 
 The choice is applied where refimpl starts work — the ``refimpl`` command, the papers' ``run``
 functions and the checks' ``run_checks`` (measured: ``ssca.theorem1_stationarity`` called from a
-tutorial beside one busy process took 24.8 s with the default threads, 4.6 s with one) — with threadpoolctl (a well-kept library for exactly this), and only while
-refimpl works: the caller's BLAS setting is restored afterwards. Setting any of
-``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS`` leaves
-BLAS as the user configured it; ``REFIMPL_BLAS_THREADS=N`` makes refimpl use N.
+tutorial beside one busy process took 24.8 s with the default threads, 4.6 s with one) — with
+threadpoolctl (a well-kept library for exactly this), and only while refimpl works: the caller's
+BLAS setting is restored afterwards. Setting any of ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``,
+``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS`` leaves BLAS as the user configured it;
+``REFIMPL_BLAS_THREADS=N`` makes refimpl use N.
 """
 from __future__ import annotations
 

@@ -69,7 +69,8 @@ def _local_step_cases():
     step held on one side only differs."""
     from refimpl.tools import diagnose as DG
     rng = np.random.default_rng(8)
-    ours = {2: {"tau": np.array([4, 4]), **{f"{q}1": rng.standard_normal((4, 3)) for q in ("theta", "grad", "momentum")}}}
+    steps = {f"{q}1": rng.standard_normal((4, 3)) for q in ("theta", "grad", "momentum")}     # 4 local steps
+    ours = {2: {"tau": np.array([4, 4]), **steps}}
 
     def theirs_with(**changes):
         q = {k: v.copy() for k, v in ours[2].items()}
@@ -309,7 +310,7 @@ def _return_and_compare_cases(own, docs):
                 and encode(np.arange(2))["data"] == [0, 1] and type(encode(np.arange(2))["data"][0]) is int))
     from refimpl.conformance.harness import ulp_distance
     tiny = np.nextafter(0.0, 1.0)
-    out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, and −1 from its neighbour 1",
+    out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, −1 from its neighbour 1",
                 ulp_distance(-0.0, 0.0) == 0 and ulp_distance(tiny, -tiny) == 2
                 and ulp_distance(-1.0, np.nextafter(-1.0, -2.0)) == 1))
     out.append(("a NaN against a whole number is shown as nan, not as a number",
@@ -765,9 +766,9 @@ def diagnose_reasons(quick):
 
 
 @check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
-       "named at that step, its entry by index and in the paper's words; a bug no switch explains is exit 1 and a switch that changes nothing is shown as such and "
-       "never credited; a baseline or a switch that cannot rerun is exit 5 with its reason, a shape change named "
-       "(wrong answers: 0)",
+       "named at that step, its entry by index and in the paper's words; a bug no switch explains is exit 1 and a "
+       "switch that changes nothing is shown as such and never credited; a baseline or a switch that cannot rerun "
+       "is exit 5 with its reason, a shape change named (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_steps(quick):
     return _cases_in_a_directory(_diagnose_step_cases, _diagnose_edge_cases)

@@ -374,9 +374,9 @@ def _authors_rule_replay_errors():
 
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "
-       "run at each S gives (time to target, budget (1 + S)·budget₀, η): Flex-VFL under the authors' protocol (S in "
-       "units of the fastest party's mean step, 1.5) at S = 0, 2, 8 and P-BCD with η tuned per S at S = 0, 8; the figures' ratio "
-       "time(other)/time(Flex-VFL) and its first crossover by hand (mismatches: 0)",
+       "run at each S gives (time to target, budget (1 + S)·budget₀, η): Flex-VFL under the authors' protocol (S "
+       "in units of the fastest party's mean step, 1.5) at S = 0, 2, 8 and P-BCD with η tuned per S at S = 0, 8; "
+       "the figures' ratio time(other)/time(Flex-VFL) and its first crossover by hand (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
 def regime_one_run(quick):
     from refimpl.vfl.experiment import VFLConfig
