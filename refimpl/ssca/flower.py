@@ -81,6 +81,12 @@ def batches_config(batches):
     return json.dumps({str(k): [int(i) for i in np.asarray(b)] for k, b in enumerate(batches)})
 
 
+def partition_of(context):
+    """The partition a Flower client stands for: its node's ``partition-id`` (Flower's simulation
+    numbers the K partitions 0..K−1)."""
+    return int(context.node_config["partition-id"])
+
+
 def fit_config(schedule, server_round):
     """What the strategy sends every client in Flower's round ``server_round`` (counted from 1):
     the batches of refimpl's round t = server_round, row t − 1 of the schedule."""
@@ -123,7 +129,7 @@ def make_client_app(protocol: SampleBasedProtocol):
             return client_reply(protocol, self.pid, parameters, config)
 
     def client_fn(context):
-        return GradientClient(int(context.node_config["partition-id"])).to_client()
+        return GradientClient(partition_of(context)).to_client()
 
     return ClientApp(client_fn=client_fn)
 

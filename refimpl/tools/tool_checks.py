@@ -172,10 +172,13 @@ def _replay_guard_cases(papers):
     gap = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 4)}
     got = ssca.replay_from_dump(gap)
     out = [("rounds 1, 2, 4 give SSCA's initial point but no schedule", "batches" not in got and "omega_0" in got)]
-    ragged = {1: {"batch": np.array([5, 1, 7, 2])}, 2: {"batch": np.array([3, 0, 6])}}
-    got = vfl.replay_from_dump(ragged).get("batches")
-    out.append(("a Flex-VFL schedule whose last batch is shorter is read with −1 padding at its end",
-                got is not None and got.tolist() == [[5, 1, 7, 2], [3, 0, 6, -1]]))
+    ragged = {1: {"batch": np.array([5, 1, 7, 2]), "tau": np.array([1, 4, 2])},
+              2: {"batch": np.array([3, 0, 6]), "tau": np.array([1, 3, 5])}}
+    got = vfl.replay_from_dump(ragged)
+    batches, tau = got.get("batches"), got.get("tau")
+    out.append(("a Flex-VFL schedule whose last batch is shorter is read with −1 padding at its end, the τ table "
+                "round by round", batches is not None and batches.tolist() == [[5, 1, 7, 2], [3, 0, 6, -1]]
+                and tau is not None and tau.tolist() == [[1, 4, 2], [1, 3, 5]]))
     st = {r: {"x": np.array([[0.0, 1.0], [0.0, 1.5]]), "h": np.zeros((2, 1)), "u": np.zeros((2, 1, 2)),
               "v": np.zeros((2, 1)), "zeta": np.full((2, 1), float(r)), "xi": np.full((2, 1), -float(r))}
           for r in (1, 3)}
@@ -201,10 +204,13 @@ def _stored_round_cases():
             index_table(ids.astype(float), "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
             and _raises(lambda: index_table(ids + np.array([[0, 0], [0, 0.5]]), "THEIRS batches", "", 2, 5),
                         "entry (1, 1) = 1.5 is not a whole number"))]
-    from refimpl.core.replay import read_dump
+    from refimpl.core.replay import read_arrays, read_dump
     with tempfile.TemporaryDirectory() as tmp:
         save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
         back, mat = read_rounds(tmp), read_dump(os.path.join(tmp, "dump.mat"))
+        np.savez(os.path.join(tmp, "trace.npz"), array_tau=np.ones((2, 3)), batches=np.zeros((2, 4)))
+        names = sorted(read_arrays(os.path.join(tmp, "trace.npz"), "THEIRS"))
+    out.append(("a trace.npz's array_<name> is read as <name>", names == ["batches", "tau"]))
     out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers",
                 all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t for t, q in d.items())
                     for d in (back, mat))))
@@ -413,6 +419,7 @@ def _harness_cases():
         out.append(_npz_export_case(docs))
         damages = [("an edited vector file", "loss_grad.json", lambda t: t.replace('"tol"', '"tol" ', 1), "SHA-256"),
                    ("a file the manifest does not list", "extra.json", None, "not listed in manifest.json"),
+                   ("an NPZ file the manifest does not list", "extra.npz", None, "not listed in manifest.json"),
                    ("a damaged manifest", "manifest.json", lambda t: t[:-20], "damaged manifest")]
         for what, name, edit, words in damages:
             path = os.path.join(tmp, name)
