@@ -113,6 +113,26 @@ def test_a_run_is_the_same_to_the_bit_whatever_blas_the_caller_set(monkeypatch):
     assert all(np.array_equal(x, y) for x, y in zip(a.iterate(3), b.iterate(3)))
 
 
+def test_run_checks_from_python_uses_refimpls_blas_choice(monkeypatch):
+    """``run_checks`` (the API a tutorial's theorem cell calls) runs its checks with one BLAS thread
+    under a caller's two-thread setting, as the command does, and gives the caller's setting back."""
+    from threadpoolctl import threadpool_limits
+    from refimpl.core import threads
+    for v in (*threads.USER_VARS, threads.REFIMPL_VAR):
+        monkeypatch.delenv(v, raising=False)
+    seen = []
+
+    def probe(quick):
+        seen.append(set(threads.current_blas_threads().values()))
+        return {"measured": 0.0, "bound": 1.0}
+    monkeypatch.setitem(verify.REGISTRY, "test.blas_probe", ("c", "s", probe, "theorem"))
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = threads.current_blas_threads()
+        assert verify.run_checks(["test.blas_probe"])[0].holds
+        assert threads.current_blas_threads() == before
+    assert seen == [{1}]
+
+
 def test_bench_threads_reports_the_choice(capsys):
     assert main(["bench", "threads", "--repeats", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
