@@ -670,7 +670,8 @@ def theorem_statement_literal(quick):
     refusals = _check_run_refusals()
     holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals
     return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
-            "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree), "examples": disagree[:3],
+            "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree),
+                        "examples": disagree[:3],
                         "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts,
                         "search_excess_over_least_G_of_each_k": excess, "check_run_not_refused": refusals}}
 
