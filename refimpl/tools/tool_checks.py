@@ -120,8 +120,9 @@ def _reading_cases():
             == ["batch", "theta1", "theta2", "theta10", "grad2"])]
     out.append(_mat_columns_case())
     a = np.arange(12.0).reshape(3, 4)
-    out.append(("1-based ids, a transpose and column-major order are named; a scaled array is not",
-                "1-based" in (DG.layout_hint(a, a + 1) or "") and "transposed" in (DG.layout_hint(a, a.T) or "")
+    out.append(("1-based ids, a transpose and column-major order are named; a scaled array and ids one lower are not",
+                "1-based" in (DG.layout_hint(a, a + 1) or "") and "1-based" not in (DG.layout_hint(a, a - 1) or "")
+                and "transposed" in (DG.layout_hint(a, a.T) or "")
                 and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
                 and DG.layout_hint(a, 2 * a) is None))
     rng = np.random.default_rng(5)
@@ -226,6 +227,8 @@ def _crosscheck_cases():
         b = Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": [2.0, 1.5, bad]})
         rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
         out.append((f"{what} is not 'ok'", bool(rows) and (not rows[0]["rel"] <= 1e-8 or bool(rows[0].get("one_sided")))))
+    out.append(("a round NaN on one side is named one-sided and not counted as compared (rounds 0 and 1 are)",
+                bool(rows) and rows[0].get("one_sided") == [2] and rows[0].get("rounds") == 2))
     w1, w2 = np.array([[2.0, -1.0, 0.5], [0.25, 1.0, -0.5]]), np.ones((2, 2))
     a = Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)})
     near = w1.copy()
@@ -319,8 +322,9 @@ def _return_and_compare_cases(own, docs):
     out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, −1 from its neighbour 1",
                 ulp_distance(-0.0, 0.0) == 0 and ulp_distance(tiny, -tiny) == 2
                 and ulp_distance(-1.0, np.nextafter(-1.0, -2.0)) == 1))
-    out.append(("a NaN against a whole number is shown as nan, not as a number",
-                "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")))
+    out.append(("a NaN against a whole number is shown as nan, and 2.5 as 2.5, not as a whole number",
+                "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")
+                and "got 2.5, expected 3" in (compare("index", np.int64(3), 2.5, {"rel": 0}) or "")))
     return out
 
 
