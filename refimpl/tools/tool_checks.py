@@ -190,13 +190,14 @@ def _replay_guard_cases(papers):
 
 
 def _stored_round_cases():
-    """(what, right): a schedule's ids are checked against the data's size, and a run's streamed
-    round files give every round back under its own number."""
+    """(what, right): a schedule's ids are checked against the data's size (whole numbers in
+    0..n − 1); a run's streamed round files and its dump.mat give every round back under its own
+    number; a trace.npz's ``array_<name>`` is read as ``<name>``."""
     import os
     import tempfile
 
     from refimpl.core.dumps import read_rounds, save_rounds
-    from refimpl.core.replay import index_table
+    from refimpl.core.replay import index_table, read_arrays, read_dump
     ids = np.array([[0, 4], [3, 1]])
     in_range = index_table(ids, "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
     out = [("sample ids run from 0 to n − 1: n itself is refused, naming the entry",
@@ -205,7 +206,6 @@ def _stored_round_cases():
             index_table(ids.astype(float), "THEIRS batches", "", 2, 5).tolist() == ids.tolist()
             and _raises(lambda: index_table(ids + np.array([[0, 0], [0, 0.5]]), "THEIRS batches", "", 2, 5),
                         "entry (1, 1) = 1.5 is not a whole number"))]
-    from refimpl.core.replay import read_arrays, read_dump
     with tempfile.TemporaryDirectory() as tmp:
         save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
         back, mat = read_rounds(tmp), read_dump(os.path.join(tmp, "dump.mat"))

@@ -653,11 +653,13 @@ def flower_aggregation(quick):
             coll.assemble(replies_by_partition([results[k] for k in order], list))   # arrival order varies
             l_hat, g_hat, _ = coll.collect(theta, batches)
             worst = max(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
-    misrouted += _flower_round_misroutes(results)
+    rounds_wrong = _flower_round_misroutes(results)
     sizes = [len(p) for p in parts]
-    return {"measured": max(worst, float(misrouted)), "bound": 1e-12,
-            "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted},
-            "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches or replies"}
+    return {"measured": max(worst, float(misrouted + rounds_wrong)), "bound": 1e-12,
+            "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,
+                        "wrong_round_rows_partitions_or_duplicates": rounds_wrong},
+            "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches; {rounds_wrong} wrong "
+                    "round rows, client partitions or duplicate replies"}
 
 
 def _flower_round_misroutes(results):
