@@ -215,6 +215,31 @@ def _stored_round_cases():
     out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers",
                 all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t for t, q in d.items())
                     for d in (back, mat))))
+    return out + _replay_value_cases()
+
+
+def _replay_value_cases():
+    """(what, right): a replay array's values — inf refused as NaN is, naming the entry; a batch
+    repeating an id anywhere in its row refused, the same ids in two rounds accepted — and the
+    dump's size estimate: one round's bytes times the rounds dumped, refused beyond the limit."""
+    import tempfile
+
+    from refimpl.core.dumps import DumpWriter
+    from refimpl.core.replay import index_table, numeric
+    out = [("an initial point holding inf (or NaN) is refused, naming the entry",
+            _raises(lambda: numeric(np.array([[1.0, 2.0], [np.inf, 0.0]]), "--init", "W1"), "holds inf at (1, 0)")
+            and _raises(lambda: numeric(np.array([0.0, np.nan]), "--init", "W1"), "holds nan at (1,)"))]
+    apart = np.array([[3, 1, 3], [0, 1, 2]])             # the repeated 3s are not neighbours
+    same = np.array([[0, 1, 2], [0, 1, 2]])              # the same batch in two rounds is allowed
+    out.append(("a batch repeating an id (not side by side) is refused; the same batch in two rounds is read",
+                _raises(lambda: index_table(apart, "--batches", "", 2, 5, distinct_axis=1), "repeats a sample id")
+                and index_table(same, "--batches", "", 2, 5, distinct_axis=1).tolist() == same.tolist()))
+    said = []
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = DumpWriter(tmp, rounds=10, max_bytes=500, say=said.append)   # 80 bytes a round, 800 in all
+        refused = _raises(lambda: writer.put(1, {"x": np.zeros(10)}), "about 800 bytes (10 rounds × 80 bytes)")
+    out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
+                refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
     return out
 
 
@@ -245,7 +270,27 @@ def _crosscheck_cases():
     rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
     out.append(("a difference of 1e-6 in a series whose largest value is 2 is measured as 5e-7 (relative to the "
                 "first trace's scale)", bool(rows) and abs(rows[0]["rel"] - 5e-7) < 1e-12))
-    return out
+    return out + _saved_trace_cases(w1, w2)
+
+
+def _saved_trace_cases(w1, w2):
+    """(what, right): traces written and read back — their snapshots come back as saved (W1 and W2
+    apart), so crosscheck of two saved runs that differ in W2 only finds it there."""
+    import os
+    import tempfile
+
+    from refimpl.core.trace import Trace, crosscheck
+    other = w2.copy()
+    other[0, 1] = 3.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, pair in (("a", (w1, w2)), ("b", (w1, other))):
+            Trace(config={}, metrics={"round": [0]}, snapshots={0: pair}).save(os.path.join(tmp, name))
+        a, b = (Trace.load(os.path.join(tmp, name)) for name in ("a", "b"))
+    rows = {r["what"]: r for r in crosscheck(a, b)}
+    return [("two saved runs differing in one entry of W2 load back as saved, and crosscheck finds the difference in "
+             "W2 (2 of max 1) and none in W1",
+             np.array_equal(a.snapshots[0][0], w1) and np.array_equal(a.snapshots[0][1], w2)
+             and rows.get("W1@0", {}).get("abs") == 0.0 and rows.get("W2@0", {}).get("abs") == 2.0)]
 
 
 def _planted_adapter(own, family, output, corrupt):
