@@ -212,10 +212,50 @@ def _stored_round_cases():
         np.savez(os.path.join(tmp, "trace.npz"), array_tau=np.ones((2, 3)), batches=np.zeros((2, 4)))
         names = sorted(read_arrays(os.path.join(tmp, "trace.npz"), "THEIRS"))
     out.append(("a trace.npz's array_<name> is read as <name>", names == ["batches", "tau"]))
-    out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers",
-                all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t for t, q in d.items())
-                    for d in (back, mat))))
-    return out + _replay_value_cases()
+    out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers, "
+                "a vector as a vector",
+                all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t and q["omega"].shape == (3,)
+                                                        for t, q in d.items()) for d in (back, mat))))
+    return out + _replay_value_cases() + _replay_layout_cases()
+
+
+def _replay_layout_cases():
+    """(what, right): where a replay value goes — a Flex-VFL --init matrix (out, in + 1) read
+    row-major; --map's W1 and W2 each from its own .mat variable; MFCGD's initial estimators u1
+    and v1 from r1_u and r1_v; an entry of SSCA's ω named W2[row, column] past the bias column."""
+    import os
+    import tempfile
+    from types import SimpleNamespace
+
+    from scipy.io import savemat
+
+    from refimpl import papers
+    from refimpl.core.matfiles import mat_snapshots
+    from refimpl.vfl.experiment import load_init
+    from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
+    model = VerticalModel((LinearEncoder(3, 2), LinearEncoder(2, 2)), LinearFusion(4, 3))
+    flat = [np.arange(n, dtype=float) + 10 * k for k, (n, _) in enumerate(model.param_shapes())]
+    W1, W2 = np.arange(6.0).reshape(2, 3), -np.arange(4.0).reshape(2, 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "init.npz")
+        np.savez(path, **{f"theta{k}": v.reshape(mat) for k, (v, (_, mat)) in enumerate(zip(flat,
+                                                                                          model.param_shapes()))})
+        back = load_init(path, model)
+        savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
+        snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
+    out = [("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for",
+            all(np.array_equal(a, b) for a, b in zip(back, flat))),
+           ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable",
+            3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2))]
+    M, p, d = 2, 2, 3
+    st = {1: {"x": np.ones((M, d)), "h": np.full((M, p), 1.0), "u": np.full((M, p, d), 2.0), "v": np.full((M, p), 3.0)}}
+    got = papers.get("mfcgd").replay_from_dump(st)
+    out.append(("MFCGD's initial estimators h1, u1, v1 come from r1_h, r1_u, r1_v",
+                all(n in got and np.array_equal(got[n], st[1][n[0]]) for n in ("h1", "u1", "v1"))))
+    data = SimpleNamespace(n_features=4, n_classes=2)          # J = 3 with bias: W1 is 3 × 5, W2 2 × 4
+    words = papers.get("ssca").entry_words("omega", (15 + 4 + 2,), {"hidden": 3, "bias": True}, data)
+    out.append(("entry 21 of SSCA's ω (J = 3, D = 4, bias) is W2[1, 2], past W2's bias column", words == "W2[1, 2]"))
+    return out
 
 
 def _replay_value_cases():
@@ -846,9 +886,11 @@ def diagnose_report(quick):
        "on one side only differs, a round on one side only is named, two-digit rounds are read whole, --map renames "
        "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
        "(under their own names only, and none from rounds with a gap or clients that start apart; a shorter batch "
-       "padded), sample ids beyond n − 1 or fractional, a run's round files and dump.mat, and an entry's name are "
-       "read right; crosscheck flags inf and NaN, a snapshot of another shape, and measures a relative difference "
-       "(of a metric, of a snapshot) as such (wrong answers: 0)",
+       "padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay array, a run's round files "
+       "and dump.mat (a vector as a vector), the dump's size estimate, a Flex-VFL --init matrix (row-major), --map's "
+       "W1 and W2, MFCGD's initial estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
+       "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another shape, and measures a relative difference "
+       "(of a metric, of a snapshot) as such, saved traces load back as saved (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")
