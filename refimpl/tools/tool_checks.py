@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 
-from refimpl.verification.registry import check
+from refimpl.verification.registry import check, raises as _raises
 
 
 def _planted_dumps():
@@ -648,6 +648,16 @@ def _diagnose_step_cases(tmp):
     out.append(("the entry that differs is named by its index and in the paper's words, with its step "
                 "(entry (3,) = party 1, local step 2, W[0, 3])",
                 code == 1 and "momentum1 at local step 2 at entry (3,) = party 1, local step 2, W[0, 3]:" in text))
+    fresh = read_dump(ours)[2]
+    dump["r2_momentum1"] = fresh["momentum1"]
+    for name in ("grad1", "theta1"):                # step 1's iterate and the gradient taken at it
+        dump[f"r2_{name}"] = fresh[name].copy()
+        dump[f"r2_{name}"][1, 0] += 1e-3
+    np.savez(path, **dump)
+    code, text, _ = _diagnosis(ours, path, rerun_switches=False)
+    out.append(("an iterate and the gradient taken at it, both changed at one local step: the iterate is named "
+                "(a step computes θ, then its gradient, then the momentum)",
+                code == 1 and "round 2, theta1 at local step 1" in text))
     return out
 
 
@@ -736,15 +746,6 @@ def _report_cases(tmp):
                 and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "") and DG.layout_hint(sq, sq) is None
                 and DG.layout_hint(sq, np.full_like(sq, np.nan)) is None))
     return out
-
-
-def _raises(fn, words):
-    """True when ``fn()`` raises a ValueError whose message holds ``words``."""
-    try:
-        fn()
-    except ValueError as exc:
-        return words in str(exc)
-    return False
 
 
 def _comparison_edge_cases(tmp):

@@ -5,7 +5,7 @@ import numpy as np
 
 from refimpl.core.kernels import activation_nb, activation_np, exp_nonpos_nb, softmax_xent_nb, softmax_xent_np
 from refimpl.core.model import ACTIVATIONS, TwoLayerNet
-from refimpl.verification.registry import check
+from refimpl.verification.registry import check, raises
 
 
 def fd_relative_error(model, theta, X, y, h=1e-6):
@@ -477,3 +477,29 @@ def tune_selection(quick):
                 bad.append({"statuses": st, "accuracy": acc.tolist(), "cost": cost.tolist(), "expected": want,
                             "chosen": got})
     return {"measured": n_bad, "bound": 0, "holds": n_bad == 0, "details": {"grids": cases, "mismatches": bad}}
+
+
+@check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
+       "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
+       "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
+       "read), a boolean where a count is asked (wrong answers: 0)",
+       "[SSCA] (4), (6); docs/guide.md (errors)")
+def boundary_refusals(quick):
+    from refimpl.core import validate as V
+    cases = [("a class index equal to L = 10 is refused; 9 is read",
+              raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9")
+              and V.labels("y_train", np.array([0, 9]), 10).tolist() == [0, 9]),
+             ("ρ_t = 0 is refused, ρ_t = 1 accepted ((4): ρ_t ∈ (0, 1])",
+              raises(lambda: V.unit_interval("rho_t", 0.0), "outside (0, 1]") and V.unit_interval("rho_t", 1.0) == 1.0),
+             ("inf is refused as NaN is, naming the first entry",
+              raises(lambda: V.finite_array("W1", np.array([[1.0, 2.0], [3.0, np.inf]])), "first at index (1, 1)")
+              and raises(lambda: V.finite_array("W1", np.array([np.nan, 1.0])), "first at index (0,)")),
+             ("a fractional index is refused naming it; 13.0 is read as 13",
+              raises(lambda: V.index_array("batches", np.array([1.0, 13.5])), "entry 1 is 13.5")
+              and V.index_array("batches", np.array([1.0, 13.0])).tolist() == [1, 13]),
+             ("True is refused where a count is asked; 3 is read",
+              raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3)]
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}

@@ -91,3 +91,13 @@ def map_parts(fn, items):
         return out
     finally:
         os.environ[PARTS_WORKERS_ENV] = env[PARTS_WORKERS_ENV] or str(n)
+
+
+def raises(fn, words):
+    """True when ``fn()`` raises a ValueError whose message holds ``words`` (a refusal a check
+    expects, with the reason it must give)."""
+    try:
+        fn()
+    except ValueError as exc:
+        return words in str(exc)
+    return False

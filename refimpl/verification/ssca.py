@@ -122,7 +122,9 @@ def surrogate_assumption2(quick):
 
 
 @check("ssca.stepsize_conditions",
-       "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged",
+       "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged, and each "
+       "condition's verdict at its edge by hand (exponent 1/2 fails Σρ² < ∞, exponent 1 meets Σγ = ∞, equal "
+       "exponents fail γ/ρ → 0)",
        "[SSCA] (4), (6), Section VI; docs/ssca.md")
 def stepsize_conditions(quick):
     cases = {   # (ρ, γ, expected: meets every condition?)
@@ -141,6 +143,17 @@ def stepsize_conditions(quick):
         failed = [c.name for c in check_step_sizes(r, g) if not c.met]
         det[name] = {"meets_all": verdict, "expected": expect, "failed_conditions": failed}
         wrong += verdict != expect
+    # each condition at its edge, by hand: Σ (t^−1/2)² = Σ 1/t = ∞ (p = 1/2 fails Σρ² < ∞), Σ 1/t = ∞
+    # (p = 1 meets Σγ = ∞), equal exponents give γ/ρ → a constant, not 0
+    edges = {"1/t^0.5, 0.5/t^1 (p = 1/2: Σρ² = ∞; p = 1: Σγ = ∞)": (PowerLaw(1, 0.5), PowerLaw(0.5, 1.0),
+                                                                  ["sum_rho_sq_finite"]),
+             "1/t^0.75, 0.5/t^1 (every condition met)": (PowerLaw(1, 0.75), PowerLaw(0.5, 1.0), []),
+             "1/t^0.7, 0.5/t^0.7 (equal exponents: γ/ρ ↛ 0)": (PowerLaw(1, 0.7), PowerLaw(0.5, 0.7),
+                                                              ["gamma_over_rho_to_0"])}
+    for name, (r, g, expect) in edges.items():
+        failed = [c.name for c in check_step_sizes(r, g) if not c.met]
+        det[name] = {"failed_conditions": failed, "expected_failed": expect}
+        wrong += failed != expect
     flagged = "sum_rho_sq_finite" in det["paper sample-based 1/t^0.1, 0.3/t^0.15"]["failed_conditions"]
     return {"measured": wrong, "bound": 0, "holds": wrong == 0 and flagged, "details": det}
 
