@@ -12,7 +12,7 @@ from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParam
                                      run_mfcgd_synthetic_nb, storm_update)
 from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, check_run,
                                   find_theorem_parameters, theorem1_bound, theorem2_bound, theorem_conditions)
-from refimpl.verification.mfcgd_literal import algorithm1_literal, local_scgd_literal, theorem_literal
+from refimpl.verification.mfcgd_literal import algorithm1_literal, least_G_literal, local_scgd_literal, theorem_literal
 from refimpl.verification.registry import check
 
 MATRICES = ("identity", "adam", "norm", "amsgrad")
@@ -625,13 +625,14 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "L) equals a literal transcription of the statements on the parameters the search finds, on each of them "
        "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
        "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
-       "A_rms = 1.7); the search's G is the least of its searches over each k alone; refimpl bound's verdict (cap "
+       "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
+       "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
        "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
-    sets, disagree, worst, verdicts, excess = 0, [], 0.0, 0, 0.0
+    sets, disagree, worst, verdicts, excess, beaten = 0, [], 0.0, 0, 0.0, 0.0
     for name, (pr, C) in (("synthetic", synthetic()), ("nonlinear", nonlinear())):
         c = constants_of(pr, C, np.zeros(pr.d))
         for rho, T, q in ((1.0, 2000, 10), (0.5, 20000, 5)):
@@ -640,7 +641,8 @@ def theorem_statement_literal(quick):
             if p is not None:
                 verdicts += 1
                 disagree += _verdict_disagreements(name, c, p, T, rho)
-                excess = max(excess, _search_is_least(c, T, q, rho, info["G"]))
+                excess = max(excess, _search_is_least(c, T, q, rho, info["G"]),
+                             info["G"] / least_G_literal(c, T, q, rho) - 1)
                 cands += _boundary_candidates(c, p, rho)
                 for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
                     for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
@@ -666,14 +668,17 @@ def theorem_statement_literal(quick):
                     disagree.append({"problem": name, "rho": rho, "params": {k: float(v) for k, v in cand.__dict__.items()},
                                      "refimpl_failed": sorted(k for k, v in ours.items() if not v),
                                      "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
+                if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
+                    beaten = max(beaten, 1 - lit["G"] / info["G"])   # an admissible set the search missed
                 sets += 1
     refusals = _check_run_refusals()
-    holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals
+    holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals and beaten == 0.0
     return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree),
                         "examples": disagree[:3],
                         "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts,
-                        "search_excess_over_least_G_of_each_k": excess, "check_run_not_refused": refusals}}
+                        "search_excess_over_least_G_of_each_k": excess,
+                        "search_G_beaten_by_an_admissible_candidate": beaten, "check_run_not_refused": refusals}}
 
 
 def _check_run_refusals():

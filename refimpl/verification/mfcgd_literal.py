@@ -191,3 +191,40 @@ def theorem_literal(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, *, k, n,
     rhs = (math.sqrt(2 * G) * n ** (1 / 6) / T ** 0.5 + math.sqrt(2 * G) / T ** (1 / 3)) * A_rms
     return {"conditions": conditions, "all_met": all(conditions.values()), "G": G, "delta_hat2": delta_hat2,
             "bound": rhs, "L": L, "L_fg": L_fg, "C_fg": C_fg, "Theta": Theta, "B_min": B_min}
+
+
+def least_G_literal(c, T, q, rho, ks=(0.25, 0.5, 1.0, 2.0, 4.0), n_gamma=200):
+    """A second parameter search written from the statement: for each k and 200 γ up to the
+    statement's bound 3ρqL_fg C_fg / (4(C_g² + L_g² + 2L_f²C_g²)), c2 and c3 at their lower bounds, B
+    at the fixed point of its lower bound with c1 = 2/(3k³) + B, n at its least admissible value;
+    the least G over the sets meeting every condition (inf when none does). ``c``: the constants
+    (attributes C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap)."""
+    L_fg = math.sqrt(c.L_f ** 2 * c.C_g ** 2 + c.L_g ** 2)
+    C_fg = max(c.C_f, c.C_g)
+    L = math.sqrt(2 * c.C_f ** 2 * c.L_g ** 2 + 2 * c.C_g ** 4 * c.L_f ** 2)
+    g_hi = 3 * rho * q * L_fg * C_fg / (4 * (c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2))
+
+    def lit(**p):
+        return theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=rho, T=T,
+                               q=q, **p)
+    best = math.inf
+    for k in ks:
+        k3 = 2 / (3 * k ** 3)
+        c2, c3 = k3 + 5 * c.C_f ** 2, k3 + 5 * c.C_g ** 2
+        for gamma in np.geomspace(g_hi * 1e-4, g_hi, n_gamma):
+            B = 20 * c.C_g ** 2 * c.L_f ** 2
+            for _ in range(200):
+                B_new = lit(k=k, n=2.0, c1=k3 + B, c2=c2, c3=c3, gamma=gamma, B=B)["B_min"]   # B_min: no n
+                done = B_new > 1e12 or abs(B_new - B) <= 1e-12 * B_new
+                B = B_new
+                if done:
+                    break
+            if B > 1e12:
+                continue
+            c1 = k3 + B
+            n = max(2, k ** 3, (c1 * k) ** 3, (c2 * k) ** 3, (c3 * k) ** 3, (24 * k * gamma * q * L_fg * C_fg / rho) ** 3,
+                    (2 * L * k * gamma / rho) ** 3) * (1 + 1e-9)
+            r = lit(k=k, n=n, c1=c1, c2=c2, c3=c3, gamma=gamma, B=B)
+            if r["all_met"]:
+                best = min(best, r["G"])
+    return best
