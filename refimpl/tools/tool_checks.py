@@ -260,8 +260,9 @@ def _replay_layout_cases():
 
 def _replay_value_cases():
     """(what, right): a replay array's values — inf refused as NaN is, naming the entry; a batch
-    repeating an id anywhere in its row refused, the same ids in two rounds accepted — and the
-    dump's size estimate: one round's bytes times the rounds dumped, refused beyond the limit."""
+    repeating an id anywhere in its row refused (padded too), the same ids in two rounds accepted; a
+    τ table's 0 refused — and the dump's size estimate: one round's bytes times the rounds dumped,
+    refused beyond the limit."""
     import tempfile
 
     from refimpl.core.dumps import DumpWriter
@@ -274,6 +275,15 @@ def _replay_value_cases():
     out.append(("a batch repeating an id (not side by side) is refused; the same batch in two rounds is read",
                 _raises(lambda: index_table(apart, "--batches", "", 2, 5, distinct_axis=1), "repeats a sample id")
                 and index_table(same, "--batches", "", 2, 5, distinct_axis=1).tolist() == same.tolist()))
+    from refimpl.vfl.policies import validate_batches, validate_taus
+    ragged = np.array([[0, 3, 0, -1], [1, 2, -1, -1]])  # round 1 repeats id 0 before its padding
+    out.append(("a replayed τ table with a 0 is refused (int or float), naming the entry; whole numbers ≥ 1 are read",
+                _raises(lambda: validate_taus(np.array([[1, 0, 2]]), 1, 3), "τ[0, 1] = 0")
+                and _raises(lambda: validate_taus(np.array([[1.0, 0.0, 2.0]]), 1, 3), "τ[0, 1] = 0.0")
+                and validate_taus(np.array([[1, 4, 2]]), 1, 3).tolist() == [[1, 4, 2]]))
+    out.append(("a padded batch repeating id 0 is refused; the same ids once each are read",
+                _raises(lambda: validate_batches(ragged, 2, 5), "repeats a sample id")
+                and validate_batches(np.array([[0, 3, 4, -1], [1, 2, -1, -1]]), 2, 5).shape == (2, 4)))
     said = []
     with tempfile.TemporaryDirectory() as tmp:
         writer = DumpWriter(tmp, rounds=10, max_bytes=500, say=said.append)   # 80 bytes a round, 800 in all
