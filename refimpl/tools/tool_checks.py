@@ -900,7 +900,8 @@ def diagnose_report(quick):
        "padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay array, a run's round files "
        "and dump.mat (a vector as a vector), the dump's size estimate, a Flex-VFL --init matrix (row-major), --map's "
        "W1 and W2, MFCGD's initial estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
-       "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another shape, and measures a relative difference "
+       "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another "
+       "shape, and measures a relative difference "
        "(of a metric, of a snapshot) as such, saved traces load back as saved (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):

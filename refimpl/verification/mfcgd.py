@@ -628,7 +628,7 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
        "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
-       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused",
+       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused; the tightest condition it names is the closest (planted)",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -700,7 +700,8 @@ def _check_run_refusals():
 def _verdict_disagreements(name, c, p, T, rho):
     """``refimpl bound``'s verdict (refimpl.mfcgd.bounds.bound_verdict) against the literal
     transcription: the cap is C_f·C_g, vacuous exactly when the literal right side reaches it, and
-    the smallest informative T is below the cap while the T before it is not."""
+    the smallest informative T is below the cap while the T before it is not; the tightest condition
+    named is the one whose sides are closest (planted sides)."""
     conds = theorem_conditions(c, p, rho)
     v = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, conds)
     cap = c.C_f * c.C_g
@@ -711,6 +712,13 @@ def _verdict_disagreements(name, c, p, T, rho):
                                )["bound"]
     T0 = v["informative_from_T"]
     wrong = []
+    # the tightest condition, on planted sides: ratios 1/2 (≤), 0.9 (≤) and 2/3 (≥, rhs/lhs): "b"
+    planted = [{"name": "a", "relation": "<=", "lhs": 1.0, "rhs": 2.0, "met": True},
+               {"name": "b", "relation": "<=", "lhs": 0.9, "rhs": 1.0, "met": True},
+               {"name": "c", "relation": ">=", "lhs": 3.0, "rhs": 2.0, "met": True}]
+    tight = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, planted)["tight_condition"]
+    if tight != "b":
+        wrong.append(f"tightest of planted conditions with ratios 0.5, 0.9, 0.67: {tight}, not b")
     if v["cap"] != cap:
         wrong.append(f"cap {v['cap']} vs C_f·C_g = {cap}")
     if v["vacuous"] != (lit(T) >= cap):

@@ -222,8 +222,8 @@ def least_G_literal(c, T, q, rho, ks=(0.25, 0.5, 1.0, 2.0, 4.0), n_gamma=200):
             if B > 1e12:
                 continue
             c1 = k3 + B
-            n = max(2, k ** 3, (c1 * k) ** 3, (c2 * k) ** 3, (c3 * k) ** 3, (24 * k * gamma * q * L_fg * C_fg / rho) ** 3,
-                    (2 * L * k * gamma / rho) ** 3) * (1 + 1e-9)
+            n = max(2, k ** 3, (c1 * k) ** 3, (c2 * k) ** 3, (c3 * k) ** 3,
+                    (24 * k * gamma * q * L_fg * C_fg / rho) ** 3, (2 * L * k * gamma / rho) ** 3) * (1 + 1e-9)
             r = lit(k=k, n=n, c1=c1, c2=c2, c3=c3, gamma=gamma, B=B)
             if r["all_met"]:
                 best = min(best, r["G"])

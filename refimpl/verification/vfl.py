@@ -450,6 +450,8 @@ def regime_one_run(quick):
     r = ratios(rows, "sync-vfl")
     if r != {0.0: 0.5, 1.0: 1.5, 2.0: np.inf, 3.0: None} or crossover(r) != (0.0, 1.0):
         wrong.append(f"ratios {r}, crossover {crossover(r)}")
+    if crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5}) != (0.0, 1.0):       # given out of order: read in order of S
+        wrong.append(f"crossover of ratios given as S = 3, 0, 1: {crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5})}")
     wrong += _protocol_config_errors(cfg)
     # time to target by hand: the first evaluation whose accuracy reaches the target (equality counts)
     hand = Trace(config={}, metrics={"time": [1.0, 2.0, 3.0], "test_accuracy": [0.2, 0.35, 0.9]})
