@@ -115,6 +115,15 @@ def replies_by_partition(results, to_arrays):
     return replies
 
 
+def server_step(trainer, collection, schedule, server_round, results, to_arrays):
+    """The strategy's work on Flower round ``server_round`` (from 1): the replies keyed by partition
+    and assembled, then refimpl's server step of round r on schedule row r − 1 (the batches
+    :func:`fit_config` sent); returns ω after the step."""
+    collection.assemble(replies_by_partition(results, to_arrays))
+    trainer.step(server_round, schedule.indices[server_round - 1])
+    return trainer.state.omega
+
+
 def make_client_app(protocol: SampleBasedProtocol):
     """A Flower ``ClientApp`` whose client of partition k (``node_config["partition-id"]``) returns
     its loss and gradient sums on the batch the server named for it."""
@@ -160,9 +169,8 @@ def make_strategy(trainer, schedule, collection: FlowerCollection):
         def aggregate_fit(self, server_round, results, failures):
             if failures:
                 raise RuntimeError(f"round {server_round}: {len(failures)} client(s) failed: {failures[:1]}")
-            collection.assemble(replies_by_partition(results, parameters_to_ndarrays))
-            trainer.step(server_round, schedule.indices[server_round - 1])
-            return ndarrays_to_parameters([trainer.state.omega]), {}
+            return ndarrays_to_parameters([server_step(trainer, collection, schedule, server_round, results,
+                                                       parameters_to_ndarrays)]), {}
 
         def configure_evaluate(self, server_round, parameters, client_manager):
             return []

@@ -629,7 +629,8 @@ def constrained_round_literal(quick):
        "partition id they report whatever their arrival order, and the assembled estimates give "
        "ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
        "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders); Flower's round r sends schedule row "
-       "r − 1, the client of partition k answers for k, and two replies from one partition are refused",
+       "r − 1 and steps refimpl's server on that row, the client of partition k answers for k, and two replies "
+       "from one partition are refused",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -677,17 +678,26 @@ def flower_aggregation(quick):
 
 def _flower_round_misroutes(results):
     """Flower's round r (from 1) sends the clients schedule row r − 1 (for r = 1..3 of a 3-round
-    schedule), the client of node partition k answers for partition k, and a round with two replies
-    from one partition is refused: the count of wrong answers."""
+    schedule) and the strategy steps refimpl's server on that row after assembling every reply, the
+    client of node partition k answers for partition k, and a round with two replies from one
+    partition is refused: the count of wrong answers."""
     import json as _json
     from types import SimpleNamespace
 
-    from refimpl.ssca.flower import fit_config, partition_of, replies_by_partition
+    from refimpl.ssca.flower import fit_config, partition_of, replies_by_partition, server_step
     rows = np.arange(3 * 2 * 4).reshape(3, 2, 4)            # 3 rounds × 2 clients × batch 4
     wrong = sum(int(_json.loads(fit_config(SimpleNamespace(indices=rows), r)["batches"]) !=
                     {str(k): rows[r - 1, k].tolist() for k in range(2)}) for r in (1, 2, 3))
     wrong += sum(int(partition_of(SimpleNamespace(node_config={"partition-id": k, "num-partitions": 6})) != k)
                  for k in range(6))
+    # the strategy's round r: the replies assembled, then the server step of round r on row r − 1
+    steps, assembled = [], []
+    trainer = SimpleNamespace(step=lambda r, b: steps.append((r, b.tolist())), state=SimpleNamespace(omega="ω"))
+    coll = SimpleNamespace(assemble=assembled.append)
+    for r in (1, 2, 3):
+        wrong += int(server_step(trainer, coll, SimpleNamespace(indices=rows), r, results, list) != "ω")
+    wrong += int(steps != [(r, rows[r - 1].tolist()) for r in (1, 2, 3)] or len(assembled) != 3
+                 or sorted(assembled[0]) != list(range(len(results))))
     try:
         replies_by_partition([results[0], results[0]], list)
         wrong += 1
