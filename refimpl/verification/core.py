@@ -483,7 +483,7 @@ def tune_selection(quick):
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
        "read), a boolean where a count is asked (wrong answers: 0)",
-       "[SSCA] (4), (6); docs/guide.md (errors)")
+       "[SSCA] (4), (6); refimpl/core/validate.py")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
     cases = [("a class index equal to L = 10 is refused; 9 is read",
