@@ -763,11 +763,11 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "least loss); a run's trace records step 1, every eval_every-th step and the last one (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
-    from refimpl.core.data import load_embedded_mnist
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML
+    from refimpl.verification.registry import embedded
     rng = np.random.default_rng(11)
-    ds = load_embedded_mnist()
+    ds = embedded()
     X, y = ds.X_train[:80, :12], ds.y_train[:80]
     problems = {"synthetic": SyntheticComposition.random(M=3, p=3, d=5, rng=rng),
                 "nonlinear": NonlinearComposition.random(M=3, d=5, rng=rng),
