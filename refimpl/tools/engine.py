@@ -245,8 +245,9 @@ def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, 
     Returns ``{id: (status, message, result)}``.
 
     Largest ``cost`` first (a task's optional estimate), so long tasks do not start last.
-    ``on_death(task, n)``: called when a worker process died while running ``task`` (the n-th
-    time); the worker is replaced and the task rerun (local executor)."""
+    ``on_death(tasks, n)``: called when a worker process died while running ``tasks``: one task,
+    its n-th death; or several that ran together when it died (``n`` None: the pool stops them
+    all, so which one died is not known) and are each rerun alone (local executor)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     order = sorted(tasks, key=lambda t: -float(t.get("cost", 0.0)))
@@ -271,7 +272,7 @@ def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, 
 def _execute_local(order, workers, retries, account, on_death=None):
     """A pool of spawned processes. When a worker dies, every task of the pool ends with
     BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
-    a time, so a second death is attributable to its own task, and the rest are resubmitted."""
+    a time, so a death is attributed to a task only when it ran alone, and the rest are resubmitted."""
     deaths = {t["id"]: 0 for t in order}
     queue, alone = list(order), []
     while queue or alone:
@@ -279,14 +280,22 @@ def _execute_local(order, workers, retries, account, on_death=None):
             batch, width = [alone.pop(0)], 1
         else:
             batch, width, queue = queue, workers, []
+        running = []
         for t in _pool_run(batch, width, account):
-            if not _was_running(t):
+            if _was_running(t):
+                clean_partial_task(t)
+                running.append(t)
+            else:
                 queue.append(t)          # never started: resubmit as it was
-                continue
-            clean_partial_task(t)
+        if len(running) > 1:             # not one task's death: none counts against its retries
+            if on_death:
+                on_death(running, None)
+            alone.extend(running)
+            continue
+        for t in running:
             deaths[t["id"]] += 1
             if on_death:
-                on_death(t, deaths[t["id"]])
+                on_death([t], deaths[t["id"]])
             if deaths[t["id"]] <= retries:
                 alone.append(t)
             else:
@@ -397,9 +406,14 @@ def part_probe(x):
     return x * x, os.getpid()
 
 
-def report_death(task, n, counts):
-    """A worker died while running ``task``: one line on stderr, counted in the run's JSON."""
+def report_death(tasks, n, counts):
+    """A worker died while running ``tasks`` (see :func:`execute`'s ``on_death``): one line on
+    stderr, counted once in the run's JSON."""
     counts["worker_deaths"] = counts.get("worker_deaths", 0) + 1
-    name = task.get("label", task["id"]) + (f" seed {task['seed']}" if "seed" in task else "")
-    print(f"refimpl: a worker process died while running {name} ({n} time{'s' if n > 1 else ''}); it was "
+    names = sorted(t.get("label", t["id"]) + (f" seed {t['seed']}" if "seed" in t else "") for t in tasks)
+    if n is None:
+        print(f"refimpl: a worker process died while {', '.join(names[:-1])} and {names[-1]} ran; the pool stops "
+              "them all, so which one is not known: each is rerun alone", file=sys.stderr, flush=True)
+        return
+    print(f"refimpl: a worker process died while running {names[0]} ({n} time{'s' if n > 1 else ''}); it was "
           f"replaced and the task is rerun", file=sys.stderr, flush=True)
