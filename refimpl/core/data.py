@@ -64,14 +64,22 @@ def load_embedded_mnist() -> Dataset:
     One fixed permutation (seed ``EMBEDDED_PERMUTATION_SEED``) mixes the label-sorted file; the
     first 4,000 samples are the training set, the last 1,000 the test set.
     """
-    with resources.files("refimpl.core").joinpath("_data/mnist_5k.npz").open("rb") as fh:
-        z = np.load(fh)
-        images, labels = z["images"], z["labels"]
-    perm = np.random.default_rng(EMBEDDED_PERMUTATION_SEED).permutation(images.shape[0])
-    X = images[perm].astype(np.float64) / 255.0
-    y = labels[perm].astype(np.int64)
-    n = EMBEDDED_N_TRAIN
-    return Dataset(X[:n], y[:n], X[n:], y[n:], 10, "mnist-5k-embedded", {"kind": "embedded"})
+    if not _EMBEDDED:                   # read once per process; every call gets its own arrays
+        with resources.files("refimpl.core").joinpath("_data/mnist_5k.npz").open("rb") as fh:
+            z = np.load(fh)
+            images, labels = z["images"], z["labels"]
+        perm = np.random.default_rng(EMBEDDED_PERMUTATION_SEED).permutation(images.shape[0])
+        _EMBEDDED["X"] = images[perm].astype(np.float64) / 255.0
+        _EMBEDDED["y"] = labels[perm].astype(np.int64)
+    X, y, n = _EMBEDDED["X"], _EMBEDDED["y"], EMBEDDED_N_TRAIN
+    ds = Dataset(X[:n].copy(), y[:n].copy(), X[n:].copy(), y[n:].copy(), 10, "mnist-5k-embedded", {"kind": "embedded"})
+    if "digest" not in _EMBEDDED:
+        _EMBEDDED["digest"] = data_digest(ds)
+    object.__setattr__(ds, "_digest", _EMBEDDED["digest"])     # the same arrays: the same digest
+    return ds
+
+
+_EMBEDDED = {}
 
 
 def mnist_5k() -> Dataset:
