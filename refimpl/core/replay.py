@@ -141,7 +141,8 @@ def index_table(arr, what, shape_text, rounds, n, *, distinct_axis=None):
     without replacement). Returns int64."""
     a = sample_ids(arr, what, shape_text)
     if a.ndim == 0 or a.shape[0] < rounds:
-        raise ValueError(f"{what}: holds {a.shape[0] if a.ndim else 0} rounds {shape_text}, the run needs {rounds}")
+        raise ValueError(f"{what}: holds {a.shape[0] if a.ndim else 0} rounds{' ' + shape_text if shape_text else ''}, "
+                         f"the run needs {rounds}")
     bad = np.argwhere((a < 0) | (a >= n))
     if bad.size:
         raise ValueError(f"{what}: entry {tuple(int(i) for i in bad[0])} = {a[tuple(bad[0])].item()} is out of range: "

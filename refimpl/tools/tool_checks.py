@@ -261,6 +261,7 @@ def _replay_layout_cases():
 def _replay_value_cases():
     """(what, right): a replay array's values — inf refused as NaN is, naming the entry; a batch
     repeating an id anywhere in its row refused (padded too), the same ids in two rounds accepted; a
+    schedule one round short refused; a
     τ table's 0 refused — and the dump's size estimate: one round's bytes times the rounds dumped,
     refused beyond the limit."""
     import tempfile
@@ -275,6 +276,9 @@ def _replay_value_cases():
     out.append(("a batch repeating an id (not side by side) is refused; the same batch in two rounds is read",
                 _raises(lambda: index_table(apart, "--batches", "", 2, 5, distinct_axis=1), "repeats a sample id")
                 and index_table(same, "--batches", "", 2, 5, distinct_axis=1).tolist() == same.tolist()))
+    out.append(("a schedule one round short of the run is refused, naming both counts; one round longer is read",
+                _raises(lambda: index_table(same, "--batches", "", 3, 5), "holds 2 rounds, the run needs 3")
+                and index_table(same, "--batches", "", 1, 5).shape == (2, 3)))
     from refimpl.vfl.policies import validate_batches, validate_taus
     ragged = np.array([[0, 3, 0, -1], [1, 2, -1, -1]])  # round 1 repeats id 0 before its padding
     out.append(("a replayed τ table with a 0 is refused (int or float), naming the entry; whole numbers ≥ 1 are read",
@@ -389,6 +393,8 @@ def _return_and_compare_cases(own, docs):
     from refimpl.conformance.harness import compare, run_case
     grad, move = docs["loss_grad"]["cases"][0], docs["move"]["cases"][0]
     shapes = [("outputs returned as a dict by name pass", "loss_grad", grad, lambda g, n: dict(zip(n, g)), "pass", ""),
+              ("a dict's outputs are read by name, not by order", "loss_grad", grad,
+               lambda g, n: dict(reversed(list(zip(n, g)))), "pass", ""),
               ("a dict without one output fails, naming it", "loss_grad", grad,
                lambda g, n: dict(zip(n[:-1], g[:-1])), "fail", "returned no ['grad_W2']"),
               ("a bare value for a one-output family passes", "move", move, lambda g, n: g[0], "pass", ""),

@@ -210,7 +210,8 @@ def _condition20_errors():
        "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
-       "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all); the "
+       "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all, its "
+       "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
@@ -339,9 +340,31 @@ def _availability_trace_errors():
     one = np.array([0.2, 0.7, 1.0])
     got1 = TraceSpeed(one, tuple(base)).sample(4, np.random.default_rng(0))
     want1 = base[None, :] / (one[[0, 1, 2, 0]][:, None] + 0.1)
+    # the mean step (the unit of --server-time): base / (column mean of a + 0.1), columns 0.7, 0.7, 0.1
+    mean = TraceSpeed(avail, tuple(base)).mean()
     return {"availability_trace_cycled": float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf,
             "availability_trace_one_column": float(np.max(np.abs(got1 - want1))) if got1.shape == want1.shape
-            else np.inf}
+            else np.inf,
+            "availability_trace_mean": float(np.max(np.abs(mean - [0.625, 1.25, 15.0]))), **_step_times_errors()}
+
+
+def _step_times_errors():
+    """``--speeds steptimes:FILE`` by hand: a bare matrix's mean step is its column means; a trace's
+    ``step_time_means`` are taken as written; its rows replay as they are."""
+    import os
+    import tempfile
+
+    from refimpl.vfl.speeds import parse_speeds
+    times = np.array([[1.0, 2.0, 6.0], [3.0, 2.0, 0.5], [2.0, 5.0, 1.0]])
+    with tempfile.TemporaryDirectory() as tmp:
+        bare, rec = os.path.join(tmp, "bare.npy"), os.path.join(tmp, "trace.npz")
+        np.save(bare, times)
+        np.savez(rec, array_step_times=times, array_step_time_means=np.array([1.0, 0.5, 4.0]))
+        m_bare, m_rec = parse_speeds(f"steptimes:{bare}", 3), parse_speeds(f"steptimes:{rec}", 3)
+        rows = m_bare.sample(2, np.random.default_rng(0))
+    return {"step_times_bare_mean": float(np.max(np.abs(m_bare.mean() - [2.0, 3.0, 2.5]))),
+            "step_times_recorded_mean": float(np.max(np.abs(m_rec.mean() - [1.0, 0.5, 4.0]))),
+            "step_times_rows": float(np.max(np.abs(rows - times[:2])))}
 
 
 def _regime_and_speed_errors():
