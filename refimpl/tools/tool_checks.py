@@ -53,6 +53,17 @@ def _diagnose_cases():
                 c.divergence is None and c.uncompared() == ["rounds 12 (only in ours)"]
                 and not DG.verdict_code(c) == DG.EXIT["agree"]))
     ours, theirs = _planted_dumps()
+    for r in range(7, 13):
+        del ours[r]
+        ours[r - 6]["gamma"] = np.array(0.5)                       # a quantity OURS alone dumps
+        theirs[r - 6]["nu"] = np.array(2.0)                        # and one THEIRS alone dumps
+    six = DG.compare_dumps(ours, theirs, 1e-12).uncompared()
+    del ours[6]
+    seven = DG.compare_dumps(ours, theirs, 1e-12).uncompared()
+    out.append(("a quantity on one side is named with the side that holds it; six rounds are listed, seven spanned",
+                six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
+                and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
+    ours, theirs = _planted_dumps()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "theirs.npz")
         np.savez(path, **{f"r{r}_{'w' if k == 'omega' else k}": v for r, q in theirs.items() for k, v in q.items()})
@@ -294,7 +305,37 @@ def _replay_value_cases():
         refused = _raises(lambda: writer.put(1, {"x": np.zeros(10)}), "about 800 bytes (10 rounds × 80 bytes)")
     out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
                 refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
+    out.append(_dump_record_case())
     return out
+
+
+def _dump_record_case():
+    """(what, right): a streamed dump's record — the rounds written and their bytes on disk summed
+    over the round files — and, after a failed write, which rounds the dump holds (a span, or listed)."""
+    import os
+    import tempfile
+
+    from refimpl.core.dumps import DumpWriter
+    from refimpl.core.trace import Trace
+
+    class FailsAt(DumpWriter):
+        def write_round(self, t, arrays):
+            if t == self.fail_at:
+                raise OSError("disk full (planted)")
+            super().write_round(t, arrays)
+    right = True
+    for rounds, fail_at, words in (([1, 2, 3, 4], 4, "rounds 1–3 are in"), ([1, 3, 5], 5, "rounds 1, 3 are in")):
+        with tempfile.TemporaryDirectory() as tmp:
+            w = FailsAt(tmp, rounds=len(rounds))
+            w.fail_at = fail_at
+            for t in rounds:
+                w.put(t, {"x": np.full(50, float(t))})
+            tr = Trace({}, {})
+            w.record(tr)
+            on_disk = sum(os.path.getsize(os.path.join(tmp, "dump", f"r{t}.npz")) for t in rounds if t != fail_at)
+            right &= (tr.config["dump_files"] == {"rounds": len(rounds) - 1, "bytes": on_disk}
+                      and words in tr.config.get("dump_stopped", ""))
+    return ("a dump's record sums its round files' bytes; after a failed write it names the rounds it holds", right)
 
 
 def _crosscheck_cases():
