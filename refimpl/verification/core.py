@@ -503,3 +503,158 @@ def boundary_refusals(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+# ----------------------------------------------------------------------------------------------
+# the papers' descriptions (refimpl.papers): what every tool asks, measured on runs
+# ----------------------------------------------------------------------------------------------
+
+#: runs of each paper that show each convention (one short run per value; SSCA at ρ_1 = 0.8 so
+#: that A^1 = 0.8τ differs from the authors' A^t = τ)
+_CONVENTION_RUNS = (
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, rho_a=0.8), "curvature", "fixed"),
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2), "activation", "relu"),
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2), "sampling", "pooled"),
+    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2", optimizer="momentum:0.9"), "momentum", "persistent"),
+    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "batch_order", "epoch"),
+    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "init_scheme", "torch"),
+    ("mfcgd", "adamfcgd", dict(steps=2, dump_rounds="1,2"), "matrix", "norm"),
+)
+
+#: quantities computed from others, written from the algorithms: (earlier, later) pairs that a
+#: paper's data-flow order (the order diagnose walks a round in) must keep
+_DATA_FLOW = {
+    "ssca": (("batch", "client_loss"), ("client_grad", "grad_hat"), ("rho", "A"), ("A", "omega_bar"),
+             ("B", "omega_bar"), ("C", "omega_bar"), ("grad_hat", "B"), ("loss_hat", "C"),
+             ("omega_bar", "omega_next")),                       # [SSCA] (8)–(10), Lemma 1
+    "vfl": (("batch", "H"), ("H", "dh<k>"), ("theta<k>", "grad<k>"), ("grad<k>", "momentum<k>")),   # Alg. 1
+    "mfcgd": (("zeta", "h"), ("zeta", "u"), ("xi", "v"), ("x", "h"), ("x", "u"), ("h", "v"), ("u", "w"),
+              ("v", "w"), ("x", "x_bar")),                       # [MFCGD] Alg. 1, (6)–(9): v reads h
+}
+
+#: the replay inputs a run records, each with the word a verdict uses for it
+_REPLAY_WORDS = {
+    "ssca": {"W1_0": "initial point", "W2_0": "initial point", "omega_0": "initial point",
+             "batches": "batch schedule"},
+    "vfl": {"init_theta0": "initial point", "init_theta3": "initial point", "batches": "batch schedule",
+            "tau": "τ table"},
+    "mfcgd": {"init_x1": "initial point", "x1": "initial point", "h1": "initial estimators",
+              "u1": "initial estimators", "v1": "initial estimators", "zeta": "samples", "samples_zeta": "samples"},
+}
+
+#: a name that alone says whose dump it is (each paper's iterate)
+_OWN_NAMES = {"ssca": ("omega", "omega_next"), "vfl": ("theta1", "theta4"), "mfcgd": ("x", "x_next")}
+
+
+def _convention_run(paper, algorithm, small, option=None, value=None, replay_dir=None):
+    """(trace, data) of one short run; with ``replay_dir`` from that saved run's recorded inputs."""
+    import os
+
+    from refimpl.core.data import mnist_5k
+    from refimpl.core.replay import read_arrays
+    kw = {**paper.command_line_defaults(), **small}
+    if option is not None:
+        kw[option] = value
+    cfg, replay = paper.make_config(algorithm, **kw), {}
+    if replay_dir is not None:
+        path = os.path.join(replay_dir, "trace.npz")
+        changes, replay = paper.replay_from(read_arrays(path, "the first run"), path)
+        cfg = paper.with_length(cfg, getattr(cfg, paper.length_field), **changes)
+    return paper.run(cfg, mnist_5k() if paper.needs_data(cfg) else None, replay)
+
+
+def _same_dump(a, b):
+    from refimpl.core.dumps import dump_arrays
+    da, db = dump_arrays(a.arrays), dump_arrays(b.arrays)
+    return sorted(da) == sorted(db) and all(
+        sorted(da[r]) == sorted(db[r]) and all(np.shape(da[r][n]) == np.shape(db[r][n])
+                                               and np.array_equal(da[r][n], db[r][n]) for n in da[r]) for r in da)
+
+
+def _acts_on_cases():
+    """(what, right): each convention's ``acts_on`` measured — a run under the other value from
+    the first run's recorded inputs (initial point, batches, τ) gives the first run's dump (or is
+    refused: the recorded batches fix what it would draw) exactly when the convention acts on the
+    inputs; on the arithmetic the same inputs give other numbers. A convention on the inputs names
+    the recorded input it draws differently (its ``replay`` pattern matches it): diagnose tries it
+    only when THEIR file lacks that input."""
+    import os
+    import re
+    import tempfile
+    from dataclasses import replace
+
+    from refimpl import papers
+    from refimpl.core.replay import read_arrays
+    out = []
+    for key, algorithm, small, option, value in _CONVENTION_RUNS:
+        paper = papers.get(key)
+        conv = next(c for c in paper.conventions if c.option == option)
+        with tempfile.TemporaryDirectory() as tmp:
+            recorded = {}
+            for name, run in (("first", _convention_run(paper, algorithm, small)),
+                              ("other", _convention_run(paper, algorithm, small, option, value))):
+                inputs = {k: v for k, v in run.arrays.items() if not re.match(r"r\d+_", k)}    # not the dump
+                replace(run, arrays=inputs).save(os.path.join(tmp, name))
+                recorded[name] = (run, read_arrays(os.path.join(tmp, name, "trace.npz"), name))
+            (first, a), (other, b) = recorded["first"], recorded["other"]
+            try:
+                replayed = _convention_run(paper, algorithm, small, option, value,
+                                           replay_dir=os.path.join(tmp, "first"))
+                fixed = _same_dump(replayed, first)
+            except ValueError:                      # the recorded batches do not fit its draw: fixed
+                fixed = True
+        measured = "inputs" if fixed else "arithmetic"
+        drawn = sorted(n for n in set(a) & set(b) if any(i.matches(n) for i in paper.replay_inputs)
+                       and not (np.shape(a[n]) == np.shape(b[n]) and np.array_equal(a[n], b[n])))
+        named = measured != "inputs" or bool(conv.replay) and any(re.fullmatch(conv.replay, n) for n in drawn)
+        out.append((f"{key} --{option.replace('_', '-')} {value}: changes the run and acts on the {measured} "
+                    f"(described: {conv.acts_on}; draws {', '.join(drawn) or 'no recorded input'} differently)",
+                    not _same_dump(other, first) and conv.acts_on == measured and named))
+    return out
+
+
+def _description_cases():
+    """(what, right): each paper's dump is its own by its markers (a measured dump, and its iterate
+    alone); every dumped name has a place in its data-flow order, which keeps the dependencies of
+    the algorithm; every replay input a run records is named with its word."""
+    import re
+
+    from refimpl import papers
+    from refimpl.core.dumps import dump_arrays
+    out = []
+    for key, algorithm, small in (("ssca", "ssca", dict(rounds=1, dump_rounds="1", eval_every=1)),
+                                  ("vfl", "flexvfl", dict(rounds=1, dump_rounds="1")),
+                                  ("mfcgd", "adamfcgd", dict(steps=1, dump_rounds="1"))):
+        paper = papers.get(key)
+        names = set(dump_arrays(_convention_run(paper, algorithm, small).arrays)[1])
+        owners = [p.key for p in papers.papers() if p.owns_dump(names)]
+        alone = [papers.of_dump({n}).key == key for n in _OWN_NAMES[key]]
+        out.append((f"a {key} dump ({len(names)} quantities) is {key}'s alone, and so is each of "
+                    f"{', '.join(_OWN_NAMES[key])} by itself", owners == [key] and all(alone)))
+        pos = {}
+        for i, pattern in enumerate(paper.dump_order):
+            rx = re.compile("^" + re.escape(pattern).replace("<k>", r"\d+") + "$")
+            pos.update({n: i for n in names if rx.match(n)} | {pattern: i})
+        unplaced = sorted(n for n in names if n not in pos)
+        order_ok = all(a in pos and b in pos and pos[a] < pos[b] for a, b in _DATA_FLOW[key])
+        out.append((f"every {key} dump quantity has a place in the data-flow order, which keeps "
+                    f"{len(_DATA_FLOW[key])} dependencies of the algorithm", not unplaced and order_ok))
+        words = {n: [i.word for i in paper.replay_inputs if i.matches(n)] for n in _REPLAY_WORDS[key]}
+        out.append((f"{key}'s replay inputs are named as a verdict must name them ({len(words)} names)",
+                    all(w == [_REPLAY_WORDS[key][n]] for n, w in words.items())))
+    return out
+
+
+@check("core.paper_descriptions", "what every tool asks a paper's description, measured on short runs: each "
+       "convention's acts_on (a run under the other value from the first run's recorded inputs repeats the first "
+       "run's dump, or is refused, exactly when the convention acts on the inputs: SSCA's curvature, activation and "
+       "sampling, Flex-VFL's momentum, batch order and initialisation, MFCGD's matrix); each paper's dump is its own "
+       "by its markers (and its iterate alone); every dumped quantity has a place in the data-flow order, which "
+       "keeps the algorithm's dependencies; every replay input is named with its word (wrong answers: 0)",
+       "refimpl/core/paper.py, refimpl/papers.py; docs/guide.md (diagnose)")
+def paper_descriptions(quick):
+    cases = _acts_on_cases() + _description_cases()
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} facts of the three descriptions ({len(cases) - len(wrong)} as measured)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
