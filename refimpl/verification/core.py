@@ -512,9 +512,9 @@ def boundary_refusals(quick):
 #: runs of each paper that show each convention (one short run per value; SSCA at ρ_1 = 0.8 so
 #: that A^1 = 0.8τ differs from the authors' A^t = τ)
 _CONVENTION_RUNS = (
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, rho_a=0.8), "curvature", "fixed"),
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2), "activation", "relu"),
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2), "sampling", "pooled"),
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, rho_a=0.8, hidden=8), "curvature", "fixed"),
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "activation", "relu"),
+    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "sampling", "pooled"),
     ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2", optimizer="momentum:0.9"), "momentum", "persistent"),
     ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "batch_order", "epoch"),
     ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "init_scheme", "torch"),
@@ -622,7 +622,7 @@ def _description_cases():
     from refimpl import papers
     from refimpl.core.dumps import dump_arrays
     out = []
-    for key, algorithm, small in (("ssca", "ssca", dict(rounds=1, dump_rounds="1", eval_every=1)),
+    for key, algorithm, small in (("ssca", "ssca", dict(rounds=1, dump_rounds="1", eval_every=1, hidden=8)),
                                   ("vfl", "flexvfl", dict(rounds=1, dump_rounds="1")),
                                   ("mfcgd", "adamfcgd", dict(steps=1, dump_rounds="1"))):
         paper = papers.get(key)
