@@ -308,10 +308,10 @@ def _pool_run(batch, width, account):
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
     import multiprocessing as mp
-    broken = []
-    pool = ProcessPoolExecutor(max_workers=min(width, len(batch)), mp_context=mp.get_context("spawn"),
-                               initializer=worker_init, initargs=(os.getpid(),))
+    broken, pool = [], None
     try:
+        pool = ProcessPoolExecutor(max_workers=min(width, len(batch)), mp_context=mp.get_context("spawn"),
+                                   initializer=worker_init, initargs=(os.getpid(),))
         futs = {pool.submit(run_task, t): t for t in batch}
         pending = set(futs)
         while pending:
@@ -323,10 +323,11 @@ def _pool_run(batch, width, account):
                     broken.append(futs[f])
                     continue
                 account(futs[f], res)
-    except BaseException:          # Ctrl-C / SIGTERM: stop dispatching and kill the running tasks now
-        stop_pool(pool)
+        pool.shutdown(wait=True)
+    except BaseException:          # Ctrl-C / SIGTERM (also while the pool starts or shuts down): kill the tasks now
+        if pool is not None:
+            stop_pool(pool)
         raise
-    pool.shutdown(wait=True)
     return broken
 
 

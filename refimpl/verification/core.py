@@ -509,45 +509,28 @@ def boundary_refusals(quick):
 # the papers' descriptions (refimpl.papers): what every tool asks, measured on runs
 # ----------------------------------------------------------------------------------------------
 
-#: runs of each paper that show each convention (one short run per value; SSCA at ρ_1 = 0.8 so
-#: that A^1 = 0.8τ differs from the authors' A^t = τ)
-_CONVENTION_RUNS = (
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, rho_a=0.8, hidden=8), "curvature", "fixed"),
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "activation", "relu"),
-    ("ssca", "ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "sampling", "pooled"),
-    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2", optimizer="momentum:0.9"), "momentum", "persistent"),
-    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "batch_order", "epoch"),
-    ("vfl", "flexvfl", dict(rounds=2, dump_rounds="1,2"), "init_scheme", "torch"),
-    ("mfcgd", "adamfcgd", dict(steps=2, dump_rounds="1,2"), "matrix", "norm"),
-)
+#: each paper's facts (``DESCRIPTION_FACTS`` in its checks module, written from the paper):
+#: ``runs`` (algorithm, short-run options, a convention, its other value) — one short run per value;
+#: ``dump_run`` (algorithm, options) of a one-round dump; ``data_flow`` — (earlier, later) pairs of
+#: quantities, the later computed from the earlier, that the data-flow order (the order diagnose
+#: walks a round in) must keep; ``replay_words`` — a recorded replay input's name → the word a
+#: verdict uses for it; ``own_names`` — names that alone say whose dump it is (the iterate)
+def _description_facts():
+    """[(paper description, its facts)] for every registered paper whose checks module states them."""
+    import importlib
 
-#: quantities computed from others, written from the algorithms: (earlier, later) pairs that a
-#: paper's data-flow order (the order diagnose walks a round in) must keep
-_DATA_FLOW = {
-    "ssca": (("batch", "client_loss"), ("client_grad", "grad_hat"), ("rho", "A"), ("A", "omega_bar"),
-             ("B", "omega_bar"), ("C", "omega_bar"), ("grad_hat", "B"), ("loss_hat", "C"),
-             ("omega_bar", "omega_next")),                       # [SSCA] (8)–(10), Lemma 1
-    "vfl": (("batch", "H"), ("H", "dh<k>"), ("theta<k>", "grad<k>"), ("grad<k>", "momentum<k>")),   # Alg. 1
-    "mfcgd": (("zeta", "h"), ("zeta", "u"), ("xi", "v"), ("x", "h"), ("x", "u"), ("h", "v"), ("u", "w"),
-              ("v", "w"), ("x", "x_bar")),                       # [MFCGD] Alg. 1, (6)–(9): v reads h
-}
-
-#: the replay inputs a run records, each with the word a verdict uses for it
-_REPLAY_WORDS = {
-    "ssca": {"W1_0": "initial point", "W2_0": "initial point", "omega_0": "initial point",
-             "batches": "batch schedule"},
-    "vfl": {"init_theta0": "initial point", "init_theta3": "initial point", "batches": "batch schedule",
-            "tau": "τ table"},
-    "mfcgd": {"init_x1": "initial point", "x1": "initial point", "h1": "initial estimators",
-              "u1": "initial estimators", "v1": "initial estimators", "zeta": "samples", "samples_zeta": "samples"},
-}
-
-#: a name that alone says whose dump it is (each paper's iterate)
-_OWN_NAMES = {"ssca": ("omega", "omega_next"), "vfl": ("theta1", "theta4"), "mfcgd": ("x", "x_next")}
+    from refimpl import papers
+    out = []
+    for paper in papers.papers():
+        facts = getattr(importlib.import_module(paper.checks_module), "DESCRIPTION_FACTS", None) \
+            if paper.checks_module else None
+        if facts is not None:
+            out.append((paper, facts))
+    return out
 
 
 def _convention_run(paper, algorithm, small, option=None, value=None, replay_dir=None):
-    """(trace, data) of one short run; with ``replay_dir`` from that saved run's recorded inputs."""
+    """The trace of one short run; with ``replay_dir``, from the recorded inputs of the run saved there."""
     import os
 
     from refimpl.core.data import mnist_5k
@@ -583,11 +566,10 @@ def _acts_on_cases():
     import tempfile
     from dataclasses import replace
 
-    from refimpl import papers
     from refimpl.core.replay import read_arrays
     out = []
-    for key, algorithm, small, option, value in _CONVENTION_RUNS:
-        paper = papers.get(key)
+    for paper, algorithm, small, option, value in [(p, *run) for p, f in _description_facts() for run in f["runs"]]:
+        key = paper.key
         conv = next(c for c in paper.conventions if c.option == option)
         with tempfile.TemporaryDirectory() as tmp:
             recorded = {}
@@ -622,26 +604,24 @@ def _description_cases():
     from refimpl import papers
     from refimpl.core.dumps import dump_arrays
     out = []
-    for key, algorithm, small in (("ssca", "ssca", dict(rounds=1, dump_rounds="1", eval_every=1, hidden=8)),
-                                  ("vfl", "flexvfl", dict(rounds=1, dump_rounds="1")),
-                                  ("mfcgd", "adamfcgd", dict(steps=1, dump_rounds="1"))):
-        paper = papers.get(key)
-        names = set(dump_arrays(_convention_run(paper, algorithm, small).arrays)[1])
+    for paper, facts in _description_facts():
+        key = paper.key
+        names = set(dump_arrays(_convention_run(paper, *facts["dump_run"]).arrays)[1])
         owners = [p.key for p in papers.papers() if p.owns_dump(names)]
-        alone = [papers.of_dump({n}).key == key for n in _OWN_NAMES[key]]
+        alone = [papers.of_dump({n}) is paper for n in facts["own_names"]]
         out.append((f"a {key} dump ({len(names)} quantities) is {key}'s alone, and so is each of "
-                    f"{', '.join(_OWN_NAMES[key])} by itself", owners == [key] and all(alone)))
+                    f"{', '.join(facts['own_names'])} by itself", owners == [key] and all(alone)))
         pos = {}
         for i, pattern in enumerate(paper.dump_order):
             rx = re.compile("^" + re.escape(pattern).replace("<k>", r"\d+") + "$")
             pos.update({n: i for n in names if rx.match(n)} | {pattern: i})
         unplaced = sorted(n for n in names if n not in pos)
-        order_ok = all(a in pos and b in pos and pos[a] < pos[b] for a, b in _DATA_FLOW[key])
+        order_ok = all(a in pos and b in pos and pos[a] < pos[b] for a, b in facts["data_flow"])
         out.append((f"every {key} dump quantity has a place in the data-flow order, which keeps "
-                    f"{len(_DATA_FLOW[key])} dependencies of the algorithm", not unplaced and order_ok))
-        words = {n: [i.word for i in paper.replay_inputs if i.matches(n)] for n in _REPLAY_WORDS[key]}
+                    f"{len(facts['data_flow'])} dependencies of the algorithm", not unplaced and order_ok))
+        words = {n: [i.word for i in paper.replay_inputs if i.matches(n)] for n in facts["replay_words"]}
         out.append((f"{key}'s replay inputs are named as a verdict must name them ({len(words)} names)",
-                    all(w == [_REPLAY_WORDS[key][n]] for n, w in words.items())))
+                    all(w == [facts["replay_words"][n]] for n, w in words.items())))
     return out
 
 

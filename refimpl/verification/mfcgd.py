@@ -800,3 +800,17 @@ def problem_evaluations(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps",
             "details": {"wrong": wrong[:5]}}
+
+
+#: what ``core.paper_descriptions`` measures MFCGD's description against, written from the paper
+#: (refimpl/verification/core.py says what each entry is); v reads h (∇f at the inner estimate)
+DESCRIPTION_FACTS = {
+    "runs": (("adamfcgd", dict(steps=2, dump_rounds="1,2"), "matrix", "norm"),),
+    "dump_run": ("adamfcgd", dict(steps=1, dump_rounds="1")),
+    "data_flow": (("zeta", "h"), ("zeta", "u"), ("xi", "v"), ("x", "h"), ("x", "u"), ("h", "v"), ("u", "w"),
+                  ("v", "w"), ("x", "x_bar")),                   # [MFCGD] Algorithm 1, (6)–(9)
+    "replay_words": {"init_x1": "initial point", "x1": "initial point", "h1": "initial estimators",
+                     "u1": "initial estimators", "v1": "initial estimators", "zeta": "samples",
+                     "samples_zeta": "samples"},
+    "own_names": ("x", "x_next"),
+}

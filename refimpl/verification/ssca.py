@@ -704,3 +704,20 @@ def _flower_round_misroutes(results):
     except RuntimeError as exc:
         wrong += int("two replies from partition" not in str(exc))
     return wrong
+
+
+#: what ``core.paper_descriptions`` measures SSCA's description against, written from the paper
+#: (refimpl/verification/core.py says what each entry is); ρ_1 = 0.8 so that A^1 = 0.8τ differs
+#: from the authors' A^t = τ
+DESCRIPTION_FACTS = {
+    "runs": (("ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, rho_a=0.8, hidden=8), "curvature", "fixed"),
+             ("ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "activation", "relu"),
+             ("ssca", dict(rounds=2, dump_rounds="1,2", eval_every=2, hidden=8), "sampling", "pooled")),
+    "dump_run": ("ssca", dict(rounds=1, dump_rounds="1", eval_every=1, hidden=8)),
+    "data_flow": (("batch", "client_loss"), ("client_grad", "grad_hat"), ("rho", "A"), ("A", "omega_bar"),
+                  ("B", "omega_bar"), ("C", "omega_bar"), ("grad_hat", "B"), ("loss_hat", "C"),
+                  ("omega_bar", "omega_next")),                  # [SSCA] (8)–(10), Lemma 1
+    "replay_words": {"W1_0": "initial point", "W2_0": "initial point", "omega_0": "initial point",
+                     "batches": "batch schedule"},
+    "own_names": ("omega", "omega_next"),
+}

@@ -860,3 +860,17 @@ def claim_adaptive(quick):
     worst = float(min(ratios.values()))
     return {"measured": worst, "bound": 1.0, "holds": bool(worst > 1.0), "relation": ">",
             "note": "smallest speed-up over the cases", "details": det}
+
+
+#: what ``core.paper_descriptions`` measures Flex-VFL's description against, written from the
+#: paper (refimpl/verification/core.py says what each entry is)
+DESCRIPTION_FACTS = {
+    "runs": (("flexvfl", dict(rounds=2, dump_rounds="1,2", optimizer="momentum:0.9"), "momentum", "persistent"),
+             ("flexvfl", dict(rounds=2, dump_rounds="1,2"), "batch_order", "epoch"),
+             ("flexvfl", dict(rounds=2, dump_rounds="1,2"), "init_scheme", "torch")),
+    "dump_run": ("flexvfl", dict(rounds=1, dump_rounds="1")),
+    "data_flow": (("batch", "H"), ("H", "dh<k>"), ("theta<k>", "grad<k>"), ("grad<k>", "momentum<k>")),  # Alg. 1
+    "replay_words": {"init_theta0": "initial point", "init_theta3": "initial point", "batches": "batch schedule",
+                     "tau": "τ table"},
+    "own_names": ("theta1", "theta4"),
+}
