@@ -196,8 +196,12 @@ def _start_sweep(tmp_path, name, command="sweep"):
         argv = ["sweep", spec]
     else:                                          # 24 runs of about 4 s
         argv = ["reproduce", "ssca-sample", "--quick"]
+    # started as a terminal starts a foreground command: Ctrl-C's SIGINT at its default disposition
+    # (a process inherits an ignored SIGINT, and Python then never raises KeyboardInterrupt; the
+    # test process may have it ignored, depending on what ran in it before)
     proc = subprocess.Popen([sys.executable, "-m", "refimpl", *argv, "--out", str(out), "--workers", "2",
-                             "--quiet"], start_new_session=True, stderr=subprocess.PIPE, text=True)
+                             "--quiet"], start_new_session=True, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline:
         done = [n for n in os.listdir(out / "tasks") if not n.startswith(".")] if (out / "tasks").exists() else []
