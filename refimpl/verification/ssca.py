@@ -623,6 +623,128 @@ def constrained_round_literal(quick):
             "note": f"recursions {exact:.1e} (≤ 1e-12), steps {solved:.1e} (≤ 1e-6)"}
 
 
+def _plain_loss(theta, X, y, n_hidden, n_classes):
+    """Mean softmax cross-entropy of the bias-free two-layer swish network, in plain NumPy."""
+    n1 = n_hidden * X.shape[1]
+    Z = X @ theta[:n1].reshape(n_hidden, -1).T
+    O = (Z / (1.0 + np.exp(-Z))) @ theta[n1:].reshape(n_classes, n_hidden).T
+    O = O - O.max(axis=1, keepdims=True)
+    return float(np.mean(np.log(np.exp(O).sum(axis=1)) - O[np.arange(len(y)), y]))
+
+
+#: the partition the baselines check gives by file: three clients of 400, 1,200 and 2,400 samples
+_BASELINE_PARTS = ((0, 400), (400, 1600), (1600, 4000))
+
+
+def _baseline_literal(ds, cfg, tr):
+    """The Section VI baseline of ``cfg`` written out from docs/ssca.md, on the run's own batches
+    from its initial point: ω^t of every round, and the run's records at the evaluated rounds.
+    Returns (worst relative difference, {what: (recorded, by hand)} of the records that differ)."""
+    H, L, lam, m, E = cfg.hidden, ds.n_classes, cfg.lam, (cfg.momentum if cfg.algorithm == "sgdm" else 0.0), \
+        cfg.local_steps
+    X, y = ds.X_train, ds.y_train
+    N = X.shape[0]
+    P = H * (X.shape[1] + L)
+    W1, W2 = tr.snapshots[0]
+    w = np.concatenate([np.ravel(W1), np.ravel(W2)])
+    v = np.zeros(P)
+    worst, wrong = 0.0, {}
+    iterates, per_round, evals = {0: w}, None, None
+
+    def grad(u, ids):
+        return plain_objective_grad(H, L, u, X[ids], y[ids], lam)
+
+    def step(u, vel, g, eta):
+        if m == 0.0:
+            return u - eta * g, vel
+        vel = m * vel + (1.0 - m) * g
+        return u - eta * vel, vel
+    for t in range(1, cfg.rounds + 1):
+        eta = cfg.lr / t ** cfg.lr_decay
+        batch = tr.batches[t - 1]
+        if cfg.setting == "feature":
+            w, v = step(w, v, grad(w, np.asarray(batch)), eta)
+            evals = len(batch)
+        elif E == 1:
+            g = sum((hi - lo) / N * (grad(w, b) - 2.0 * lam * w) for (lo, hi), b in zip(_BASELINE_PARTS, batch))
+            w, v = step(w, v, g + 2.0 * lam * w, eta)
+            per_round, evals = P + 3 * (P + 1), sum(len(b) for b in batch)
+        else:
+            new_w, new_v = np.zeros(P), np.zeros(P)
+            for (lo, hi), b in zip(_BASELINE_PARTS, batch):
+                B = len(b) // E
+                u, uv = w.copy(), v.copy()
+                for e in range(E):
+                    u, uv = step(u, uv, grad(u, b[e * B:(e + 1) * B]), eta)
+                new_w += (hi - lo) / N * u
+                new_v += (hi - lo) / N * uv
+            w, v = new_w, new_v
+            per_round, evals = (1 + 3) * P * (2 if m else 1), sum(len(b) for b in batch)
+        worst = max(worst, _rel(np.concatenate([np.ravel(a) for a in tr.snapshots[t]]), w))
+        iterates[t] = w
+    by_hand = {"round": [0.0, 2.0, 3.0]}
+    rounds = [int(r) for r in tr.metrics["round"]]
+    for key, f in (("grad_evals", lambda r: r * evals), ("comm_floats", lambda r: r * per_round),
+                   ("sq_norm", lambda r: float(iterates[r] @ iterates[r])),
+                   ("train_cost", lambda r: _plain_loss(iterates[r], X, y, H, L) + lam * float(iterates[r] @ iterates[r]))):
+        if key == "comm_floats" and per_round is None:        # feature-based: the ledger's own count, per round
+            per_round = sum(msg["floats"] for msg in tr.ledger_round1)
+        by_hand[key] = [f(r) for r in rounds if r in iterates]
+    for key, exp in by_hand.items():
+        got = [float(x) for x in tr.metrics[key]]
+        if len(got) != len(exp) or (_rel(np.array(got), np.array(exp, dtype=float)) > 1e-12 if key in ("sq_norm", "train_cost")
+                                    else got != exp):
+            wrong[f"{cfg.algorithm}/{cfg.setting}/E={E}: {key}"] = (got, exp)
+    return worst, wrong
+
+
+@check("ssca.baselines_literal",
+       "the Section VI baselines written out, on each run's own batches from its initial point, over 3 rounds "
+       "(λ = 0.01, unequal shards of 400, 1,200 and 2,400 samples given by file): sample-based SGD and SGD-m with "
+       "one local step (ĝ = Σ_k (N_k/N) ĝ_k) and FedAvg with two (each client's two halves of its batch in turn; "
+       "models and momentum buffers averaged with weights N_k/N), feature-based SGD and SGD-m; momentum "
+       "v ← m v + (1 − m) g; η_t = η0/t^β. The runs' records by hand: the evaluated rounds (every second and "
+       "the last), gradient evaluations and floats sent so far, ||ω||² and the training cost (32) in plain "
+       "NumPy; each client's dumped ℓ̂_k its own batch's mean; round 1's ledger of a one-round run",
+       "[SSCA] Section VI; (32); docs/ssca.md")
+def baselines_literal(quick):
+    import json as _json
+    import os
+    import tempfile
+    ds = embedded()
+    worst, wrong, runs = 0.0, {}, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        pfile = os.path.join(tmp, "parts.json")
+        with open(pfile, "w") as fh:
+            _json.dump([list(range(lo, hi)) for lo, hi in _BASELINE_PARTS], fh)
+        for algorithm, setting, E in (("sgd", "sample", 1), ("sgdm", "sample", 1), ("sgd", "sample", 2),
+                                      ("sgdm", "sample", 2), ("sgd", "feature", 1), ("sgdm", "feature", 1)):
+            cfg = RunConfig(algorithm, setting=setting, batch=5, rounds=3, clients=3, hidden=6, lam=0.01, lr=0.4,
+                            lr_decay=0.3, momentum=0.8, local_steps=E, eval_every=2, seed=11, snapshots=[1, 2, 3],
+                            partition_file=pfile if setting == "sample" else None,
+                            dump_rounds="all" if (setting, E) == ("sample", 1) else "")
+            tr = run_experiment(cfg, ds)
+            w, bad = _baseline_literal(ds, cfg, tr)
+            worst, runs = max(worst, w), runs + 1
+            wrong.update(bad)
+            if cfg.dump_rounds:
+                for t in range(1, 4):
+                    om, batch = tr.arrays[f"r{t}_omega"], tr.batches[t - 1]
+                    mine = [_plain_loss(om, ds.X_train[b], ds.y_train[b], 6, ds.n_classes) for b in batch]
+                    if _rel(tr.arrays[f"r{t}_client_loss"], np.array(mine)) > 1e-12:
+                        wrong[f"{algorithm}/E=1: round {t}'s client_loss"] = (tr.arrays[f"r{t}_client_loss"].tolist(), mine)
+        one = run_experiment(RunConfig("ssca", batch=5, rounds=1, clients=3, hidden=6, partition_file=pfile), ds)
+        P = 6 * (ds.n_features + ds.n_classes)
+        ledger = [(m["sender"], m["receiver"], m["floats"]) for m in one.ledger_round1]
+        hand = [("server", "all clients", P)] + [(f"client {k}", "server", P + 1) for k in range(3)]
+        if ledger != hand:
+            wrong["ssca, one round: round 1's ledger"] = (ledger, hand)
+    return {"measured": worst, "bound": 1e-12, "holds": worst <= 1e-12 and not wrong,
+            "details": {"runs": runs, "max_relative_difference": worst, "records_differing": wrong},
+            "note": f"{runs} runs, iterates within {worst:.1e}; {len(wrong)} records differ"
+            + (": " + "; ".join(wrong) if wrong else "")}
+
+
 @check("ssca.flower_aggregation",
        "the Flower adapter with unequal partitions (quantity:1.0, 6 clients): each client's reply (its fit) is "
        "computed on its own partition's batch from the JSON sent to all, the strategy keys the replies by the "
