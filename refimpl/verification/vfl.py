@@ -213,7 +213,8 @@ def _condition20_errors():
        "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all, its "
        "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
-       "two-state (Markov) model's chain and mean",
+       "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
+       "of 0 refused",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -299,6 +300,15 @@ def _cpu_trace_errors(model, data):
     cpu = np.array([[0.0, 0.05, 0.5, 0.95, 1.0]])
     got = CPUTraceSpeed(cpu, 1.0).taus(5, np.random.default_rng(0), 1)[0][:, 0]
     errors["cputrace_tau_mismatches"] = float(np.sum(got != np.array([11, 10, 6, 1, 1])))
+    # utilisations outside [0, 1] are clipped first: −0.3 counts as 0 (τ 11), 1.4 as 1 (τ 1)
+    got = CPUTraceSpeed(np.array([[-0.3, 1.4]]), 1.0).taus(2, np.random.default_rng(0), 1)[0][:, 0]
+    errors["cputrace_tau_clipped_mismatches"] = float(np.sum(got != np.array([11, 1])))
+    # a step time of 0 (or below) is refused, not taken as an infinitely fast party
+    try:
+        ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0))
+        errors["zero_step_time_accepted"] = 1.0
+    except ValueError:
+        errors["zero_step_time_accepted"] = 0.0
     model3 = CPUTraceSpeed(np.tile(cpu, (3, 1)), 2.9, _n_parties=3)
     errors["cputrace_mean"] = float(np.max(np.abs(model3.mean() - 2.9 / 5.8)))       # mean τ = 29 / 5
     bad = 0
@@ -623,6 +633,74 @@ def round_literal(quick):
         worst = max(worst, rel, eta_rel, float(tau_bad))
     return {"measured": worst, "bound": 1e-12, "details": det,
             "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds"}
+
+
+def _init_literal(seed, scheme, D, kinds, O, H, L):
+    """Θ^{1,0} written out from docs/flexvfl.md: the initialisation stream is the first of three
+    streams spawned from the run's seed; the server's head first, then each party in order.
+    "glorot": U(±sqrt(6/(fan-in + fan-out))) per weight matrix, bias column included; "torch": the
+    head's weights N(0, 0.01²) with zero bias, each party layer's weights then its bias
+    U(±1/sqrt(fan-in))."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[0])
+
+    def glorot(n_out, n_in):
+        e = np.sqrt(6.0 / (n_in + n_out))
+        return rng.uniform(-e, e, n_out * (n_in + 1))
+
+    def torch(n_out, n_in):
+        b = 1.0 / np.sqrt(n_in)
+        W = rng.uniform(-b, b, (n_out, n_in))
+        return np.hstack([rng.uniform(-b, b, n_out)[:, None], W]).ravel()
+    if scheme == "glorot":
+        out = [glorot(L, O * len(kinds))]
+    else:
+        out = [np.hstack([np.zeros((L, 1)), rng.normal(0.0, 0.01, (L, O * len(kinds)))]).ravel()]
+    layer = glorot if scheme == "glorot" else torch
+    for kind, d in zip(kinds, D):
+        out.append(layer(O, d) if kind == "linear" else np.concatenate([layer(H, d), layer(O, H)]))
+    return out
+
+
+@check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
+       "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and "
+       "linear parties, drawn from the first of the seed's three streams, head first; the parties' features (the "
+       "four 14×14 quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); and "
+       "the server's local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under "
+       "refimpl's (sync Q, P-BCD 1, Flex-VFL floor(timeout / s_0))",
+       "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
+def assembly_literal(quick):
+    from refimpl.vfl.experiment import VFLConfig, run_vfl, vertical_data
+    ds = embedded()
+    wrong, worst = [], 0.0
+    idx = np.arange(784).reshape(28, 28)
+    quads = [idx[:14, :14], idx[:14, 14:], idx[14:, :14], idx[14:, 14:]]
+    for parties, blocks in ((4, [q.ravel() for q in quads]), (3, np.array_split(np.arange(784), 3))):
+        got = vertical_data(ds, parties)
+        for k, b in enumerate(blocks):
+            if not np.array_equal(got.Xs_train[k], ds.X_train[:, b]):
+                wrong.append(f"{parties} parties: party {k + 1}'s features are not {'quadrant' if parties == 4 else 'block'} {k + 1}")
+    kinds = ("swish", "linear", "linear", "swish")
+    D = [len(q.ravel()) for q in quads]
+    for scheme in ("glorot", "torch"):
+        cfg = VFLConfig(method="flexvfl", parties=4, encoder=",".join(kinds), embed_dim=3, hidden=5, rounds=1, batch=4,
+                        seed=31, init_scheme=scheme, speeds="constant:0.5,1,1,1,1")
+        tr = run_vfl(cfg, ds)
+        mine = _init_literal(31, scheme, D, kinds, 3, 5, ds.n_classes)
+        for k, m in enumerate(mine):
+            got = tr.arrays[f"init_theta{k}"].ravel()
+            worst = max(worst, float(np.max(np.abs(got - m))) if got.shape == m.shape else np.inf)
+    Q, timeout = 3, 2.0
+    for protocol, want in (("authors", {"flexvfl": Q, "sync-vfl": Q, "pbcd": 1}),
+                           ("refimpl", {"flexvfl": 5, "sync-vfl": Q, "pbcd": 1})):
+        for method, steps in want.items():
+            cfg = VFLConfig(method=method, protocol=protocol, parties=2, embed_dim=2, rounds=2, batch=4, Q=Q,
+                            timeout=timeout, speeds="constant:0.4,0.25,0.5")
+            got = run_vfl(cfg, ds).arrays["tau"][:, 0]
+            if not np.all(got == steps):
+                wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
+    return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
+            "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
+            "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "

@@ -40,7 +40,7 @@ class VFLConfig:
     latency: float = 0.01
     server_time: float = 0.0          # server round trip per round (async: per event), in units of the
                                       # fastest party's mean step time
-    protocol: str = "refimpl"         # "authors": server τ = Q with free server compute (all methods)
+    protocol: str = "refimpl"         # "authors": server τ = Q (P-BCD: 1) with free server compute
     labels: str = "all"
     target: float | None = None
     seed: int = 0
