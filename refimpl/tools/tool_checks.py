@@ -241,7 +241,7 @@ def _replay_layout_cases():
     from scipy.io import savemat
 
     from refimpl import papers
-    from refimpl.core.matfiles import mat_snapshots
+    from refimpl.core.matfiles import mat_initial_point, mat_snapshots
     from refimpl.vfl.experiment import load_init
     from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
     model = VerticalModel((LinearEncoder(3, 2), LinearEncoder(2, 2)), LinearFusion(4, 3))
@@ -254,7 +254,16 @@ def _replay_layout_cases():
         back = load_init(path, model)
         savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
-    out = [("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for",
+        savemat(os.path.join(tmp, "plain.mat"), {"Theta1a": W1, "Theta2a": W2})
+        at7 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=7)
+        savemat(os.path.join(tmp, "initial_Theta1.mat"), {"Theta1": W1})
+        savemat(os.path.join(tmp, "initial_Theta2.mat"), {"Theta2": W2})
+        init = mat_initial_point(os.path.join(tmp, "initial_Theta1.mat"))
+    out = [("--round 7 places plain (unnumbered) .mat variables at round 7",
+            list(at7) == [7] and np.array_equal(at7[7][0], W1) and np.array_equal(at7[7][1], W2)),
+           ("--init initial_Theta1.mat reads W1 from it and W2 from its sibling initial_Theta2.mat",
+            np.array_equal(init[0], W1) and np.array_equal(init[1], W2)),
+           ("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for",
             all(np.array_equal(a, b) for a, b in zip(back, flat))),
            ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable",
             3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2))]
@@ -464,6 +473,11 @@ def _return_and_compare_cases(own, docs):
     out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, −1 from its neighbour 1",
                 ulp_distance(-0.0, 0.0) == 0 and ulp_distance(tiny, -tiny) == 2
                 and ulp_distance(-1.0, np.nextafter(-1.0, -2.0)) == 1))
+    big = np.array([1000.0, 1.0, 1.0, 1.0])                # max|expected| 1000, mean 250.75
+    out.append(("the relative tolerance scales with max|expected|: an error of 5e-10 in a small entry passes at "
+                "rel 1e-12 (limit 1e-9), 2e-9 fails",
+                compare("v", big, big + [0, 5e-10, 0, 0], {"rel": 1e-12}) is None
+                and compare("v", big, big + [0, 2e-9, 0, 0], {"rel": 1e-12}) is not None))
     out.append(("a NaN against a whole number is shown as nan, and 2.5 as 2.5, not as a whole number",
                 "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")
                 and "got 2.5, expected 3" in (compare("index", np.int64(3), 2.5, {"rel": 0}) or "")))
@@ -591,7 +605,8 @@ def _cases_result(cases, planted=""):
 
 @check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
        "one that matches: NaN and inf, an output one entry short, transposed or flattened, an error beyond the "
-       "relative or ulp tolerance (ulps counted through zero) and a whole number off by 0.5 fail naming the entry, an "
+       "relative (× max|expected|) or ulp tolerance (ulps counted through zero) and a whole number off by 0.5 fail "
+       "naming the entry, an "
        "error within the tolerance passes, a missing function is skipped; outputs by name or bare pass, a missing "
        "name, the wrong count, a non-number or text in another case fail; exported vectors load back as generated "
        "(JSON and NPZ), and an edited, unlisted or missing file, a damaged manifest or another format is refused "
@@ -947,7 +962,8 @@ def diagnose_report(quick):
        "padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay array (padded batches too) "
        "and a τ table's 0, a run's round files "
        "and dump.mat (a vector as a vector), the dump's size estimate, a Flex-VFL --init matrix (row-major), --map's "
-       "W1 and W2, MFCGD's initial estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
+       "W1 and W2, --round for unnumbered .mat iterates, --init's initial_Theta2.mat sibling, MFCGD's initial "
+       "estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
        "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another "
        "shape, and measures a relative difference "
        "(of a metric, of a snapshot) as such, saved traces load back as saved (wrong answers: 0)",

@@ -336,7 +336,10 @@ def partitions(quick):
        "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run and ComFedL run (MFCGD family, "
        "||∇F(x̄_t)|| against step 1), the run stops at the "
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
-       "same seed (a factor chosen so that comparing with the previous evaluation would never stop); 0 mismatches",
+       "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
+       "stops likewise at the first round whose ||ω||² exceeds a limit; the rule itself at each edge by hand (a cost "
+       "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept); "
+       "0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
 def divergence_reference(quick):
     import re
@@ -372,10 +375,42 @@ def divergence_reference(quick):
         det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
                      int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
+    # ||ω||² on the same SGD run: a limit between the 3rd and 4th rounds' values stops it at the first round above
+    free = cases["ssca-family/sgd"][1](1e12)
+    sq = np.asarray(free.metrics["sq_norm"], dtype=float)
+    limit = float(np.sort(sq)[3] + np.sort(sq)[4]) / 2
+    want = int(free.metrics["round"][np.flatnonzero(sq > limit)[0]])
+    stopped = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=1, hidden=8, batch=20,
+                                       diverge_cost_factor=1e12, diverge_sq_norm=limit), ds)
+    m = re.match(r"diverged: round (\d+): \|\|omega\|\|\^2", stopped.status)
+    got = int(m.group(1)) if m else None
+    mismatches += int(got != want)
+    det["ssca-family/sgd ||omega||^2"] = {"limit": limit, "sq_norm_unstopped": sq.tolist(), "expected_round": want,
+                                          "stopped_round": got, "status": stopped.status}
+    det["rule_by_hand"] = _divergence_rule_errors()
+    mismatches += len(det["rule_by_hand"])
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
             "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(
                 det["ssca-family/sgd"]["stopped_round"], det["flexvfl"]["stopped_round"],
                 det["mfcgd-family/comfedl"]["stopped_round"])}
+
+
+def _divergence_rule_errors():
+    """The rule itself at its edges, by hand (factor 10, ||ω||² limit 100): a cost exactly 10× the
+    initial one is kept, just above it is not, also for an initial cost below 1 (0.01: the limit is
+    0.1, not 10); ||ω||² = 100 is kept, 100.001 is not; NaN and inf are never kept."""
+    from refimpl.core.divergence import DivergenceRule
+    rule = DivergenceRule(10.0, 100.0)
+    cases = (("cost", (5.0, 0.5), False), ("cost", (5.0000001, 0.5), True), ("cost", (0.11, 0.01), True),
+             ("cost", (0.099, 0.01), False), ("cost", (float("nan"), 1.0), True), ("cost", (float("inf"), 1.0), True),
+             ("sq_norm", (100.0,), False), ("sq_norm", (100.001,), True), ("sq_norm", (float("inf"),), True),
+             ("sq_norm", (float("nan"),), True))
+    wrong = []
+    for kind, args, diverged in cases:
+        reason = getattr(rule, kind)("x", *args)
+        if (reason is not None) != diverged:
+            wrong.append(f"{kind}{args}: {'diverged' if reason else 'kept'}, want {'diverged' if diverged else 'kept'}")
+    return wrong
 
 
 def _perturbed(value):
@@ -391,6 +426,46 @@ def _perturbed(value):
     if isinstance(value, dict):
         return {**value, "other": 0}
     return 1
+
+
+@check("core.embedded_data", "the embedded MNIST subset every default run loads is the documented recipe, redone here "
+       "from the vendored file: 5,000 images of 784 pixels (500 per class), one permutation drawn from "
+       "default_rng(20240601), pixels / 255 as float64, the first 4,000 permuted samples for training and the last "
+       "1,000 for testing; two loads share no arrays; the digest a trace records equals a SHA-256 of the four "
+       "arrays computed here; 0 facts wrong",
+       "refimpl/core/_data/PROVENANCE.md; refimpl/core/data.py")
+def embedded_data(quick):
+    import hashlib
+    import os
+
+    import refimpl.core
+    from refimpl.core.data import data_digest, load_embedded_mnist
+    with np.load(os.path.join(os.path.dirname(refimpl.core.__file__), "_data", "mnist_5k.npz")) as z:
+        images, labels = z["images"], z["labels"]
+    wrong = []
+    counts = np.bincount(labels, minlength=10).tolist()
+    if images.shape != (5000, 784) or images.dtype != np.uint8 or counts != [500] * 10:
+        wrong.append(f"the vendored file holds {images.shape} {images.dtype}, classes {counts}")
+    perm = np.random.default_rng(20240601).permutation(5000)
+    X, y = images[perm] / 255.0, labels[perm].astype(np.int64)
+    ds = load_embedded_mnist()
+    for name, got, want in (("X_train", ds.X_train, X[:4000]), ("y_train", ds.y_train, y[:4000]),
+                            ("X_test", ds.X_test, X[4000:]), ("y_test", ds.y_test, y[4000:])):
+        if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
+            wrong.append(f"{name}: {got.dtype} {got.shape} differs from the recipe's {want.dtype} {want.shape}")
+    other = load_embedded_mnist()
+    other.X_train[0, 0] += 1.0
+    if load_embedded_mnist().X_train[0, 0] != X[0, 0]:
+        wrong.append("an edit of one load's X_train reaches the next load")
+    h = hashlib.sha256()
+    for a in (X[:4000], y[:4000], X[4000:], y[4000:]):
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    if data_digest(ds) != h.hexdigest():
+        wrong.append(f"recorded digest {data_digest(ds)[:12]}… is not the arrays' {h.hexdigest()[:12]}…")
+    return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
+            "note": f"{len(wrong)} of 7 facts wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 
 @check("core.task_identity", "a run's identity (the name a rerun reuses it by) changes with every field of every "

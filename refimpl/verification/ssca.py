@@ -686,14 +686,15 @@ def _baseline_literal(ds, cfg, tr):
     rounds = [int(r) for r in tr.metrics["round"]]
     for key, f in (("grad_evals", lambda r: r * evals), ("comm_floats", lambda r: r * per_round),
                    ("sq_norm", lambda r: float(iterates[r] @ iterates[r])),
-                   ("train_cost", lambda r: _plain_loss(iterates[r], X, y, H, L) + lam * float(iterates[r] @ iterates[r]))):
+                   ("train_cost", lambda r: _plain_loss(iterates[r], X, y, H, L)
+                    + lam * float(iterates[r] @ iterates[r]))):
         if key == "comm_floats" and per_round is None:        # feature-based: the ledger's own count, per round
             per_round = sum(msg["floats"] for msg in tr.ledger_round1)
         by_hand[key] = [f(r) for r in rounds if r in iterates]
     for key, exp in by_hand.items():
         got = [float(x) for x in tr.metrics[key]]
-        if len(got) != len(exp) or (_rel(np.array(got), np.array(exp, dtype=float)) > 1e-12 if key in ("sq_norm", "train_cost")
-                                    else got != exp):
+        real = key in ("sq_norm", "train_cost")
+        if len(got) != len(exp) or (_rel(np.array(got), np.array(exp, dtype=float)) > 1e-12 if real else got != exp):
             wrong[f"{cfg.algorithm}/{cfg.setting}/E={E}: {key}"] = (got, exp)
     return worst, wrong
 
@@ -732,7 +733,8 @@ def baselines_literal(quick):
                     om, batch = tr.arrays[f"r{t}_omega"], tr.batches[t - 1]
                     mine = [_plain_loss(om, ds.X_train[b], ds.y_train[b], 6, ds.n_classes) for b in batch]
                     if _rel(tr.arrays[f"r{t}_client_loss"], np.array(mine)) > 1e-12:
-                        wrong[f"{algorithm}/E=1: round {t}'s client_loss"] = (tr.arrays[f"r{t}_client_loss"].tolist(), mine)
+                        wrong[f"{algorithm}/E=1: round {t}'s client_loss"] = (
+                            tr.arrays[f"r{t}_client_loss"].tolist(), mine)
         one = run_experiment(RunConfig("ssca", batch=5, rounds=1, clients=3, hidden=6, partition_file=pfile), ds)
         P = 6 * (ds.n_features + ds.n_classes)
         ledger = [(m["sender"], m["receiver"], m["floats"]) for m in one.ledger_round1]

@@ -678,7 +678,8 @@ def assembly_literal(quick):
         got = vertical_data(ds, parties)
         for k, b in enumerate(blocks):
             if not np.array_equal(got.Xs_train[k], ds.X_train[:, b]):
-                wrong.append(f"{parties} parties: party {k + 1}'s features are not {'quadrant' if parties == 4 else 'block'} {k + 1}")
+                what = "quadrant" if parties == 4 else "block"
+                wrong.append(f"{parties} parties: party {k + 1}'s features are not {what} {k + 1}")
     kinds = ("swish", "linear", "linear", "swish")
     D = [len(q.ravel()) for q in quads]
     for scheme in ("glorot", "torch"):
@@ -700,7 +701,8 @@ def assembly_literal(quick):
                 wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
-            "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong" + (": " + "; ".join(wrong) if wrong else "")}
+            "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong"
+            + (": " + "; ".join(wrong) if wrong else "")}
 
 
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "
