@@ -653,6 +653,8 @@ def _init_literal(seed, scheme, D, kinds, O, H, L):
         return np.hstack([rng.uniform(-b, b, n_out)[:, None], W]).ravel()
     if scheme == "glorot":
         out = [glorot(L, O * len(kinds))]
+    elif scheme != "torch":
+        raise ValueError(f"no transcription of init scheme {scheme!r}")
     else:
         out = [np.hstack([np.zeros((L, 1)), rng.normal(0.0, 0.01, (L, O * len(kinds)))]).ravel()]
     layer = glorot if scheme == "glorot" else torch
@@ -682,7 +684,8 @@ def assembly_literal(quick):
                 wrong.append(f"{parties} parties: party {k + 1}'s features are not {what} {k + 1}")
     kinds = ("swish", "linear", "linear", "swish")
     D = [len(q.ravel()) for q in quads]
-    for scheme in ("glorot", "torch"):
+    from refimpl.vfl.conventions import INIT_SCHEMES
+    for scheme in INIT_SCHEMES:
         cfg = VFLConfig(method="flexvfl", parties=4, encoder=",".join(kinds), embed_dim=3, hidden=5, rounds=1, batch=4,
                         seed=31, init_scheme=scheme, speeds="constant:0.5,1,1,1,1")
         tr = run_vfl(cfg, ds)
