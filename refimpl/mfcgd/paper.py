@@ -71,7 +71,7 @@ class MFCGDPaper(Paper):
     command_module = "refimpl.mfcgd.command"
     vectors_module = "refimpl.conformance.families.mfcgd"
     checks_module = "refimpl.verification.mfcgd"
-    mutation_prefixes = ("mfcgd.",)
+    mutation_prefixes = ("mfcgd.", "core.", "tools.")   # core and tool checks run MFCGD too (divergence, replay)
     reproductions = ("mfcgd-rates",)
 
     def config_class(self):

@@ -101,7 +101,7 @@ class SSCAPaper(Paper):
     command_module = "refimpl.ssca.command"
     vectors_module = "refimpl.conformance.families.ssca"
     checks_module = "refimpl.verification.ssca"
-    mutation_prefixes = ("ssca.", "grad.", "kernels.", "core.")
+    mutation_prefixes = ("ssca.", "grad.", "kernels.", "core.", "tools.")
     reproductions = ("ssca-sample", "ssca-feature", "ssca-tradeoff")
     reproduction_presets = ("paper", "authors")
     paper_settings_n_train = 60000

@@ -256,7 +256,9 @@ def chunked_evaluation(quick):
 @check("core.partitions", "the sample-based partitions: every sample in exactly one client for every kind, with more "
        "classes than clients (K = 7, L = 10); Dirichlet:α class shares with the variance (1/K)(1 − 1/K)/(Kα + 1) of "
        "Dir(α·1_K) (α = 0.2, 1, 5) and the minimum size kept; quantity:σ log-sizes with standard deviation σ, "
-       "non-empty clients even at σ = 5; iid clients' label histograms against the whole set (χ²): each statistical "
+       "non-empty clients even at σ = 5; iid clients' label histograms against the whole set (χ²); the batch "
+       "schedules' rows distinct and each id drawn at the rate B/n (feature-based: of all n; sample-based: of its "
+       "client's own): each statistical "
        "test at |z| ≤ 4 (false alarm ≈ 6e-5 per test), its power against the nearest wrong convention reported",
        "docs/ssca.md (partitions); refimpl/core/partition.py")
 def partitions(quick):
@@ -326,10 +328,33 @@ def partitions(quick):
     z["iid_chi2"] = float((chis.mean() - (L - 1)) / (np.sqrt(2 * (L - 1)) / np.sqrt(chis.size)))
     det["iid_chi2"] = {"mean_over_f": float(chis.mean()), "expected": L - 1, "z": z["iid_chi2"],
                        "z_unshuffled": "contiguous blocks of sorted labels give χ² of order n"}
+    bad_cover += _schedule_draws(z, det)
     worst = max(abs(v) for v in z.values())
     det.update(cover_violations=bad_cover, z=z, false_alarm_per_test=float(1 - erf(4 / sqrt(2))))
     return {"measured": max(worst / 4.0, float(bad_cover)), "bound": 1.0, "details": det,
             "note": f"max |z| {worst:.2f} (≤ 4), {bad_cover} cover violations"}
+
+
+def _schedule_draws(z, det, T=3000, B=2):
+    """The batch schedules draw B distinct ids a row, uniformly: the feature-based one from all n = 6
+    samples, the sample-based one from each client's own (5 and 7). Each id is in a row with
+    probability B/n, so its count over T rows has mean T·B/n and variance T (B/n)(1 − B/n); the
+    largest |z| over the ids enters ``z`` (an id never drawn gives |z| ≈ 39). Returns the rows with
+    a repeated id plus the sample-based ids outside their client's part."""
+    from refimpl.core.partition import feature_based_schedule, sample_based_schedule
+    bad = 0
+    feat = feature_based_schedule(6, T, B, np.random.default_rng(600)).indices
+    parts = [np.arange(0, 5), np.arange(5, 12)]
+    samp = sample_based_schedule(parts, T, B, np.random.default_rng(601)).indices
+    for name, rows, ids in (("feature", feat, np.arange(6)), ("sample/client 0", samp[:, 0], parts[0]),
+                            ("sample/client 1", samp[:, 1], parts[1])):
+        bad += int(np.sum(rows[:, 0] == rows[:, 1])) + int(np.sum(~np.isin(rows, ids)))
+        q = B / ids.size
+        counts = np.array([np.sum(rows == i) for i in ids])
+        zs = (counts - T * q) / np.sqrt(T * q * (1 - q))
+        z[f"schedule:{name}"] = float(zs[np.argmax(np.abs(zs))])
+        det[f"schedule:{name}"] = {"counts": counts.tolist(), "expected": T * q, "max_abs_z_of": int(ids.size)}
+    return bad
 
 
 @check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "

@@ -206,7 +206,8 @@ def _condition20_errors():
        "server as one resource (arrivals wait while it is busy: event times by hand with a slow server and with "
        "contention, and the authors' free server); a party whose one step outlasts the timeout (one step, flagged, "
        "the round lasts that step); a network with latency and a finite bandwidth under speeds that change every "
-       "round (the messages' floats and τ by hand); and the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
+       "round (the messages' floats and τ by hand), and in the asynchronous baseline (each party's own message); and "
+       "the authors' CPU-trace formula τ = floor(10(1 − cpu) + 1) on "
        "hand-checked values, the trace's mean step time (timeout / mean τ), step times that give τ back exactly "
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
@@ -261,6 +262,16 @@ def clock(quick):
         errors[label] = (float(np.max(np.abs(got_t - want))) if got_t.size == len(want) else np.inf) \
             + float(np.sum(got_k != np.tile([1, 2], 3)[:got_k.size]))
         events_of[label] = {"expected_time": want, "time": got_t.tolist(), "party": got_k.tolist()}
+    # latency and a finite bandwidth in the asynchronous baseline: party k's upload and the reply each
+    # take latency + 8·B·O_k / bandwidth (its own embeddings, B × O_k, not those of the parties before it)
+    net_ = Network(bandwidth=800.0, latency=0.25, server_time=1.0)
+    srow = np.array([0.5, 1.0, 3.0])
+    tr = run_async(model, data, model.init(np.random.default_rng(1)), 0.1, 8, np.tile(srow, (3, 1)),
+                   np.random.default_rng(2), 14.0, network=net_)
+    want_t, want_k = _async_events_by_hand(srow, [0.0] + [0.25 + 8 * 8 * 2 / 800.0] * 2, 1.0, 14.0)
+    got_t, got_k = tr.arrays["event_time"], tr.arrays["event_party"]
+    errors["async/latency+bandwidth"] = (float(np.max(np.abs(got_t - want_t))) + float(np.sum(got_k != want_k))
+                                         if got_t.size == len(want_t) else np.inf)
     # a party whose one step outlasts the timeout (8 > 6 in every other round; its mean 5 is below)
     # takes one step, flagged as an overrun, and that round lasts the step: max(timeout, 8) + S
     over = np.array([[0.5, 1.0, 8.0], [0.5, 1.0, 2.0]] * 2)
@@ -287,6 +298,24 @@ def clock(quick):
             "note": f"{len(errors)} durations, event times and CPU-trace quantities against values by hand",
             "details": {"errors": errors, "expected_round_time": expected,
                         "async_events": events_of}}
+
+
+def _async_events_by_hand(s, msg, S, horizon):
+    """The asynchronous baseline's event times and parties, from its rule (docs/flexvfl.md): party k's
+    first embedding arrives at s_k + msg_k; the server takes arrivals in time order (ties: the lower
+    party first), starts at max(arrival, when it is free), computes s_0, and the party's next
+    embedding arrives after S, the reply msg_k, its step s_k and its upload msg_k. Constant speeds."""
+    arrive = {k: s[k] + msg[k] for k in range(1, len(s))}
+    free, times, parties = 0.0, [], []
+    while True:
+        k = min(arrive, key=lambda j: (arrive[j], j))
+        now = max(arrive[k], free)
+        if now > horizon:
+            return np.array(times), np.array(parties)
+        times.append(now)
+        parties.append(k)
+        free = now + s[0]
+        arrive[k] = free + S + msg[k] + s[k] + msg[k]
 
 
 def _cpu_trace_errors(model, data):
@@ -663,12 +692,38 @@ def _init_literal(seed, scheme, D, kinds, O, H, L):
     return out
 
 
+def _target_stop_errors(ds):
+    """--target A stops a run at its first evaluation with test accuracy ≥ A: A is set to exactly the
+    best accuracy an unstopped run of the same seed reaches between its start and its last evaluation
+    (Flex-VFL and the asynchronous baseline), so a strict comparison would run past it."""
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    wrong = []
+    for method in ("flexvfl", "async-vfl"):
+        cfg = VFLConfig(method=method, parties=2, embed_dim=2, rounds=8, batch=16, eta="0.5", seed=5,
+                        speeds="constant:0.2,1,2", time_budget=40.0 if method == "async-vfl" else None)
+        acc = np.asarray(run_vfl(cfg, ds).metrics["test_accuracy"], dtype=float)
+        target = float(np.max(acc[1:-1]))         # reached before the last evaluation, inside the run's loop
+        first = int(np.flatnonzero(acc >= target)[0])
+        got = run_vfl(replace(cfg, target=target), ds)
+        n = len(got.metrics["test_accuracy"])
+        if n != first + 1 or not got.status.startswith("finished: reached test accuracy"):
+            wrong.append(f"{method} --target {target}: {n} evaluations ({got.status}), want {first + 1}")
+        if acc[-1] > np.max(acc[:-1]):               # first reached at the last evaluation: said so too
+            got = run_vfl(replace(cfg, target=float(acc[-1])), ds)
+            if not got.status.startswith("finished: reached test accuracy"):
+                wrong.append(f"{method} --target {acc[-1]} (its last evaluation): status {got.status!r}")
+    return wrong
+
+
 @check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
        "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and "
        "linear parties, drawn from the first of the seed's three streams, head first; the parties' features (the "
        "four 14×14 quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); and "
        "the server's local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under "
-       "refimpl's (sync Q, P-BCD 1, Flex-VFL floor(timeout / s_0))",
+       "refimpl's (sync Q, P-BCD 1, Flex-VFL floor(timeout / s_0)); --target A stopping at the first evaluation "
+       "with test accuracy ≥ A (round-based and asynchronous)",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.experiment import VFLConfig, run_vfl, vertical_data
@@ -702,6 +757,7 @@ def assembly_literal(quick):
             got = run_vfl(cfg, ds).arrays["tau"][:, 0]
             if not np.all(got == steps):
                 wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
+    wrong += _target_stop_errors(ds)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong"

@@ -553,8 +553,9 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
             break
     if trace.status == "running":
         reason = evaluate(min(time_budget, next_eval), last=True)
+        reached = stop_at_accuracy is not None and not reason and trace.metrics["test_accuracy"][-1] >= stop_at_accuracy
         trace.status = (f"diverged: event {st.events}: {reason}; trace holds events 0..{st.events - 1}" if reason
-                        else "finished")
+                        else f"finished: reached test accuracy {stop_at_accuracy:g}" if reached else "finished")
     return _async_finish(trace, st)
 
 

@@ -110,7 +110,7 @@ class VFLPaper(Paper):
     command_module = "refimpl.vfl.command"
     vectors_module = "refimpl.conformance.families.vfl"
     checks_module = "refimpl.verification.vfl"
-    mutation_prefixes = ("vfl.", "core.")
+    mutation_prefixes = ("vfl.", "core.", "tools.")
     reproductions = ("vfl-time",)
 
     def config_class(self):
