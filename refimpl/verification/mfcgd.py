@@ -635,7 +635,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
        "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
-       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused; the tightest condition it names is the closest (planted)",
+       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused; the tightest condition it names is the closest (planted); "
+       "refimpl run's theorem report judges MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -678,14 +679,37 @@ def theorem_statement_literal(quick):
                 if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
                     beaten = max(beaten, 1 - lit["G"] / info["G"])   # an admissible set the search missed
                 sets += 1
-    refusals = _check_run_refusals()
-    holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals and beaten == 0.0
+    refusals, report = _check_run_refusals(), _theorem_report_errors()
+    holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals and not report and beaten == 0.0
     return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree),
                         "examples": disagree[:3],
                         "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts,
                         "search_excess_over_least_G_of_each_k": excess,
-                        "search_G_beaten_by_an_admissible_candidate": beaten, "check_run_not_refused": refusals}}
+                        "search_G_beaten_by_an_admissible_candidate": beaten, "check_run_not_refused": refusals,
+                        "theorem_report_wrong": report}}
+
+
+def _theorem_report_errors():
+    """``refimpl run mfcgd``'s theorem report: MFCGD (A_t = I) is judged by Theorem 2, i.e. Theorem 1
+    at ρ = 1, whatever --rho says; AdaMFCGD by Theorem 1 at its ρ; STORM with q = 1. Its failed
+    conditions are those of the statement at that ρ with B at its least admissible value."""
+    from refimpl.mfcgd.bounds import _B_lower
+    from refimpl.mfcgd.experiment import MFCGDConfig, theorem_report
+    pr, C = synthetic()
+    x1 = np.zeros(pr.d)
+    c = constants_of(pr, C, x1)
+    wrong = []
+    for method, theorem, rho, q in (("mfcgd", 2, 1.0, 5), ("adamfcgd", 1, 0.3, 5), ("storm", 2, 1.0, 1)):
+        cfg = MFCGDConfig(method=method, rho=0.3, q=5, k=0.5, n=2e4, c=40.0, gamma=0.05)
+        rep = theorem_report(pr, cfg, x1)
+        p = TheoremParams(0.5, 2e4, 40.0, 40.0, 40.0, 0.05, q, 0.0)
+        p = TheoremParams(0.5, 2e4, 40.0, 40.0, 40.0, 0.05, q, _B_lower(c, p, rho))
+        failed = [r["name"] for r in theorem_conditions(c, p, rho) if not r["met"]]
+        if (rep["theorem"], rep["rho"], rep["failed"]) != (theorem, rho, failed):
+            wrong.append(f"{method}'s theorem report: Theorem {rep['theorem']} at rho {rep['rho']}, failed {rep['failed']}; "
+                         f"want Theorem {theorem} at rho {rho}, failed {failed}")
+    return wrong
 
 
 def _check_run_refusals():
@@ -767,7 +791,9 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "exactly, and ∇F, against central finite differences of g^m and F along random directions (relative error ≤ "
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its "
        "loss does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of "
-       "least loss); a run's trace records step 1, every eval_every-th step and the last one (mismatches: 0)",
+       "least loss); a run's trace records step 1, every eval_every-th step and the last one; the DRFL FedAvg "
+       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps "
+       "(mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -797,9 +823,53 @@ def problem_evaluations(quick):
     tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3))
     if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7]:
         wrong.append(f"a 7-step run evaluated every 3 steps records steps {tr.metrics['step']}, not 1, 3, 6, 7")
+    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors()
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps",
+            "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
+                    "a longer run's samples",
             "details": {"wrong": wrong[:5]}}
+
+
+def _fedavg_drfl_errors(pr, X, y):
+    """The DRFL reproduction's FedAvg baseline written out: from x = 0, steps/q rounds; in each, every
+    client takes q SGD steps of size η on its own loss (one sample seed per step, drawn in client
+    order) and the server averages the clients' models; the accuracies it reports are the averaged
+    model's on each client's test rows."""
+    from types import SimpleNamespace
+
+    from refimpl.mfcgd.experiment import fedavg_drfl
+    cfg = SimpleNamespace(steps=6, q=2, eta=2.0)
+    test = ((X[:40], X[40:]), (y[:40], y[40:]))
+    got = fedavg_drfl(pr, test, cfg, np.random.default_rng(5))
+    rng, x = np.random.default_rng(5), np.zeros(pr.d)
+    for _ in range(3):
+        models = []
+        for m in range(pr.M):
+            xm = x.copy()
+            for _ in range(2):
+                xm = xm - 2.0 * pr.jac_g(m, xm, rng.integers(2 ** 31))[0]
+            models.append(xm)
+        x = (models[0] + models[1]) / 2
+    acc = pr.client_accuracy(x, *test)
+    want = {"worst_client_accuracy": min(acc), "average_accuracy": float(np.mean(acc))}
+    return [] if got == want else [f"FedAvg on DRFL reports {got}; the averaged model gives {want}"]
+
+
+def _samples_prefix_errors():
+    """--samples from a longer run replays its first T steps: a 6-step run's kept samples, given to a
+    4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed builds the problem, so it is kept;
+    the samples replayed are the file's, not the seed's draws: the NumPy twin runs either way)."""
+    import os
+    import tempfile
+
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    base = dict(method="mfcgd", problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
+    long = run_mfcgd_config(MFCGDConfig(steps=6, keep_samples=True, **base))
+    with tempfile.TemporaryDirectory() as tmp:
+        long.save(tmp)
+        short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))
+    a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
+    return [] if a == b else [f"a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}"]
 
 
 #: what ``core.paper_descriptions`` measures MFCGD's description against, written from the paper
