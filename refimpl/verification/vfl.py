@@ -484,7 +484,9 @@ def _authors_rule_replay_errors():
        "run at each S gives (time to target, budget (1 + S)·budget₀, η): Flex-VFL under the authors' protocol (S "
        "in units of the fastest party's mean step, 1.5) at S = 0, 2, 8 and P-BCD with η tuned per S at S = 0, 8; "
        "the figures' ratio time(other)/time(Flex-VFL), its first crossover and a time to target (the first "
-       "accuracy ≥ the target) by hand; each protocol's configuration per method as documented (mismatches: 0)",
+       "accuracy ≥ the target) by hand, the crossover after a ratio of exactly 1; a time to target over 3 seeds the "
+       "mean of one run per seed; --server-time accepting 0; each protocol's configuration per method as "
+       "documented (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
 def regime_one_run(quick):
     from refimpl.vfl.experiment import VFLConfig
@@ -514,7 +516,7 @@ def regime_one_run(quick):
         wrong.append(f"ratios {r}, crossover {crossover(r)}")
     if crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5}) != (0.0, 1.0):       # given out of order: read in order of S
         wrong.append(f"crossover of ratios given as S = 3, 0, 1: {crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5})}")
-    wrong += _protocol_config_errors(cfg)
+    wrong += _protocol_config_errors(cfg) + _regime_helper_errors(cfg, ds)
     # time to target by hand: the first evaluation whose accuracy reaches the target (equality counts)
     hand = Trace(config={}, metrics={"time": [1.0, 2.0, 3.0], "test_accuracy": [0.2, 0.35, 0.9]})
     got = [time_to_target(hand, t) for t in (0.35, 0.5, 0.95)]
@@ -523,6 +525,36 @@ def regime_one_run(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong and reached >= 3,
             "note": f"5 server times × 2 methods, {reached} reaching the target; ratios and times to target by hand",
             "details": {"wrong": wrong[:3], "rows_reaching_the_target": reached}}
+
+
+def _regime_helper_errors(cfg, ds):
+    """The regime figures' helpers by hand: a time to target over 3 seeds is the mean of one run per
+    seed (seeds s, s + 1, s + 2) and their list; a ratio of exactly 1 (equal times) is not the
+    reference being faster, so the crossover lies after it; --server-time accepts 0 and refuses −1."""
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import run_vfl
+    from refimpl.vfl.regime import crossover, parse_server_times, time_to
+    wrong = []
+    got = time_to(cfg, ds, 3, 0.2, 30.0)
+    ts = [time_to_target(run_vfl(replace(cfg, seed=cfg.seed + s, target=0.2, time_budget=30.0), ds), 0.2)
+          for s in range(3)]
+    want = (None if None in ts else float(np.mean(ts)), ts)
+    if got != want:
+        wrong.append(f"time to 0.2 over 3 seeds {got}, one run per seed gives {want}")
+    if crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2}) != (1.0, 2.0):
+        wrong.append(f"ratios 0.8, 1.0, 1.2 at S = 0, 1, 2: crossover {crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2})}")
+    try:
+        if parse_server_times("0,1.5") != [0.0, 1.5]:
+            wrong.append(f"--server-time 0,1.5 read as {parse_server_times('0,1.5')}")
+    except ValueError as exc:
+        wrong.append(f"--server-time 0,1.5 refused: {exc}")
+    try:
+        parse_server_times("-1")
+        wrong.append("--server-time -1 accepted")
+    except ValueError:
+        pass
+    return wrong
 
 
 #: the configurations of vfl.round_literal: (label, FlexVFL keywords, literal keywords)
