@@ -838,7 +838,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its "
        "loss does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of "
        "least loss); a run's trace records step 1, every eval_every-th step and the last one; the DRFL FedAvg "
-       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps "
+       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps; "
+       "a DRFL run's recorded ||∇F(x̄_t)||, worst-client and average accuracy recomputed from its dumped x̄_t "
        "(mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
@@ -869,7 +870,7 @@ def problem_evaluations(quick):
     tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3))
     if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7]:
         wrong.append(f"a 7-step run evaluated every 3 steps records steps {tr.metrics['step']}, not 1, 3, 6, 7")
-    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors()
+    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _drfl_record_errors(ds)
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples",
@@ -899,6 +900,30 @@ def _fedavg_drfl_errors(pr, X, y):
     acc = pr.client_accuracy(x, *test)
     want = {"worst_client_accuracy": min(acc), "average_accuracy": float(np.mean(acc))}
     return [] if got == want else [f"FedAvg on DRFL reports {got}; the averaged model gives {want}"]
+
+
+def _drfl_record_errors(ds):
+    """What a DRFL run records at each step, from the x̄_t it dumps: ||∇F(x̄_t)|| by the problem's
+    exact gradient (a separate path from the runner's), each client's test accuracy and of them the
+    worst (the least) and the average."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
+    cfg = MFCGDConfig(method="adamfcgd", problem="drfl", clients=3, steps=3, eval_every=1, q=2, dump_rounds="all",
+                      eta=0.5)
+    tr = run_mfcgd_config(cfg, ds)
+    rng_prob = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0])
+    pr, *test = build_problem(cfg, rng_prob, ds)
+    wrong = []
+    for i, t in enumerate(int(s) for s in tr.metrics["step"]):
+        xb = tr.arrays[f"r{t}_x_bar"]
+        acc = pr.client_accuracy(xb, *test)
+        for k, v in (("grad_norm", float(np.linalg.norm(pr.grad_F(xb)))), ("worst_client_accuracy", min(acc)),
+                     ("average_accuracy", float(np.mean(acc)))):
+            got = float(tr.metrics[k][i])
+            if not abs(got - v) <= 1e-10 * max(1.0, abs(v)):
+                wrong.append(f"DRFL step {t}: recorded {k} {got:.12g}, from x̄_t {v:.12g}")
+    if len(set(tr.metrics["worst_client_accuracy"][1:]) | set(tr.metrics["average_accuracy"][1:])) < 3:
+        wrong.append("the DRFL run's accuracies do not tell the worst client from the average (a weak instance)")
+    return wrong
 
 
 def _samples_prefix_errors():

@@ -660,6 +660,14 @@ def _plain_loss(theta, X, y, n_hidden, n_classes):
     return float(np.mean(np.log(np.exp(O).sum(axis=1)) - O[np.arange(len(y)), y]))
 
 
+def _plain_accuracy(theta, X, y, n_hidden, n_classes):
+    """The fraction of rows whose largest logit is their label (bias-free two-layer swish network)."""
+    n1 = n_hidden * X.shape[1]
+    Z = X @ theta[:n1].reshape(n_hidden, -1).T
+    O = (Z / (1.0 + np.exp(-Z))) @ theta[n1:].reshape(n_classes, n_hidden).T
+    return float(np.mean(np.argmax(O, axis=1) == y))
+
+
 #: the partition the baselines check gives by file: three clients of 400, 1,200 and 2,400 samples
 _BASELINE_PARTS = ((0, 400), (400, 1600), (1600, 4000))
 
@@ -715,13 +723,14 @@ def _baseline_literal(ds, cfg, tr):
     for key, f in (("grad_evals", lambda r: r * evals), ("comm_floats", lambda r: r * per_round),
                    ("sq_norm", lambda r: float(iterates[r] @ iterates[r])),
                    ("train_cost", lambda r: _plain_loss(iterates[r], X, y, H, L)
-                    + lam * float(iterates[r] @ iterates[r]))):
+                    + lam * float(iterates[r] @ iterates[r])),
+                   ("test_accuracy", lambda r: _plain_accuracy(iterates[r], ds.X_test, ds.y_test, H, L))):
         if key == "comm_floats" and per_round is None:        # feature-based: the ledger's own count, per round
             per_round = sum(msg["floats"] for msg in tr.ledger_round1)
         by_hand[key] = [f(r) for r in rounds if r in iterates]
     for key, exp in by_hand.items():
         got = [float(x) for x in tr.metrics[key]]
-        real = key in ("sq_norm", "train_cost")
+        real = key in ("sq_norm", "train_cost", "test_accuracy")
         if len(got) != len(exp) or (_rel(np.array(got), np.array(exp, dtype=float)) > 1e-12 if real else got != exp):
             wrong[f"{cfg.algorithm}/{cfg.setting}/E={E}: {key}"] = (got, exp)
     return worst, wrong
@@ -733,8 +742,8 @@ def _baseline_literal(ds, cfg, tr):
        "one local step (ĝ = Σ_k (N_k/N) ĝ_k) and FedAvg with two (each client's two halves of its batch in turn; "
        "models and momentum buffers averaged with weights N_k/N), feature-based SGD and SGD-m; momentum "
        "v ← m v + (1 − m) g; η_t = η0/t^β. The runs' records by hand: the evaluated rounds (every second and "
-       "the last), gradient evaluations and floats sent so far, ||ω||² and the training cost (32) in plain "
-       "NumPy; each client's dumped ℓ̂_k its own batch's mean; round 1's ledger of a one-round run",
+       "the last), gradient evaluations and floats sent so far, ||ω||², the training cost (32) and the test "
+       "accuracy in plain NumPy; each client's dumped ℓ̂_k its own batch's mean; round 1's ledger of a one-round run",
        "[SSCA] Section VI; (32); docs/ssca.md")
 def baselines_literal(quick):
     import json as _json
