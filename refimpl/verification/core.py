@@ -582,10 +582,12 @@ def tune_selection(quick):
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
-       "read), a boolean where a count is asked (wrong answers: 0)",
+       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused) "
+       "(wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
+    from refimpl.core.schedules import Sequence
     cases = [("a class index equal to L = 10 is refused; 9 is read",
               raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9")
               and V.labels("y_train", np.array([0, 9]), 10).tolist() == [0, 9]),
@@ -598,7 +600,10 @@ def boundary_refusals(quick):
               raises(lambda: V.index_array("batches", np.array([1.0, 13.5])), "entry 1 is 13.5")
               and V.index_array("batches", np.array([1.0, 13.0])).tolist() == [1, 13]),
              ("True is refused where a count is asked; 3 is read",
-              raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3)]
+              raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3),
+             ("a given step-size sequence: round t takes s_t (the last round the last value); 0 in it is refused",
+              Sequence(np.array([0.5, 0.25, 0.125])).values(3).tolist() == [0.5, 0.25, 0.125]
+              and raises(lambda: Sequence(np.array([0.5, 0.0])), "outside (0, 1]"))]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
