@@ -970,3 +970,74 @@ def diagnose_report(quick):
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")
+
+
+def _reproduction_table_cases(tmp):
+    """(what, right): the tables `refimpl reproduce` writes, from planted runs whose rows are
+    worked out by hand (two or three seeds each; the figures themselves are not drawn)."""
+    import os
+    from types import SimpleNamespace
+
+    import refimpl.core.plots as plots
+    from refimpl.core.trace import Trace
+    from refimpl.tools.reproduce import _figure3, _time_to_target, aggregate
+    rep = SimpleNamespace(out=tmp, task_of=lambda label, s: {"id": f"{label.replace(' ', '_')}-{s}"})
+
+    def plant(label, s, **metrics):
+        Trace(config={}, metrics={k: list(v) for k, v in metrics.items()}).save(
+            os.path.join(tmp, "tasks", rep.task_of(label, s)["id"]))
+    r4 = [0, 1, 2, 3]
+    for B, costs in ((10, ([2.0, 1.0, 0.5, 0.4], [2.0, 1.2, 0.6, 0.45])),
+                     (100, ([2.0, 0.8, 0.7, 0.6], [2.0, 0.9, 0.65, 0.6]))):
+        for s, c in enumerate(costs):
+            plant(f"SSCA B={B}", s, round=r4, train_cost=c, comm_floats=[1000.0 * r for r in r4],
+                  grad_evals=[3.0 * B * r for r in r4], sq_norm=[1.0] * 4)
+    for s, (sq, cost) in enumerate(((4.0, 1.0), (6.0, 1.2))):
+        plant("regularised lam=0.01", s, round=r4, train_cost=[2.0, 1.5, 1.2, cost], sq_norm=[1.0, 2.0, 3.0, sq])
+        plant("constrained U=0.1", s, round=r4, train_cost=[2.0, 1.5, 1.2, 0.5], sq_norm=[1.0, 2.0, 3.0, 2.0])
+    for s, acc in enumerate(([0.1, 0.5, 0.82, 0.9], [0.1, 0.81, 0.86, 0.9], [0.1, 0.2, 0.3, 0.95])):
+        plant("flexvfl", s, round=r4, time=[0.0, 1.0, 2.0, 7.0 + s], test_accuracy=acc)
+    plan3 = [(f"SSCA B={B}", None, SimpleNamespace(batch=B)) for B in (10, 100)]
+    plan4 = plan3 + [("regularised lam=0.01", None, SimpleNamespace(lam=0.01)), ("constrained U=0.1", None, None)]
+    drawn = plots._pyplot
+    plots._pyplot = lambda: None
+    try:
+        f = _figure3(rep, plan4, 2)
+    finally:
+        plots._pyplot = drawn
+    rows3 = {r["batch"]: r for r in f["figure3"]}
+    f4 = {r["run"]: r for r in f["figure4"]}
+    ttt = _time_to_target(rep, [("flexvfl", None, None)], 3)[0]
+    curves = aggregate(rep, [("flexvfl", None, None)], 3, "time", ("test_accuracy",))
+    by_round = aggregate(rep, plan3[:1], 2, "round", ("train_cost",))
+    return [
+        ("Fig. 3's default target is the largest final cost of the batch sizes (0.6); a cost equal to it counts",
+         {B: (r["target_train_cost"], r["seeds_reaching"], r["rounds"]) for B, r in rows3.items()}
+         == {10: (0.6, 2, 2.0), 100: (0.6, 2, 3.0)}),
+        ("Fig. 3 reads floats and sample gradients at the first evaluation reaching the target, averaged over seeds",
+         (rows3[10]["comm_floats"], rows3[10]["grad_evals"], rows3[100]["comm_floats"], rows3[100]["grad_evals"])
+         == (2000.0, 60.0, 3000.0, 900.0)),
+        ("Fig. 4's data loss is the final cost less λ||ω||² (0.96 and 1.14: mean 1.05, std 0.09); ||ω||² 5 ± 1",
+         abs(f4["regularised lam=0.01"]["data_loss_mean"] - 1.05) < 1e-12
+         and abs(f4["regularised lam=0.01"]["data_loss_std"] - 0.09) < 1e-12
+         and (f4["regularised lam=0.01"]["sq_norm_mean"], f4["regularised lam=0.01"]["sq_norm_std"]) == (5.0, 1.0)
+         and f4["constrained U=0.1"]["data_loss_mean"] == 0.5),
+        ("a time to 0.8 and 0.85 is the mean over the seeds reaching it (2, 1, 9: 4; 7, 2, 9: 6), all 3 reaching",
+         abs(ttt["time_to_0.8_mean"] - 4.0) < 1e-12 and abs(ttt["time_to_0.85_mean"] - 6.0) < 1e-12
+         and ttt["seeds_reaching_0.8"] == ttt["seeds_reaching_0.85"] == 3),
+        ("time-axis curves run to the end every seed reaches (7, not 9), interpolated there",
+         len(curves) == 60 and curves[-1]["time"] == 7.0
+         and abs(curves[-1]["test_accuracy_mean"] - np.mean([0.9, 0.86 + 0.04 * 5 / 6, 0.3 + 0.65 * 5 / 7])) < 1e-12),
+        ("round-axis curves: per round the mean and population std over seeds (round 2: 0.55 ± 0.05)",
+         len(by_round) == 4 and abs(by_round[2]["train_cost_mean"] - 0.55) < 1e-12
+         and abs(by_round[2]["train_cost_std"] - 0.05) < 1e-12)]
+
+
+@check("tools.reproduction_tables", "the tables refimpl reproduce writes, on planted runs worked out by hand: Fig. 3's "
+       "default target (the largest final cost of the batch sizes, reached with equality) and the floats, sample "
+       "gradients and rounds at the first evaluation reaching it, averaged over seeds; Fig. 4's data loss (the cost "
+       "less λ||ω||²) and ||ω||², mean and spread; the time to a target averaged over the seeds reaching it; "
+       "time-axis curves on the time every seed reaches, round-axis curves per round (wrong answers: 0)",
+       "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
+def reproduction_tables(quick):
+    return _cases_in_a_directory(_reproduction_table_cases)
