@@ -753,8 +753,8 @@ def _theorem_report_errors():
         p = TheoremParams(0.5, 2e4, 40.0, 40.0, 40.0, 0.05, q, _B_lower(c, p, rho))
         failed = [r["name"] for r in theorem_conditions(c, p, rho) if not r["met"]]
         if (rep["theorem"], rep["rho"], rep["failed"]) != (theorem, rho, failed):
-            wrong.append(f"{method}'s theorem report: Theorem {rep['theorem']} at rho {rep['rho']}, failed {rep['failed']}; "
-                         f"want Theorem {theorem} at rho {rho}, failed {failed}")
+            wrong.append(f"{method}'s theorem report: Theorem {rep['theorem']} at rho {rep['rho']}, "
+                         f"failed {rep['failed']}; want Theorem {theorem} at rho {rho}, failed {failed}")
     return wrong
 
 

@@ -803,10 +803,12 @@ def constrained_records(quick):
     U, nu = f + np.array([0.05, -0.02]), np.array([0.3, 0.1])       # constraint 1 inactive with ν_1 > 0
     stat = 2 * theta + nu[0] * g[0] + nu[1] * g[1]
     want = {"kkt_stationarity": np.linalg.norm(stat),
-            "kkt_stationarity_rel": np.linalg.norm(stat) / (2 * np.linalg.norm(theta) + nu @ [np.linalg.norm(v) for v in g]),
+            "kkt_stationarity_rel": np.linalg.norm(stat) / (2 * np.linalg.norm(theta)
+                                                            + nu @ [np.linalg.norm(v) for v in g]),
             "kkt_feasibility": 0.02, "kkt_complementarity": 0.3 * 0.05}
     got, _ = kkt_residuals(m, theta, nu, X, y, U, parts)
-    wrong = [f"{k}: {got[k]:.6g}, by hand {v:.6g}" for k, v in want.items() if abs(got[k] - v) > 1e-9 * max(1.0, abs(v))]
+    wrong = [f"{k}: {got[k]:.6g}, by hand {v:.6g}" for k, v in want.items()
+             if abs(got[k] - v) > 1e-9 * max(1.0, abs(v))]
     state = ConstrainedState(theta, (), nu, np.array([0.1, 0.25]))
     ev = ConstrainedEvaluator(m, X, y, X[:10], y[:10], U=U, parts=parts)(theta, state)
     for k, v in (("constraint_value", f.max()), ("slack", 0.35), ("multiplier", 0.4)):

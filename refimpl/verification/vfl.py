@@ -726,9 +726,10 @@ def _init_literal(seed, scheme, D, kinds, O, H, L):
 
 def _recorded_metric_errors(ds):
     """The training loss, test accuracy and (Flex-VFL, --theory-every 1) Σ_k ||∇_k F||² a run records,
-    recomputed in plain NumPy from the blocks it stores: Flex-VFL's round 0 from its initial blocks and round 1 from its final ones, the
-    asynchronous baseline's last evaluation from its final blocks (two linear parties on the two
-    halves of the pixels: h_k = X_k W_kᵀ + b_k, logits = [h_1, h_2] W_0ᵀ + b_0)."""
+    recomputed in plain NumPy from the blocks it stores: Flex-VFL's round 0 from its initial blocks
+    and round 1 from its final ones, the asynchronous baseline's last evaluation from its final
+    blocks (two linear parties on the two halves of the pixels: h_k = X_k W_kᵀ + b_k, logits =
+    [h_1, h_2] W_0ᵀ + b_0)."""
     from refimpl.vfl.experiment import VFLConfig, run_vfl
     halves = np.array_split(np.arange(ds.n_features), 2)
     O, L = 3, ds.n_classes
@@ -750,8 +751,8 @@ def _recorded_metric_errors(ds):
                 P /= len(y)
                 dH = P @ W0[:, 1:]
                 blocks = [np.hstack([P.sum(axis=0)[:, None], P.T @ np.hstack(H)])]
-                blocks += [np.hstack([dH[:, k * O:(k + 1) * O].sum(axis=0)[:, None], dH[:, k * O:(k + 1) * O].T @ X[:, b]])
-                           for k, b in enumerate(halves)]
+                dHk = [dH[:, k * O:(k + 1) * O] for k in range(2)]
+                blocks += [np.hstack([d.sum(axis=0)[:, None], d.T @ X[:, b]]) for d, b in zip(dHk, halves)]
                 out["grad_sq"] = float(sum(np.sum(g ** 2) for g in blocks))
         return out
     wrong = []
@@ -766,7 +767,8 @@ def _recorded_metric_errors(ds):
                     continue
                 got = float(tr.metrics[k][i])
                 if not abs(got - v) <= 1e-12 * max(1.0, abs(v)):
-                    wrong.append(f"{method}: recorded {k} {got:.12g} at evaluation {i}, from its {prefix} blocks {v:.12g}")
+                    wrong.append(f"{method}: recorded {k} {got:.12g} at evaluation {i}, "
+                                 f"from its {prefix} blocks {v:.12g}")
     return wrong
 
 
