@@ -262,16 +262,7 @@ def clock(quick):
         errors[label] = (float(np.max(np.abs(got_t - want))) if got_t.size == len(want) else np.inf) \
             + float(np.sum(got_k != np.tile([1, 2], 3)[:got_k.size]))
         events_of[label] = {"expected_time": want, "time": got_t.tolist(), "party": got_k.tolist()}
-    # latency and a finite bandwidth in the asynchronous baseline: party k's upload and the reply each
-    # take latency + 8·B·O_k / bandwidth (its own embeddings, B × O_k, not those of the parties before it)
-    net_ = Network(bandwidth=800.0, latency=0.25, server_time=1.0)
-    srow = np.array([0.5, 1.0, 3.0])
-    tr = run_async(model, data, model.init(np.random.default_rng(1)), 0.1, 8, np.tile(srow, (3, 1)),
-                   np.random.default_rng(2), 14.0, network=net_)
-    want_t, want_k = _async_events_by_hand(srow, [0.0] + [0.25 + 8 * 8 * 2 / 800.0] * 2, 1.0, 14.0)
-    got_t, got_k = tr.arrays["event_time"], tr.arrays["event_party"]
-    errors["async/latency+bandwidth"] = (float(np.max(np.abs(got_t - want_t))) + float(np.sum(got_k != want_k))
-                                         if got_t.size == len(want_t) else np.inf)
+    errors["async/latency+bandwidth"] = _async_network_error(model, data)
     # a party whose one step outlasts the timeout (8 > 6 in every other round; its mean 5 is below)
     # takes one step, flagged as an overrun, and that round lasts the step: max(timeout, 8) + S
     over = np.array([[0.5, 1.0, 8.0], [0.5, 1.0, 2.0]] * 2)
@@ -298,6 +289,21 @@ def clock(quick):
             "note": f"{len(errors)} durations, event times and CPU-trace quantities against values by hand",
             "details": {"errors": errors, "expected_round_time": expected,
                         "async_events": events_of}}
+
+
+def _async_network_error(model, data):
+    """Latency and a finite bandwidth in the asynchronous baseline: party k's upload and the reply each
+    take latency + 8·B·O_k / bandwidth (its own embeddings, B × O_k, not those of the parties before
+    it); the event times and parties against :func:`_async_events_by_hand`."""
+    from refimpl.vfl.speeds import Network
+    net_ = Network(bandwidth=800.0, latency=0.25, server_time=1.0)
+    srow = np.array([0.5, 1.0, 3.0])
+    tr = run_async(model, data, model.init(np.random.default_rng(1)), 0.1, 8, np.tile(srow, (3, 1)),
+                   np.random.default_rng(2), 14.0, network=net_)
+    want_t, want_k = _async_events_by_hand(srow, [0.0] + [0.25 + 8 * 8 * 2 / 800.0] * 2, 1.0, 14.0)
+    got_t, got_k = tr.arrays["event_time"], tr.arrays["event_party"]
+    return (float(np.max(np.abs(got_t - want_t))) + float(np.sum(got_k != want_k))
+            if got_t.size == len(want_t) else np.inf)
 
 
 def _async_events_by_hand(s, msg, S, horizon):
