@@ -187,9 +187,10 @@ def test_verify_lets_checks_use_as_many_processes_as_workers(monkeypatch):
     recs = run_checks(None, quick=True, executor="local", workers=2)
     assert seen["workers"] == 2 and seen["parts"] == {2}
     assert ["vfl.claim_flex_vs_sync", "vfl.claim_flex_vs_async"] in seen["groups"]
-    cvxpy = ["ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp", "ssca.constrained_round_literal"]
-    assert cvxpy in seen["groups"]                                    # one import of cvxpy for the three
-    assert seen["n"] == len(recs) - 1 - 2                             # the regime claims and the cvxpy checks share
+    cvxpy = ["ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp", "ssca.constrained_round_literal",
+             "ssca.constrained_records"]
+    assert cvxpy in seen["groups"]                                    # one import of cvxpy for the four
+    assert seen["n"] == len(recs) - 1 - 3                             # the regime claims and the cvxpy checks share
     assert all(not r.holds and "error" in r.details for r in recs)    # no result: reported as failed, not lost
 
 
