@@ -56,12 +56,14 @@ def _ref_storm_weights(k, n, c1, c2, c3, t):
 
 
 def _cases_storm_weights(rng):
-    return [dict(id=f"storm_weights-{i}", comment=c, flags=f, inputs=dict(k=k, n=n, c1=c1, c2=c1, c3=c1, t=t),
+    return [dict(id=f"storm_weights-{i}", comment=c, flags=f, inputs=dict(k=k, n=n, c1=c1, c2=c2, c3=c3, t=t),
                  tol={"rel": 1e-15})
-            for i, (k, n, c1, t, f, c) in enumerate((
-                (1.0, 1000.0, 10.0, 7, [], "the experiments' schedule"),
-                (2.0, 8.0, 5.0, 1, ["cap-active"], "c η_1² > 1: the weights are capped at 1"),
-                (0.5, 50.0, 1.0, 300, ["eta-exponent"], "η_t decays as (n + t)^{-1/3}")))]
+            for i, (k, n, (c1, c2, c3), t, f, c) in enumerate((
+                (1.0, 1000.0, (10.0,) * 3, 7, [], "the experiments' schedule"),
+                (2.0, 8.0, (5.0,) * 3, 1, ["cap-active"], "c η_1² > 1: the weights are capped at 1"),
+                (0.5, 50.0, (1.0,) * 3, 300, ["eta-exponent"], "η_t decays as (n + t)^{-1/3}"),
+                (1.0, 1000.0, (10.0, 20.0, 40.0), 7, ["distinct-constants"],
+                 "c1, c2, c3 apart: α, β and ϱ each from its own constant, in that order")))]
 
 
 STORM_WEIGHTS = Family(
