@@ -176,3 +176,29 @@ def test_claims_column_runs_the_papers_claims_on_a_mutation_no_theorem_check_cat
     assert ("all 2 reproduce" in out) == all(rec["claims"].values())
     assert main(["verify", "--with-claims"]) == 2 and "--with-claims applies only with --mutations" in \
         capsys.readouterr().err
+
+
+def test_a_mutated_kernel_file_runs_interpreted_and_is_caught_compiled_too(monkeypatch):
+    """A mutation of a file with Numba kernels runs that file's kernels as Python functions (the
+    other files' load compiled from the cache); ``REFIMPL_MUTATION_KERNELS=compile`` recompiles
+    them instead, and the same check catches the mutation either way."""
+    import subprocess
+    import sys
+    ids = ("vfl-numba-incoming-momentum-dropped", "mfcgd-scgd-nb-round-count")
+    cat = {m.id: m for m in MU.load_catalogue(only=set(ids))}
+    code = MU._interpreting(cat[ids[0]])
+    assert "refimpl.vfl.kernels" in code
+    probe = code + ("import refimpl.vfl.kernels as V, refimpl.core.kernels as C; "
+                    "print(hasattr(V._linear_party_loop_nb, 'signatures'), hasattr(C._gather_rows_nb, 'signatures'))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr[-800:]
+    core = next(m for m in MU.load_catalogue() if m.file == "refimpl/core/kernels.py")
+    assert MU._interpreting(core) == ""                 # Numba intrinsics cannot run as Python: compiled
+    interpreted = {i: MU.run_mutation(cat[i]).caught_by for i in ids}
+    monkeypatch.setenv(MU.KERNELS_ENV, "compile")
+    assert MU._interpreting(cat[ids[0]]) == ""
+    compiled = {i: MU.run_mutation(cat[i]).caught_by for i in ids}
+    assert interpreted == compiled == {i: list(cat[i].checks[:1]) for i in ids}, (interpreted, compiled)
+    monkeypatch.setenv(MU.KERNELS_ENV, "jit")
+    with pytest.raises(ValueError, match="must be 'interpret' or 'compile'"):
+        MU._interpreting(cat[ids[0]])

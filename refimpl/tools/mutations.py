@@ -2,17 +2,19 @@
 
 The catalogue (``refimpl/verification/mutations.toml``) lists one-line, paper-derived mutations:
 each names the file, the exact text it replaces (which must occur exactly once), the replacement
-and the equation it breaks, and the checks expected to catch it. For every mutation the runner
-copies the package to a temporary directory (modification times kept, so Numba's on-disk cache
-of untouched modules is reused), applies the replacement, and runs, in a fresh interpreter on
-that copy (forked from one that has imported NumPy, SciPy, Numba and cvxpy, never refimpl), the
-theorem-kind checks of the mutation's paper in quick mode — the expected catchers first, then
-the others until one fails. A mutation is *caught* when a theorem-kind check does not
+and the equation it breaks, and the checks expected to catch it. Each worker keeps one copy of
+the package (modification times kept, so Numba's on-disk cache and the bytecode of untouched
+modules are reused); for every mutation the runner applies the replacement to that copy, runs,
+in a fresh interpreter on it (forked from one that has imported NumPy, SciPy, Numba and cvxpy,
+never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
+catchers first, then the others until one fails — and puts the file and its bytecode back. The
+mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation is *caught* when a theorem-kind check does not
 hold (a check that crashes on the mutated code counts: the runner reports it as failing); claim
 checks and tests never count.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -336,6 +338,42 @@ def _mutation_env():
                 NUMBA_OPT=os.environ.get("REFIMPL_MUTATION_NUMBA_OPT", "0"))
 
 
+#: how a mutated file's Numba kernels run: "interpret" (default) runs that one file's kernels as
+#: the Python functions they are written as, every other file's from the on-disk cache as compiled;
+#: "compile" recompiles the mutated file's kernels (5-7 s a mutation, the slowest share of the
+#: catalogue). The source run is the same either way; the whole catalogue is caught both ways
+#: (tests/test_mutations.py runs every kernel entry compiled).
+KERNELS_ENV = "REFIMPL_MUTATION_KERNELS"
+
+
+def _interpreting(m, package=PACKAGE):
+    """Code that makes ``numba.njit`` return the plain Python function (Numba's own DISABLE_JIT
+    wrapper) for the functions of ``m``'s file, when that file holds Numba kernels and the mode
+    is "interpret"; run before the child imports refimpl. Empty otherwise."""
+    mode = os.environ.get(KERNELS_ENV, "interpret")
+    if mode not in ("interpret", "compile"):
+        raise ValueError(f"{KERNELS_ENV} must be 'interpret' or 'compile', got {mode!r}")
+    try:
+        src = source_file(m.file, package).read_text()
+    except OSError:
+        return ""
+    if mode == "compile" or "@njit" not in src or "@intrinsic" in src or not m.file.endswith(".py"):
+        return ""
+    module = m.file[:-3].replace("/", ".")
+    return ("import numba, numba.core.config as _cfg\n"
+            "_njit = numba.njit\n"
+            "def _njit_here(*a, **kw):\n"
+            "    bare = bool(a) and callable(a[0])\n"
+            "    def wrap(fn):\n"
+            f"        _cfg.DISABLE_JIT = fn.__module__ == {module!r}\n"
+            "        try:\n"
+            "            return _njit(*(() if bare else a), **kw)(fn)\n"
+            "        finally:\n"
+            "            _cfg.DISABLE_JIT = False\n"
+            "    return wrap(a[0]) if bare else wrap\n"
+            "numba.njit = _njit_here\n")
+
+
 def claim_checks(paper):
     """Claim-kind check ids of ``paper`` (by its check-id prefixes; the core's: none of its own)."""
     from refimpl.tools.verify import load_checks
@@ -346,56 +384,99 @@ def claim_checks(paper):
     return [cid for cid, (_, _, _, kind) in load_checks().items() if kind == "claim" and cid.startswith(prefixes)]
 
 
-def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None, claims=False):
+def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None, claims=False,
+                 workspace=None):
     # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
     order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
     claim_ids = claim_checks(m.paper) if claims else []
     t0 = time.perf_counter()
     out = Outcome(m.id, m.paper, m.equation)
-    with tempfile.TemporaryDirectory(prefix="refimpl-mut-") as tmp:
-        dst = Path(tmp) / "refimpl"
-        shutil.copytree(package, dst, copy_function=shutil.copy2)
-        for top, where in outside_packages(package).items():     # papers written outside refimpl
-            shutil.copytree(where, Path(tmp) / top, copy_function=shutil.copy2,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        target = Path(tmp) / m.file
-        target.write_text(target.read_text().replace(m.find, m.replace))
-        modules = check_modules(order + claim_ids)
-        code = (f"from refimpl.tools.mutations import _child; _child({json.dumps(json.dumps(order))}, "
-                f"{json.dumps(json.dumps(claim_ids))}, {json.dumps(json.dumps(modules))})")
-        if vectors_dir is not None:
-            code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
-        if zygote is not None:
-            try:
-                stdout, stderr, timed_out, exit_note = zygote.run(tmp, code, timeout)
-            except ZygoteGone:
-                zygote = None                   # this mutation in a fresh interpreter instead
-        if zygote is None:
-            try:
-                proc = subprocess.run([sys.executable, "-c", code], env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
-                                      capture_output=True, text=True, timeout=timeout)
-                stdout, stderr, timed_out = proc.stdout, proc.stderr, False
-                exit_note = f"exit {proc.returncode}"
-            except subprocess.TimeoutExpired:
-                timed_out = True
-        if timed_out:
-            out.error = f"timed out after {timeout} s"
-            out.seconds = time.perf_counter() - t0
-            return out
-        last = stdout.strip().splitlines()[-1:] if stdout.strip() else []
-        try:
-            res = json.loads(last[0])
-        except (IndexError, json.JSONDecodeError):
-            tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
-            out.error = f"the checks did not run ({exit_note}): {tail}"
-            out.seconds = time.perf_counter() - t0
-            return out
-        if not res["package"].startswith(tmp):
-            out.error = f"the child imported {res['package']}, not the mutated copy"
-        else:
-            out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
+    own = workspace is None
+    workspace = Workspace(package) if own else workspace
+    try:
+        with workspace.applied(m) as tmp:
+            _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote)
+    finally:
+        if own:
+            workspace.close()
     out.seconds = time.perf_counter() - t0
     return out
+
+
+class Workspace:
+    """A copy of the package (and of each paper written outside it) that mutations are applied to
+    one at a time: modification times kept, so Numba's on-disk cache and Python's bytecode of the
+    untouched modules are reused. :meth:`applied` writes one mutation and, after the run, puts back
+    the file, its directory's ``__pycache__`` as copied, and removes whatever the run left at the
+    top level."""
+
+    def __init__(self, package=PACKAGE):
+        self.package = package
+        self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
+        shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
+        for top, where in outside_packages(package).items():     # papers written outside refimpl
+            shutil.copytree(where, Path(self.dir) / top, copy_function=shutil.copy2,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        self.tops = set(os.listdir(self.dir))
+
+    @contextlib.contextmanager
+    def applied(self, m):
+        target = Path(self.dir) / m.file
+        pristine = source_file(m.file, self.package)
+        cache = target.parent / "__pycache__"
+        target.write_text(target.read_text().replace(m.find, m.replace))
+        for pyc in cache.glob(f"{target.stem}.*.pyc"):     # never the unmutated bytecode: a mutation
+            pyc.unlink()                                    # of equal size in the same second would load it
+        try:
+            yield self.dir
+        finally:
+            shutil.copy2(pristine, target)
+            shutil.rmtree(cache, ignore_errors=True)
+            if Path(m.file).parts[0] == self.package.name and (pristine.parent / "__pycache__").is_dir():
+                shutil.copytree(pristine.parent / "__pycache__", cache, copy_function=shutil.copy2)
+            for name in set(os.listdir(self.dir)) - self.tops:
+                path = Path(self.dir) / name
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
+    """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
+    modules = check_modules(order + claim_ids)
+    code = (_interpreting(m, package) + "from refimpl.tools.mutations import _child; "
+            f"_child({json.dumps(json.dumps(order))}, {json.dumps(json.dumps(claim_ids))}, "
+            f"{json.dumps(json.dumps(modules))})")
+    if vectors_dir is not None:
+        code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+    if zygote is not None:
+        try:
+            stdout, stderr, timed_out, exit_note = zygote.run(tmp, code, timeout)
+        except ZygoteGone:
+            zygote = None                   # this mutation in a fresh interpreter instead
+    if zygote is None:
+        try:
+            proc = subprocess.run([sys.executable, "-c", code], env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
+                                  capture_output=True, text=True, timeout=timeout)
+            stdout, stderr, timed_out = proc.stdout, proc.stderr, False
+            exit_note = f"exit {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
+        out.error = f"timed out after {timeout} s"
+        return
+    last = stdout.strip().splitlines()[-1:] if stdout.strip() else []
+    try:
+        res = json.loads(last[0])
+    except (IndexError, json.JSONDecodeError):
+        tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+        out.error = f"the checks did not run ({exit_note}): {tail}"
+        return
+    if not res["package"].startswith(tmp):
+        out.error = f"the child imported {res['package']}, not the mutated copy"
+    else:
+        out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
 
 
 def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
@@ -416,11 +497,18 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             z.close()
         raise
 
+    spaces = queue.Queue()                      # one copy of the package per worker, reused
+    for _ in range(max(1, int(workers))):
+        spaces.put(Workspace(package))
+
     def one(i):
         z = zygotes.get() if forking else None
+        space = spaces.get()
         try:
-            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims)
+            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
+                                      package=package, workspace=space)
         finally:
+            spaces.put(space)
             if z is not None:
                 if not z.alive:                 # died under a mutation: the next one gets a new zygote
                     z.close()
@@ -431,16 +519,17 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
                      f"{'caught by ' + ', '.join(r.caught_by) if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
                      f" ({r.seconds:.0f} s)")
-    # the mutations of a file with Numba kernels recompile them (the copy's cache no longer
-    # matches): the slowest, so they start first; then the others by their first expected
-    # catcher's recorded seconds, so that the pool does not end on a long one
+    # by their first expected catcher's recorded seconds, longest first, so that the pool does not
+    # end on a long one; a file whose Numba kernels recompile (KERNELS_ENV=compile: the copy's
+    # cache no longer matches) counts 10 s more
     from refimpl.tools.verify import check_costs
     seconds = check_costs(True)
+    compiling = os.environ.get(KERNELS_ENV, "interpret") == "compile"
 
     def cost(m):
         first = seconds.get(m.checks[0], 1.0) if m.checks else 1.0
         try:
-            return first + (10 if "@njit" in source_file(m.file, package).read_text() else 0)
+            return first + (10 if compiling and "@njit" in source_file(m.file, package).read_text() else 0)
         except OSError:
             return first
     order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
@@ -450,6 +539,8 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     finally:
         while not zygotes.empty():
             zygotes.get().close()
+        while not spaces.empty():
+            spaces.get().close()
     return results
 
 
