@@ -63,18 +63,6 @@ checks = ["mfcgd.theorem_statement_literal"]
 '''
 
 
-def test_a_harmless_edit_is_reported_not_caught(tmp_path, capsys):
-    cat = _write(tmp_path, HARMLESS)
-    js = tmp_path / "m.json"
-    mdp = tmp_path / "m.md"
-    assert main(["verify", "--mutations", "--catalogue", str(cat), "--json", str(js), "--markdown", str(mdp),
-                 "--quiet"]) == 1
-    assert "**not caught**" in mdp.read_text() and "| mfcgd | 1 | 0 | 0 % |" in mdp.read_text()
-    rec = json.loads(js.read_text())[0]
-    assert rec["caught"] is False and rec["error"] is None and "mfcgd.lemma9_tracking" in rec["ran"]
-    assert "NOT CAUGHT" in capsys.readouterr().out
-
-
 def test_every_catalogued_mutation_is_caught_by_a_theorem_check(tmp_path):
     """The whole catalogue, two mutations at a time (about 2 minutes on 2 cores): every mutation must
     make at least one theorem-kind check fail."""
@@ -163,15 +151,22 @@ def _toml_str(text):
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
-def test_claims_column_runs_the_papers_claims_on_a_mutation_no_theorem_check_catches(tmp_path, capsys):
-    """``--mutations --with-claims``: a mutation that passes every theorem-kind check is run against its
+def test_a_harmless_edit_is_not_caught_and_the_claims_column_runs_the_papers_claims(tmp_path, capsys):
+    """A harmless edit (a comment) is reported NOT CAUGHT, in the table, the JSON and the Markdown,
+    after every check its paper's mutations are tried against ran; ``--with-claims`` then runs its
     paper's claims too, and the table says whether they still reproduce (not counted as caught)."""
     cat = _write(tmp_path, HARMLESS)
     js = tmp_path / "m.json"
-    assert main(["verify", "--mutations", "--with-claims", "--catalogue", str(cat), "--json", str(js), "--quiet"]) == 1
+    mdp = tmp_path / "m.md"
+    assert main(["verify", "--mutations", "--with-claims", "--catalogue", str(cat), "--json", str(js),
+                 "--markdown", str(mdp), "--quiet"]) == 1
+    assert "**not caught**" in mdp.read_text() and "| mfcgd | 1 | 0 | 0 % |" in mdp.read_text()
     rec = json.loads(js.read_text())[0]
-    assert rec["caught"] is False and set(rec["claims"]) == {"mfcgd.rate_slope", "mfcgd.complexity_vs_baselines"}
+    assert rec["caught"] is False and rec["error"] is None and "mfcgd.lemma9_tracking" in rec["ran"]
+    assert set(rec["ran"]) == set(MU.theorem_checks("mfcgd")), sorted(set(MU.theorem_checks("mfcgd")) - set(rec["ran"]))
+    assert set(rec["claims"]) == {"mfcgd.rate_slope", "mfcgd.complexity_vs_baselines"}
     out = capsys.readouterr().out
+    assert "NOT CAUGHT" in out
     assert out.splitlines()[0].rstrip().endswith("claims")
     assert ("all 2 reproduce" in out) == all(rec["claims"].values())
     assert main(["verify", "--with-claims"]) == 2 and "--with-claims applies only with --mutations" in \
