@@ -4,12 +4,17 @@ model, the initial point, the clients' split, the batch schedule, the algorithm 
 Flower adapter (:mod:`refimpl.ssca.flower`), neither importing the other for it."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 
+from refimpl.core.data import data_record
+from refimpl.core.divergence import DivergenceRule
 from refimpl.core.model import TwoLayerNet
 from refimpl.core.partition import (BatchSchedule, feature_based_schedule, feature_partition, read_feature_blocks,
                                     read_partition_file, sample_based_schedule, sample_partition)
 from refimpl.core.schedules import PowerLaw
+from refimpl.core.trace import Trace
 from refimpl.ssca.algorithms import SSCA, Evaluator, FeatureSGD, FedAvg, LearningRate
 from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
@@ -101,3 +106,17 @@ def build(cfg, data, init=None, batches=None):
 def _constrained(cfg, protocol, rho, gamma):
     return ConstrainedSSCA(protocol, rho, gamma, cfg.tau, cfg.U, cfg.penalty, cfg.solver, cfg.per_client,
                            cfg.ball_radius, cfg.cvxpy_solver, cfg.curvature)
+
+
+def run_inputs(cfg, data, init=None, batches=None):
+    """What a run of the resolved ``cfg`` starts from, for refimpl's runner and the Flower engine
+    alike: (algorithm, θ⁰, batch schedule, evaluator, trace, snapshot rounds, divergence rule). The
+    trace holds the configuration, the data's record and the rounds' batches (schedule rows 0..T−1
+    for rounds 1..T); the initial point and the last iterate are always among the snapshots, so a
+    trace can be replayed and continued."""
+    algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
+    trace = Trace(config={**asdict(cfg), "data": data.name, **data_record(data)})
+    trace.batches = schedule.indices[:cfg.rounds]
+    snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
+    return algo, theta0, schedule, evaluator, trace, snapshots, DivergenceRule(cfg.diverge_cost_factor,
+                                                                              cfg.diverge_sq_norm)

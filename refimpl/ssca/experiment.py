@@ -13,12 +13,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from refimpl.core import validate as V
-from refimpl.core.data import Dataset, data_record
-from refimpl.core.divergence import DivergenceRule
+from refimpl.core.data import Dataset
 from refimpl.core.partition import parse_partition
-from refimpl.core.trace import Trace
 from refimpl.ssca.algorithms import train
-from refimpl.ssca.assembly import build, client_partition, read_feature_blocks  # noqa: F401  (re-exported)
+from refimpl.ssca.assembly import build, client_partition, read_feature_blocks, run_inputs  # noqa: F401
 from refimpl.ssca.protocols import SAMPLINGS
 from refimpl.ssca.surrogate import check_curvature
 
@@ -217,14 +215,9 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     test set (recorded as NaN), for runs that read only the training cost. ``dump_writer``: the
     dumped rounds go to disk as they finish (:class:`~refimpl.core.dumps.DumpWriter`)."""
     cfg = cfg.resolved()
-    algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
+    algo, theta0, schedule, evaluator, trace, snapshots, rule = run_inputs(cfg, data, init, batches)
     if not test_accuracy:
         evaluator = dataclasses.replace(evaluator, test_accuracy=False)
-    trace = Trace(config={**asdict(cfg), "data": data.name, **data_record(data)})
-    trace.batches = schedule.indices[:cfg.rounds]
-    # the initial point and the last iterate are always kept: a trace can be replayed and continued
-    snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
-    rule = DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm)
     from refimpl.core.replay import parse_dump_rounds
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
     if cfg.engine == "flower":

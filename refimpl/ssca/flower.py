@@ -210,9 +210,6 @@ def flower_apps(algorithm, theta0, schedule, rounds, evaluator, trace, snapshots
     """Flower's ``ServerApp`` and ``ClientApp`` for a built refimpl run (see
     :func:`refimpl.ssca.experiment.build`): ``algorithm`` must use a :class:`SampleBasedProtocol`,
     which is swapped for a :class:`FlowerCollection` until :meth:`FlowerRun.finish`."""
-    _flwr()
-    from flwr.server import ServerApp, ServerAppComponents, ServerConfig
-
     from refimpl.ssca.algorithms import FedAvg, Trainer
     protocol = algorithm.protocol
     if not isinstance(protocol, SampleBasedProtocol):
@@ -220,6 +217,8 @@ def flower_apps(algorithm, theta0, schedule, rounds, evaluator, trace, snapshots
                          "feature-based SSCA needs three exchanges per round (see refimpl.ssca.flower)")
     if isinstance(algorithm, FedAvg) and algorithm.E != 1:
         raise ValueError("the Flower engine runs SGD and SGD-m with one local step (--local-steps 1)")
+    _flwr()                       # what Flower cannot run is refused first, with or without Flower installed
+    from flwr.server import ServerApp, ServerAppComponents, ServerConfig
     collection = FlowerCollection(protocol)
     algorithm.protocol = collection
 
@@ -239,18 +238,12 @@ def ssca_flower_apps(config, data, init=None, batches=None, progress=None):
     constrained SSCA with the closed-form step, SGD, SGD-m): run its apps with Flower's
     ``run_simulation`` (one SuperNode per client) or plug ``.strategy`` into your own ServerApp,
     then ``.finish()`` for the refimpl trace."""
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
-    from refimpl.core.divergence import DivergenceRule
-    from refimpl.core.trace import Trace
-    from refimpl.ssca.assembly import build
+    from refimpl.ssca.assembly import run_inputs
     cfg = replace(config, engine="flower").resolved()
-    algo, theta0, schedule, evaluator, _ = build(cfg, data, init, batches)
-    trace = Trace(config={**asdict(cfg), "data": data.name})
-    trace.batches = schedule.indices[:cfg.rounds]
-    snapshots = sorted(set(cfg.snapshots) | {0, cfg.rounds})
-    return flower_apps(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress,
-                       DivergenceRule(cfg.diverge_cost_factor, cfg.diverge_sq_norm))
+    algo, theta0, schedule, evaluator, trace, snapshots, rule = run_inputs(cfg, data, init, batches)
+    return flower_apps(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
 
 
 def run_flower(algorithm, theta0, schedule, rounds, evaluator, trace, snapshots=(), progress=None, divergence=None,

@@ -372,9 +372,63 @@ def _crosscheck_cases():
     a = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0]})
     b = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0 + 1e-6]})
     rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
-    out.append(("a difference of 1e-6 in a series whose largest value is 2 is measured as 5e-7 (relative to the "
-                "first trace's scale)", bool(rows) and abs(rows[0]["rel"] - 5e-7) < 1e-12))
+    out.append(("a difference of 1e-6 in a series whose largest value is 2 is measured as 5e-7",
+                bool(rows) and abs(rows[0]["rel"] - 5e-7) < 1e-12))
+    rows = [r for r in crosscheck(Trace(config={}, metrics={"round": [0], "x": [100.0]}),
+                                  Trace(config={}, metrics={"round": [0], "x": [99.0]})) if r["what"] == "x"]
+    out.append(("100 against 99 is a relative difference of 1/100 (the first trace's scale), not 1/99",
+                bool(rows) and rows[0]["rel"] == 0.01))
+    rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "x": [], "y": [1.0, 2.0]}),
+                                             Trace(config={}, metrics={"round": [0, 1], "y": [1.0]}))}
+    out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
+                "and not compared", "x" not in rows and rows.get("y", {}).get("skipped") is True
+                and "the second trace has 1 values for 2 rounds" in rows.get("y", {}).get("note", "")))
     return out + _saved_trace_cases(w1, w2)
+
+
+def _crosscheck_cli_cases():
+    """(what, right): ``refimpl crosscheck A B``'s verdict on saved planted traces — its exit code (0:
+    every quantity compared and within --tol; 1: a difference, or something left uncompared) and the
+    words it prints, written out here."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    from refimpl.core.trace import Trace
+    from refimpl.tools.crosscheck import compare_runs, load_side
+    w = {r: (np.array([[2.0, -1.0], [0.5, 1.0]]) * (r + 1), np.array([[1.0, 0.0, -3.0]]) - r) for r in range(4)}
+    other = (np.full((2, 2), 7.0), np.full((1, 3), 7.0))
+    cost = [2.0, 1.5, 1.0, 0.5]
+    traces = {"a": (w, {"train_cost": cost}), "same": (w, {"train_cost": cost}), "no-iterates": ({}, {"train_cost": cost}),
+              "extra": (w, {"train_cost": cost, "test_accuracy": [0.1, 0.2, 0.3, 0.4]}),
+              "nan": (w, {"train_cost": [2.0, 1.5, np.nan, 0.5]}),
+              "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),      # their W_r = our W_{r-1}
+              "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost})}
+    cases = [  # (what, first, second, flags, exit code, words its output holds)
+        ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0, "compared 8 snapshot arrays and 1 metrics"),
+        ("no common snapshot is exit 1", "no-iterates", "a", {}, 1, "no iterates were compared"),
+        ("… and exit 0 with --metrics-only", "no-iterates", "a", dict(metrics_only=True), 0, "only metrics"),
+        ("a metric of one trace only is not compared: exit 1", "extra", "a", {}, 1, "not compared: test_accuracy"),
+        ("… and exit 0 when --allow-missing names it", "extra", "a", dict(allow_missing="test_accuracy"), 0, "ok"),
+        ("NaN on the second side is not compared: exit 1", "a", "nan", {}, 1, "train_cost at 1 round (NaN on one side"),
+        ("NaN on the first side as well", "nan", "a", {}, 1, "train_cost at 1 round (NaN on one side"),
+        ("… and exit 0 when --allow-missing names the metric with the NaN", "a", "nan",
+         dict(allow_missing="train_cost"), 0, "ok"),
+        ("their snapshots one round late are named as a shift", "a", "late", {}, 1,
+         "first trace's W_r = second's W_{r+1}"),
+        ("their snapshots one round early too", "a", "early", {}, 1, "first trace's W_r = second's W_{r-1}"),
+    ]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (snaps, metrics) in traces.items():
+            Trace(config={}, metrics={"round": [0, 1, 2, 3], **metrics}, snapshots=snaps).save(os.path.join(tmp, name))
+        for what, first, second, flags, code, words in cases:
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+                got = compare_runs(load_side(os.path.join(tmp, first)), load_side(os.path.join(tmp, second)), **flags)
+            out.append((f"refimpl crosscheck: {what}", got == code and words in buf.getvalue()))
+    return out
 
 
 def _saved_trace_cases(w1, w2):
@@ -478,6 +532,10 @@ def _return_and_compare_cases(own, docs):
                 "rel 1e-12 (limit 1e-9), 2e-9 fails",
                 compare("v", big, big + [0, 5e-10, 0, 0], {"rel": 1e-12}) is None
                 and compare("v", big, big + [0, 2e-9, 0, 0], {"rel": 1e-12}) is not None))
+    out.append(("whole numbers under a relative tolerance are compared with it (3.5 for 3 at rel 0.01 fails on the "
+                "tolerance; 3.02 passes)",
+                "rel tolerance 0.01" in (compare("n", np.int64(3), 3.5, {"rel": 0.01}) or "")
+                and compare("n", np.int64(3), 3.02, {"rel": 0.01}) is None))
     out.append(("a NaN against a whole number is shown as nan, and 2.5 as 2.5, not as a whole number",
                 "got nan, expected 3" in (compare("index", np.int64(3), np.nan, {"rel": 0}) or "")
                 and "got 2.5, expected 3" in (compare("index", np.int64(3), 2.5, {"rel": 0}) or "")))
@@ -571,7 +629,11 @@ def _harness_cases():
     with tempfile.TemporaryDirectory() as tmp:
         out += _loader_refusals(tmp)
     with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "stale_family.json"), "w") as fh:       # an earlier export's file
+            fh.write("{}")
         V.export(tmp)
+        out.append(("an earlier export's file that the new manifest does not list is removed",
+                    not os.path.exists(os.path.join(tmp, "stale_family.json"))))
         back = V.load(tmp)
         out.append(("exported vectors load back as generated (every family, every case)",
                     sorted(back) == sorted(docs) and all(json.dumps(back[f], sort_keys=True) ==
@@ -969,7 +1031,7 @@ def diagnose_report(quick):
        "(of a metric, of a snapshot) as such, saved traces load back as saved (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
-    return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases(), "planted ")
+    return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases() + _crosscheck_cli_cases(), "planted ")
 
 
 def _reproduction_table_cases(tmp):

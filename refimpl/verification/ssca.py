@@ -152,7 +152,8 @@ def surrogate_assumption2(quick):
 @check("ssca.stepsize_conditions",
        "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged, and each "
        "condition's verdict at its edge by hand (exponent 1/2 fails Σρ² < ∞, exponent 1 meets Σγ = ∞, equal "
-       "exponents fail γ/ρ → 0)",
+       "exponents fail γ/ρ → 0, exponent 0 fails ρ → 0, a value 0 is outside (0, 1]), and a finite sequence's "
+       "tail exponent fitted on its last half (exact power laws: the exponent itself)",
        "[SSCA] (4), (6), Section VI; docs/ssca.md")
 def stepsize_conditions(quick):
     cases = {   # (ρ, γ, expected: meets every condition?)
@@ -177,7 +178,21 @@ def stepsize_conditions(quick):
                                                                   ["sum_rho_sq_finite"]),
              "1/t^0.75, 0.5/t^1 (every condition met)": (PowerLaw(1, 0.75), PowerLaw(0.5, 1.0), []),
              "1/t^0.7, 0.5/t^0.7 (equal exponents: γ/ρ ↛ 0)": (PowerLaw(1, 0.7), PowerLaw(0.5, 0.7),
-                                                              ["gamma_over_rho_to_0"])}
+                                                              ["gamma_over_rho_to_0"]),
+             "0.5/t^0, 0.5/t^1 (exponent 0: ρ ↛ 0, Σρ² = ∞)": (PowerLaw(0.5, 0.0), PowerLaw(0.5, 1.0),
+                                                              ["rho_to_0", "sum_rho_sq_finite"])}
+    # a sequence: ρ_1 = 0 is outside (0, 1]; the tail exponent fitted on t = n/2 + 1 … n of exact
+    # power laws (8 values: t = 5 … 8) is the exponent itself, 1.02 (Σρ < ∞) and 1.1
+    t8 = np.arange(1, 9, dtype=float)
+    edges["sequence 0, 1/t^0.75 …; 0.5/t^0.8 (ρ_1 = 0)"] = (
+        Sequence(np.r_[0.0, 1 / t[1:] ** 0.75], check_range=False), Sequence(0.5 / t ** 0.8), ["rho_in_(0,1]"])
+    edges["sequence of 8: 1/t^1.02, 0.5/t^1.1 (fitted exponents 1.02, 1.1: Σρ, Σγ < ∞)"] = (
+        Sequence(1 / t8 ** 1.02), Sequence(0.5 / t8 ** 1.1), ["sum_rho_infinite", "sum_gamma_infinite"])
+    fitted = [c.reason.split(";")[0] for c in check_step_sizes(Sequence(1 / t8 ** 1.02), Sequence(0.5 / t8 ** 1.1))
+              if c.name.startswith("sum_") and c.name.endswith("_infinite")]
+    wrong += fitted != ["tail exponent ≈ 1.02 (estimated from a finite sequence)",
+                        "tail exponent ≈ 1.1 (estimated from a finite sequence)"]
+    det["fitted tail exponents of the 8-value sequences"] = fitted
     for name, (r, g, expect) in edges.items():
         failed = [c.name for c in check_step_sizes(r, g) if not c.met]
         det[name] = {"failed_conditions": failed, "expected_failed": expect}
@@ -883,7 +898,9 @@ def assembly_literal(quick):
        "ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
        "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders); Flower's round r sends schedule row "
        "r − 1 and steps refimpl's server on that row, the client of partition k answers for k, and two replies "
-       "from one partition are refused",
+       "from one partition are refused; a round's ledger is ω down once and K × (dim ω + 1) up, the run starts "
+       "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
+       "SSCA or two local steps are refused before Flower is needed",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -920,13 +937,40 @@ def flower_aggregation(quick):
             coll.assemble(replies_by_partition([results[k] for k in order], list))   # arrival order varies
             l_hat, g_hat, _ = coll.collect(theta, batches)
             worst = max(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
-    rounds_wrong = _flower_round_misroutes(results)
+    coll.assemble(replies_by_partition(results, list))
+    ledger = coll.collect(theta, batches)[2]
+    rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
     sizes = [len(p) for p in parts]
     return {"measured": max(worst, float(misrouted + rounds_wrong)), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,
                         "wrong_round_rows_partitions_or_duplicates": rounds_wrong},
             "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches; {rounds_wrong} wrong "
-                    "round rows, client partitions or duplicate replies"}
+                    "round rows, client partitions, duplicate replies, ledgers or set-up answers"}
+
+
+def _flower_engine_errors(ledger, n_params, K):
+    """Wrong answers of the Flower engine's set-up, written out: a round's ledger is ω down once and
+    K × (dim ω + 1) up (as refimpl's own protocol records it); the run starts from what refimpl's
+    runner starts from (trace batches = schedule rows 0..T−1, snapshots 0 and T always kept); what
+    Flower cannot run is refused before Flower is needed (feature-based SSCA, two local steps), by the
+    configuration and by the apps' builder."""
+    import dataclasses
+
+    from refimpl.ssca.assembly import run_inputs
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.ssca.flower import flower_apps
+    wrong = int([(m.sender, m.receiver, m.floats) for m in ledger] !=
+                [("server", "all clients", n_params)] + [(f"client {k}", "server", n_params + 1) for k in range(K)])
+    cfg = RunConfig(algorithm="sgd", clients=3, batch=4, rounds=3, hidden=8, snapshots=[2], seed=4).resolved()
+    algo, _, schedule, _, trace, snapshots, _ = run_inputs(cfg, embedded())
+    wrong += int(snapshots != [0, 2, 3] or not np.array_equal(trace.batches, schedule.indices[:3])
+                 or len(schedule.indices) < 3)
+    two = run_inputs(dataclasses.replace(cfg, local_steps=2), embedded())[0]
+    feature = run_inputs(dataclasses.replace(cfg, algorithm="ssca", setting="feature"), embedded())[0]
+    wrong += int(not raises(lambda: flower_apps(two, None, None, 3, None, None), "one local step"))
+    wrong += int(not raises(lambda: flower_apps(feature, None, None, 3, None, None), "sample-based protocol only"))
+    wrong += int(not raises(lambda: RunConfig(engine="flower", local_steps=2).resolved(), "one local step"))
+    return wrong
 
 
 def _flower_round_misroutes(results):

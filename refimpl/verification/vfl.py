@@ -324,6 +324,23 @@ def _async_events_by_hand(s, msg, S, horizon):
         arrive[k] = free + S + msg[k] + s[k] + msg[k]
 
 
+def _replayed_and_parsed_speed_errors():
+    """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
+    σ is the model's documented σ = 0.5."""
+    import os
+    import tempfile
+
+    from refimpl.vfl.speeds import LogNormalSpeed, StepTimes, parse_speeds
+    errors = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "steps.npz")
+        np.savez(path, step_times=np.array([[1.0, 2.0], [1.0, 0.0]]))
+        errors["zero_replayed_step_time_accepted"] = float(not raises(
+            lambda: StepTimes.from_file(path, 2), "step time of party 1 in row 1 is 0.0"))
+    errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
+    return errors
+
+
 def _cpu_trace_errors(model, data):
     """The authors' CPU-trace rule, by hand: τ = floor(10(1 − cpu) + 1) on chosen utilisations; the
     model's mean step time timeout / mean τ (the unit of the server time); step times
@@ -341,6 +358,7 @@ def _cpu_trace_errors(model, data):
     # a step time of 0 (or below) is refused, not taken as an infinitely fast party
     errors["zero_step_time_accepted"] = float(not raises(
         lambda: ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0)), "step times must be finite and > 0"))
+    errors.update(_replayed_and_parsed_speed_errors())
     model3 = CPUTraceSpeed(np.tile(cpu, (3, 1)), 2.9, _n_parties=3)
     errors["cputrace_mean"] = float(np.max(np.abs(model3.mean() - 2.9 / 5.8)))       # mean τ = 29 / 5
     bad = 0
