@@ -376,7 +376,10 @@ def try_switches(ours_path, arrays, theirs, paper, tol, takes, progress=None, da
         return _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data)
 
 
-def _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data):
+def _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, progress, data, rerun_fn=None):
+    """The search of :func:`try_switches` (``rerun_fn``: what reruns refimpl, :func:`rerun` unless
+    given — ``tools.diagnose_report`` plants its reruns' dumps to check the search's rules)."""
+    rerun_fn = rerun if rerun_fn is None else rerun_fn
     cfg = _trace_config(ours_path) or {}
     rounds = sorted(theirs)
     rows = []
@@ -388,7 +391,7 @@ def _switch_search(ours_path, replay_file, arrays, theirs, paper, tol, takes, pr
         try:
             if arrays is None:
                 raise ValueError(replay_file)          # why THEIR arrays could not be read
-            dump = rerun(ours_path, replay_file, arrays, rounds, overrides, data)
+            dump = rerun_fn(ours_path, replay_file, arrays, rounds, overrides, data)
         except ValueError as exc:
             row["first"] = f"could not rerun: {exc}"
             if progress:

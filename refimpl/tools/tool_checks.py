@@ -882,6 +882,61 @@ def _report_cases(tmp):
     return out
 
 
+def _search_and_comparison_cases(tmp):
+    """(what, right): the switch search's rules on planted reruns (each rerun's dump written out
+    here): only switches away from OURS's value are tried, a switch is credited when it agrees and
+    changes something, a pair that agrees with THEIRS but stays within the tolerance of the baseline
+    is not; a quantity dumped only from round 2 on is compared; a replay input that differs by 1e-13
+    is named; the epoch hint's probability, exp(−Σ B_i B_j / n), by hand."""
+    import json
+    import os
+
+    from refimpl.tools import diagnose as DG
+    ours = os.path.join(tmp, "planted-ours")
+    os.makedirs(ours)
+    with open(os.path.join(ours, "trace.json"), "w") as fh:
+        json.dump({"config": {"curvature": "recursive", "activation": "swish"}}, fh)
+    theirs = {r: {"omega": np.array([1.0, 1.0])} for r in (1, 2)}
+    calls = []
+
+    def planted(values):
+        def rerun(path, replay_file, arrays, rounds, overrides, data):
+            calls.append(dict(overrides))
+            v = values[tuple(sorted(overrides.items()))]
+            return {r: {"omega": np.array([v, 1.0])} for r in rounds}
+        return rerun
+    fixed, relu = ("curvature", "fixed"), ("activation", "relu")
+    one = planted({(): 1.001, (fixed,): 1.0, (relu,): 1.001})
+    rows, verdict = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), None, None, one)
+    out = [("of two switches the one that makes every round agree is credited, and only switches away from OURS's "
+            "values are rerun", verdict["kind"] == "switch" and verdict["row"]["switch"] == "--curvature fixed"
+            and calls == [{}, {"curvature": "fixed"}, {"activation": "relu"}])]
+    calls.clear()
+    near = planted({(): 1 + 1.5e-8, (fixed,): 1 + 5e-7, (relu,): 1 + 5e-7, (relu, fixed): 1 + 0.75e-8})
+    rows, verdict = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), None, None, near)
+    pair = rows[-1] if rows else {}
+    out.append(("a pair within 1e-8 of THEIRS and of the baseline (which is 1.5e-8 off) changes nothing: not "
+                "credited", verdict["kind"] == "none" and pair.get("agrees") is True and pair.get("changes") is False
+                and len(calls) == 4))
+    late = DG.compare_dumps({1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([2.0])}},
+                            {1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([3.0])}}, 1e-8)
+    out.append(("a quantity dumped only from round 2 on is compared there (round 2, A)",
+                late.divergence is not None and (late.divergence.round, late.divergence.quantity) == (2, "A")))
+    w1, w2 = np.arange(6.0).reshape(2, 3) / 7, np.ones((1, 3))
+    np.savez(os.path.join(ours, "trace.npz"), W1_0=w1, W2_0=w2)
+    differ, unknown = DG.differing_inputs(ours, {"W1_0": w1 * (1 + 1e-13), "W2_0": w2}, "ssca")
+    out.append(("an initial point 1e-13 apart is a differing replay input", differ == ["initial point"] and not unknown))
+    rng = np.random.default_rng(3)
+    rows10 = []
+    for _ in range(2):                              # 2 epochs of n = 10 in batches of 4: 4, 4, 2 (padded)
+        p = rng.permutation(10)
+        rows10 += [p[:4], p[4:8], np.r_[p[8:], -1, -1]]
+    hint = DG.epoch_order_hint(np.array(rows10), 10) or ""
+    out.append(("the epoch hint's odds: 2 epochs × 3 rounds × 2/2 × 4·4/10 pairs, exp(−9.6) ≈ 7e-05",
+                "probability about 7e-05" in hint))
+    return out
+
+
 def _comparison_edge_cases(tmp):
     """(what, right): the comparison's own refusals and readings — a side without a dump, no common
     round, no common quantity; a quantity dumped in some rounds only; an array of the same size in
@@ -1009,10 +1064,13 @@ def diagnose_steps(quick):
        "dump, no common round or quantity, a missing file, a --map without '=' and complex values are refused; a "
        "quantity dumped in some rounds only is named; 1-based ids, a transpose, permuted values and a NaN quantity are "
        "named; two plain dumps are compared without reruns; a damaged trace.json is refused; OURS's trace without its "
-       "data or a size still compares; the report is written without matplotlib (wrong answers: 0)",
+       "data or a size still compares; the report is written without matplotlib; on planted reruns the switch "
+       "search tries only values away from OURS's and credits a switch or pair only when it agrees and changes "
+       "something; a quantity dumped from round 2 on is compared; a replay input 1e-13 apart differs; the epoch "
+       "hint's odds by hand (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_report(quick):
-    return _cases_in_a_directory(_comparison_edge_cases, _report_cases)
+    return _cases_in_a_directory(_comparison_edge_cases, _report_cases, _search_and_comparison_cases)
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
