@@ -119,12 +119,25 @@ def _mat_columns_case():
             got["omega"].shape == (5,) and got["rho"].shape == () and got["batch"].shape == (2, 3))
 
 
+def _replay_reader_cases():
+    """(what, right): the replay readers' small rules — booleans are not numbers; the 1-based hint only
+    when no id is 0 and one is n; ``--dump-rounds`` sorted, each once, within 1..T."""
+    from refimpl.core.replay import numeric, one_based_hint, parse_dump_rounds
+    return [("a boolean array is refused as a replay input (not read as 0 and 1)",
+             _raises(lambda: numeric(np.array([True, False]), "x", "a"), "has dtype bool")),
+            ("the 1-based hint is given for ids 1..5 of n = 5, not when an id is 0",
+             "1-based ids" in one_based_hint(np.array([1, 3, 5]), 5) and one_based_hint(np.array([0, 3, 5]), 5) == ""),
+            ("--dump-rounds 3,1,3 of 5 rounds is rounds 1 and 3; round 0 is refused",
+             parse_dump_rounds("3,1,3", 5) == [1, 3] and parse_dump_rounds("all", 3) == [1, 2, 3]
+             and _raises(lambda: parse_dump_rounds("0,2", 5), "round 0 is outside the run (rounds 1..5)"))]
+
+
 def _reading_cases():
     """(what, right) for what diagnose reads off the numbers and the dumps: layouts, an epoch
     schedule, another paper's dump, the replay inputs a per-round dump implies, an entry's name."""
     from refimpl import papers
     from refimpl.tools import diagnose as DG
-    out = [("a relative difference is measured against OURS's largest entry (|2 − 1| / 2 = 0.5)",
+    out = _replay_reader_cases() + [("a relative difference is measured against OURS's largest entry (|2 − 1| / 2 = 0.5)",
             DG._rel(np.array([2.0, 0.5]), np.array([1.0, 0.5])) == 0.5),
            ("party-indexed quantities come in party order, 10 after 2",
             DG.ordered("vfl", ["theta10", "grad2", "theta2", "theta1", "batch"])
