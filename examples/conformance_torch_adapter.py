@@ -313,6 +313,6 @@ def mfcgd_run(A, b, c, x1, zeta0, xi0, zeta, xi, T, q, k, n, c1, c2, c3, gamma, 
 
 
 # The server's assembly of replies, partitions, the divergence and tuning rules, the VFL clocks
-# and the theorems' right sides hold no tensors: the plain-NumPy example's functions serve here too.
-from conformance_numpy_adapter import (client_aggregate, divergence_stop, partition, theorem_rhs,  # noqa: E402,F401
-                                       tune_select, vfl_async_events, vfl_round_time)
+# and the theorems' right sides hold no tensors: the plain-NumPy adapter's functions serve here too.
+from refimpl.conformance.numpy_adapter import (client_aggregate, divergence_stop, partition,  # noqa: E402,F401
+                                               theorem_rhs, tune_select, vfl_async_events, vfl_round_time)

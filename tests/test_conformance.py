@@ -79,7 +79,7 @@ def test_harness_passes_for_refimpl_and_the_numpy_example(tmp_path):
     code, out = _harness(tmp_path, "refimpl.conformance.adapter")
     assert code == 0 and " passed" in out, out
     n = sum(len(d["cases"]) for d in VX.generate().values()) + 1      # + the adapter-provides-a-family test
-    code, out = _harness(tmp_path, "conformance_numpy_adapter", EXAMPLES)
+    code, out = _harness(tmp_path, "refimpl.conformance.numpy_adapter")
     assert code == 0 and f"{n} passed" in out, out
 
 
@@ -96,7 +96,7 @@ def test_harness_passes_for_the_pytorch_example(tmp_path):
 
 
 def test_harness_fails_readably_on_a_planted_bug(tmp_path):
-    src = (EXAMPLES / "conformance_numpy_adapter.py").read_text()
+    src = (EXAMPLES.parent / "refimpl" / "conformance" / "numpy_adapter.py").read_text()
     planted = src.replace("return ((1 - eta * param) ** (tau - 1 - t),)", "return ((1 - eta * param) ** (tau - t + 1),)")
     assert planted != src
     planted = planted.replace("def exp_nonpos(x):\n    return (np.exp(x),)\n", "")   # a missing function: skipped

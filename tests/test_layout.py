@@ -307,3 +307,13 @@ def test_the_readmes_counts_are_the_codes():
     per = Counter(m.paper for m in cat)
     rows = dict(_re.findall(r"^\| (core|ssca|vfl|mfcgd) \| (\d+) \|", text, _re.M))
     assert {p: int(n) for p, n in rows.items()} == dict(per)
+
+
+def test_the_independent_numpy_adapter_imports_nothing_from_refimpl():
+    """``tools.conformance`` runs refimpl/conformance/numpy_adapter.py as the independent side of every
+    vector: it is a transcription of the equations only while it imports nothing from refimpl."""
+    import ast
+    tree = ast.parse((ROOT / "conformance" / "numpy_adapter.py").read_text())
+    mods = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    mods += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert mods and not [m for m in mods if m.split(".")[0] == "refimpl" or m.startswith(".")], mods

@@ -617,6 +617,10 @@ def _harness_cases():
     n = sum(len(d["cases"]) for d in docs.values())
     results = [run_case(own, f, c)[0] for f, d in docs.items() for c in d["cases"]]
     out.append((f"refimpl's own adapter passes all {n} vectors", results == ["pass"] * n))
+    from refimpl.conformance import numpy_adapter
+    results = [run_case(numpy_adapter, f, c)[0] for f, d in docs.items() for c in d["cases"]]
+    out.append((f"an independent plain-NumPy transcription (refimpl/conformance/numpy_adapter.py, no refimpl import) "
+                f"passes all {n} vectors: their expected values are the equations'", results == ["pass"] * n))
     grad = docs["loss_grad"]["cases"][0]                    # outputs loss, grad_W1 (5, 7), grad_W2 (4, 5)
     planted = [  # (what, family, case, output position, corruption, outcome, words the message holds)
         ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_first, "fail", "grad_W1[0, 0]: got nan"),
@@ -678,7 +682,8 @@ def _cases_result(cases, planted=""):
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
 
 
-@check("tools.conformance", "the conformance harness fails an adapter whose output differs from a vector and passes "
+@check("tools.conformance", "every vector's expected values agree with an independent plain-NumPy transcription of "
+       "the equations; the conformance harness fails an adapter whose output differs from a vector and passes "
        "one that matches: NaN and inf, an output one entry short, transposed or flattened, an error beyond the "
        "relative (× max|expected|) or ulp tolerance (ulps counted through zero) and a whole number off by 0.5 fail "
        "naming the entry, an "
@@ -1099,7 +1104,10 @@ def diagnose_report(quick):
        "estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
        "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another "
        "shape, and measures a relative difference "
-       "(of a metric, of a snapshot) as such, saved traces load back as saved (wrong answers: 0)",
+       "(of a metric, of a snapshot) as such, against the first trace, names an empty or short series, saved traces "
+       "load back as saved; refimpl crosscheck's exit code and words (--tol 0, --metrics-only, --allow-missing, NaN "
+       "on either side, a one-round shift either way); booleans refused as replay input, the 1-based hint only "
+       "without an id 0, --dump-rounds sorted within 1..T (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases() + _crosscheck_cli_cases(), "planted ")

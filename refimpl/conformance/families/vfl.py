@@ -173,7 +173,9 @@ def _cases_vfl_taus(rng):
                 ("fixed", 0.0, 5, 0, st, [], "synchronous VFL: Q = 5 for every party"),
                 ("fixed", 0.0, 1, 0, st, [], "P-BCD: one step"),
                 ("timeout", 10.0, 0, 5, st, ["server-steps-fixed"],
-                 "the authors' protocol: the server takes 5 steps whatever its speed")))]
+                 "the authors' protocol: the server takes 5 steps whatever its speed"),
+                ("timeout", 10.0, 0, 1, st, ["server-steps-fixed", "server-steps-one"],
+                 "the authors' P-BCD: the server takes one step, not ⌊10/0.2⌋ = 50")))]
 
 
 VFL_TAUS = Family(

@@ -1,7 +1,9 @@
 """A conformance adapter written from the papers' equations in plain NumPy, without refimpl: the
-example of docs/conformance.md. Run the kit against it with
+example of docs/conformance.md, and the independent side of every vector (``tools.conformance``
+runs it: a vector whose expected values refimpl computed wrongly fails here). It imports nothing
+from refimpl (tests/test_layout.py). Run the kit against it with
 
-    REFIMPL_IMPL=conformance_numpy_adapter PYTHONPATH=examples python -m pytest --pyargs refimpl.conformance
+    REFIMPL_IMPL=refimpl.conformance.numpy_adapter python -m pytest --pyargs refimpl.conformance
 
 Each function takes the vector's inputs in the documented order and returns its outputs as a tuple.
 """
@@ -323,7 +325,8 @@ def theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2
                  + 4 * c3 ** 2 * L_f ** 2 * delta_g ** 2 + c2 ** 2 * s2 + 3 * c2 ** 2 * delta_g ** 2)
         return (4 * F_gap / (k * r * gamma) + 12 * n ** (1 / 3) * s2 / (q * k ** 2 * r ** 2)
                 + 4 * k ** 2 * (dhat2 / (4 * gamma ** 2 * L_fg ** 2)
-                                + (c1 ** 2 + c2 ** 2 + c3 ** 2) * s2 / (3 * r * gamma * q * L_fg * C_fg)) * np.log(n + T))
+                                + (c1 ** 2 + c2 ** 2 + c3 ** 2) * s2 / (3 * r * gamma * q * L_fg * C_fg))
+                * np.log(n + T))
 
     def rhs(g):
         return np.sqrt(2 * g) * n ** (1 / 6) / np.sqrt(T) + np.sqrt(2 * g) / T ** (1 / 3)
