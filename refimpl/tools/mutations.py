@@ -8,9 +8,9 @@ modules are reused); for every mutation the runner applies the replacement to th
 in a fresh interpreter on it (forked from one that has imported NumPy, SciPy, Numba and cvxpy,
 never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
 catchers first, then the others until one fails — and puts the file and its bytecode back. The
-mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation is *caught* when a theorem-kind check does not
-hold (a check that crashes on the mutated code counts: the runner reports it as failing); claim
-checks and tests never count.
+mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation
+is *caught* when a theorem-kind check does not hold (a check that crashes on the mutated code
+counts: the runner reports it as failing); claim checks and tests never count.
 """
 from __future__ import annotations
 

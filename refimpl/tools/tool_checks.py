@@ -137,7 +137,8 @@ def _reading_cases():
     schedule, another paper's dump, the replay inputs a per-round dump implies, an entry's name."""
     from refimpl import papers
     from refimpl.tools import diagnose as DG
-    out = _replay_reader_cases() + [("a relative difference is measured against OURS's largest entry (|2 − 1| / 2 = 0.5)",
+    out = _replay_reader_cases()
+    out += [("a relative difference is measured against OURS's largest entry (|2 − 1| / 2 = 0.5)",
             DG._rel(np.array([2.0, 0.5]), np.array([1.0, 0.5])) == 0.5),
            ("party-indexed quantities come in party order, 10 after 2",
             DG.ordered("vfl", ["theta10", "grad2", "theta2", "theta1", "batch"])
@@ -413,13 +414,16 @@ def _crosscheck_cli_cases():
     w = {r: (np.array([[2.0, -1.0], [0.5, 1.0]]) * (r + 1), np.array([[1.0, 0.0, -3.0]]) - r) for r in range(4)}
     other = (np.full((2, 2), 7.0), np.full((1, 3), 7.0))
     cost = [2.0, 1.5, 1.0, 0.5]
-    traces = {"a": (w, {"train_cost": cost}), "same": (w, {"train_cost": cost}), "no-iterates": ({}, {"train_cost": cost}),
+    traces = {"a": (w, {"train_cost": cost}), "same": (w, {"train_cost": cost}),
+              "no-iterates": ({}, {"train_cost": cost}),
               "extra": (w, {"train_cost": cost, "test_accuracy": [0.1, 0.2, 0.3, 0.4]}),
               "nan": (w, {"train_cost": [2.0, 1.5, np.nan, 0.5]}),
-              "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),      # their W_r = our W_{r-1}
+              # their W_r = our W_{r-1}, then our W_{r+1}
+              "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),
               "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost})}
     cases = [  # (what, first, second, flags, exit code, words its output holds)
-        ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0, "compared 8 snapshot arrays and 1 metrics"),
+        ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0,
+         "compared 8 snapshot arrays and 1 metrics"),
         ("no common snapshot is exit 1", "no-iterates", "a", {}, 1, "no iterates were compared"),
         ("… and exit 0 with --metrics-only", "no-iterates", "a", dict(metrics_only=True), 0, "only metrics"),
         ("a metric of one trace only is not compared: exit 1", "extra", "a", {}, 1, "not compared: test_accuracy"),
@@ -943,7 +947,8 @@ def _search_and_comparison_cases(tmp):
     w1, w2 = np.arange(6.0).reshape(2, 3) / 7, np.ones((1, 3))
     np.savez(os.path.join(ours, "trace.npz"), W1_0=w1, W2_0=w2)
     differ, unknown = DG.differing_inputs(ours, {"W1_0": w1 * (1 + 1e-13), "W2_0": w2}, "ssca")
-    out.append(("an initial point 1e-13 apart is a differing replay input", differ == ["initial point"] and not unknown))
+    out.append(("an initial point 1e-13 apart is a differing replay input",
+                differ == ["initial point"] and not unknown))
     rng = np.random.default_rng(3)
     rows10 = []
     for _ in range(2):                              # 2 epochs of n = 10 in batches of 4: 4, 4, 2 (padded)
@@ -1110,7 +1115,8 @@ def diagnose_report(quick):
        "without an id 0, --dump-rounds sorted within 1..T (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
-    return _cases_result(_diagnose_cases() + _reading_cases() + _crosscheck_cases() + _crosscheck_cli_cases(), "planted ")
+    cases = _diagnose_cases() + _reading_cases() + _crosscheck_cases() + _crosscheck_cli_cases()
+    return _cases_result(cases, "planted ")
 
 
 def _reproduction_table_cases(tmp):
