@@ -790,6 +790,51 @@ def _recorded_metric_errors(ds):
     return wrong
 
 
+def _run_loop_record_errors(ds):
+    """What Flex-VFL's run loop records, by hand, on 3 rounds of 2 linear parties: floats sent per
+    round B·ΣO_k up and K(|θ_0| + B·ΣO_k) down; S the running sum of Σ_k η_k W_k; a time budget met
+    exactly ends the run there; the last evaluation records the training loss under --loss-every 2;
+    the divergence rule's Σ_k ||θ_k||² counts the server's block (a limit between the parties' sum
+    and the whole stops round 1), and a run stopped at round 2 keeps round 1's batch only."""
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    wrong = []
+    cfg = VFLConfig(method="flexvfl", parties=2, embed_dim=2, rounds=3, batch=16, seed=5, eta="0.5",
+                    speeds="constant:0.2,1,2")
+    tr = run_vfl(cfg, ds)
+    B, sum_o, K, L = 16, 4, 2, ds.n_classes
+    per_round = B * sum_o + K * (L * (sum_o + 1) + B * sum_o)
+    if list(tr.metrics["comm_floats"]) != [r * per_round for r in tr.metrics["round"]]:
+        wrong.append(f"comm_floats {list(tr.metrics['comm_floats'])}, want {per_round} a round")
+    S = np.cumsum(np.sum(tr.arrays["eta"] * tr.arrays["W"], axis=1))
+    if not np.array_equal(tr.arrays["S"], S):
+        wrong.append(f"S {tr.arrays['S']}, want the running sum of Σ_k η_k W_k {S}")
+    at2 = float(tr.metrics["time"][2])
+    budget = run_vfl(replace(cfg, time_budget=at2), ds)
+    if list(budget.metrics["round"]) != [0, 1, 2]:
+        wrong.append(f"a time budget of exactly round 2's clock ({at2}) ran rounds {list(budget.metrics['round'])}")
+    sparse = run_vfl(replace(cfg, loss_every=2), ds)
+    if not np.isfinite(sparse.metrics["train_loss"][-1]) or np.isfinite(sparse.metrics["train_loss"][1]):
+        wrong.append(f"--loss-every 2: training losses {list(sparse.metrics['train_loss'])} (rounds 0, 2 and the last)")
+    norms = []
+    for r in (1, 2):
+        t = run_vfl(replace(cfg, rounds=r), ds)
+        blocks = [float(np.vdot(t.arrays[f"final_theta{k}"], t.arrays[f"final_theta{k}"])) for k in range(3)]
+        norms.append((sum(blocks), sum(blocks[1:])))
+    stopped = run_vfl(replace(cfg, diverge_sq_norm=(norms[0][0] + norms[0][1]) / 2), ds)
+    if not stopped.status.startswith("diverged: round 1"):
+        wrong.append(f"Σ_k ||θ_k||² limit between the parties' {norms[0][1]:.6g} and the whole {norms[0][0]:.6g}: "
+                     f"status {stopped.status!r}")
+    if norms[1][0] > norms[0][0]:
+        stopped = run_vfl(replace(cfg, diverge_sq_norm=(norms[0][0] + norms[1][0]) / 2), ds)
+        if not stopped.status.startswith("diverged: round 2") or len(stopped.batches) != 1:
+            wrong.append(f"stopped at round 2: status {stopped.status!r}, {len(stopped.batches)} batch rows kept")
+    else:
+        wrong.append(f"the instance's Σ_k ||θ_k||² does not grow from round 1 to 2 ({norms[0][0]} → {norms[1][0]})")
+    return wrong
+
+
 def _target_stop_errors(ds):
     """--target A stops a run at its first evaluation with test accuracy ≥ A: A is set to exactly the
     best accuracy an unstopped run of the same seed reaches between its start and its last evaluation
@@ -822,7 +867,9 @@ def _target_stop_errors(ds):
        "the server's local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under "
        "refimpl's (sync Q, P-BCD 1, Flex-VFL floor(timeout / s_0)); --target A stopping at the first evaluation "
        "with test accuracy ≥ A (round-based and asynchronous); the recorded training loss, test accuracy and "
-       "Σ_k ||∇_k F||² recomputed in plain NumPy from the stored blocks",
+       "Σ_k ||∇_k F||² recomputed in plain NumPy from the stored blocks; the run loop's records by hand (floats "
+       "up and down, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
+       "server's block, a stopped run's batches)",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.conventions import INIT_SCHEMES
@@ -856,7 +903,7 @@ def assembly_literal(quick):
             got = run_vfl(cfg, ds).arrays["tau"][:, 0]
             if not np.all(got == steps):
                 wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
-    wrong += _target_stop_errors(ds) + _recorded_metric_errors(ds)
+    wrong += _target_stop_errors(ds) + _recorded_metric_errors(ds) + _run_loop_record_errors(ds)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong"
