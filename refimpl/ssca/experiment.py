@@ -16,7 +16,8 @@ from refimpl.core import validate as V
 from refimpl.core.data import Dataset
 from refimpl.core.partition import parse_partition
 from refimpl.ssca.algorithms import train
-from refimpl.ssca.assembly import build, client_partition, read_feature_blocks, run_inputs  # noqa: F401
+from refimpl.ssca.assembly import (build, client_partition, read_feature_blocks,  # noqa: F401  (re-exported)
+                                    run_inputs)
 from refimpl.ssca.protocols import SAMPLINGS
 from refimpl.ssca.surrogate import check_curvature
 

@@ -341,8 +341,9 @@ def _mutation_env():
 #: how a mutated file's Numba kernels run: "interpret" (default) runs that one file's kernels as
 #: the Python functions they are written as, every other file's from the on-disk cache as compiled;
 #: "compile" recompiles the mutated file's kernels (5-7 s a mutation, the slowest share of the
-#: catalogue). The source run is the same either way; the whole catalogue is caught both ways
-#: (tests/test_mutations.py runs every kernel entry compiled).
+#: catalogue). The source run is the same either way: when this mode came in, each of the
+#: catalogue's 22 kernel entries was caught by the same check both ways (measured); the tests run
+#: two entries both ways (tests/test_mutations.py).
 KERNELS_ENV = "REFIMPL_MUTATION_KERNELS"
 
 
