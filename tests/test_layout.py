@@ -317,3 +317,17 @@ def test_the_independent_numpy_adapter_imports_nothing_from_refimpl():
     mods = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     mods += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert mods and not [m for m in mods if m.split(".")[0] == "refimpl" or m.startswith(".")], mods
+
+
+def test_ci_runs_the_readmes_test_command_then_the_whole_mutation_catalogue():
+    """The tests run one catalogue entry per catching check; the whole catalogue runs in .ci/run,
+    after the README's test command, and fails CI when an entry escapes every theorem-kind check."""
+    ci = (ROOT.parent / ".ci" / "run").read_text()
+    readme = (ROOT.parent / "README.md").read_text()
+    lines = [ln.split("#")[0].strip() for ln in ci.splitlines()]
+    test_cmd = next(ln for ln in lines if ln.startswith("python3 -m pytest"))
+    assert test_cmd.replace(" -q", "") in readme
+    mutations = [i for i, ln in enumerate(lines) if ln.startswith("python3 -m refimpl verify --mutations")]
+    assert mutations and mutations[0] > lines.index(test_cmd)
+    sets = [ln for ln in lines[:mutations[0]] if ln.startswith("set ")]
+    assert sets[-1] == "set -e"              # its exit status is CI's

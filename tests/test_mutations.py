@@ -63,15 +63,23 @@ checks = ["mfcgd.theorem_statement_literal"]
 '''
 
 
-def test_every_catalogued_mutation_is_caught_by_a_theorem_check(tmp_path):
-    """The whole catalogue, two mutations at a time (about 2 minutes on 2 cores): every mutation must
-    make at least one theorem-kind check fail."""
-    js = tmp_path / "all.json"
-    rc = main(["verify", "--mutations", "--workers", "2", "--json", str(js), "--quiet"])
-    recs = json.loads(js.read_text())
-    missed = [(r["id"], r["error"]) for r in recs if not r["caught"]]
-    assert rc == 0 and not missed, missed
-    assert len(recs) == len(MU.load_catalogue())
+def test_one_entry_per_first_named_check_is_caught_by_a_check_it_names(tmp_path):
+    """One entry per check the catalogue names first (that check's first entry in the file), two at
+    a time: each is caught, and by one of the checks the entry names. The whole catalogue is ``refimpl verify
+    --mutations`` (about 3.5 minutes on 2 cores), which .ci/run runs after the tests, so an entry no
+    theorem-kind check catches still fails CI (tests/test_layout.py keeps that step)."""
+    firsts = {}
+    for m in MU.load_catalogue():
+        firsts.setdefault(m.checks[0], m)
+    assert len(firsts) >= 40
+    js = tmp_path / "firsts.json"
+    rc = main(["verify", "--mutations", "--only", ",".join(m.id for m in firsts.values()), "--workers", "2",
+               "--json", str(js), "--quiet"])
+    recs = {r["id"]: r for r in json.loads(js.read_text())}
+    assert rc == 0 and len(recs) == len(firsts)
+    wrong = [(m.id, m.checks, recs[m.id]["caught_by"], recs[m.id]["error"]) for m in firsts.values()
+             if not recs[m.id]["caught"] or not set(recs[m.id]["caught_by"]) <= set(m.checks)]
+    assert not wrong, wrong
 
 
 def test_a_child_imports_only_the_modules_of_the_checks_it_runs():
