@@ -730,6 +730,95 @@ def _description_cases():
     return out
 
 
+def _probe_paper(key, algorithms):
+    """A minimal description (a Config of two fields, a run of nothing) for the registry's cases."""
+    from dataclasses import make_dataclass
+
+    from refimpl.core.paper import Paper
+    cfg = make_dataclass(f"ProbeConfig_{key.replace('-', '_')}", [("method", str, next(iter(algorithms))),
+                                                                  ("rounds", int, 3)])
+
+    class Probe(Paper):
+        def config_class(self):
+            return cfg
+
+        def run(self, cfg, data=None, replay=None, progress=None):
+            return None
+    probe = Probe()
+    probe.key, probe.algorithms = key, dict(algorithms)
+    return probe
+
+
+def _registry_cases():
+    """(what, right): the registry's lookups and refusals and the description's small rules, each
+    written out by hand (a paper named by REFIMPL_PAPERS, a second registration, a taken algorithm,
+    a key's prefix, an option's owners and name, a marker's extension, an earlier release's data
+    record, a run's length, a convention's acts_on); the registry is left as it was found."""
+    import os
+    import sys
+    import types
+
+    from refimpl import papers
+    from refimpl.core.paper import Convention
+    from refimpl.verification.registry import embedded
+    out, builtin = [], ("ssca", "vfl", "mfcgd")
+    name, before = "refimpl_registry_probe", os.environ.get("REFIMPL_PAPERS")
+    sys.modules[name] = types.SimpleNamespace(PAPER=_probe_paper("probe-env", {"probe-env-run": "nothing"}))
+    os.environ["REFIMPL_PAPERS"] = ",".join(x for x in (before, name) if x)
+    try:
+        seen = papers.keys()
+    finally:
+        os.environ.pop("REFIMPL_PAPERS") if before is None else os.environ.update(REFIMPL_PAPERS=before)
+        papers.unregister("probe-env")
+        del sys.modules[name]
+    out.append(("a paper named by REFIMPL_PAPERS is registered after the three built-in ones",
+                seen[:3] == builtin and "probe-env" in seen and "probe-env" not in papers.keys()))
+    probe = _probe_paper("probe-twice", {"probe-twice-run": "nothing"})
+    try:
+        papers.register(probe)
+        n = len(papers.papers())
+        again = papers.register(probe) is probe and len(papers.papers()) == n
+    except ValueError:
+        again = False
+    finally:
+        papers.unregister("probe-twice")
+    out.append(("registering the same description twice returns it and adds nothing", again))
+    try:
+        taken = raises(lambda: papers.register(_probe_paper("probe-taken", {"ssca": "taken"})),
+                       "belong to another paper") and "probe-taken" not in papers.keys()
+    finally:
+        papers.unregister("probe-taken")
+    out.append(("a description claiming SSCA's algorithm is refused", taken))
+    out.append(("a paper's key must be given whole ('ssc' is no key)",
+                raises(lambda: papers.get("ssc"), "unknown paper 'ssc'")
+                and papers.get(builtin[0]) is papers.papers()[0]))
+    owned = [{papers.of_algorithm(a).key for a in papers.owners(o)}
+             for o in ("--rho-a", "--embed-dim", "--radius-scale")]
+    out.append(("--rho-a, --embed-dim and --radius-scale are owned by SSCA's, Flex-VFL's and MFCGD's algorithms "
+                "(and by some); --no-such-option by none",
+                owned == [{k} for k in builtin] and papers.owners("--no-such-option") == []))
+    names = {p.key: {o.name for o, _ in p.options_for()} for p in papers.papers()[:3]}
+    out.append(("options are named with hyphens: --eval-every (SSCA, Flex-VFL, MFCGD), --time-budget (Flex-VFL)",
+                all("--eval-every" in v for v in names.values()) and "--time-budget" in names["vfl"]))
+    takes = {a: {o.name for o, _ in papers.options_for(a)} for a in ("ssca", "ssca-constrained", "adaptive-flexvfl")}
+    out.append(("--U and --penalty are ssca-constrained's options only; --A adaptive-flexvfl's",
+                {"--U", "--penalty"} <= takes["ssca-constrained"] and not {"--U", "--penalty"} & takes["ssca"]
+                and "--A" in takes["adaptive-flexvfl"]))
+    out.append(("a name extending a paper's marker (omega_z, theta0_z, x_z) is no paper's dump",
+                all(raises(lambda n=n: papers.of_dump({n}), "cannot tell whose dump") for n in ("omega_z", "theta0_z",
+                                                                                                  "x_z"))))
+    ssca = papers.get("ssca")
+    old = ssca.load_data({"algorithm": "ssca", "data": "mnist-5k-embedded"})
+    out.append(("an earlier release's record naming the embedded subset loads it",
+                old is not None and np.array_equal(old.y_train, embedded().y_train)))
+    lengths = [getattr(p.with_length(p.make_config(next(iter(p.algorithms))), 7), p.length_field)
+               for p in papers.papers()[:3]]
+    out.append(("with_length(cfg, 7) gives 7 rounds (SSCA, Flex-VFL) and 7 steps (MFCGD)", lengths == [7, 7, 7]))
+    out.append(("a convention acting 'sideways' is refused",
+                raises(lambda: Convention("--x", (0, 1), 0, "q", "sideways"), "acts_on must be")))
+    return out
+
+
 @check("core.paper_descriptions", "what every tool asks a paper's description, measured on short runs: each "
        "convention's acts_on (a run under the other value from the first run's recorded inputs repeats the first "
        "run's dump, or is refused, exactly when the convention acts on the inputs: SSCA's curvature, activation and "
@@ -738,7 +827,7 @@ def _description_cases():
        "keeps the algorithm's dependencies; every replay input is named with its word (wrong answers: 0)",
        "refimpl/core/paper.py, refimpl/papers.py; docs/guide.md (diagnose)")
 def paper_descriptions(quick):
-    cases = _acts_on_cases() + _description_cases()
+    cases = _acts_on_cases() + _description_cases() + _registry_cases()
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} facts of the three descriptions ({len(cases) - len(wrong)} as measured)",
