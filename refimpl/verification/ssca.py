@@ -847,12 +847,100 @@ def constrained_records(quick):
             "note": f"{len(wrong)} records wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 
+def _command_cases():
+    """What ``refimpl run ssca`` adds to a run, each answer by hand (wrong facts, as words): the
+    trade-off row's data loss, the constraint's verdict and warning, MATLAB-shaped --init vectors,
+    a flag equal to the preset's value, and the step-size note."""
+    import os
+    import tempfile
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from refimpl.ssca import command
+    wrong, said = [], []
+    ui = SimpleNamespace(say=said.append, info=lambda args, text: said.append(text))
+    tr = Trace({"lam": 0.05})
+    tr.metrics.update(round=[0.0, 5.0], train_cost=[1.0, 0.7], sq_norm=[2.0, 3.0], test_accuracy=[0.1, 0.8])
+    row = command.tradeoff_row("lam", 0.05, tr)
+    if abs(row["data_loss"] - 0.55) > 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0:
+        wrong.append(f"--lam study: final data loss {row['data_loss']} at round {row['round']}, want 0.7 − 0.05·3 = "
+                     "0.55 at round 5")
+    for value, violation in ((0.35, 0.05), (0.25, 0.0)):
+        tr = Trace({})
+        tr.metrics.update(constraint_value=[0.5, value], slack=[0.0, 0.0])
+        said.clear()
+        command.report_constraint(SimpleNamespace(quiet=False), ui, SimpleNamespace(U=0.3), tr)
+        rec = tr.config["constraint_check"]
+        warned = any("warning: the surrogate subproblem was feasible" in t for t in said)
+        if abs(rec["violation"] - violation) > 1e-15 or rec["holds"] != (violation == 0.0) or warned != (violation > 0):
+            wrong.append(f"U = 0.3, final data loss {value}: recorded {rec}, warned {warned}; want violation "
+                         f"{violation}, holds {violation == 0.0}, a warning {violation > 0} (slack 0)")
+    with tempfile.TemporaryDirectory(prefix="refimpl-init-") as d:
+        for shape in ((1, 6), (6, 1)):
+            path = os.path.join(d, f"omega_{shape[0]}x{shape[1]}.npz")
+            np.savez(path, omega_0=np.arange(6.0).reshape(shape))
+            init, _ = command.replay_inputs(SimpleNamespace(init=path, batches=None), ui)
+            if np.shape(init) != (6,):
+                wrong.append(f"--init with omega_0 of shape {shape}: read as {np.shape(init)}, want the flat (6,)")
+    cfg = RunConfig("ssca", batch=10, preset="authors", tau=0.2)
+    args = SimpleNamespace(argv=["--preset", "authors", "--tau", "0.2"], config_keys=set(), config=None)
+    try:
+        command.check_preset(args, cfg)
+    except ValueError:
+        wrong.append("--tau 0.2 with --preset authors (which sets τ = 0.2 at B = 10) refused as a contradiction")
+    if not raises(lambda: command.check_preset(args, replace(cfg, tau=0.3)), "--tau 0.3 conflicts with"):
+        wrong.append("--tau 0.3 with --preset authors (τ = 0.2 at B = 10) not refused")
+    wrong += _command_refusals(command)
+    paper = RunConfig("ssca", rho_a=1.0, rho_alpha=0.1, gamma_a=0.3, gamma_alpha=0.15)
+    met = RunConfig("ssca", rho_a=1.0, rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6)
+    note = command.step_size_note(paper) or ""
+    if "sum_rho_sq_finite" not in note or command.step_size_note(met) is not None:
+        wrong.append(f"step-size note: {note!r} for ρ = 1/t^0.1, γ = 0.3/t^0.15 (want sum_rho_sq_finite named) and "
+                     f"{command.step_size_note(met)!r} for ρ = 1/t^0.55, γ = 0.5/t^0.6 (want none)")
+    return wrong
+
+
+def _command_refusals(command):
+    """The two refusals ``refimpl run ssca`` makes before its first run, on a minimal toolbox written
+    here (the data, comma lists, the Config): a bad second value of a --lam list, and 1-based
+    --batches under an explicit --index-base 0 (with the hint). A run that starts instead fails here
+    (this toolbox cannot run one)."""
+    import os
+    import tempfile
+    from types import SimpleNamespace
+    wrong = []
+    ui = SimpleNamespace(load_data=lambda args: embedded(),
+                         ints=lambda name, text: [int(v) for v in str(text).split(",") if v.strip()],
+                         floats=lambda name, text: [float(v) for v in str(text).split(",") if v.strip()],
+                         config=lambda args, key, algorithm, **kw: RunConfig(algorithm, **kw))
+    with tempfile.TemporaryDirectory(prefix="refimpl-batches-") as d:
+        ids = os.path.join(d, "ids.npy")
+        np.save(ids, np.array([[[1, 2, embedded().n_train]]]))
+        for what, words, argv in (
+                ("--lam 0.1,-1", "--lam 0.1,-1: the value -1 is not allowed", dict(lam="0.1,-1", batches=None)),
+                ("1-based --batches with --index-base 0", "give --index-base 1", dict(batches=ids, index_base=0))):
+            args = SimpleNamespace(**{**dict(algorithm="ssca", lam="0", U="0.13", snapshots="", argv=[],
+                                             config_keys=set(), config=None, init=None), **argv})
+            try:
+                command.run(args, ui)
+                ok = False
+            except ValueError as exc:
+                ok = words in str(exc)
+            except Exception:            # a run started on the toolbox: the refusal did not come first
+                ok = False
+            if not ok:
+                wrong.append(f"{what}: not refused before the first run with {words!r}")
+    return wrong
+
+
 @check("ssca.assembly_literal", "what `refimpl run` assembles for SSCA and its baselines, by hand: the seed's three "
        "streams (the initial point U(±sqrt(6/(D + L))) from the first, the batches from the second, the clients' "
        "split from the third, the split `refimpl partition-stats` shows); FedAvg with E local steps drawing E·B "
        "ids per client and round; the designated client of the feature-based protocol receiving W2; the authors' "
        "preset (their a1, a2, α, τ by batch, γ's exponent α + 0.05, A^t = τ, ReLU with bias columns, their cost; "
-       "pooled batches for SSCA, per-client for SGD); 0 wrong",
+       "pooled batches for SSCA, per-client for SGD); what the command adds (a trade-off row's data loss, the "
+       "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
+       "step-size note); 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
 def assembly_literal(quick):
     from refimpl.core.partition import sample_based_schedule, sample_partition
@@ -887,6 +975,7 @@ def assembly_literal(quick):
         got = {k: getattr(r, k) for k in want}
         if any(got[k] != v if isinstance(v, (str, bool)) else abs(got[k] - v) > 1e-15 for k, v in want.items()):
             wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
+    wrong += _command_cases()
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
             "note": f"{len(wrong)} assembly facts wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
