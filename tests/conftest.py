@@ -67,7 +67,7 @@ def flat_dump(run_dir):
 #: pytest-xdist hands out whole files in collection order, so these go first and the run does
 #: not end on one of them while the other worker sits idle (longest-first scheduling); the rest
 #: keep their order, and every file keeps its own tests' order
-LONGEST_FIRST = ("test_mutations.py",     # the whole mutation catalogue, about 4 min
+LONGEST_FIRST = ("test_mutations.py",     # the mutation runner on one entry per first-named check, ~2 min
                  "test_verify.py",        # the quick report: both verify tiers and the reproductions
                  "test_flower.py", "test_reproduce.py", "test_examples.py", "test_engine.py", "test_sweep.py",
                  "test_vfl_regime.py", "test_doc_commands.py")
