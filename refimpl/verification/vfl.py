@@ -860,6 +860,31 @@ def _target_stop_errors(ds):
     return wrong
 
 
+def _q_and_timeout_errors():
+    """`refimpl run`'s refusal of --Q and --timeout where they change nothing, by the rules written
+    out: --Q sets synchronous VFL's local steps (and Flex-VFL's server steps under the authors'
+    protocol), --timeout Flex-VFL's τ, and both the unit of S under --server-time-unit
+    timeout-over-Q; an option left at its default is never refused."""
+    from types import SimpleNamespace
+
+    from refimpl.vfl.command import _timeout_and_q_apply
+    from refimpl.vfl.experiment import VFLConfig
+    # (method, server-time unit, {option: value given}, refused?) under refimpl's protocol
+    table = [("flexvfl", None, {"Q": 7}, True), ("flexvfl", None, {"timeout": 2.5}, False),
+             ("sync-vfl", None, {"Q": 7}, False), ("sync-vfl", None, {"timeout": 2.5}, True),
+             ("pbcd", None, {"Q": 7}, True), ("pbcd", None, {"timeout": 2.5}, True),
+             ("pbcd", "timeout-over-Q", {"Q": 7}, False), ("pbcd", "timeout-over-Q", {"timeout": 2.5}, False),
+             ("pbcd", None, {"Q": 10}, False), ("pbcd", None, {"timeout": 10.0}, False)]
+    wrong = []
+    for method, unit, given, refused in table:
+        cfg = VFLConfig(method=method, protocol="refimpl", **({"server_time_unit": unit} if unit else {}))
+        got = raises(lambda: _timeout_and_q_apply(SimpleNamespace(**given), cfg), "changes nothing in this")
+        if got != refused:
+            wrong.append(f"{method}{' under ' + unit if unit else ''} with {given}: "
+                         f"{'refused' if got else 'accepted'}, want {'refused' if refused else 'accepted'}")
+    return wrong
+
+
 @check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
        "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and "
        "linear parties, drawn from the first of the seed's three streams, head first; the parties' features (the "
@@ -869,7 +894,7 @@ def _target_stop_errors(ds):
        "with test accuracy ≥ A (round-based and asynchronous); the recorded training loss, test accuracy and "
        "Σ_k ||∇_k F||² recomputed in plain NumPy from the stored blocks; the run loop's records by hand (floats "
        "up and down, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
-       "server's block, a stopped run's batches)",
+       "server's block, a stopped run's batches); --Q and --timeout refused exactly where they change nothing",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.conventions import INIT_SCHEMES
@@ -903,7 +928,8 @@ def assembly_literal(quick):
             got = run_vfl(cfg, ds).arrays["tau"][:, 0]
             if not np.all(got == steps):
                 wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
-    wrong += _target_stop_errors(ds) + _recorded_metric_errors(ds) + _run_loop_record_errors(ds)
+    wrong += (_target_stop_errors(ds) + _recorded_metric_errors(ds) + _run_loop_record_errors(ds)
+              + _q_and_timeout_errors())
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong"
