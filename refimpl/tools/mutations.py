@@ -408,7 +408,7 @@ class Workspace:
     """A copy of the package (and of each paper written outside it) that mutations are applied to
     one at a time: modification times kept, so Numba's on-disk cache is reused, and the copy's
     bytecode written once (the untouched modules then load compiled in every child, even where
-    ``PYTHONDONTWRITEBYTECODE`` keeps Python from writing it: 0.2 s a mutation, measured).
+    ``PYTHONDONTWRITEBYTECODE`` keeps Python from writing it: 0.06 s a mutation, measured).
     :meth:`applied` writes one mutation and, after the run, puts back the file and its directory's
     ``__pycache__`` as they were before it, and removes whatever the run left at the top level."""
 
@@ -432,10 +432,10 @@ class Workspace:
         cache = target.parent / "__pycache__"
         if cache.is_dir():
             shutil.copytree(cache, self.stash, copy_function=shutil.copy2)
-        target.write_text(target.read_text().replace(m.find, m.replace))
-        for pyc in cache.glob(f"{target.stem}.*.pyc"):     # never the unmutated bytecode: a mutation
-            pyc.unlink()                                    # of equal size in the same second would load it
         try:
+            target.write_text(target.read_text().replace(m.find, m.replace))
+            for pyc in cache.glob(f"{target.stem}.*.pyc"):     # never the unmutated bytecode: a mutation
+                pyc.unlink()                                    # of equal size in the same second would load it
             yield self.dir
         finally:
             shutil.copy2(pristine, target)
