@@ -848,9 +848,10 @@ def constrained_records(quick):
 
 
 def _command_cases():
-    """What ``refimpl run ssca`` adds to a run, each answer by hand (wrong facts, as words): the
-    trade-off row's data loss, the constraint's verdict and warning, MATLAB-shaped --init vectors,
-    a flag equal to the preset's value, and the step-size note."""
+    """What ``refimpl run ssca`` adds to a run, each answer by hand: the trade-off row's data loss,
+    the constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's
+    value and one that contradicts it, the refusals before the first run, and the step-size note.
+    Returns (the number of facts compared, the wrong ones as words)."""
     import os
     import tempfile
     from dataclasses import replace
@@ -865,7 +866,8 @@ def _command_cases():
     if abs(row["data_loss"] - 0.55) > 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0:
         wrong.append(f"--lam study: final data loss {row['data_loss']} at round {row['round']}, want 0.7 − 0.05·3 = "
                      "0.55 at round 5")
-    for value, violation in ((0.35, 0.05), (0.25, 0.0)):
+    verdicts, shapes = ((0.35, 0.05), (0.25, 0.0)), ((1, 6), (6, 1))
+    for value, violation in verdicts:
         tr = Trace({})
         tr.metrics.update(constraint_value=[0.5, value], slack=[0.0, 0.0])
         said.clear()
@@ -876,7 +878,7 @@ def _command_cases():
             wrong.append(f"U = 0.3, final data loss {value}: recorded {rec}, warned {warned}; want violation "
                          f"{violation}, holds {violation == 0.0}, a warning {violation > 0} (slack 0)")
     with tempfile.TemporaryDirectory(prefix="refimpl-init-") as d:
-        for shape in ((1, 6), (6, 1)):
+        for shape in shapes:
             path = os.path.join(d, f"omega_{shape[0]}x{shape[1]}.npz")
             np.savez(path, omega_0=np.arange(6.0).reshape(shape))
             init, _ = command.replay_inputs(SimpleNamespace(init=path, batches=None), ui)
@@ -890,21 +892,22 @@ def _command_cases():
         wrong.append("--tau 0.2 with --preset authors (which sets τ = 0.2 at B = 10) refused as a contradiction")
     if not raises(lambda: command.check_preset(args, replace(cfg, tau=0.3)), "--tau 0.3 conflicts with"):
         wrong.append("--tau 0.3 with --preset authors (τ = 0.2 at B = 10) not refused")
-    wrong += _command_refusals(command)
+    n_refusals, refused = _command_refusals(command)
+    wrong += refused
     paper = RunConfig("ssca", rho_a=1.0, rho_alpha=0.1, gamma_a=0.3, gamma_alpha=0.15)
     met = RunConfig("ssca", rho_a=1.0, rho_alpha=0.55, gamma_a=0.5, gamma_alpha=0.6)
     note = command.step_size_note(paper) or ""
     if "sum_rho_sq_finite" not in note or command.step_size_note(met) is not None:
         wrong.append(f"step-size note: {note!r} for ρ = 1/t^0.1, γ = 0.3/t^0.15 (want sum_rho_sq_finite named) and "
                      f"{command.step_size_note(met)!r} for ρ = 1/t^0.55, γ = 0.5/t^0.6 (want none)")
-    return wrong
+    return 1 + len(verdicts) + len(shapes) + 2 + n_refusals + 1, wrong
 
 
 def _command_refusals(command):
     """The two refusals ``refimpl run ssca`` makes before its first run, on a minimal toolbox written
     here (the data, comma lists, the Config): a bad second value of a --lam list, and 1-based
     --batches under an explicit --index-base 0 (with the hint). A run that starts instead fails here
-    (this toolbox cannot run one)."""
+    (this toolbox cannot run one). Returns (the number of refusals tried, the wrong ones)."""
     import os
     import tempfile
     from types import SimpleNamespace
@@ -916,9 +919,9 @@ def _command_refusals(command):
     with tempfile.TemporaryDirectory(prefix="refimpl-batches-") as d:
         ids = os.path.join(d, "ids.npy")
         np.save(ids, np.array([[[1, 2, embedded().n_train]]]))
-        for what, words, argv in (
-                ("--lam 0.1,-1", "--lam 0.1,-1: the value -1 is not allowed", dict(lam="0.1,-1", batches=None)),
-                ("1-based --batches with --index-base 0", "give --index-base 1", dict(batches=ids, index_base=0))):
+        cases = (("--lam 0.1,-1", "--lam 0.1,-1: the value -1 is not allowed", dict(lam="0.1,-1", batches=None)),
+                 ("1-based --batches with --index-base 0", "give --index-base 1", dict(batches=ids, index_base=0)))
+        for what, words, argv in cases:
             args = SimpleNamespace(**{**dict(algorithm="ssca", lam="0", U="0.13", snapshots="", argv=[],
                                              config_keys=set(), config=None, init=None), **argv})
             try:
@@ -930,7 +933,7 @@ def _command_refusals(command):
                 ok = False
             if not ok:
                 wrong.append(f"{what}: not refused before the first run with {words!r}")
-    return wrong
+    return len(cases), wrong
 
 
 @check("ssca.assembly_literal", "what `refimpl run` assembles for SSCA and its baselines, by hand: the seed's three "
@@ -975,9 +978,13 @@ def assembly_literal(quick):
         got = {k: getattr(r, k) for k in want}
         if any(got[k] != v if isinstance(v, (str, bool)) else abs(got[k] - v) > 1e-15 for k, v in want.items()):
             wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
-    wrong += _command_cases()
-    return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
-            "note": f"{len(wrong)} assembly facts wrong" + (": " + "; ".join(wrong) if wrong else "")}
+    n_command, command_wrong = _command_cases()
+    wrong += command_wrong
+    n = 6 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets
+    return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
+            "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
+            "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"
+            + (": " + "; ".join(wrong) if wrong else "")}
 
 
 @check("ssca.flower_aggregation",

@@ -864,7 +864,8 @@ def _q_and_timeout_errors():
     """`refimpl run`'s refusal of --Q and --timeout where they change nothing, by the rules written
     out: --Q sets synchronous VFL's local steps (and Flex-VFL's server steps under the authors'
     protocol), --timeout Flex-VFL's τ, and both the unit of S under --server-time-unit
-    timeout-over-Q; an option left at its default is never refused."""
+    timeout-over-Q; an option left at its default is never refused. Returns (the number of cases,
+    the wrong ones)."""
     from types import SimpleNamespace
 
     from refimpl.vfl.command import _timeout_and_q_apply
@@ -882,7 +883,7 @@ def _q_and_timeout_errors():
         if got != refused:
             wrong.append(f"{method}{' under ' + unit if unit else ''} with {given}: "
                          f"{'refused' if got else 'accepted'}, want {'refused' if refused else 'accepted'}")
-    return wrong
+    return len(table), wrong
 
 
 @check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
@@ -920,20 +921,23 @@ def assembly_literal(quick):
             got = tr.arrays[f"init_theta{k}"].ravel()
             worst = max(worst, float(np.max(np.abs(got - m))) if got.shape == m.shape else np.inf)
     Q, timeout = 3, 2.0
-    for protocol, want in (("authors", {"flexvfl": Q, "sync-vfl": Q, "pbcd": 1}),
-                           ("refimpl", {"flexvfl": 5, "sync-vfl": Q, "pbcd": 1})):
+    steps_want = (("authors", {"flexvfl": Q, "sync-vfl": Q, "pbcd": 1}),
+                  ("refimpl", {"flexvfl": 5, "sync-vfl": Q, "pbcd": 1}))
+    for protocol, want in steps_want:
         for method, steps in want.items():
             cfg = VFLConfig(method=method, protocol=protocol, parties=2, embed_dim=2, rounds=2, batch=4, Q=Q,
                             timeout=timeout, speeds="constant:0.4,0.25,0.5")
             got = run_vfl(cfg, ds).arrays["tau"][:, 0]
             if not np.all(got == steps):
                 wrong.append(f"{method} under --protocol {protocol}: server steps {got.tolist()}, want {steps}")
-    wrong += (_target_stop_errors(ds) + _recorded_metric_errors(ds) + _run_loop_record_errors(ds)
-              + _q_and_timeout_errors())
+    n_steps = sum(len(w) for _, w in steps_want)
+    n_options, options_wrong = _q_and_timeout_errors()
+    wrong += _target_stop_errors(ds) + _recorded_metric_errors(ds) + _run_loop_record_errors(ds) + options_wrong
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
-            "note": f"initial points differ by {worst:.1e}; {len(wrong)} assembly facts wrong"
-            + (": " + "; ".join(wrong) if wrong else "")}
+            "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
+                    f"--Q/--timeout in {n_options} cases, --target stops, recorded metrics and the run loop's "
+                    f"records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "
