@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,15 +61,16 @@ class Constants:
             raise ValueError(f"{path}: constants {bad} must be numbers")
         return cls(**{f: float(doc[f]) for f in FIELDS})
 
-    @property
+    # computed once per instance (the parameter search reads them some 10⁵ times); the fields are frozen
+    @cached_property
     def C_fg(self):
         return max(self.C_f, self.C_g)
 
-    @property
+    @cached_property
     def L_fg(self):
         return float(np.sqrt(self.L_f ** 2 * self.C_g ** 2 + self.L_g ** 2))
 
-    @property
+    @cached_property
     def L(self):
         return float(np.sqrt(2 * self.C_f ** 2 * self.L_g ** 2 + 2 * self.C_g ** 4 * self.L_f ** 2))
 
@@ -110,6 +113,17 @@ def check_run(T, q=1, rho=1.0, A_rms=None):
     if A_rms is not None and not (np.isfinite(A_rms) and A_rms >= rho):
         raise ValueError(f"A-rms = sqrt((1/T) Σ E||A_t||²) must be finite and >= rho = {rho:g} "
                          f"(A_t ⪰ ρI), got {A_rms!r}")
+
+
+class _FixedPoint(NamedTuple):
+    """The parameters B's lower bound reads (:func:`_B_lower`), during the search's fixed-point
+    iteration on B: the same numbers as a :class:`TheoremParams`, without its checks (every
+    candidate the search keeps is a checked TheoremParams)."""
+    c1: float
+    c2: float
+    c3: float
+    gamma: float
+    q: int
 
 
 def _theta(c: Constants, p: TheoremParams, rho):
@@ -210,8 +224,7 @@ def find_theorem_parameters(c: Constants, T, q, rho=1.0, ks=(0.25, 0.5, 1.0, 2.0
             B = 20 * c.C_g ** 2 * c.L_f ** 2
             for _ in range(100):
                 c1 = k3 + B
-                p = TheoremParams(k, 2.0, c1, c2, c3, gamma, q, B)
-                B_new = _B_lower(c, p, rho)
+                B_new = _B_lower(c, _FixedPoint(c1, c2, c3, gamma, q), rho)
                 if B_new > 1e12 or abs(B_new - B) <= 1e-12 * B_new:
                     B = B_new
                     break

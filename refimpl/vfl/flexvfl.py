@@ -56,8 +56,9 @@ class VerticalData:
 
     @classmethod
     def from_dataset(cls, ds: Dataset, blocks):
-        return cls(tuple(np.ascontiguousarray(ds.X_train[:, b]) for b in blocks), ds.y_train,
-                   tuple(np.ascontiguousarray(ds.X_test[:, b]) for b in blocks), ds.y_test)
+        # np.take(X, b, axis=1) copies the same columns as X[:, b], twice as fast on 28×28 quadrants
+        return cls(tuple(np.ascontiguousarray(np.take(ds.X_train, b, axis=1)) for b in blocks), ds.y_train,
+                   tuple(np.ascontiguousarray(np.take(ds.X_test, b, axis=1)) for b in blocks), ds.y_test)
 
     @property
     def n(self):
@@ -587,6 +588,10 @@ class _AsyncState:
     order: list = field(default_factory=list)
     times: list = field(default_factory=list)
     seen: dict = field(default_factory=dict)     # {"events": n, "loss", "accuracy"}: the state after n events
+    #: party k's embedding of the test rows under its current θ_k (None: θ_k changed since it was
+    #: computed); an event changes θ_0 and one party's θ_k, so an evaluation recomputes only the
+    #: embeddings of the parties that moved since the last one — the same numbers, bit for bit
+    test_embeddings: dict = field(default_factory=dict)
 
 
 def _async_event(m, d, st, eta, B, now, k, idx):
@@ -606,6 +611,7 @@ def _async_event(m, d, st, eta, B, now, k, idx):
     _, g0, dH = m.fusion.loss_grads(st.thetas[0], st.table[idx], d.y_train[idx])
     st.thetas[0] = st.thetas[0] - eta[0] * g0
     st.thetas[k] = st.thetas[k] - eta[k] * enc.backward(st.thetas[k], cache, dH[:, off[k - 1]:off[k]])
+    st.test_embeddings.pop(k, None)
     st.floats += 2 * B * (off[k] - off[k - 1])
     st.events += 1
 
@@ -622,7 +628,11 @@ def _async_evaluate(m, d, st, trace, rule, loss_every, progress, now, last=False
     if with_loss and "loss" not in seen:
         seen["loss"] = m.loss(st.thetas, d.Xs_train, d.y_train)
     if "accuracy" not in seen:
-        seen["accuracy"] = m.accuracy(st.thetas, d.Xs_test, d.y_test)
+        hs = st.test_embeddings
+        for k, (enc, X) in enumerate(zip(m.encoders, d.Xs_test), start=1):
+            if k not in hs:
+                hs[k] = enc.forward(st.thetas[k], X)[0]
+        seen["accuracy"] = m.accuracy_of_embeddings(st.thetas[0], [hs[k] for k in range(1, m.K + 1)], d.y_test)
     loss = seen["loss"] if with_loss else np.nan
     if with_loss and trace.metrics.get("train_loss"):
         reason = rule.cost("training loss", loss, trace.metrics["train_loss"][0])

@@ -189,8 +189,12 @@ class VerticalModel:
         return tot / len(y)
 
     def accuracy(self, thetas, Xs, y):
-        H = np.hstack(self.embeddings(thetas, Xs))
-        return float(np.mean(np.argmax(self.fusion.logits(thetas[0], H), axis=1) == y))
+        return self.accuracy_of_embeddings(thetas[0], self.embeddings(thetas, Xs), y)
+
+    def accuracy_of_embeddings(self, theta0, hs, y):
+        """Accuracy of the fusion model θ_0 on the parties' embeddings ``hs`` = [h_1, …, h_K] of
+        the same rows (:meth:`accuracy` computes them first)."""
+        return float(np.mean(np.argmax(self.fusion.logits(theta0, np.hstack(hs)), axis=1) == y))
 
     def block_gradients(self, thetas, Xs, y):
         """∇_k F(Θ) for k = 0..K on the given rows (full-batch partial derivatives)."""
