@@ -205,3 +205,34 @@ def test_a_mutated_kernel_file_runs_interpreted_and_is_caught_compiled_too(monke
     monkeypatch.setenv(MU.KERNELS_ENV, "jit")
     with pytest.raises(ValueError, match="must be 'interpret' or 'compile'"):
         MU._interpreting(cat[ids[0]])
+
+
+def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_runner(monkeypatch):
+    """Under the mutation runner (where only verdicts are read) a check made of fact groups runs
+    them in its order, each in a directory of its own, and stops after the first group with a
+    wrong fact; in a plain run every group runs, in the order given. On the unmutated code each
+    such check still holds under the runner's mode: no group leans on another's work."""
+    from refimpl.tools.verify import run_checks
+    from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups
+    calls = []
+
+    def group(name, right):
+        return lambda: calls.append(name) or [(name, right)]
+    groups = [group("a", True), group("b", False), group("c", False)]
+    monkeypatch.delenv(FIRST_WRONG_ENV, raising=False)
+    assert fact_groups(groups, order=(2, 0, 1)) == [("a", True), ("b", False), ("c", False)] and calls == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="each of the 3 groups"):
+        fact_groups(groups, order=(0, 0, 1))
+    monkeypatch.setenv(FIRST_WRONG_ENV, "1")
+    calls.clear()
+    assert fact_groups(groups, order=(2, 0, 1)) == [("c", False)] and calls == ["c"]
+    calls.clear()
+    assert fact_groups(groups, order=(0, 1, 2)) == [("a", True), ("b", False)] and calls == ["a", "b"]
+    import inspect
+
+    from refimpl.tools.verify import load_checks
+    ids = [cid for cid, (_, _, fn, _) in load_checks().items()
+           if "fact_groups(" in inspect.getsource(fn) or "_cases_in_a_directory(" in inspect.getsource(fn)]
+    assert {"tools.diagnose", "tools.diagnose_steps", "core.paper_descriptions"} <= set(ids)
+    recs = run_checks(ids)
+    assert all(r.holds for r in recs), [(r.id, r.details.get("wrong"), r.details.get("error")) for r in recs if not r.holds]

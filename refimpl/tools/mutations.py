@@ -161,13 +161,17 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
     at the first theorem-kind check that does not hold; when none does, runs the claim checks of
     ``claims_json`` (the experiments a mutation may break without breaking a theorem) and records
-    whether each still reproduces; prints one JSON line. ``modules_json`` maps a check id to the
+    whether each still reproduces; prints one JSON line. Only verdicts are read, so a check made of
+    fact groups stops at its first group with a wrong fact (``registry.fact_groups``: the same
+    verdict, sooner). ``modules_json`` maps a check id to the
     module registering it: only the modules of the checks that run are imported (all of them for
     an id it does not map, or one its module does not register)."""
     import importlib
 
     import refimpl
     from refimpl.tools.verify import REGISTRY, load_checks, run_check
+    from refimpl.verification.registry import FIRST_WRONG_ENV
+    os.environ[FIRST_WRONG_ENV] = "1"       # only verdicts are read here: a check may stop at its first wrong group
     modules = json.loads(modules_json)
 
     def run(cid):

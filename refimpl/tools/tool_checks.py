@@ -1054,12 +1054,20 @@ def _replay_edge_cases(tmp):
     return out
 
 
-def _cases_in_a_directory(*groups):
+def _cases_in_a_directory(*groups, order=None):
     """The (what, right) cases of ``groups`` (each a function of a scratch directory), one
-    temporary directory for all, as a check's record."""
+    temporary directory for all, as a check's record. Under the mutation runner the groups run in
+    ``order`` (the cheapest first) up to the first with a wrong case, each in a directory of its
+    own (:func:`~refimpl.verification.registry.fact_groups`)."""
+    import os
     import tempfile
+
+    from refimpl.verification.registry import fact_groups, first_wrong
     with tempfile.TemporaryDirectory() as tmp:
-        return _cases_result([case for group in groups for case in group(tmp)])
+        dirs = [os.path.join(tmp, f"group{i}") for i in range(len(groups))] if first_wrong() else [tmp] * len(groups)
+        for d in dirs:
+            os.makedirs(d, exist_ok=True)
+        return _cases_result(fact_groups([lambda g=g, d=d: g(d) for g, d in zip(groups, dirs)], order))
 
 
 @check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
@@ -1071,7 +1079,7 @@ def _cases_in_a_directory(*groups):
        "(wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):
-    return _cases_in_a_directory(_diagnose_reason_cases, _replay_edge_cases)
+    return _cases_in_a_directory(_diagnose_reason_cases, _replay_edge_cases, order=(1, 0))
 
 
 @check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
@@ -1093,7 +1101,8 @@ def diagnose_steps(quick):
        "hint's odds by hand (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_report(quick):
-    return _cases_in_a_directory(_comparison_edge_cases, _report_cases, _search_and_comparison_cases)
+    return _cases_in_a_directory(_comparison_edge_cases, _report_cases, _search_and_comparison_cases,
+                                 order=(0, 2, 1))
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "

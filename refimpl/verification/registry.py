@@ -93,6 +93,38 @@ def map_parts(fn, items):
         os.environ[PARTS_WORKERS_ENV] = env[PARTS_WORKERS_ENV] or str(n)
 
 
+#: set (to "1") in the mutation runner's child, where a check's verdict is all that is read: a
+#: check whose verdict is "every fact right" may then stop after its first group of facts that
+#: holds a wrong one, since no later group can turn the verdict back (:func:`fact_groups`)
+FIRST_WRONG_ENV = "REFIMPL_FIRST_WRONG"
+
+
+def first_wrong():
+    """True in the mutation runner's child (:data:`FIRST_WRONG_ENV`), never in a plain run."""
+    import os
+    return os.environ.get(FIRST_WRONG_ENV) == "1"
+
+
+def fact_groups(groups, order=None):
+    """The (what, right) facts of ``groups`` (functions of no argument, each returning a list of
+    them), every group run, in the order given. Under the mutation runner (:func:`first_wrong`)
+    the groups run in ``order`` (their indices, the cheapest first; default: as given) and stop
+    after the first group with a wrong fact: the check's verdict is the one the whole list gives
+    (not holding), only sooner. The groups must not depend on each other (each is its own part of
+    the check)."""
+    if order is not None and sorted(order) != list(range(len(groups))):
+        raise ValueError(f"order must list each of the {len(groups)} groups' indices once, got {order!r}")
+    if not first_wrong():
+        return [case for group in groups for case in group()]
+    out = []
+    for i in (range(len(groups)) if order is None else order):
+        facts = groups[i]()
+        out += facts
+        if not all(right for _, right in facts):
+            break
+    return out
+
+
 def raises(fn, words):
     """True when ``fn()`` raises a ValueError whose message holds ``words`` (a refusal a check
     expects, with the reason it must give)."""
