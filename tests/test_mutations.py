@@ -213,7 +213,7 @@ def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_ru
     wrong fact; in a plain run every group runs, in the order given. On the unmutated code each
     such check still holds under the runner's mode: no group leans on another's work."""
     from refimpl.tools.verify import run_checks
-    from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups
+    from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups, wrong_groups
     calls = []
 
     def group(name, right):
@@ -228,11 +228,14 @@ def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_ru
     assert fact_groups(groups, order=(2, 0, 1)) == [("c", False)] and calls == ["c"]
     calls.clear()
     assert fact_groups(groups, order=(0, 1, 2)) == [("a", True), ("b", False)] and calls == ["a", "b"]
+    assert wrong_groups([lambda: [], lambda: ["x"], lambda: calls.append("late") or ["y"]]) == ["x"]
+    assert "late" not in calls
     import inspect
 
     from refimpl.tools.verify import load_checks
     ids = [cid for cid, (_, _, fn, _) in load_checks().items()
-           if "fact_groups(" in inspect.getsource(fn) or "_cases_in_a_directory(" in inspect.getsource(fn)]
-    assert {"tools.diagnose", "tools.diagnose_steps", "core.paper_descriptions"} <= set(ids)
+           if any(f"{name}(" in inspect.getsource(fn) for name in ("fact_groups", "wrong_groups", "_cases_in_a_directory"))]
+    assert {"tools.diagnose", "tools.diagnose_steps", "core.paper_descriptions", "vfl.assembly_literal",
+            "mfcgd.algorithm1_literal"} <= set(ids)
     recs = run_checks(ids)
     assert all(r.holds for r in recs), [(r.id, r.details.get("wrong"), r.details.get("error")) for r in recs if not r.holds]

@@ -13,7 +13,7 @@ from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParam
 from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, check_run,
                                   find_theorem_parameters, theorem1_bound, theorem2_bound, theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, least_G_literal, local_scgd_literal, theorem_literal
-from refimpl.verification.registry import check
+from refimpl.verification.registry import check, wrong_groups
 
 MATRICES = ("identity", "adam", "norm", "amsgrad")
 
@@ -412,15 +412,29 @@ def algorithm1_literal_check(quick):
         return worst, binds_ok
 
     det = {}
-    pr, C = nonlinear()
-    par = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.8 * C["sup_exact_jacobian"], C_f=1.0)
-    worst_np, ok_np = compare(pr, run_mfcgd, par, 55, "numpy_nonlinear")
+    # three independent parts; under the mutation runner they stop at the first that fails
+    found = {"numpy": (0.0, True), "numba": (0.0, True), "scaled": {"right": True}}
+
+    def numpy_part():
+        pr, C = nonlinear()
+        par = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.8 * C["sup_exact_jacobian"],
+                          C_f=1.0)
+        found["numpy"] = worst, ok = compare(pr, run_mfcgd, par, 55, "numpy_nonlinear")
+        return [] if worst <= 1e-12 and ok else ["the NumPy runner"]
+
+    def numba_part():
+        found["numba"] = worst, ok = compare(syn, run_mfcgd_synthetic_nb, par_nb, 56, "numba_synthetic")
+        return [] if worst <= 1e-10 and ok else ["the Numba kernel"]
+
+    def scaled_part():
+        found["scaled"] = _radius_scale_record()
+        return [] if found["scaled"]["right"] else ["--radius-scale"]
     syn, Cs = synthetic()
-    par = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
-    worst_nb, ok_nb = compare(syn, run_mfcgd_synthetic_nb, par, 56, "numba_synthetic")
+    par_nb = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
+    wrong_groups([numpy_part, numba_part, scaled_part])
+    (worst_np, ok_np), (worst_nb, ok_nb), scaled = found["numpy"], found["numba"], found["scaled"]
     binds_ok = ok_np and ok_nb
-    scaled = _radius_scale_record()
-    det.update(steps=T, q=q, capped_steps=par.capped_steps(T), numpy_worst=worst_np, numba_worst=worst_nb,
+    det.update(steps=T, q=q, capped_steps=par_nb.capped_steps(T), numpy_worst=worst_np, numba_worst=worst_nb,
                both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled)
     return {"measured": max(worst_np, worst_nb / 100), "bound": 1e-12,
             "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and scaled["right"], "details": det}

@@ -112,15 +112,26 @@ def fact_groups(groups, order=None):
     after the first group with a wrong fact: the check's verdict is the one the whole list gives
     (not holding), only sooner. The groups must not depend on each other (each is its own part of
     the check)."""
+    return _groups(groups, order, lambda facts: not all(right for _, right in facts))
+
+
+def wrong_groups(groups, order=None):
+    """As :func:`fact_groups` for groups that return the list of what they found wrong (empty:
+    all right): every group's list in a plain run; under the mutation runner, up to the first
+    group that finds something wrong."""
+    return _groups(groups, order, bool)
+
+
+def _groups(groups, order, is_wrong):
     if order is not None and sorted(order) != list(range(len(groups))):
         raise ValueError(f"order must list each of the {len(groups)} groups' indices once, got {order!r}")
     if not first_wrong():
-        return [case for group in groups for case in group()]
+        return [item for group in groups for item in group()]
     out = []
     for i in (range(len(groups)) if order is None else order):
-        facts = groups[i]()
-        out += facts
-        if not all(right for _, right in facts):
+        found = groups[i]()
+        out += found
+        if is_wrong(found):
             break
     return out
 
