@@ -700,46 +700,64 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
-    sets, disagree, worst, verdicts, excess, beaten = 0, [], 0.0, 0, 0.0, 0.0
-    for name, (pr, C) in (("synthetic", synthetic()), ("nonlinear", nonlinear())):
-        c = constants_of(pr, C, np.zeros(pr.d))
-        for rho, T, q in ((1.0, 2000, 10), (0.5, 20000, 5)):
-            p, info = find_theorem_parameters(c, T, q, rho)
-            cands = [] if p is None else [p]
-            if p is not None:
-                verdicts += 1
-                disagree += _verdict_disagreements(name, c, p, T, rho)
-                excess = max(excess, _search_is_least(c, T, q, rho, info["G"]),
-                             info["G"] / least_G_literal(c, T, q, rho) - 1)
-                cands += _boundary_candidates(c, p, rho)
-                for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
-                    for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
-                        cands.append(type(p)(**{**p.__dict__, f: getattr(p, f) * fac}))
-            for _ in range(20 if quick else 200):
-                cands.append(TheoremParams(
-                    k=float(np.exp(rng.uniform(-2, 2))), n=float(np.exp(rng.uniform(0, 25))),
-                    c1=float(np.exp(rng.uniform(0, 8))), c2=float(np.exp(rng.uniform(0, 6))),
-                    c3=float(np.exp(rng.uniform(0, 6))), gamma=float(np.exp(rng.uniform(-8, 1))), q=q,
-                    B=float(np.exp(rng.uniform(0, 8)))))
-            A_rms = 1.0 if rho == 1.0 else 1.7         # Theorem 1's factor, ≥ ρ, away from 1
-            for cand in cands:
-                lit = theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap,
-                                      rho=rho, T=T, A_rms=A_rms, **{f: getattr(cand, f) for f in
-                                                                     ("k", "n", "c1", "c2", "c3", "gamma", "q", "B")})
-                ours = _conditions_by_key(theorem_conditions(c, cand, rho))
-                G = G_value(c, cand, T, rho)
-                bound = theorem1_bound(c, cand, T, rho, A_rms) if rho != 1.0 else theorem2_bound(c, cand, T)
-                rel = max(abs(G - lit["G"]) / lit["G"], abs(bound - lit["bound"]) / lit["bound"],
-                          abs(c.L - lit["L"]) / lit["L"])
-                worst = max(worst, rel)
-                if ours != lit["conditions"]:
-                    disagree.append({"problem": name, "rho": rho, "params": {k: float(v) for k, v in cand.__dict__.items()},
-                                     "refimpl_failed": sorted(k for k, v in ours.items() if not v),
-                                     "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
-                if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
-                    beaten = max(beaten, 1 - lit["G"] / info["G"])   # an admissible set the search missed
-                sets += 1
-    refusals, report = _check_run_refusals(), _theorem_report_errors()
+    st = {"sets": 0, "disagree": [], "worst": 0.0, "verdicts": 0, "excess": 0.0, "beaten": 0.0}
+
+    def setting(name, c, rho, T, q):
+        """One problem at one (ρ, T, q): the search's parameters, their neighbours and random sets
+        against the literal statement; [] while everything so far agrees."""
+        p, info = find_theorem_parameters(c, T, q, rho)
+        cands = [] if p is None else [p]
+        if p is not None:
+            st["verdicts"] += 1
+            st["disagree"] += _verdict_disagreements(name, c, p, T, rho)
+            st["excess"] = max(st["excess"], _search_is_least(c, T, q, rho, info["G"]),
+                               info["G"] / least_G_literal(c, T, q, rho) - 1)
+            cands += _boundary_candidates(c, p, rho)
+            for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
+                for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
+                    cands.append(type(p)(**{**p.__dict__, f: getattr(p, f) * fac}))
+        for _ in range(20 if quick else 200):
+            cands.append(TheoremParams(
+                k=float(np.exp(rng.uniform(-2, 2))), n=float(np.exp(rng.uniform(0, 25))),
+                c1=float(np.exp(rng.uniform(0, 8))), c2=float(np.exp(rng.uniform(0, 6))),
+                c3=float(np.exp(rng.uniform(0, 6))), gamma=float(np.exp(rng.uniform(-8, 1))), q=q,
+                B=float(np.exp(rng.uniform(0, 8)))))
+        A_rms = 1.0 if rho == 1.0 else 1.7         # Theorem 1's factor, ≥ ρ, away from 1
+        for cand in cands:
+            lit = theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap,
+                                  rho=rho, T=T, A_rms=A_rms, **{f: getattr(cand, f) for f in
+                                                                 ("k", "n", "c1", "c2", "c3", "gamma", "q", "B")})
+            ours = _conditions_by_key(theorem_conditions(c, cand, rho))
+            G = G_value(c, cand, T, rho)
+            bound = theorem1_bound(c, cand, T, rho, A_rms) if rho != 1.0 else theorem2_bound(c, cand, T)
+            rel = max(abs(G - lit["G"]) / lit["G"], abs(bound - lit["bound"]) / lit["bound"],
+                      abs(c.L - lit["L"]) / lit["L"])
+            st["worst"] = max(st["worst"], rel)
+            if ours != lit["conditions"]:
+                st["disagree"].append({"problem": name, "rho": rho,
+                                       "params": {k: float(v) for k, v in cand.__dict__.items()},
+                                       "refimpl_failed": sorted(k for k, v in ours.items() if not v),
+                                       "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
+            if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
+                st["beaten"] = max(st["beaten"], 1 - lit["G"] / info["G"])   # an admissible set the search missed
+            st["sets"] += 1
+        right = not st["disagree"] and st["worst"] <= 1e-12 and st["excess"] <= 1e-12 and st["beaten"] == 0.0
+        return [] if right else [f"{name} at rho {rho}"]
+
+    def found(key, fn):
+        st[key] = fn()
+        return st[key]
+    constants = [(name, constants_of(pr, C, np.zeros(pr.d))) for name, (pr, C) in (("synthetic", synthetic()),
+                                                                                   ("nonlinear", nonlinear()))]
+    groups = [lambda name=name, c=c, s=s: setting(name, c, *s) for name, c in constants
+              for s in ((1.0, 2000, 10), (0.5, 20000, 5))]
+    groups += [lambda: found("refusals", _check_run_refusals), lambda: found("report", _theorem_report_errors)]
+    # under the mutation runner: the two cheap groups first, the four settings in their order (one
+    # random stream runs through them), up to the first group that finds something wrong
+    wrong_groups(groups, order=(4, 5, 0, 1, 2, 3))
+    sets, disagree, worst, verdicts, excess, beaten = (st[k] for k in ("sets", "disagree", "worst", "verdicts",
+                                                                       "excess", "beaten"))
+    refusals, report = st.get("refusals", []), st.get("report", [])
     holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals and not report and beaten == 0.0
     return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree),
