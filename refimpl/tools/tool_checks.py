@@ -1124,7 +1124,8 @@ def diagnose_report(quick):
        "without an id 0, --dump-rounds sorted within 1..T (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
-    cases = _diagnose_cases() + _reading_cases() + _crosscheck_cases() + _crosscheck_cli_cases()
+    from refimpl.verification.registry import fact_groups
+    cases = fact_groups([_diagnose_cases, _reading_cases, _crosscheck_cases, _crosscheck_cli_cases], order=(1, 2, 0, 3))
     return _cases_result(cases, "planted ")
 
 
