@@ -1054,20 +1054,15 @@ def _replay_edge_cases(tmp):
     return out
 
 
-def _cases_in_a_directory(*groups, order=None):
+def _cases_in_a_directory(*groups):
     """The (what, right) cases of ``groups`` (each a function of a scratch directory), one
-    temporary directory for all, as a check's record. Under the mutation runner the groups run in
-    ``order`` (the cheapest first) up to the first with a wrong case, each in a directory of its
-    own (:func:`~refimpl.verification.registry.fact_groups`)."""
-    import os
+    temporary directory for all, as a check's record; under the mutation runner, up to the first
+    group with a wrong case (:func:`~refimpl.verification.registry.fact_groups`)."""
     import tempfile
 
-    from refimpl.verification.registry import fact_groups, first_wrong
+    from refimpl.verification.registry import fact_groups
     with tempfile.TemporaryDirectory() as tmp:
-        dirs = [os.path.join(tmp, f"group{i}") for i in range(len(groups))] if first_wrong() else [tmp] * len(groups)
-        for d in dirs:
-            os.makedirs(d, exist_ok=True)
-        return _cases_result(fact_groups([lambda g=g, d=d: g(d) for g, d in zip(groups, dirs)], order))
+        return _cases_result(fact_groups([lambda g=g: g(tmp) for g in groups]))
 
 
 @check("tools.diagnose", "refimpl diagnose end to end against THEIR side from an independent transcription of SSCA: "
@@ -1079,7 +1074,7 @@ def _cases_in_a_directory(*groups, order=None):
        "(wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_reasons(quick):
-    return _cases_in_a_directory(_diagnose_reason_cases, _replay_edge_cases, order=(1, 0))
+    return _cases_in_a_directory(_replay_edge_cases, _diagnose_reason_cases)     # the cheaper group first
 
 
 @check("tools.diagnose_steps", "refimpl diagnose on planted Flex-VFL dumps: a change in one local step's momentum is "
@@ -1101,8 +1096,7 @@ def diagnose_steps(quick):
        "hint's odds by hand (wrong answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_report(quick):
-    return _cases_in_a_directory(_comparison_edge_cases, _report_cases, _search_and_comparison_cases,
-                                 order=(0, 2, 1))
+    return _cases_in_a_directory(_comparison_edge_cases, _search_and_comparison_cases, _report_cases)
 
 
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
@@ -1125,7 +1119,7 @@ def diagnose_report(quick):
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups
-    cases = fact_groups([_diagnose_cases, _reading_cases, _crosscheck_cases, _crosscheck_cli_cases], order=(1, 2, 0, 3))
+    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases])  # cheapest first
     return _cases_result(cases, "planted ")
 
 

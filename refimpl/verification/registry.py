@@ -105,31 +105,28 @@ def first_wrong():
     return os.environ.get(FIRST_WRONG_ENV) == "1"
 
 
-def fact_groups(groups, order=None):
+def fact_groups(groups):
     """The (what, right) facts of ``groups`` (functions of no argument, each returning a list of
-    them), every group run, in the order given. Under the mutation runner (:func:`first_wrong`)
-    the groups run in ``order`` (their indices, the cheapest first; default: as given) and stop
-    after the first group with a wrong fact: the check's verdict is the one the whole list gives
-    (not holding), only sooner. The groups must not depend on each other (each is its own part of
-    the check)."""
-    return _groups(groups, order, lambda facts: not all(right for _, right in facts))
+    them), every group run in the order given (a check lists its cheapest groups first). Under the
+    mutation runner (:func:`first_wrong`) the groups stop after the first one with a wrong fact:
+    what runs there is the first part of what a plain run does, in the same order, so the verdict
+    is the plain run's (not holding), only sooner."""
+    return _groups(groups, lambda facts: not all(right for _, right in facts))
 
 
-def wrong_groups(groups, order=None):
+def wrong_groups(groups):
     """As :func:`fact_groups` for groups that return the list of what they found wrong (empty:
     all right): every group's list in a plain run; under the mutation runner, up to the first
     group that finds something wrong."""
-    return _groups(groups, order, bool)
+    return _groups(groups, bool)
 
 
-def _groups(groups, order, is_wrong):
-    if order is not None and sorted(order) != list(range(len(groups))):
-        raise ValueError(f"order must list each of the {len(groups)} groups' indices once, got {order!r}")
+def _groups(groups, is_wrong):
     if not first_wrong():
         return [item for group in groups for item in group()]
     out = []
-    for i in (range(len(groups)) if order is None else order):
-        found = groups[i]()
+    for group in groups:
+        found = group()
         out += found
         if is_wrong(found):
             break

@@ -946,10 +946,10 @@ def assembly_literal(quick):
     def options_wrong():
         found["options"], wrong = _q_and_timeout_errors()
         return wrong
-    # under the mutation runner: the cheapest group first, up to the first that finds something wrong
-    wrong = wrong_groups([blocks_wrong, initial_point_wrong, server_steps_wrong, lambda: _target_stop_errors(ds),
-                          lambda: _recorded_metric_errors(ds), lambda: _run_loop_record_errors(ds), options_wrong],
-                         order=(6, 0, 1, 2, 4, 5, 3))
+    # the cheapest group first
+    wrong = wrong_groups([options_wrong, blocks_wrong, initial_point_wrong, server_steps_wrong,
+                          lambda: _recorded_metric_errors(ds), lambda: _run_loop_record_errors(ds),
+                          lambda: _target_stop_errors(ds)])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
