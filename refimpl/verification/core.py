@@ -651,9 +651,10 @@ def tune_selection(quick):
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
-       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused) "
-       "(wrong answers: 0)",
-       "[SSCA] (4), (6); refimpl/core/validate.py")
+       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused); the "
+       "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
+       "stops after the first with a wrong fact (wrong answers: 0)",
+       "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
     from refimpl.core.schedules import Sequence
@@ -672,11 +673,37 @@ def boundary_refusals(quick):
               raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3),
              ("a given step-size sequence: round t takes s_t (the last round the last value); 0 in it is refused",
               Sequence(np.array([0.5, 0.25, 0.125])).values(3).tolist() == [0.5, 0.25, 0.125]
-              and raises(lambda: Sequence(np.array([0.5, 0.0])), "outside (0, 1]"))]
+              and raises(lambda: Sequence(np.array([0.5, 0.0])), "outside (0, 1]")),
+             ("the checks' fact groups: a plain run runs every group in order; the mutation runner's stops after the "
+              "first group with a wrong fact", _fact_group_modes())]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _fact_group_modes():
+    """True when fact_groups and wrong_groups do, on planted groups, what each mode promises: in a
+    plain run every group in the order given; under the mutation runner (checked here even inside
+    it: the variable is set for the call and put back) up to the first group with a wrong fact."""
+    import os
+
+    from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups, wrong_groups
+    ran, was, got = [], os.environ.get(FIRST_WRONG_ENV), {}
+    groups = [lambda: ran.append("a") or [("a", True)], lambda: ran.append("b") or [("b", False)],
+              lambda: ran.append("c") or [("c", True)]]
+    try:
+        for mode in ("", "1"):
+            os.environ[FIRST_WRONG_ENV] = mode
+            ran.clear()
+            got[mode] = (fact_groups(groups), list(ran), wrong_groups([lambda: [], lambda: ["x"], lambda: ["y"]]))
+    finally:
+        if was is None:
+            os.environ.pop(FIRST_WRONG_ENV, None)
+        else:
+            os.environ[FIRST_WRONG_ENV] = was
+    return (got[""] == ([("a", True), ("b", False), ("c", True)], ["a", "b", "c"], ["x", "y"])
+            and got["1"] == ([("a", True), ("b", False)], ["a", "b"], ["x"]))
 
 
 # ----------------------------------------------------------------------------------------------
