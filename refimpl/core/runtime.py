@@ -7,6 +7,7 @@ it makes a batch-10 round about 2× faster. A no-op where glibc is absent.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import ctypes.util
@@ -25,6 +26,26 @@ def tune_allocator():
         return bool(libc.mallopt(M_TRIM_THRESHOLD, _THRESHOLD)) and bool(libc.mallopt(M_MMAP_THRESHOLD, _THRESHOLD))
     except (OSError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def environ(values):
+    """Environment variables set for the ``with`` block (a value of None: unset) and put back as
+    they were afterwards, set or unset."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = old
 
 
 # ----------------------------------------------------------------------------- pool processes

@@ -227,16 +227,9 @@ def single_threaded_env():
     """One BLAS thread per task (inherited by the worker processes started inside): tasks run in
     parallel, and a task's arithmetic (hence its files) does not depend on how many threads the
     executor's worker has. The caller's environment is restored afterwards."""
-    saved = {v: os.environ.get(v) for v in THREAD_VARS}
-    os.environ.update({v: "1" for v in THREAD_VARS})
-    try:
+    from refimpl.core.runtime import environ
+    with environ({v: "1" for v in THREAD_VARS}):
         yield
-    finally:
-        for v, old in saved.items():
-            if old is None:
-                os.environ.pop(v, None)
-            else:
-                os.environ[v] = old
 
 
 def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, retries=1, on_death=None):

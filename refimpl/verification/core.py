@@ -686,22 +686,15 @@ def _fact_group_modes():
     """True when fact_groups and wrong_groups do, on planted groups, what each mode promises: in a
     plain run every group in the order given; under the mutation runner (checked here even inside
     it: the variable is set for the call and put back) up to the first group with a wrong fact."""
-    import os
-
+    from refimpl.core.runtime import environ
     from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups, wrong_groups
-    ran, was, got = [], os.environ.get(FIRST_WRONG_ENV), {}
+    ran, got = [], {}
     groups = [lambda: ran.append("a") or [("a", True)], lambda: ran.append("b") or [("b", False)],
               lambda: ran.append("c") or [("c", True)]]
-    try:
-        for mode in ("", "1"):
-            os.environ[FIRST_WRONG_ENV] = mode
+    for mode in ("", "1"):
+        with environ({FIRST_WRONG_ENV: mode}):
             ran.clear()
             got[mode] = (fact_groups(groups), list(ran), wrong_groups([lambda: [], lambda: ["x"], lambda: ["y"]]))
-    finally:
-        if was is None:
-            os.environ.pop(FIRST_WRONG_ENV, None)
-        else:
-            os.environ[FIRST_WRONG_ENV] = was
     return (got[""] == ([("a", True), ("b", False), ("c", True)], ["a", "b", "c"], ["x", "y"])
             and got["1"] == ([("a", True), ("b", False)], ["a", "b"], ["x"]))
 
@@ -856,15 +849,15 @@ def _registry_cases():
 
     from refimpl import papers
     from refimpl.core.paper import Convention
+    from refimpl.core.runtime import environ
     from refimpl.verification.registry import embedded
     out, builtin = [], ("ssca", "vfl", "mfcgd")
     name, before = "refimpl_registry_probe", os.environ.get("REFIMPL_PAPERS")
     sys.modules[name] = types.SimpleNamespace(PAPER=_probe_paper("probe-env", {"probe-env-run": "nothing"}))
-    os.environ["REFIMPL_PAPERS"] = ",".join(x for x in (before, name) if x)
     try:
-        seen = papers.keys()
+        with environ({"REFIMPL_PAPERS": ",".join(x for x in (before, name) if x)}):
+            seen = papers.keys()
     finally:
-        os.environ.pop("REFIMPL_PAPERS") if before is None else os.environ.update(REFIMPL_PAPERS=before)
         papers.unregister("probe-env")
         del sys.modules[name]
     out.append(("a paper named by REFIMPL_PAPERS is registered after the three built-in ones",
