@@ -32,20 +32,15 @@ def tune_allocator():
 def environ(values):
     """Environment variables set for the ``with`` block (a value of None: unset) and put back as
     they were afterwards, set or unset."""
+    def put(settings):
+        for k, v in settings.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        put(values)
         yield
     finally:
-        for k, old in saved.items():
-            if old is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = old
+        put(saved)
 
 
 # ----------------------------------------------------------------------------- pool processes
