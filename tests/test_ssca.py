@@ -300,3 +300,36 @@ def test_stopping_at_a_cost_target_changes_nothing_before_it(mnist, algorithm, s
     np.testing.assert_array_equal(never.series("train_cost"), costs)
     with pytest.raises(ValueError, match="stop_at_cost must be a finite"):
         run_experiment(cfg, mnist, stop_at_cost=float("nan"))
+    # screened: the evaluations above the target read only the rows that show it; the same rounds
+    for tgt, ref in ((target, short), (float(costs.min()) / 2, never)):
+        scr = run_experiment(cfg, mnist, stop_at_cost=tgt, screen=True)
+        assert rounds_to_target(scr, tgt) == rounds_to_target(ref, tgt) and scr.status == ref.status
+        c, lower, ref_c = scr.series("train_cost"), scr.series("train_cost_lower_bound"), ref.series("train_cost")
+        np.testing.assert_array_equal(scr.series("round"), ref.series("round"))
+        cut = np.isnan(c)
+        assert cut.sum() >= len(c) // 3 and not cut[0]                      # most evaluations are screened
+        np.testing.assert_array_equal(c[~cut], ref_c[~cut])
+        np.testing.assert_array_equal(lower[~cut], ref_c[~cut])
+        assert np.all(lower[cut] > tgt) and np.all(lower[cut] <= ref_c[cut])   # a lower bound, above the target
+    with pytest.raises(ValueError, match="screen applies to a run with stop_at_cost"):
+        run_experiment(cfg, mnist, screen=True)
+
+
+def test_a_screened_evaluation_is_a_lower_bound_that_never_hides_the_target(mnist):
+    """Evaluator.cost_shown_above: the partial sums of the rows' losses (each ≥ 0) bound the training
+    cost from below; it answers only when the bound clears the level, and None at or below it."""
+    from refimpl.core.model import TwoLayerNet
+    from refimpl.ssca.algorithms import Evaluator
+    m = TwoLayerNet(mnist.n_features, 16, 10)
+    ev = Evaluator(m, mnist.X_train[:2000], mnist.y_train[:2000], mnist.X_test, mnist.y_test, lam=1e-3)
+    rng = np.random.default_rng(5)
+    for scale in (0.01, 0.1, 1.0, 5.0):
+        th = m.init_params(rng) * scale / 0.087
+        cost = ev(th)["train_cost"]
+        assert ev.cost_shown_above(th, cost) is None                        # never above the cost itself
+        for level in (0.1 * cost, 0.5 * cost, 0.9 * cost):
+            lower = ev.cost_shown_above(th, level)
+            assert lower is None or level < lower <= cost * (1 + 1e-12)
+        assert ev.cost_shown_above(th, 0.1 * cost) is not None               # a tenth is shown by the first rows
+    with np.errstate(all="ignore"):
+        assert ev.cost_shown_above(th * np.inf, 1.0) is not None             # not finite: for the divergence rule

@@ -137,13 +137,18 @@ class TwoLayerNet:
         A, _ = act(X @ W1w.T, b1, self.activation)
         return A @ W2w.T + b2
 
+    def loss_sum(self, theta, X, y):
+        """Σ_n ℓ(ω; x_n, y_n) over the rows of X: one chunk of :meth:`loss`. Every term is ≥ 0 (the
+        kernel adds log(1 + Σ_{l≠m} e^{o_l − o_m}) ≥ 0 and o_m − o_y ≥ 0, m the largest logit), so
+        a partial sum over some rows is a lower bound on the sum over all of them."""
+        O = self.logits(theta, X)
+        return KERNELS[self.backend][1](O, np.zeros(O.shape[1]), y, np.ones(O.shape[0]))[0]
+
     def loss(self, theta, X, y, chunk=8192):
         """Mean cross-entropy over all rows of X (evaluated in chunks to bound memory)."""
-        xent = KERNELS[self.backend][1]
         total = 0.0
         for s in range(0, X.shape[0], chunk):
-            O = self.logits(theta, X[s:s + chunk])
-            total += xent(O, np.zeros(O.shape[1]), y[s:s + chunk], np.ones(O.shape[0]))[0]
+            total += self.loss_sum(theta, X[s:s + chunk], y[s:s + chunk])
         return total / X.shape[0]
 
     def one_vs_all_cost(self, theta, X, y, chunk=8192):

@@ -234,6 +234,22 @@ class Evaluator:
     #: training cost, such as a rounds-to-target run, saves a forward pass over the test set)
     test_accuracy: bool = True
 
+    def cost_shown_above(self, theta, level, rows=500):
+        """A lower bound on the training cost (32) at θ that exceeds ``level``, read from the first
+        training rows alone (every row's loss is ≥ 0: :meth:`TwoLayerNet.loss_sum`), or None when
+        the bound stays at or below ``level`` up to the last chunk of rows (then evaluate in full).
+        The bound must clear ``level`` by a relative 1e-9, far above the rounding that separates
+        it from the full evaluation's sum, so a screened cost is above ``level`` in both."""
+        m, X, y = self.model, self.X_train, self.y_train
+        reg = self.lam * float(theta @ theta)
+        N, total = X.shape[0], 0.0
+        for s in range(0, N - rows, rows):             # the last chunk would complete the sum: evaluate in full
+            total += m.loss_sum(theta, X[s:s + rows], y[s:s + rows])
+            lower = total / N + reg
+            if not lower <= level + 1e-9 * abs(level):  # above it, or not finite (the divergence rule's)
+                return lower
+        return None
+
     def __call__(self, theta, state=None):
         out = {"train_cost": objective(self.model, theta, self.X_train, self.y_train, self.lam),
                "test_accuracy": self.model.accuracy(theta, self.X_test, self.y_test) if self.test_accuracy else np.nan,
@@ -250,12 +266,16 @@ class Trainer:
     ledger and the divergence rule are those of :func:`train`."""
 
     def __init__(self, algorithm, theta0, rounds, evaluator, trace, snapshots=(), progress=None, on_round=None,
-                 divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=(), dump_writer=None):
+                 divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=(), dump_writer=None,
+                 screen=False):
         self.algorithm, self.theta0, self.rounds, self.evaluator, self.trace = algorithm, theta0, rounds, evaluator, trace
         self.dump_rounds, self.dump_writer = set(int(r) for r in dump_rounds), dump_writer
         if stop_at_cost is not None and not np.isfinite(stop_at_cost):
             raise ValueError(f"stop_at_cost must be a finite training cost, got {stop_at_cost}")
-        self.stop_at_cost = stop_at_cost
+        if screen and (stop_at_cost is None or type(evaluator) is not Evaluator or evaluator.authors_cost):
+            raise ValueError("screen applies to a run with stop_at_cost and the plain training-cost Evaluator "
+                             "(no authors' cost, no constrained metrics)")
+        self.stop_at_cost, self.screen = stop_at_cost, screen
         self.snaps = set(int(s) for s in snapshots)
         self.progress, self.on_round = progress, on_round
         self.rule = DivergenceRule() if divergence is None else divergence
@@ -269,11 +289,26 @@ class Trainer:
             W1, W2 = self.model.unpack(theta)
             self.trace.snapshots[t] = (W1.copy(), W2.copy())
 
+    def _screened(self, st):
+        """With ``screen``: the metrics of an evaluation that the first training rows show to be
+        above ``stop_at_cost``: the training cost and the test accuracy NaN (not evaluated), the
+        lower bound in ``train_cost_lower_bound``; None when the evaluation must be full."""
+        lower = self.evaluator.cost_shown_above(st.omega, self.stop_at_cost)
+        if lower is None:
+            return None
+        return {"train_cost": np.nan, "test_accuracy": np.nan, "sq_norm": float(st.omega @ st.omega),
+                "train_cost_lower_bound": lower}
+
     def _evaluate(self, t, st):
         trace = self.trace
-        m = self.evaluator(st.omega, st)
-        if trace.metrics["round"]:
-            reason = self.rule.cost("training cost", m["train_cost"], trace.metrics["train_cost"][0])
+        m = self._screened(st) if self.screen and trace.metrics["round"] else None
+        if m is None:
+            m = self.evaluator(st.omega, st)
+            if self.screen:
+                m["train_cost_lower_bound"] = m["train_cost"]
+        if trace.metrics["round"]:        # a screened evaluation: the rule reads the lower bound
+            reason = self.rule.cost("training cost", m["train_cost_lower_bound" if self.screen else "train_cost"],
+                                    trace.metrics["train_cost"][0])
             if reason:
                 return reason
         trace.record(round=t, comm_floats=self.comm, grad_evals=self.evals, **m)
@@ -343,7 +378,7 @@ class Trainer:
 
 def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snapshots=(),
           progress=None, on_round=None, divergence: DivergenceRule | None = None, stop_at_cost=None, dump_rounds=(),
-          dump_writer=None):
+          dump_writer=None, screen=False):
     """Run ``rounds`` rounds of ``algorithm`` with the schedule's batches; fill ``trace``.
 
     Round 0 (the initial point) and every ``evaluator.every``-th round and the last round are
@@ -355,12 +390,17 @@ def train(algorithm, theta0, schedule, rounds, evaluator: Evaluator, trace, snap
     ``on_round(t, state)`` after every round (used by the verification checks).
     ``stop_at_cost``: stop after the first evaluation whose training cost is ≤ this value (the
     trace up to that round is the same as without it; "rounds to a target" needs no more).
+    ``screen`` (with ``stop_at_cost``): an evaluation that the first training rows show to be above
+    the target stops there and records the cost as NaN beside its lower bound
+    (``train_cost_lower_bound``; :meth:`Evaluator.cost_shown_above`), which the divergence rule
+    reads: the round that meets the target and the rounds before it are those of the unscreened run,
+    unless a cost beyond the rule's limit hides behind a lower bound within it (docs/guide.md).
     ``dump_rounds``: rounds whose intermediate quantities (the algorithm's ``dump_round``) go into
     the trace's arrays as ``r<t>_<name>``, or — given ``dump_writer`` (a
     :class:`~refimpl.core.dumps.DumpWriter`) — to disk as each round finishes.
     """
     tr = Trainer(algorithm, theta0, rounds, evaluator, trace, snapshots, progress, on_round, divergence, stop_at_cost,
-                 dump_rounds, dump_writer)
+                 dump_rounds, dump_writer, screen)
     tr.start()
     for t in range(1, rounds + 1):
         if not tr.step(t, schedule.indices[t - 1]):

@@ -209,10 +209,11 @@ def _resolve_split(c):
 
 
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
-                   stop_at_cost=None, test_accuracy=True, dump_writer=None):
+                   stop_at_cost=None, test_accuracy=True, dump_writer=None, screen=False):
     """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished).
     ``stop_at_cost``: end the run at the first evaluation with training cost ≤ this value (see
-    :func:`~refimpl.ssca.algorithms.train`). ``test_accuracy=False``: the evaluations skip the
+    :func:`~refimpl.ssca.algorithms.train`; ``screen``: its evaluations above the target read only
+    as many training rows as show it). ``test_accuracy=False``: the evaluations skip the
     test set (recorded as NaN), for runs that read only the training cost. ``dump_writer``: the
     dumped rounds go to disk as they finish (:class:`~refimpl.core.dumps.DumpWriter`)."""
     cfg = cfg.resolved()
@@ -222,13 +223,13 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     from refimpl.core.replay import parse_dump_rounds
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
     if cfg.engine == "flower":
-        if on_round is not None or stop_at_cost is not None or dumps:
-            raise ValueError("on_round, stop_at_cost and --dump-rounds are not available with the Flower engine")
+        if on_round is not None or stop_at_cost is not None or dumps or screen:
+            raise ValueError("on_round, stop_at_cost, screen and --dump-rounds are not available with the Flower engine")
         from refimpl.ssca.flower import run_flower
         final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
     else:
         final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, on_round, rule,
-                      stop_at_cost, dumps, dump_writer)
+                      stop_at_cost, dumps, dump_writer, screen)
     trace.extra["final_state"] = final
     if getattr(final, "note", ""):
         trace.status += f"; solver note: {final.note} ({final.fallbacks} rounds)"
