@@ -173,3 +173,17 @@ def test_coverage_says_which_lines_the_checks_execute(tmp_path, capsys):
     assert mods["refimpl/core/kernels.py"]["compiled"] > 0                  # the swish / softmax kernels
     assert main(["verify", "--coverage", "--workers", "2", "--only", "grad.fd"]) == 2
     assert "--workers does not apply with --coverage" in capsys.readouterr().err
+
+
+def test_a_check_without_its_own_holds_is_judged_by_its_relation(monkeypatch):
+    """run_check's default verdict follows the relation (≥ and > hold above the bound, not below);
+    ≈ needs the check's own holds and is a failed check, with the reason, without it."""
+    outs = {"t.ge": ({"measured": 3.0, "bound": 2.0, "relation": "≥"}, True),
+            "t.gt_eq": ({"measured": 2.0, "bound": 2.0, "relation": ">"}, False),
+            "t.le_eq": ({"measured": 2.0, "bound": 2.0}, True),
+            "t.approx": ({"measured": 1.0, "bound": 1.0, "relation": "≈"}, False)}
+    for cid, (out, _) in outs.items():
+        monkeypatch.setitem(verify.REGISTRY, cid, ("c", "s", lambda quick, out=out: dict(out), "theorem"))
+    recs = {cid: verify.run_check(cid) for cid in outs}
+    assert {cid: r.holds for cid, r in recs.items()} == {cid: want for cid, (_, want) in outs.items()}
+    assert "needs the check's own holds" in recs["t.approx"].details["error"]

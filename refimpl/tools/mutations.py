@@ -159,7 +159,8 @@ def check_modules(ids):
 
 def _child(ids_json, claims_json="[]", modules_json="{}"):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
-    at the first theorem-kind check that does not hold; when none does, runs the claim checks of
+    at the first theorem-kind check that does not hold or names a wrong fact (``details["wrong"]``,
+    read beside the verdict because the verdict machinery can be the mutated file); when none does, runs the claim checks of
     ``claims_json`` (the experiments a mutation may break without breaking a theorem) and records
     whether each still reproduces; prints one JSON line. Only verdicts are read, so a check made of
     fact groups stops at its first group with a wrong fact (``registry.fact_groups``: the same
@@ -185,7 +186,9 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     for cid in ids:
         rec = run(cid)
         ran.append(cid)
-        if not rec.holds:
+        # a wrong fact the check names counts as well: the verdict machinery may be the mutated file
+        # (a verdict that says "holds" over a named wrong answer is itself the bug)
+        if not rec.holds or rec.details.get("wrong"):
             caught.append(cid)
             break
     claims = None

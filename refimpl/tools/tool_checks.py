@@ -1192,3 +1192,74 @@ def _reproduction_table_cases(tmp):
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(_reproduction_table_cases)
+
+
+def _verdict_cases():
+    """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
+    written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
+    from refimpl.tools import verify as VF
+    from refimpl.verification.registry import REGISTRY, CheckRecord
+    nan = float("nan")
+
+    def crash(quick):
+        raise RuntimeError("planted crash")
+    planted = {  # name: (what the check returns, or a function; holds; ratio — None: no ratio)
+        "le-below": ({"measured": 1.0, "bound": 2.0}, True, 0.5),
+        "le-equal": ({"measured": 2.0, "bound": 2.0}, True, 1.0),
+        "le-above": ({"measured": 3.0, "bound": 2.0}, False, 1.5),
+        "lt-equal": ({"measured": 2.0, "bound": 2.0, "relation": "<"}, False, 1.0),
+        "lt-below": ({"measured": 1.0, "bound": 4.0, "relation": "<"}, True, 0.25),
+        "ge-above": ({"measured": 4.0, "bound": 2.0, "relation": "≥"}, True, 0.5),
+        "ge-below": ({"measured": 1.0, "bound": 2.0, "relation": "≥"}, False, 2.0),
+        "ge-equal": ({"measured": 2.0, "bound": 2.0, "relation": "≥"}, True, 1.0),
+        "gt-equal": ({"measured": 2.0, "bound": 2.0, "relation": ">"}, False, 1.0),
+        "gt-above": ({"measured": 8.0, "bound": 2.0, "relation": ">"}, True, 0.25),
+        "negative-le-holds": ({"measured": -0.5, "bound": -0.25}, True, 0.5),      # a slope of -1/2 ≤ -1/4
+        "negative-le-fails": ({"measured": -0.1, "bound": -0.25}, False, 2.5),
+        "approx-own-holds": ({"measured": 1.1, "bound": 1.0, "relation": "≈", "holds": True}, True, 1.1),
+        "approx-without-holds": ({"measured": 1.0, "bound": 1.0, "relation": "≈"}, False, 1.0),
+        "own-holds-false": ({"measured": 1.0, "bound": 2.0, "holds": False}, False, 0.5),
+        "own-holds-true": ({"measured": 3.0, "bound": 2.0, "holds": True}, True, 1.5),
+        "zero-below": ({"measured": 0.0, "bound": 1.0}, True, 0.0),
+        "nan-measured": ({"measured": nan, "bound": 1.0}, False, None),
+        "no-measured": ({"measured": None, "bound": 1.0}, False, None),
+        "unknown-relation": ({"measured": 1.0, "bound": 2.0, "relation": "=<"}, False, None),
+        "crash": (crash, False, None),
+    }
+    ids = {name: f"planted.verdict.{name}" for name in planted}
+    try:
+        for name, (out, _, _) in planted.items():
+            REGISTRY[ids[name]] = (f"planted {name}", "nowhere", out if callable(out) else (lambda q, o=out: dict(o)),
+                                   "theorem")
+        recs = {name: VF.run_check(ids[name]) for name in planted}
+    finally:
+        for i in ids.values():
+            REGISTRY.pop(i, None)
+    same = lambda a, b: (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-12 * abs(b))
+    cases = [(f"planted check {name}: holds={want}, ratio {ratio}", recs[name].holds is want and same(recs[name].ratio, ratio))
+             for name, (_, want, ratio) in planted.items()]
+    cases += [("a NaN measured value is recorded as no value (None), never as NaN", recs["nan-measured"].measured is None),
+              ("a crash, an unknown relation and ≈ without the check's own holds carry an error naming it",
+               "planted crash" in recs["crash"].details.get("error", "")
+               and "=<" in recs["unknown-relation"].details.get("error", "")
+               and "≈" in recs["approx-without-holds"].details.get("error", ""))]
+
+    def rec(i, holds, kind, vacuous=False):
+        return CheckRecord(i, "c", "s", 1.0, 1.0, 1.0, holds, {"kind": kind, **({"vacuous": True} if vacuous else {})})
+    rs = [rec("t.ok", True, "theorem"), rec("t.no", False, "theorem"), rec("c.no", False, "claim"),
+          rec("c.ok", True, "claim"), rec("t.vac", True, "theorem", True)]
+    cases += [("only a failing theorem-kind check is fatal; --strict adds a failing claim",
+               VF.failing(rs) == ["t.no"] and VF.failing(rs, strict=True) == ["t.no", "c.no"]),
+              ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
+               [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
+    return cases
+
+
+@check("tools.verdicts", "the verdicts refimpl verify names are right on planted checks: each side of ≤ < ≥ > "
+       "(equality too, negative bounds such as slopes), ≈ only with the check's own holds, a check's own holds over "
+       "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their "
+       "error); the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check "
+       "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO (wrong answers: 0)",
+       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict)")
+def verdicts(quick):
+    return _cases_result(_verdict_cases(), "planted ")

@@ -72,6 +72,8 @@ class _JitClock:
 #: how a check's measured value must relate to its bound: "≤" (the default), "<", ">" or "≥"
 #: (a lower bound, e.g. a speed-up above 1), "≈" (two-sided: equal within the check's tolerance)
 RELATIONS = ("≤", "<", "≥", ">", "≈")
+#: a check that returns no ``holds`` of its own holds when measured stands in this relation to bound
+HOLDS = {"≤": lambda m, b: m <= b, "<": lambda m, b: m < b, "≥": lambda m, b: m >= b, ">": lambda m, b: m > b}
 
 
 def uniform_ratio(measured, bound, relation="≤"):
@@ -178,8 +180,12 @@ def run_check(cid, quick=True) -> CheckRecord:
                                                    f"got {relation!r}"})
     ratio = uniform_ratio(measured, bound, relation)
     holds = out.get("holds")
-    if holds is None:
-        holds = measured is not None and bound is not None and measured <= bound
+    if holds is None and relation == "≈":  # agreement within what tolerance: only the check can say
+        return CheckRecord(cid, claim, source, measured, bound, ratio, False,
+                           {"kind": kind, "error": f"check {cid}: relation ≈ needs the check's own holds "
+                                                   "(the tolerance it states)"})
+    if holds is None:                      # the relation's own comparison; a missing or NaN value fails
+        holds = measured is not None and bound is not None and HOLDS[relation](measured, bound)
     details = dict(out.get("details", {}))
     details["kind"] = kind
     details["relation"] = relation
