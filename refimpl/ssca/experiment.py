@@ -224,7 +224,8 @@ def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progr
     dumps = parse_dump_rounds(cfg.dump_rounds, cfg.rounds)
     if cfg.engine == "flower":
         if on_round is not None or stop_at_cost is not None or dumps or screen:
-            raise ValueError("on_round, stop_at_cost, screen and --dump-rounds are not available with the Flower engine")
+            raise ValueError("on_round, stop_at_cost, screen and --dump-rounds are not available with the Flower "
+                             "engine")
         from refimpl.ssca.flower import run_flower
         final = run_flower(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, progress, rule)
     else:

@@ -160,12 +160,12 @@ def check_modules(ids):
 def _child(ids_json, claims_json="[]", modules_json="{}"):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
     at the first theorem-kind check that does not hold or names a wrong fact (``details["wrong"]``,
-    read beside the verdict because the verdict machinery can be the mutated file); when none does, runs the claim checks of
-    ``claims_json`` (the experiments a mutation may break without breaking a theorem) and records
-    whether each still reproduces; prints one JSON line. Only verdicts are read, so a check made of
-    fact groups stops at its first group with a wrong fact (``registry.fact_groups``: the same
-    verdict, sooner). ``modules_json`` maps a check id to the
-    module registering it: only the modules of the checks that run are imported (all of them for
+    read beside the verdict because the verdict machinery can be the mutated file); when none
+    does, runs the claim checks of ``claims_json`` (the experiments a mutation may break without
+    breaking a theorem) and records whether each still reproduces; prints one JSON line. Only
+    verdicts (and named wrong facts) are read, so a check made of fact groups stops at its first
+    group with a wrong fact (``registry.fact_groups``: the same verdict, sooner). ``modules_json``
+    maps a check id to the module registering it: only the modules of the checks that run are imported (all of them for
     an id it does not map, or one its module does not register)."""
     import importlib
 

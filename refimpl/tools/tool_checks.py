@@ -1236,9 +1236,10 @@ def _verdict_cases():
         for i in ids.values():
             REGISTRY.pop(i, None)
     same = lambda a, b: (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-12 * abs(b))
-    cases = [(f"planted check {name}: holds={want}, ratio {ratio}", recs[name].holds is want and same(recs[name].ratio, ratio))
-             for name, (_, want, ratio) in planted.items()]
-    cases += [("a NaN measured value is recorded as no value (None), never as NaN", recs["nan-measured"].measured is None),
+    cases = [(f"planted check {name}: holds={want}, ratio {ratio}",
+              recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
+    cases += [("a NaN measured value is recorded as no value (None), never as NaN",
+               recs["nan-measured"].measured is None),
               ("a crash, an unknown relation and ≈ without the check's own holds carry an error naming it",
                "planted crash" in recs["crash"].details.get("error", "")
                and "=<" in recs["unknown-relation"].details.get("error", "")
