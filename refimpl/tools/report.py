@@ -41,6 +41,26 @@ def _is_num(c):
         return False
 
 
+def check_section(records):
+    """The report's lines on the checks: how many hold, then one table row per record (its
+    measured value, relation, bound, ratio and verdict as `refimpl verify` names them)."""
+    from refimpl.tools.verify import verdict
+    held = sum(r.holds for r in records)
+    lines = [f"**{held} of {len(records)} checks hold.** A paper's experimental claim that does not reproduce "
+             "here is listed with its figures (holds = no (claim)); every other check is an identity, lemma, "
+             "theorem or implementation check. Each record's details are in `checks.json`.", "",
+             "## Checks", "", "ratio is ≤ 1 exactly when a one-sided relation (≤, <, ≥, >) holds; for ≈ it is "
+             "measured/bound.", "",
+             "| id | claim | measured | rel | bound | ratio | holds | note | source |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        claim = r.claim.replace("|", "\\|")
+        note = str(r.details.get("table_note", "")).replace("|", "\\|")
+        lines.append(f"| `{r.id}` | {claim} | {_fmt(r.measured)} | {r.details.get('relation', '≤')} | {_fmt(r.bound)} | "
+                     f"{_fmt(r.ratio)} | {verdict(r)} | {note} | {r.source} |")
+    return lines
+
+
 def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None):
     """Every check and every run of the five reproductions as tasks of one engine execution (so
     the workers stay busy across them); the reproductions resume from their finished runs, the
@@ -78,24 +98,11 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     with open(os.path.join(out, "execution.json"), "w") as fh:
         json.dump({"executor": executor, "workers": counts["workers"], "tasks": counts, "seconds": seconds,
                    "check_seconds": {r.id: r.details.get("seconds") for r in records}}, fh, indent=1)
-    held = sum(r.holds for r in records)
     lines = [f"# refimpl verification report", "",
              f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "
              + ", ".join(f"{k} {v}" for k, v in versions().items())
-             + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", "",
-             f"**{held} of {len(records)} checks hold.** A paper's experimental claim that does not reproduce "
-             "here is listed with its figures (holds = no (claim)); every other check is an identity, lemma, "
-             "theorem or implementation check. Each record's details are in `checks.json`.", "",
-             "## Checks", "", "ratio is ≤ 1 exactly when a one-sided relation (≤, <, ≥, >) holds; for ≈ it is "
-             "measured/bound.", "",
-             "| id | claim | measured | rel | bound | ratio | holds | note | source |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    from refimpl.tools.verify import verdict
-    for r in records:
-        claim = r.claim.replace("|", "\\|")
-        note = str(r.details.get("table_note", "")).replace("|", "\\|")
-        lines.append(f"| `{r.id}` | {claim} | {_fmt(r.measured)} | {r.details.get('relation', '≤')} | {_fmt(r.bound)} | "
-                     f"{_fmt(r.ratio)} | {verdict(r)} | {note} | {r.source} |")
+             + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
+    lines += check_section(records)
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
         rel = os.path.relpath(d, out)

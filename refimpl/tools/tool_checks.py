@@ -1253,14 +1253,31 @@ def _verdict_cases():
                VF.failing(rs) == ["t.no"] and VF.failing(rs, strict=True) == ["t.no", "c.no"]),
               ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
                [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
-    return cases
+    return cases + _report_cases(CheckRecord)
+
+
+def _report_cases(CheckRecord):
+    """(what, right): REPORT.md's lines on three planted records, written out by hand."""
+    from refimpl.tools.report import check_section
+    recs = [CheckRecord("t.a", "a claim with a | bar", "src", 0.54054, 1.0, 0.54054, True,
+                        {"kind": "theorem", "relation": "≤"}),
+            CheckRecord("c.b", "claim b", "src", 0.8, 1.0, 1.25, False, {"kind": "claim", "relation": ">"}),
+            CheckRecord("t.v", "vacuous", "src", 3e-5, 6.86, 3e-5 / 6.86, True, {"kind": "theorem", "vacuous": True})]
+    lines = check_section(recs)
+    rows = [ln for ln in lines if ln.startswith("| `")]
+    return [("REPORT.md counts the checks that hold: 2 of 3", lines[0].startswith("**2 of 3 checks hold.**")),
+            ("REPORT.md's rows: measured, relation, bound, ratio to 4 digits, verify's words, a | in a claim escaped",
+             rows == ["| `t.a` | a claim with a \\| bar | 0.5405 | ≤ | 1 | 0.5405 | yes |  | src |",
+                      "| `c.b` | claim b | 0.8 | > | 1 | 1.25 | no (claim) |  | src |",
+                      "| `t.v` | vacuous | 3.000e-05 | ≤ | 6.86 | 4.373e-06 | yes (vacuous) |  | src |"])]
 
 
 @check("tools.verdicts", "the verdicts refimpl verify names are right on planted checks: each side of ≤ < ≥ > "
        "(equality too, negative bounds such as slopes), ≈ only with the check's own holds, a check's own holds over "
        "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their "
        "error); the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check "
-       "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO (wrong answers: 0)",
-       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict)")
+       "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO; REPORT.md's count of the "
+       "checks that hold and its rows, written out by hand (wrong answers: 0)",
+       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict); refimpl/tools/report.py (check_section)")
 def verdicts(quick):
     return _cases_result(_verdict_cases(), "planted ")
