@@ -1253,10 +1253,10 @@ def _verdict_cases():
                VF.failing(rs) == ["t.no"] and VF.failing(rs, strict=True) == ["t.no", "c.no"]),
               ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
                [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
-    return cases + _report_cases(CheckRecord)
+    return cases + _report_table_cases(CheckRecord)
 
 
-def _report_cases(CheckRecord):
+def _report_table_cases(CheckRecord):
     """(what, right): REPORT.md's lines on three planted records, written out by hand."""
     from refimpl.tools.report import check_section
     recs = [CheckRecord("t.a", "a claim with a | bar", "src", 0.54054, 1.0, 0.54054, True,
