@@ -236,3 +236,21 @@ def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_ru
             "mfcgd.algorithm1_literal"} <= set(ids)
     recs = run_checks(ids)
     assert all(r.holds for r in recs), [(r.id, r.details.get("wrong"), r.details.get("error")) for r in recs if not r.holds]
+
+
+def test_a_catch_by_a_check_that_fails_unmutated_too_is_void(monkeypatch):
+    """A check that ends in an error counts as catching only if it holds on the unmutated package
+    (run once per such check): a broken check would otherwise catch every entry named on it."""
+    from refimpl.tools import verify
+
+    def crash(quick):
+        raise NameError("planted: broken on every package")
+    monkeypatch.setitem(verify.REGISTRY, "planted.broken", ("c", "s", crash, "theorem"))
+    rs = [MU.Outcome("a", "core", "e", caught_by=["planted.broken"], crashed=True),
+          MU.Outcome("b", "core", "e", caught_by=["grad.fd"], crashed=True),
+          MU.Outcome("c", "core", "e", caught_by=["planted.broken"], crashed=False),
+          MU.Outcome("d", "core", "e")]
+    broken = MU.void_broken_catchers(rs)
+    assert list(broken) == ["planted.broken"] and "planted: broken" in broken["planted.broken"]
+    assert [r.caught for r in rs] == [False, True, True, False]
+    assert "fails on the unmutated package too" in rs[0].error and rs[1].error is None

@@ -66,6 +66,7 @@ class Outcome:
     seconds: float = 0.0
     error: str | None = None
     claims: dict | None = None      # with claims: claim id → reproduces (run when no theorem check caught it)
+    crashed: bool = False           # the catching check ended in an error, not in a verdict
 
     @property
     def caught(self):
@@ -182,10 +183,11 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
             load_checks()
         return run_check(cid, quick=True)
     ids = json.loads(ids_json)
-    ran, caught = [], []
+    ran, caught, crashed = [], [], False
     for cid in ids:
         rec = run(cid)
         ran.append(cid)
+        crashed = bool(rec.details.get("error"))
         # a wrong fact the check names counts as well: the verdict machinery may be the mutated file
         # (a verdict that says "holds" over a named wrong answer is itself the bug)
         if not rec.holds or rec.details.get("wrong"):
@@ -194,7 +196,8 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     claims = None
     if not caught and json.loads(claims_json):
         claims = {cid: bool(run(cid).holds) for cid in json.loads(claims_json)}
-    print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught, "claims": claims}))
+    print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught, "claims": claims,
+                      "crashed": bool(caught) and crashed}))
 
 
 def _vector_child(vectors_dir):
@@ -496,6 +499,7 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
         out.error = f"the child imported {res['package']}, not the mutated copy"
     else:
         out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
+        out.crashed = bool(res.get("crashed"))
 
 
 def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
@@ -560,7 +564,30 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             zygotes.get().close()
         while not spaces.empty():
             spaces.get().close()
+    if package == PACKAGE:
+        void_broken_catchers(results)
     return results
+
+
+def void_broken_catchers(results):
+    """A catch by a check that ended in an error counts only if that check holds on the unmutated
+    package: each such check runs once here, in this process (the live tree, unmutated). A check
+    that does not hold there would "catch" every entry it is named first on; its catches become
+    NOT CAUGHT with the reason. Returns {check id: why it does not hold}."""
+    from refimpl.tools.verify import load_checks, run_check
+    suspects = sorted({r.caught_by[0] for r in results if r is not None and r.crashed and r.caught_by})
+    broken = {}
+    if suspects:
+        load_checks()
+    for cid in suspects:
+        rec = run_check(cid, quick=True)
+        if not rec.holds or rec.details.get("wrong"):
+            broken[cid] = str(rec.details.get("error") or rec.details.get("wrong") or "it does not hold")[:160]
+    for r in results:
+        if r is not None and r.crashed and r.caught_by and r.caught_by[0] in broken:
+            r.error = f"{r.caught_by[0]} fails on the unmutated package too ({broken[r.caught_by[0]]}): no catch"
+            r.caught_by = []
+    return broken
 
 
 def catch_rates(results):
