@@ -208,6 +208,14 @@ def _resolve_split(c):
         c.clients = 10
 
 
+def rounds_to_target(trace, target):
+    """The first evaluated round whose training cost is ≤ ``target`` (None if none): what a run
+    with ``stop_at_cost=target`` is for. A screened evaluation's cost is NaN, never ≤ the target."""
+    r, c = trace.series("round"), trace.series("train_cost")
+    hit = np.flatnonzero(c <= target)
+    return int(r[hit[0]]) if hit.size else None
+
+
 def run_experiment(cfg: RunConfig, data: Dataset, init=None, batches=None, progress=None, on_round=None,
                    stop_at_cost=None, test_accuracy=True, dump_writer=None, screen=False):
     """Build and run; returns the :class:`Trace` (its ``status`` says whether it finished).

@@ -264,7 +264,7 @@ def _screened_run(rng):
     and without ``screen``: the round that meets it, the fully evaluated costs (equal to the bit)
     and the screened evaluations' lower bounds against the costs the unscreened run recorded."""
     from refimpl.core.data import Dataset
-    from refimpl.ssca.experiment import RunConfig, run_experiment
+    from refimpl.ssca.experiment import RunConfig, rounds_to_target, run_experiment
     N, D = 2000, 20
     X = rng.standard_normal((N, D))
     y = np.argmax(X @ rng.standard_normal((D, 10)) + 0.5 * rng.standard_normal((N, 10)), axis=1)
@@ -275,13 +275,13 @@ def _screened_run(rng):
     target = float(cost[len(cost) * 2 // 3])
     scr = run_experiment(cfg, data, stop_at_cost=target, test_accuracy=False, screen=True)
     c, lower = scr.series("train_cost"), scr.series("train_cost_lower_bound")
-    hit = lambda tr: int(tr.series("round")[np.flatnonzero(tr.series("train_cost") <= target)[0]])
+    hit, hit_full = rounds_to_target(scr, target), rounds_to_target(full, target)
     n, cut = len(c), np.isnan(c)
-    ok = (hit(scr) == hit(full) and np.array_equal(scr.series("round"), full.series("round")[:n])
+    ok = (hit is not None and hit == hit_full and np.array_equal(scr.series("round"), full.series("round")[:n])
           and np.array_equal(c[~cut], cost[:n][~cut]) and np.array_equal(lower[~cut], cost[:n][~cut])
           and bool(np.all(lower[cut] > target)) and bool(np.all(lower[cut] <= cost[:n][cut])) and cut.sum() >= n // 3
           and not cut[0])                 # round 0 in full: the divergence rule's reference
-    return {"holds": bool(ok), "target": target, "round_met": hit(scr), "round_met_unscreened": hit(full),
+    return {"holds": bool(ok), "target": target, "round_met": hit, "round_met_unscreened": hit_full,
             "evaluations": n, "screened": int(cut.sum())}
 
 

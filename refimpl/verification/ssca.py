@@ -11,7 +11,7 @@ from refimpl.core.trace import Trace
 from refimpl.ssca.algorithms import SSCA, Evaluator, train
 from refimpl.ssca.constrained import QCQPStep, closed_form_step, subproblem_kkt_residuals
 from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedSSCA
-from refimpl.ssca.experiment import RunConfig, build, run_experiment
+from refimpl.ssca.experiment import RunConfig, build, rounds_to_target, run_experiment
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import SurrogateState, momentum_form_step, surrogate_update
 from refimpl.verification.core import plain_objective_grad
@@ -256,12 +256,6 @@ def theorem1_stationarity(quick):
                       "grad_norm_every": every, "grad_norms": n.tolist(), "holds": bool(ok)}
     det.update(rounds=T, lambda_=lam, samples=d.n_train, hidden=8)
     return {"measured": worst, "bound": 1.0, "holds": holds, "details": det}
-
-
-def rounds_to_target(trace, target):
-    r, c = trace.series("round"), trace.series("train_cost")
-    hit = np.flatnonzero(c <= target)
-    return int(r[hit[0]]) if hit.size else None
 
 
 def _rounds_part(part):
