@@ -42,6 +42,25 @@ def sample_round_messages(n_params, n_clients):
 SAMPLINGS = ("per-client", "pooled")
 
 
+class _BatchRows:
+    """``X[idx]``, gathered once and reused while the ids repeat in the same order.
+
+    With every client's whole shard as its batch (Theorem 1's and Theorem 2's checks, full-batch
+    runs) each round asks for the same rows: the round then reads the array the first round
+    gathered, so its products are the same, bit for bit, without copying X again. Callers only
+    read the rows."""
+
+    def __init__(self, X, backend):
+        self.X, self.gather = X, GATHER[backend]
+        self.ids, self.rows = None, None
+
+    def __call__(self, idx):
+        if self.ids is None or self.ids.shape != idx.shape or not np.array_equal(self.ids, idx):
+            self.rows = self.gather(self.X, idx)
+            self.ids = np.array(idx, copy=True)
+        return self.rows
+
+
 class SampleBasedProtocol:
     """Algorithms 1–2: client k holds samples ``parts[k]``.
 
@@ -61,6 +80,7 @@ class SampleBasedProtocol:
         self.model, self.X, self.y, self.parts = model, X, y, parts
         N = sum(len(p) for p in parts)
         self.client_weight = np.array([len(p) / N for p in parts])
+        self.batch_rows = _BatchRows(X, model.backend)
         self.pooled = sampling == "pooled"
         if self.pooled:
             self.owner = np.empty(N, dtype=np.int64)
@@ -89,14 +109,14 @@ class SampleBasedProtocol:
             # the authors' sampling: one batch of K·B ids drawn from the whole training set; every
             # client returns the sums over the ids it holds and the server takes the plain mean
             idx = np.asarray(batches)
-            Xb = GATHER[self.model.backend](self.X, idx)
+            Xb = self.batch_rows(idx)
             loss_hat, grad_hat = self.model.loss_grad(theta, Xb, self.y[idx], np.full(idx.size, 1.0 / idx.size))
             return loss_hat, grad_hat, sample_round_messages(self.model.n_params, len(self.parts))
         msgs = sample_round_messages(self.model.n_params, len(batches))
         sizes = np.array([len(b) for b in batches])
         idx = np.concatenate([np.asarray(b) for b in batches])
         w = np.repeat(self.client_weight / sizes, sizes)
-        Xb = GATHER[self.model.backend](self.X, idx)
+        Xb = self.batch_rows(idx)
         loss_hat, grad_hat = self.model.loss_grad(theta, Xb, self.y[idx], w)
         return loss_hat, grad_hat, msgs
 
@@ -148,6 +168,7 @@ class FeatureBasedProtocol:
         # clients and each client's X_k^B is a view of its columns (the same products, bit for bit)
         self._x_at = [_as_slice(b) for b in blocks]
         self._one_gather = all(isinstance(a, slice) for a in self._x_at)
+        self.batch_rows = _BatchRows(X, model.backend)
 
     def collect(self, theta, batch):
         if self.collection == "one-step":
@@ -162,7 +183,7 @@ class FeatureBasedProtocol:
                                 J * len(cols) + B + extra))
         # 1. partial pre-activations (each client gathers its rows X_k^B once for steps 1 and 3)
         if self._one_gather:
-            rows = GATHER[m.backend](self.X, np.asarray(batch))
+            rows = self.batch_rows(np.asarray(batch))
             Xb = [rows[:, at] for at in self._x_at]
         else:
             Xb = [np.take(Xk, batch, axis=0) for Xk in self.X_blocks]
