@@ -82,13 +82,22 @@ def test_overwrite_replaces_an_earlier_longer_dump(tmp_path):
     assert main([*SMALL, "--rounds", "2", "--out", str(out), "--overwrite"]) == 0
     assert sorted(os.listdir(out / "dump")) == ["r1.npz", "r2.npz"]
     assert sorted(read_dump(str(out / "dump.mat"))) == [1, 2]
+    # written uncompressed (refimpl.core.dumps says why): round files stored, dump.mat without
+    # miCOMPRESSED elements, each file about the size of its arrays
+    import zipfile
+    from scipy.io.matlab import whosmat
+    with zipfile.ZipFile(out / "dump" / "r1.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
+    raw = sum(v.nbytes for v in read_dump(str(out))[1].values())
+    assert raw < os.path.getsize(out / "dump" / "r1.npz") < raw + 10_000
+    assert 2 * raw < os.path.getsize(out / "dump.mat") < 2 * raw + 10_000 and len(whosmat(str(out / "dump.mat"))) > 0
 
 
 def test_a_full_disk_stops_the_dump_and_keeps_the_finished_rounds_and_the_trace(tmp_path):
-    """Files capped at 3 MB: the fourth round no longer fits dump.mat. Rounds 1-3 stay readable
+    """Files capped at 5 MB (a round adds 1.5 MB to dump.mat): the fourth round no longer fits it. Rounds 1-3 stay readable
     in both forms, the run goes on to its end, its trace says where the dump stopped, exit 3."""
     out = tmp_path / "o"
-    code, err, _ = _child([*SMALL, "--rounds", "8", "--out", str(out)], fsize=3_000_000)
+    code, err, _ = _child([*SMALL, "--rounds", "8", "--out", str(out)], fsize=5_000_000)
     assert code == 3, err
     assert "the dump stopped at round 4" in err and "File too large" in err and "rounds 1–3" in err
     assert sorted(read_dump(str(out))) == sorted(read_dump(str(out / "dump.mat"))) == [1, 2, 3]

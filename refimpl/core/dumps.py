@@ -2,8 +2,11 @@
 
 A run with ``--dump-rounds`` and ``--out DIR`` writes round t's intermediate quantities to
 ``DIR/dump/r<t>.npz`` (arrays ``<name>``, through a temporary file and a rename, so a file there
-is always whole) and appends them to ``DIR/dump.mat`` (MATLAB v7 variables ``r<t>_<name>``, one
-write per round). Memory holds one round at a time. Before anything is written, the first dumped
+is always whole) and appends them to ``DIR/dump.mat`` (MATLAB variables ``r<t>_<name>``, one
+write per round). Memory holds one round at a time. Both files are written uncompressed: on
+refimpl's dumps zlib saves about 40 % of the bytes (12.2 → 7.3 MB a round of the default SSCA
+network) at 30 times the time (0.9 s against 0.03 s a round, both files), so a dump of every
+round would take longer to compress than to compute; the announced estimate is the size on disk. Before anything is written, the first dumped
 round's size times the number of dumped rounds is announced as the dump's estimated size; beyond
 the limit (``--max-dump-gb``) or the free space of DIR the run is refused there. When a write
 fails (a full disk, no memory), dumping stops, the rounds already written stay readable and the
@@ -112,7 +115,7 @@ class DumpWriter:
         neither (the round is then not in the dump at all)."""
         path = round_path(self.out_dir, t)
         with open(path + ".tmp", "wb") as fh:
-            np.savez_compressed(fh, **arrays)
+            np.savez(fh, **arrays)
         try:
             append_mat(os.path.join(self.out_dir, "dump.mat"), {f"r{int(t)}_{k}": v for k, v in arrays.items()})
         except BaseException:
@@ -154,7 +157,7 @@ def append_mat(path, variables):
     write: a failure leaves the variables written before it readable."""
     from scipy.io import savemat
     buf = io.BytesIO()
-    savemat(buf, variables, do_compression=True, oned_as="column")
+    savemat(buf, variables, do_compression=False, oned_as="column")
     blob = buf.getvalue()
     size = os.path.getsize(path) if os.path.exists(path) else 0
     if size > 0:
