@@ -131,3 +131,21 @@ def test_tune_bad_input(tmp_path, capsys):
     assert "--tune exists for ssca-sample and ssca-feature" in capsys.readouterr().err
     assert main(["reproduce", "ssca-sample", "--tune", "--quick", "--data-dir", "/x", "--out", out, "--quiet"]) == 2
     assert "drop --quick" in capsys.readouterr().err
+
+
+def test_recorded_versions_are_the_packages_own_without_importing_them():
+    """``versions()`` reads the installed metadata: the same strings as each package's
+    ``__version__``, and cvxpy is not imported to ask (it costs a reproduction 1.5 s)."""
+    import subprocess
+    import sys
+    code = ("import sys, json; from refimpl.tools.reproduce import versions; v = versions(); "
+            "print(json.dumps([v, 'cvxpy' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    import json
+    import cvxpy
+    import numba
+    import scipy
+    v, imported = json.loads(out.stdout)
+    assert not imported, "versions() imported cvxpy"
+    assert (v["cvxpy"], v["numba"], v["scipy"], v["numpy"]) == (cvxpy.__version__, numba.__version__, scipy.__version__,
+                                                                 np.__version__)

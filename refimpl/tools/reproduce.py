@@ -33,12 +33,12 @@ def names():
 
 
 def versions():
-    import cvxpy
-    import numba
-    import scipy
+    """The versions a reproduction records, read from the installed packages' metadata (the same
+    strings as their ``__version__``): importing cvxpy only to ask would cost a second and a half."""
+    from importlib.metadata import version
     from refimpl import __version__
-    return {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "scipy": scipy.__version__, "cvxpy": cvxpy.__version__, "refimpl": __version__}
+    return {"python": platform.python_version(), "numpy": np.__version__, "numba": version("numba"),
+            "scipy": version("scipy"), "cvxpy": version("cvxpy"), "refimpl": __version__}
 
 
 # ----------------------------------------------------------------------------- run plans
