@@ -64,6 +64,8 @@ NOT_RUN = {
 RUN_ELSEWHERE = {
     "refimpl report --quick --out report": "tests/test_verify.py::test_quick_report_lists_every_check_and_theorems_hold",
     "refimpl report --out report --quick": "tests/test_verify.py::test_quick_report_lists_every_check_and_theorems_hold",
+    "refimpl report --out smoke --quick --seeds 1 --rounds 2":
+        "tests/test_verify.py::test_quick_report_lists_every_check_and_theorems_hold",
     "refimpl reproduce ssca-sample --data-dir DIR --tune --out runs/tuned":
         "tests/test_reproduce.py::test_tune_picks_each_methods_best_on_validation_then_runs_it",
     **{f"refimpl {c}": "tests/test_flower.py::test_the_readme_commands_agree" for c in (
@@ -203,7 +205,7 @@ def test_the_documents_hold_commands_and_the_exceptions_are_exact():
                                                        or "runs/own" in c or c in walkthrough) and c not in NOT_RUN}
     # the other tests run the same commands (plus the reduced sizes and --out they add)
     src = (ROOT / "tests" / "test_verify.py").read_text()
-    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1"])' in src
+    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1", "--rounds", "2"])' in src
     from test_flower import README_FLOWER
     assert {f"refimpl {c}" for c in README_FLOWER} == {c for c in RUN_ELSEWHERE if "test_flower" in RUN_ELSEWHERE[c]}
     from test_reproduce import TUNE_ARGV

@@ -64,8 +64,14 @@ def test_quick_report_lists_every_check_and_theorems_hold(tmp_path):
     registered check id is in REPORT.md; every identity, lemma and theorem check holds; every
     claim ran and reported its figure (a claim that does not reproduce fails honestly)."""
     import json
-    assert main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1"]) == 0
+    assert main(["report", "--quick", "--quiet", "--out", str(tmp_path / "x"), "--rounds", "0"]) == 2
+    # the reproductions cut to 2 rounds (a smoke report, said so): their figures are made, the
+    # checks run at their own sizes
+    assert main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1", "--rounds", "2"]) == 0
     text = (tmp_path / "REPORT.md").read_text()
+    assert "**Smoke report: every reproduction was cut to 2 rounds (`--rounds`)**" in text
+    runs = json.load(open(tmp_path / "reproductions" / "ssca-sample" / "reproduction.json"))["runs"]
+    assert {r["config"]["rounds"] for r in runs} == {2}
     recs = {r["id"]: r for r in json.load(open(tmp_path / "checks.json"))}
     assert set(verify.load_checks()) == set(recs) and REQUIRED <= set(recs)
     for cid, r in recs.items():

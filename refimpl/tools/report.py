@@ -61,10 +61,14 @@ def check_section(records):
     return lines
 
 
-def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None):
+def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None,
+                 rounds=None):
     """Every check and every run of the five reproductions as tasks of one engine execution (so
     the workers stay busy across them); the reproductions resume from their finished runs, the
-    checks always run afresh. Returns (path of REPORT.md, check records)."""
+    checks always run afresh. ``rounds``: every reproduction's runs cut to that many rounds
+    (steps for mfcgd-rates), as ``refimpl reproduce --rounds`` does — a smoke report whose figures
+    say nothing about the papers, and REPORT.md says so; the checks keep their sizes. Returns
+    (path of REPORT.md, check records)."""
     import shutil
     import time
 
@@ -73,7 +77,10 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     from refimpl.tools.verify import check_tasks, load_checks, records_of
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True)
+    if rounds is not None and int(rounds) < 1:
+        raise ValueError(f"--rounds must be >= 1, got {rounds}")
+    reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
+                          rounds=rounds)
             for name in names()}
     checks_root = os.path.join(out, "checks")
     shutil.rmtree(checks_root, ignore_errors=True)          # checks are never reused
@@ -102,6 +109,9 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
              f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "
              + ", ".join(f"{k} {v}" for k, v in versions().items())
              + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
+    if rounds is not None:
+        lines += [f"**Smoke report: every reproduction was cut to {int(rounds)} rounds (`--rounds`)**; its figures "
+                  "show that the runs work, not the papers' curves. The checks ran at their own sizes.", ""]
     lines += check_section(records)
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
