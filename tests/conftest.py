@@ -54,6 +54,7 @@ def pytest_configure(config):
     doc-command tests read what the commands before them wrote. A ``--dist`` the user gives wins."""
     if getattr(config.option, "dist", None) == "load" and not any(a.startswith("--dist") for a in config.invocation_params.args):
         config.option.dist = "loadfile"
+        config.option.loadscopereorder = False      # keep LONGEST_FIRST's order (below)
 
 
 def flat_dump(run_dir):
@@ -64,13 +65,16 @@ def flat_dump(run_dir):
 
 
 #: the files whose tests take longest (seconds on 2 busy cores, measured with ``--durations=0``):
-#: pytest-xdist hands out whole files in collection order, so these go first and the run does
-#: not end on one of them while the other worker sits idle (longest-first scheduling); the rest
-#: keep their order, and every file keeps its own tests' order
-LONGEST_FIRST = ("test_mutations.py",     # the mutation runner on one entry per first-named check, ~2 min
-                 "test_verify.py",        # the quick report: both verify tiers and the reproductions
-                 "test_flower.py", "test_reproduce.py", "test_examples.py", "test_engine.py", "test_sweep.py",
-                 "test_vfl_regime.py", "test_doc_commands.py")
+#: pytest-xdist hands out whole files in collection order (``pytest_configure`` turns off its own
+#: reordering by test count, which would start the many-test files first), so these go first and
+#: the run does not end on one of them while the other worker sits idle (longest-first
+#: scheduling); the rest keep their order, and every file keeps its own tests' order
+LONGEST_FIRST = ("test_doc_commands.py",  # every command of the documents, ~2 min
+                 "test_mutations.py",     # the mutation runner on one entry per first-named check
+                 "test_verify.py",        # the quick report: both verify tiers, the smoke reproductions
+                 "test_engine.py", "test_bad_input.py", "test_sweep.py", "test_reproduce.py", "test_flower.py",
+                 "test_conformance.py", "test_examples.py", "test_mfcgd.py", "test_vfl_replay.py",
+                 "test_vfl_regime.py")
 
 
 def pytest_collection_modifyitems(config, items):
