@@ -95,7 +95,15 @@ def _largest_round(argv):
 
 
 def reduced(argv):
-    """The flags the test adds to keep a command short (argparse: a later flag wins)."""
+    """The flags the test adds to keep a command short (argparse: a later flag wins). A command
+    that names no --workers / --executor runs on one worker process: each worker pays about 1.5
+    CPU-s to start (imports, the Numba target, its data), more than these reduced runs compute;
+    tests/test_engine.py runs the pools of two."""
+    one = [] if ("--workers" in argv or "--executor" in argv) else ["--workers", "1"]
+    return _reduced(argv) + (one if argv[0] in ("verify", "reproduce") else [])
+
+
+def _reduced(argv):
     cmd = argv[0]
     if cmd == "verify":
         return ["--quick", "--only", "grad.fd,vfl.clock"]
