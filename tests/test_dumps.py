@@ -94,8 +94,9 @@ def test_overwrite_replaces_an_earlier_longer_dump(tmp_path):
 
 
 def test_a_full_disk_stops_the_dump_and_keeps_the_finished_rounds_and_the_trace(tmp_path):
-    """Files capped at 5 MB (a round adds 1.5 MB to dump.mat): the fourth round no longer fits it. Rounds 1-3 stay readable
-    in both forms, the run goes on to its end, its trace says where the dump stopped, exit 3."""
+    """Files capped at 5 MB (a round adds 1.5 MB to dump.mat): the fourth round no longer fits it.
+    Rounds 1-3 stay readable in both forms, the run goes on to its end, its trace says where the
+    dump stopped, exit 3."""
     out = tmp_path / "o"
     code, err, _ = _child([*SMALL, "--rounds", "8", "--out", str(out)], fsize=5_000_000)
     assert code == 3, err

@@ -6,11 +6,11 @@ is always whole) and appends them to ``DIR/dump.mat`` (MATLAB variables ``r<t>_<
 write per round). Memory holds one round at a time. Both files are written uncompressed: on
 refimpl's dumps zlib saves about 40 % of the bytes (12.2 → 7.3 MB a round of the default SSCA
 network) at 30 times the time (0.9 s against 0.03 s a round, both files), so a dump of every
-round would take longer to compress than to compute; the announced estimate is the size on disk. Before anything is written, the first dumped
-round's size times the number of dumped rounds is announced as the dump's estimated size; beyond
-the limit (``--max-dump-gb``) or the free space of DIR the run is refused there. When a write
-fails (a full disk, no memory), dumping stops, the rounds already written stay readable and the
-run goes on: its trace records why (``dump_stopped``) and the command exits 3.
+round would take longer to compress than to compute. Before anything is written, the first dumped
+round's size (the size on disk) times the number of dumped rounds is announced as the dump's
+estimated size; beyond the limit (``--max-dump-gb``) or the free space of DIR the run is refused
+there. When a write fails (a full disk, no memory), dumping stops, the rounds already written stay
+readable and the run goes on: its trace records why (``dump_stopped``) and the command exits 3.
 
 Without a writer (the Python API), the dumps stay in ``trace.arrays`` as ``r<t>_<name>``;
 :meth:`refimpl.core.trace.Trace.save` then writes them to the same files.

@@ -27,8 +27,8 @@ def _minimize(*args, **kwargs):
 
 @check("ssca.feature_equals_central",
        "feature-based gradient collection equals the centralised gradient of the same batch (with and without a "
-       "bias, contiguous and scattered blocks; the batch's ids again in reverse order too), and the round's messages carry the floats counted by hand (Algorithm "
-       "3's three steps and Remark 4's one)",
+       "bias, contiguous and scattered blocks; the batch's ids again in reverse order too), and the round's "
+       "messages carry the floats counted by hand (Algorithm 3's three steps and Remark 4's one)",
        "[SSCA] Algorithm 3; docs/ssca.md")
 def feature_equals_central(quick):
     d = embedded()
@@ -51,7 +51,8 @@ def feature_equals_central(quick):
             l4, g4 = m.loss_grad(theta, d.X_train[rev], d.y_train[rev])
             errs[f"bias={bias},{layout}"] = max(float(np.linalg.norm(g1 - g2) / np.linalg.norm(g2)),
                                                 abs(l1 - l2) / abs(l2),
-                                                float(np.linalg.norm(g3 - g4) / np.linalg.norm(g4)), abs(l3 - l4) / abs(l4))
+                                                float(np.linalg.norm(g3 - g4) / np.linalg.norm(g4)),
+                                                abs(l3 - l4) / abs(l4))
             ledgers[f"bias={bias},{layout}"] = _feature_ledger_errors(pr, theta, batch, msgs, blocks, bias)
     wrong = {k: v for k, v in ledgers.items() if v}
     return {"measured": max(errs.values()), "bound": 1e-12, "holds": max(errs.values()) <= 1e-12 and not wrong,
