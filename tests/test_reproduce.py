@@ -149,3 +149,12 @@ def test_recorded_versions_are_the_packages_own_without_importing_them():
     assert not imported, "versions() imported cvxpy"
     assert (v["cvxpy"], v["numba"], v["scipy"], v["numpy"]) == (cvxpy.__version__, numba.__version__, scipy.__version__,
                                                                  np.__version__)
+
+
+def test_prepare_refuses_rounds_below_one_for_every_reproduction(tmp_path):
+    """The API (and ``report --rounds``) goes through ``prepare``: --rounds 0 is refused there, for
+    the reproductions whose plans would otherwise take it."""
+    from refimpl.tools.reproduce import names, prepare
+    for name in names():
+        with pytest.raises(ValueError, match="--rounds must be >= 1, got 0"):
+            prepare(name, str(tmp_path / name), seeds=1, rounds=0, quick=True)

@@ -77,8 +77,6 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     from refimpl.tools.verify import check_tasks, load_checks, records_of
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    if rounds is not None and int(rounds) < 1:
-        raise ValueError(f"--rounds must be >= 1, got {rounds}")
     reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
                           rounds=rounds)
             for name in names()}

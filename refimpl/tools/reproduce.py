@@ -157,6 +157,8 @@ def prepare(name, out, data_dir=None, seeds=3, rounds=None, paper=False, resume=
     """Check the inputs and build the tasks of a reproduction (nothing runs)."""
     if int(seeds) < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if rounds is not None and int(rounds) < 1:
+        raise ValueError(f"--rounds must be >= 1, got {rounds}")
     data = data_key(data_dir)
     ds = load_data(data)
     plan, (axis, metrics) = plan_for(name, quick, rounds, paper, ds.n_train, preset)
