@@ -8,7 +8,8 @@ a sweep or a mutation run see it too). Lookups:
 - :func:`get` — by key (``"ssca"``); :func:`keys`;
 - :func:`of_algorithm` — the paper that owns ``refimpl run ALGORITHM``;
 - :func:`of_record` — the paper of a trace's recorded configuration;
-- :func:`of_dump` — the paper of a set of dump quantity names.
+- :func:`of_dump` — the paper of a set of dump quantity names;
+- :func:`warm_kernels` — every Numba kernel compiled (or loaded from the on-disk cache) once.
 """
 from __future__ import annotations
 
@@ -125,3 +126,21 @@ def options_for(algorithm):
 def owners(option_name):
     """The algorithms that take ``--option-name`` (for the message when another one is given)."""
     return [a for p in papers() for a in p.algorithms if any(o.name == option_name for o, _ in p.options_for(a))]
+
+
+def kernel_modules(keys=None):
+    """The modules holding Numba kernels: the core's, then each registered paper's (or those of
+    ``keys``) that names one (``Paper.kernels_module``)."""
+    chosen = papers() if keys is None else [get(k) for k in keys]
+    return ["refimpl.core.kernels"] + [p.kernels_module for p in chosen if p.kernels_module]
+
+
+def warm_kernels(keys=None):
+    """Compile every Numba kernel at the one signature refimpl calls it with, or load it from
+    Numba's on-disk cache when it is there (each module's ``warm()``). A run then compiles nothing:
+    the test suite calls this once before its workers start, so that neither they nor the mutation
+    runner's copies of the package compile the same kernels again. Returns the dispatchers."""
+    out = []
+    for name in kernel_modules(keys):
+        out.extend(importlib.import_module(name).warm())
+    return out

@@ -1,5 +1,5 @@
-"""``refimpl verify``'s tiers (the theorem-kind checks by default, the papers' claims on request)
-and the BLAS threads refimpl's own work uses."""
+"""``refimpl verify``'s tiers (the theorem-kind checks by default, the papers' claims on request),
+the BLAS threads refimpl's own work uses, and the Numba kernels' one signature each."""
 import json
 import os
 
@@ -159,3 +159,45 @@ def test_tier_flags_do_not_apply_to_mutations_or_coverage(capsys):
     assert "--claims do(es) not apply with --mutations" in capsys.readouterr().err
     assert main(["verify", "--coverage", "--claims"]) == 2
     assert "--claims do(es) not apply with --coverage" in capsys.readouterr().err
+
+
+def test_each_kernel_has_one_signature_and_warm_kernels_compiles_it():
+    """``refimpl.papers.warm_kernels`` compiles every cached Numba kernel (the helpers inlined into
+    their callers aside) at one signature; runs of all three papers, and the MFCGD kernels called
+    with integer-valued constants, an integer x1 and given samples, compile nothing more: after the
+    test suite's warm-up (tests/conftest.py), neither its workers nor the mutation runner's copies
+    of the package compile a kernel again."""
+    import importlib
+
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    import refimpl
+    from refimpl import mfcgd, papers, ssca, vfl
+    from refimpl.mfcgd.algorithm import AdamType, Identity, draw_scgd_samples
+    from refimpl.mfcgd.kernels import run_local_scgd_synthetic_nb, run_mfcgd_synthetic_nb
+    from refimpl.mfcgd.problems import SyntheticComposition
+    from refimpl.mfcgd.types import MFCGDParams
+    warmed = papers.warm_kernels()
+    for name in papers.kernel_modules():
+        own = [v for v in vars(importlib.import_module(name)).values()
+               if isinstance(v, CPUDispatcher) and v.py_func.__module__ == name
+               and not isinstance(v._cache, NullCache) and v.targetoptions.get("inline") != "always"]
+        missed = [d.py_func.__name__ for d in own if not any(d is w for w in warmed)]
+        assert own and not missed, (name, missed)
+    before = {d.py_func.__qualname__: list(d.signatures) for d in warmed}
+    assert all(len(s) == 1 for s in before.values()), before
+    ssca.run(ssca.Config(batch=10, rounds=2, hidden=8, eval_every=2), data=refimpl.data.mnist_5k())
+    vfl.run(vfl.Config(method="flexvfl", rounds=2, eval_every=1))
+    mfcgd.run(mfcgd.Config(method="adamfcgd", steps=20, eval_every=10))
+    mfcgd.run(mfcgd.Config(method="local-scgdm", steps=20, eval_every=10))
+    rng = np.random.default_rng(0)
+    pr = SyntheticComposition.random(M=2, p=2, d=3, rng=rng)
+    par = MFCGDParams(k=1, n=8, c1=1, c2=2, c3=1, gamma=1, q=2, C_g=10, C_f=10)
+    run_mfcgd_synthetic_nb(pr, np.zeros(3, dtype=int), 4, par, Identity(), rng)
+    noise = (rng.standard_normal((2, 2, 2)), rng.standard_normal((2, 2, 2)), rng.standard_normal((4, 2, 2)),
+             rng.standard_normal((4, 2, 2)))
+    run_mfcgd_synthetic_nb(pr, np.zeros(3), 4, par, AdamType(0.5, 0.9), rng, noise=noise, lemma2=True)
+    run_local_scgd_synthetic_nb(pr, np.zeros(3, dtype=int), 4, 2, 1, 1, alpha=1, rng=rng)
+    run_local_scgd_synthetic_nb(pr, np.zeros(3), 4, 2, 0.1, 0.5, samples=draw_scgd_samples(pr, 4, rng))
+    assert {d.py_func.__qualname__: list(d.signatures) for d in warmed} == before

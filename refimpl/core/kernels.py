@@ -295,3 +295,18 @@ KERNELS = {
     "numpy": (activation_np, softmax_xent_np),
 }
 GATHER = {"numba": gather_rows_nb, "numpy": gather_rows_np}
+
+
+def warm():
+    """Compile this module's kernels at the one signature each is called with, or load them from
+    Numba's on-disk cache (:func:`refimpl.papers.warm_kernels`): the wrappers pass C-contiguous
+    float64 arrays and int64 labels and ids."""
+    from numba import types as nt
+    F1, F2, I1 = nt.float64[::1], nt.float64[:, ::1], nt.int64[::1]
+    _exp_nonpos_nb.compile((F1, F1))
+    _exp_neg_abs_nb.compile((F2, F1, F2))
+    _swish_from_exp_nb.compile((F2, F1, F2, F2, F2))
+    _relu_nb.compile((F2, F1, F2, F2))
+    _softmax_xent_nb.compile((F2, F1, I1, F1, F2))
+    _gather_rows_nb.compile((F2, I1, F2))
+    return [_exp_nonpos_nb, _exp_neg_abs_nb, _swish_from_exp_nb, _relu_nb, _softmax_xent_nb, _gather_rows_nb]

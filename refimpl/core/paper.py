@@ -96,6 +96,7 @@ class Paper(ABC):
     id_names: tuple = ()            # dump quantities and replay arrays that hold sample ids (diagnose --index-base)
     checks_module: str = ""         # the module of its verification checks
     vectors_module: str = ""        # the module of its conformance families (a FAMILIES tuple of Family records)
+    kernels_module: str = ""        # the module of its Numba kernels, with a warm() that compiles them
     mutation_prefixes: tuple = ()   # check-id prefixes a mutation of this paper is run against
     reproductions: tuple = ()       # names of `refimpl reproduce`
     reproduction_presets: tuple = ("paper",)   # the --preset values its reproductions take

@@ -70,6 +70,7 @@ class MFCGDPaper(Paper):
                      ReplayInput(r"h1|u1|v1", "initial estimators"), ReplayInput(r"zeta.*|samples_.*", "samples"))
     command_module = "refimpl.mfcgd.command"
     vectors_module = "refimpl.conformance.families.mfcgd"
+    kernels_module = "refimpl.mfcgd.kernels"
     checks_module = "refimpl.verification.mfcgd"
     mutation_prefixes = ("mfcgd.", "core.", "tools.")   # core and tool checks run MFCGD too (divergence, replay)
     reproductions = ("mfcgd-rates",)

@@ -51,9 +51,19 @@ def ssca_round_nb(A_prev, B_prev, C_prev, loss_hat, g, w, rho, tau, gamma, lam, 
     A = tau if fixed else (1.0 - rho) * A_prev + rho * tau
     B_new = np.empty_like(w)
     w_new = np.empty_like(w)
-    gw, ww, nn = _ssca_round_nb(B_prev, g, w, rho, tau, gamma, -2.0 * (A + lam), B_new, w_new)
+    gw, ww, nn = _ssca_round_nb(B_prev, g, w, float(rho), float(tau), float(gamma), float(-2.0 * (A + lam)),
+                                B_new, w_new)
     C = (1.0 - rho) * C_prev + rho * (loss_hat - gw + tau * ww)
     return A, B_new, C, w_new, nn
 
 
 SERVER_KERNELS = {"numba": ssca_round_nb, "numpy": ssca_round_np}
+
+
+def warm():
+    """Compile this module's kernel at the one signature :func:`ssca_round_nb` calls it with, or
+    load it from Numba's on-disk cache (:func:`refimpl.papers.warm_kernels`)."""
+    from numba import types as nt
+    F1, f = nt.float64[::1], nt.float64
+    _ssca_round_nb.compile((F1, F1, F1, f, f, f, f, F1, F1))
+    return [_ssca_round_nb]

@@ -100,6 +100,7 @@ class SSCAPaper(Paper):
                      ReplayInput("omega_0", "initial point"), ReplayInput("batches", "batch schedule"))
     command_module = "refimpl.ssca.command"
     vectors_module = "refimpl.conformance.families.ssca"
+    kernels_module = "refimpl.ssca.kernels"
     checks_module = "refimpl.verification.ssca"
     mutation_prefixes = ("ssca.", "grad.", "kernels.", "core.", "tools.")
     reproductions = ("ssca-sample", "ssca-feature", "ssca-tradeoff")

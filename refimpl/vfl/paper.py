@@ -109,6 +109,7 @@ class VFLPaper(Paper):
                      ReplayInput("tau", "τ table"))
     command_module = "refimpl.vfl.command"
     vectors_module = "refimpl.conformance.families.vfl"
+    kernels_module = "refimpl.vfl.kernels"
     checks_module = "refimpl.verification.vfl"
     mutation_prefixes = ("vfl.", "core.", "tools.")
     reproductions = ("vfl-time",)
