@@ -61,21 +61,17 @@ def pytest_configure(config):
 
 
 def warm_numba_cache():
-    """Every refimpl kernel compiled once into Numba's on-disk cache (``refimpl.papers.warm_kernels``)
-    before any test runs, the modules shared over two processes (one per core). From a fresh
+    """Every refimpl kernel compiled once into Numba's on-disk cache before any test runs
+    (``refimpl.tools.mutations.warm_kernel_cache``: two processes, one per core). From a fresh
     checkout (CI) the cache is empty: without this, each worker and each subprocess compiled the
-    kernels it met first, and the mutation runner's copies of the package, taken while the cache was
-    still filling, compiled them again in every child (measured: the suite 8 min 43 s cold against
-    6 min 49 s warm; one mutation-runner test 173 s against 21 s). With a warm cache this takes a
-    second: the kernels load."""
-    import subprocess
+    kernels it met first, and the mutation runner's copies of the package, taken while the cache
+    was still filling, compiled them again in every child (measured on a fresh checkout: one
+    mutation-runner test 173 s, against 21 s with a warm cache). With a warm cache this takes
+    about a second: the kernels load."""
     import sys
 
-    from refimpl.papers import kernel_modules
-    mods = kernel_modules()
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m).warm()"
-    procs = [subprocess.Popen([sys.executable, "-c", code, *part]) for part in (mods[0::2], mods[1::2]) if part]
-    failed = [p.args[3:] for p in procs if p.wait() != 0]
+    from refimpl.tools.mutations import warm_kernel_cache
+    failed = warm_kernel_cache()
     if failed:                  # the tests of those kernels say what is wrong; the rest still run
         sys.stderr.write(f"note: warming Numba's cache failed for {failed}\n")
 
