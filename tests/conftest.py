@@ -62,7 +62,7 @@ def pytest_configure(config):
 
 def warm_numba_cache():
     """Every refimpl kernel compiled once into Numba's on-disk cache before any test runs
-    (``refimpl.tools.mutations.warm_kernel_cache``: two processes, one per core). From a fresh
+    (``refimpl.tools.engine.warm_kernel_cache``: two processes, one per core). From a fresh
     checkout (CI) the cache is empty: without this, each worker and each subprocess compiled the
     kernels it met first, and the mutation runner's copies of the package, taken while the cache
     was still filling, compiled them again in every child (measured on a fresh checkout: one
@@ -70,7 +70,7 @@ def warm_numba_cache():
     about a second: the kernels load."""
     import sys
 
-    from refimpl.tools.mutations import warm_kernel_cache
+    from refimpl.tools.engine import warm_kernel_cache
     failed = warm_kernel_cache()
     if failed:                  # the tests of those kernels say what is wrong; the rest still run
         sys.stderr.write(f"note: warming Numba's cache failed for {failed}\n")

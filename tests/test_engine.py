@@ -248,3 +248,70 @@ def test_progress_counts_what_the_tasks_hold_not_tasks(tmp_path):
     assert seen[0] == ("running 3 checks on 1 worker; a line as each finishes", 0)       # at once
     assert seen[-1][1] == 3 and seen[-1][0].endswith("(3/3 checks)")
     assert [n for _, n in seen] in ([0, 1, 3], [0, 2, 3])
+
+
+def _fake_kernel_modules(tmp_path, names):
+    for n in names:
+        (tmp_path / f"{n}.py").write_text(
+            "import os\n"
+            "def warm():\n"
+            f"    assert {n!r} != 'fakekern_bad', 'this kernel does not compile'\n"
+            f"    open(os.path.join({str(tmp_path)!r}, 'marks'), 'a').write(f'{n} {{os.getpid()}}\\n')\n")
+
+
+def test_kernel_cache_is_warmed_once_over_the_workers_cores(monkeypatch, tmp_path):
+    """``warm_kernel_cache``: each kernel module's ``warm()`` runs once, the modules shared over two
+    processes; a second call in the same process starts nothing; a failing module is returned and
+    the next call tries again. A copy of the package for the mutation runner asks for it first."""
+    import refimpl.papers
+    from refimpl.tools import mutations as MU
+    names = ["fakekern_a", "fakekern_b", "fakekern_c"]
+    _fake_kernel_modules(tmp_path, names + ["fakekern_bad"])
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(engine, "_WARMED", [])
+    monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: names + ["fakekern_bad"])
+    assert engine.warm_kernel_cache() == [["fakekern_b", "fakekern_bad"]] and engine._WARMED == []
+    monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: names)
+    (tmp_path / "marks").unlink()
+    assert engine.warm_kernel_cache() == [] and engine._WARMED == [True]
+    marks = dict(line.split() for line in (tmp_path / "marks").read_text().splitlines())
+    assert sorted(marks) == names and marks["fakekern_a"] == marks["fakekern_c"] != marks["fakekern_b"]
+    assert engine.warm_kernel_cache() == [] and len((tmp_path / "marks").read_text().splitlines()) == 3
+    asked = []
+    monkeypatch.setattr(engine, "warm_kernel_cache", lambda: asked.append(True) or [])
+    space = MU.Workspace()
+    space.close()
+    assert asked == [True] and not os.path.exists(space.dir)
+
+
+def test_a_pool_warms_a_cold_kernel_cache_first_and_only_then(monkeypatch, tmp_path):
+    """A cache with no index for a kernel module, or one older than its source, looks cold (file
+    times only); a local pool of two or more workers then warms it before it starts, once, over as
+    many processes as workers; a warm cache, one worker or one task start nothing."""
+    import refimpl.papers
+    _fake_kernel_modules(tmp_path, ["fakekern_a"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: ["fakekern_a"])
+    src = tmp_path / "fakekern_a.py"
+    assert engine.kernel_cache_looks_cold()                     # no __pycache__ at all
+    (tmp_path / "__pycache__").mkdir()
+    index = tmp_path / "__pycache__" / "fakekern_a.kernel-3.py311.nbi"
+    index.write_bytes(b"")
+    os.utime(src, (1000, 1000))
+    assert not engine.kernel_cache_looks_cold()
+    os.utime(src, (time.time() + 60, time.time() + 60))         # the source edited after the index
+    assert engine.kernel_cache_looks_cold()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not engine.kernel_cache_looks_cold()                 # cannot tell: left to Numba
+    warmed = []
+    monkeypatch.setattr(engine, "warm_kernel_cache", lambda n: warmed.append(n) or [])
+    monkeypatch.setattr(engine, "_pool_run",
+                        lambda batch, width, account: [account(t, (t["id"], "done", "", None)) for t in batch] and [])
+    tasks = [{"id": str(i)} for i in range(3)]
+    for cold, workers, n, expect in ((True, 2, 3, [2]), (False, 2, 3, []), (True, 1, 3, []), (True, 2, 1, [])):
+        warmed.clear()
+        monkeypatch.setattr(engine, "kernel_cache_looks_cold", lambda: cold)
+        done = []
+        engine._execute_local(tasks[:n], workers, 1, lambda t, res: done.append(t["id"]))
+        assert warmed == expect and done == [t["id"] for t in tasks[:n]], (cold, workers, n, warmed)

@@ -254,34 +254,3 @@ def test_a_catch_by_a_check_that_fails_unmutated_too_is_void(monkeypatch):
     assert list(broken) == ["planted.broken"] and "planted: broken" in broken["planted.broken"]
     assert [r.caught for r in rs] == [False, True, True, False]
     assert "fails on the unmutated package too" in rs[0].error and rs[1].error is None
-
-
-def test_the_runner_warms_numbas_cache_once_before_it_copies_the_package(monkeypatch, tmp_path):
-    """``warm_kernel_cache``: each kernel module's ``warm()`` runs once, the modules shared over two
-    processes; a second call in the same process starts nothing; a failing module is returned and
-    the next call tries again. A copy of the package (``Workspace``) asks for it first."""
-    import os
-
-    import refimpl.papers
-    names = ["fakekern_a", "fakekern_b", "fakekern_c"]
-    for n in names + ["fakekern_bad"]:
-        (tmp_path / f"{n}.py").write_text(
-            "import os\n"
-            "def warm():\n"
-            f"    assert {n!r} != 'fakekern_bad', 'this kernel does not compile'\n"
-            f"    open(os.path.join({str(tmp_path)!r}, 'marks'), 'a').write(f'{n} {{os.getpid()}}\\n')\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.setattr(MU, "_WARMED", [])
-    monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: names + ["fakekern_bad"])
-    assert MU.warm_kernel_cache() == [["fakekern_b", "fakekern_bad"]] and MU._WARMED == []
-    monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: names)
-    (tmp_path / "marks").unlink()
-    assert MU.warm_kernel_cache() == [] and MU._WARMED == [True]
-    marks = dict(line.split() for line in (tmp_path / "marks").read_text().splitlines())
-    assert sorted(marks) == names and marks["fakekern_a"] == marks["fakekern_c"] != marks["fakekern_b"]
-    assert MU.warm_kernel_cache() == [] and len((tmp_path / "marks").read_text().splitlines()) == 3
-    asked = []
-    monkeypatch.setattr(MU, "warm_kernel_cache", lambda: asked.append(True) or [])
-    space = MU.Workspace()
-    space.close()
-    assert asked == [True] and not os.path.exists(space.dir)

@@ -262,10 +262,55 @@ def execute(tasks, executor="local", workers=1, scheduler=None, on_result=None, 
     return out
 
 
+_WARMED = []
+
+
+def warm_kernel_cache(processes=2):
+    """Every kernel in Numba's on-disk cache (:func:`refimpl.papers.warm_kernels`), the kernel
+    modules shared over ``processes`` interpreters, once per process (about a second when the cache
+    is warm: the kernels load). From a cold cache (a fresh checkout or install, an edited kernel
+    file) each worker of a pool compiled every kernel it met, the same kernels in every worker,
+    and each copy of the package the mutation runner made compiled them again in every child.
+    Returns the module lists whose warm-up failed (their kernels then compile where they run)."""
+    if _WARMED:
+        return []
+    import subprocess
+
+    from refimpl.papers import kernel_modules
+    mods = kernel_modules()
+    n = max(1, int(processes))
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m).warm()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, *mods[i::n]]) for i in range(n) if mods[i::n]]
+    failed = [p.args[3:] for p in procs if p.wait() != 0]
+    if not failed:
+        _WARMED.append(True)
+    return failed
+
+
+def kernel_cache_looks_cold():
+    """Whether some kernel module has no Numba index in its ``__pycache__``, or one older than its
+    source (a fresh checkout or install, an edited kernel file): read from file times, nothing
+    imported or compiled. False where ``NUMBA_CACHE_DIR`` moves the cache (it cannot tell)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return False
+    import importlib.util
+    from pathlib import Path
+
+    from refimpl.papers import kernel_modules
+    for name in kernel_modules():
+        src = Path(importlib.util.find_spec(name).origin)
+        index = [q.stat().st_mtime for q in (src.parent / "__pycache__").glob(f"{src.stem}.*.nbi")]
+        if not index or min(index) < src.stat().st_mtime:
+            return True
+    return False
+
+
 def _execute_local(order, workers, retries, account, on_death=None):
     """A pool of spawned processes. When a worker dies, every task of the pool ends with
     BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
     a time, so a death is attributed to a task only when it ran alone, and the rest are resubmitted."""
+    if workers > 1 and len(order) > 1 and kernel_cache_looks_cold():
+        warm_kernel_cache(workers)          # compiled once, over the workers' cores, not once per worker
     deaths = {t["id"]: 0 for t in order}
     queue, alone = list(order), []
     while queue or alone:

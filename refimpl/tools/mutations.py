@@ -4,8 +4,8 @@ The catalogue (``refimpl/verification/mutations.toml``) lists one-line, paper-de
 each names the file, the exact text it replaces (which must occur exactly once), the replacement
 and the equation it breaks, and the checks expected to catch it. Each worker keeps one copy of
 the package (modification times kept, so Numba's on-disk cache is reused: it is filled first,
-``warm_kernel_cache``; its bytecode compiled once); for every mutation the runner applies the replacement to that copy, runs,
-in a fresh interpreter on it (forked from one that has imported NumPy, SciPy, Numba and cvxpy,
+``engine.warm_kernel_cache``; its bytecode compiled once); for every mutation the runner applies
+the replacement to that copy, runs, in a fresh interpreter on it (forked from one that has imported NumPy, SciPy, Numba and cvxpy,
 never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
 catchers first, then the others until one fails — and puts the file and its bytecode back. The
 mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation
@@ -417,29 +417,6 @@ def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zy
     return out
 
 
-_WARMED = []
-
-
-def warm_kernel_cache(processes=2):
-    """Every kernel in Numba's on-disk cache (:func:`refimpl.papers.warm_kernels`), the kernel
-    modules shared over ``processes`` interpreters, once per process. A copy of the package takes
-    the cache as it is: from a cold cache (a fresh checkout or install) every child compiled the
-    kernels its checks met, and the kernels of the mutated file's directory again for each
-    mutation. Takes about a second when the cache is warm (the kernels load). Returns the module
-    lists whose warm-up failed (their kernels then compile where they run, as before)."""
-    if _WARMED:
-        return []
-    from refimpl.papers import kernel_modules
-    mods = kernel_modules()
-    n = max(1, int(processes))
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m).warm()"
-    procs = [subprocess.Popen([sys.executable, "-c", code, *mods[i::n]]) for i in range(n) if mods[i::n]]
-    failed = [p.args[3:] for p in procs if p.wait() != 0]
-    if not failed:
-        _WARMED.append(True)
-    return failed
-
-
 class Workspace:
     """A copy of the package (and of each paper written outside it) that mutations are applied to
     one at a time: modification times kept, so Numba's on-disk cache is reused, and the copy's
@@ -453,7 +430,8 @@ class Workspace:
         import py_compile
         self.package = package
         if Path(package) == PACKAGE:
-            warm_kernel_cache()
+            from refimpl.tools.engine import warm_kernel_cache
+            warm_kernel_cache()         # once per process: the copy then takes a full cache
         self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
         shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
         for top, where in outside_packages(package).items():     # papers written outside refimpl
