@@ -66,12 +66,12 @@ def warm_numba_cache():
     checkout (CI) the cache is empty: without this, each worker and each subprocess compiled the
     kernels it met first, and the mutation runner's copies of the package, taken while the cache
     was still filling, compiled them again in every child (measured on a fresh checkout: one
-    mutation-runner test 173 s, against 21 s with a warm cache). With a warm cache this takes
-    about a second: the kernels load."""
+    mutation-runner test 173 s, against 21 s with a warm cache). A warm cache is left as it is
+    (``kernel_cache_looks_cold``: file times)."""
     import sys
 
-    from refimpl.tools.engine import warm_kernel_cache
-    failed = warm_kernel_cache()
+    from refimpl.tools.engine import kernel_cache_looks_cold, warm_kernel_cache
+    failed = warm_kernel_cache() if kernel_cache_looks_cold() else []
     if failed:                  # the tests of those kernels say what is wrong; the rest still run
         sys.stderr.write(f"note: warming Numba's cache failed for {failed}\n")
 

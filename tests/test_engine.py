@@ -259,12 +259,11 @@ def _fake_kernel_modules(tmp_path, names):
             f"    open(os.path.join({str(tmp_path)!r}, 'marks'), 'a').write(f'{n} {{os.getpid()}}\\n')\n")
 
 
-def test_kernel_cache_is_warmed_once_over_the_workers_cores(monkeypatch, tmp_path):
+def test_kernel_cache_is_warmed_once_over_two_processes(monkeypatch, tmp_path):
     """``warm_kernel_cache``: each kernel module's ``warm()`` runs once, the modules shared over two
     processes; a second call in the same process starts nothing; a failing module is returned and
-    the next call tries again. A copy of the package for the mutation runner asks for it first."""
+    the next call tries again."""
     import refimpl.papers
-    from refimpl.tools import mutations as MU
     names = ["fakekern_a", "fakekern_b", "fakekern_c"]
     _fake_kernel_modules(tmp_path, names + ["fakekern_bad"])
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -277,18 +276,14 @@ def test_kernel_cache_is_warmed_once_over_the_workers_cores(monkeypatch, tmp_pat
     marks = dict(line.split() for line in (tmp_path / "marks").read_text().splitlines())
     assert sorted(marks) == names and marks["fakekern_a"] == marks["fakekern_c"] != marks["fakekern_b"]
     assert engine.warm_kernel_cache() == [] and len((tmp_path / "marks").read_text().splitlines()) == 3
-    asked = []
-    monkeypatch.setattr(engine, "warm_kernel_cache", lambda: asked.append(True) or [])
-    space = MU.Workspace()
-    space.close()
-    assert asked == [True] and not os.path.exists(space.dir)
 
 
-def test_a_pool_warms_a_cold_kernel_cache_first_and_only_then(monkeypatch, tmp_path):
+def test_the_mutation_runner_warms_a_cold_kernel_cache_before_it_copies_the_package(monkeypatch, tmp_path):
     """A cache with no index for a kernel module, or one older than its source, looks cold (file
-    times only); a local pool of two or more workers then warms it before it starts, once, over as
-    many processes as workers; a warm cache, one worker or one task start nothing."""
+    times only; where NUMBA_CACHE_DIR moves the cache it cannot tell and says warm); a copy of
+    the package for the mutation runner warms a cold one first, and only a cold one."""
     import refimpl.papers
+    from refimpl.tools import mutations as MU
     _fake_kernel_modules(tmp_path, ["fakekern_a"])
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
@@ -296,8 +291,7 @@ def test_a_pool_warms_a_cold_kernel_cache_first_and_only_then(monkeypatch, tmp_p
     src = tmp_path / "fakekern_a.py"
     assert engine.kernel_cache_looks_cold()                     # no __pycache__ at all
     (tmp_path / "__pycache__").mkdir()
-    index = tmp_path / "__pycache__" / "fakekern_a.kernel-3.py311.nbi"
-    index.write_bytes(b"")
+    (tmp_path / "__pycache__" / "fakekern_a.kernel-3.py311.nbi").write_bytes(b"")
     os.utime(src, (1000, 1000))
     assert not engine.kernel_cache_looks_cold()
     os.utime(src, (time.time() + 60, time.time() + 60))         # the source edited after the index
@@ -305,13 +299,10 @@ def test_a_pool_warms_a_cold_kernel_cache_first_and_only_then(monkeypatch, tmp_p
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert not engine.kernel_cache_looks_cold()                 # cannot tell: left to Numba
     warmed = []
-    monkeypatch.setattr(engine, "warm_kernel_cache", lambda n: warmed.append(n) or [])
-    monkeypatch.setattr(engine, "_pool_run",
-                        lambda batch, width, account: [account(t, (t["id"], "done", "", None)) for t in batch] and [])
-    tasks = [{"id": str(i)} for i in range(3)]
-    for cold, workers, n, expect in ((True, 2, 3, [2]), (False, 2, 3, []), (True, 1, 3, []), (True, 2, 1, [])):
+    monkeypatch.setattr(engine, "warm_kernel_cache", lambda: warmed.append(True) or [])
+    for cold in (True, False):
         warmed.clear()
         monkeypatch.setattr(engine, "kernel_cache_looks_cold", lambda: cold)
-        done = []
-        engine._execute_local(tasks[:n], workers, 1, lambda t, res: done.append(t["id"]))
-        assert warmed == expect and done == [t["id"] for t in tasks[:n]], (cold, workers, n, warmed)
+        space = MU.Workspace()
+        space.close()
+        assert warmed == [True] * cold and not os.path.exists(space.dir)

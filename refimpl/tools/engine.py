@@ -268,10 +268,13 @@ _WARMED = []
 def warm_kernel_cache(processes=2):
     """Every kernel in Numba's on-disk cache (:func:`refimpl.papers.warm_kernels`), the kernel
     modules shared over ``processes`` interpreters, once per process (about a second when the cache
-    is warm: the kernels load). From a cold cache (a fresh checkout or install, an edited kernel
-    file) each worker of a pool compiled every kernel it met, the same kernels in every worker,
-    and each copy of the package the mutation runner made compiled them again in every child.
-    Returns the module lists whose warm-up failed (their kernels then compile where they run)."""
+    is warm: the kernels load). For what copies the package or starts many interpreters: from a
+    cold cache (a fresh checkout or install, an edited kernel file) each copy the mutation runner
+    made compiled the kernels again in every child, and each of the test suite's processes compiled
+    what it met first. A pool of workers does not call it: its workers compile different kernels
+    side by side while they run checks (measured: ``refimpl verify`` from a cold cache took as long
+    with the warm-up first). Returns the module lists whose warm-up failed (their kernels then
+    compile where they run)."""
     if _WARMED:
         return []
     import subprocess
@@ -309,8 +312,6 @@ def _execute_local(order, workers, retries, account, on_death=None):
     """A pool of spawned processes. When a worker dies, every task of the pool ends with
     BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
     a time, so a death is attributed to a task only when it ran alone, and the rest are resubmitted."""
-    if workers > 1 and len(order) > 1 and kernel_cache_looks_cold():
-        warm_kernel_cache(workers)          # compiled once, over the workers' cores, not once per worker
     deaths = {t["id"]: 0 for t in order}
     queue, alone = list(order), []
     while queue or alone:

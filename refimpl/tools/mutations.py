@@ -430,8 +430,9 @@ class Workspace:
         import py_compile
         self.package = package
         if Path(package) == PACKAGE:
-            from refimpl.tools.engine import warm_kernel_cache
-            warm_kernel_cache()         # once per process: the copy then takes a full cache
+            from refimpl.tools import engine
+            if engine.kernel_cache_looks_cold():
+                engine.warm_kernel_cache()      # the copy then takes a full cache
         self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
         shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
         for top, where in outside_packages(package).items():     # papers written outside refimpl
