@@ -128,19 +128,18 @@ def owners(option_name):
     return [a for p in papers() for a in p.algorithms if any(o.name == option_name for o, _ in p.options_for(a))]
 
 
-def kernel_modules(keys=None):
-    """The modules holding Numba kernels: the core's, then each registered paper's (or those of
-    ``keys``) that names one (``Paper.kernels_module``)."""
-    chosen = papers() if keys is None else [get(k) for k in keys]
-    return ["refimpl.core.kernels"] + [p.kernels_module for p in chosen if p.kernels_module]
+def kernel_modules():
+    """The modules holding Numba kernels: the core's, then each registered paper's that names one
+    (``Paper.kernels_module``)."""
+    return ["refimpl.core.kernels"] + [p.kernels_module for p in papers() if p.kernels_module]
 
 
-def warm_kernels(keys=None):
-    """Compile every Numba kernel at the one signature refimpl calls it with, or load it from
-    Numba's on-disk cache when it is there (each module's ``warm()``). A run then compiles nothing:
-    the test suite calls this once before its workers start, so that neither they nor the mutation
-    runner's copies of the package compile the same kernels again. Returns the dispatchers."""
+def warm_kernels(modules=None):
+    """Compile every Numba kernel of ``modules`` (default: :func:`kernel_modules`) at the one
+    signature refimpl calls it with, or load it from Numba's on-disk cache when it is there (each
+    module's ``warm()``): a run then compiles nothing. Returns the dispatchers.
+    (:func:`refimpl.tools.engine.ensure_kernel_cache` runs it over two processes.)"""
     out = []
-    for name in kernel_modules(keys):
+    for name in kernel_modules() if modules is None else modules:
         out.extend(importlib.import_module(name).warm())
     return out

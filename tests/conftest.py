@@ -62,7 +62,7 @@ def pytest_configure(config):
 
 def warm_numba_cache():
     """Every refimpl kernel compiled once into Numba's on-disk cache before any test runs
-    (``refimpl.tools.engine.warm_kernel_cache``: two processes, one per core). From a fresh
+    (``refimpl.tools.engine.ensure_kernel_cache``: two processes, one per core). From a fresh
     checkout (CI) the cache is empty: without this, each worker and each subprocess compiled the
     kernels it met first, and the mutation runner's copies of the package, taken while the cache
     was still filling, compiled them again in every child (measured on a fresh checkout: one
@@ -70,8 +70,8 @@ def warm_numba_cache():
     (``kernel_cache_looks_cold``: file times)."""
     import sys
 
-    from refimpl.tools.engine import kernel_cache_looks_cold, warm_kernel_cache
-    failed = warm_kernel_cache() if kernel_cache_looks_cold() else []
+    from refimpl.tools.engine import ensure_kernel_cache
+    failed = ensure_kernel_cache()
     if failed:                  # the tests of those kernels say what is wrong; the rest still run
         sys.stderr.write(f"note: warming Numba's cache failed for {failed}\n")
 

@@ -256,7 +256,8 @@ def _fake_kernel_modules(tmp_path, names):
             "import os\n"
             "def warm():\n"
             f"    assert {n!r} != 'fakekern_bad', 'this kernel does not compile'\n"
-            f"    open(os.path.join({str(tmp_path)!r}, 'marks'), 'a').write(f'{n} {{os.getpid()}}\\n')\n")
+            f"    open(os.path.join({str(tmp_path)!r}, 'marks'), 'a').write(f'{n} {{os.getpid()}}\\n')\n"
+            "    return []\n")
 
 
 def test_kernel_cache_is_warmed_once_over_two_processes(monkeypatch, tmp_path):
@@ -266,7 +267,7 @@ def test_kernel_cache_is_warmed_once_over_two_processes(monkeypatch, tmp_path):
     import refimpl.papers
     names = ["fakekern_a", "fakekern_b", "fakekern_c"]
     _fake_kernel_modules(tmp_path, names + ["fakekern_bad"])
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setattr(engine, "_WARMED", [])
     monkeypatch.setattr(refimpl.papers, "kernel_modules", lambda keys=None: names + ["fakekern_bad"])
     assert engine.warm_kernel_cache() == [["fakekern_b", "fakekern_bad"]] and engine._WARMED == []

@@ -282,7 +282,7 @@ def warm_kernel_cache(processes=2):
     from refimpl.papers import kernel_modules
     mods = kernel_modules()
     n = max(1, int(processes))
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m).warm()"
+    code = "import sys\nfrom refimpl.papers import warm_kernels\nwarm_kernels(sys.argv[1:])"
     procs = [subprocess.Popen([sys.executable, "-c", code, *mods[i::n]]) for i in range(n) if mods[i::n]]
     failed = [p.args[3:] for p in procs if p.wait() != 0]
     if not failed:
@@ -306,6 +306,13 @@ def kernel_cache_looks_cold():
         if not index or min(index) < src.stat().st_mtime:
             return True
     return False
+
+
+def ensure_kernel_cache():
+    """:func:`warm_kernel_cache` when the cache looks cold (:func:`kernel_cache_looks_cold`), else
+    nothing: what the mutation runner's copy of the package and the test suite's start call.
+    Returns the module lists whose warm-up failed."""
+    return warm_kernel_cache() if kernel_cache_looks_cold() else []
 
 
 def _execute_local(order, workers, retries, account, on_death=None):

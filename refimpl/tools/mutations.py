@@ -4,9 +4,9 @@ The catalogue (``refimpl/verification/mutations.toml``) lists one-line, paper-de
 each names the file, the exact text it replaces (which must occur exactly once), the replacement
 and the equation it breaks, and the checks expected to catch it. Each worker keeps one copy of
 the package (modification times kept, so Numba's on-disk cache is reused: it is filled first,
-``engine.warm_kernel_cache``; its bytecode compiled once); for every mutation the runner applies
-the replacement to that copy, runs, in a fresh interpreter on it (forked from one that has imported NumPy, SciPy, Numba and cvxpy,
-never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
+``engine.ensure_kernel_cache``; its bytecode compiled once); for every mutation the runner
+applies the replacement to that copy, runs, in a fresh interpreter on it (forked from one that has
+imported NumPy, SciPy, Numba and cvxpy, never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
 catchers first, then the others until one fails — and puts the file and its bytecode back. The
 mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation
 is *caught* when a theorem-kind check does not hold (a check that crashes on the mutated code
@@ -430,9 +430,8 @@ class Workspace:
         import py_compile
         self.package = package
         if Path(package) == PACKAGE:
-            from refimpl.tools import engine
-            if engine.kernel_cache_looks_cold():
-                engine.warm_kernel_cache()      # the copy then takes a full cache
+            from refimpl.tools.engine import ensure_kernel_cache
+            ensure_kernel_cache()               # the copy then takes a full cache
         self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
         shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
         for top, where in outside_packages(package).items():     # papers written outside refimpl

@@ -95,7 +95,8 @@ def linear_party_phase_nb(model, k, theta_k, theta0_snap, H, Xb, yb, opt, eta, t
     U0 = np.zeros(shape) if state is None else np.ascontiguousarray(state.reshape(shape))
     rec = np.zeros((tau if dump is not None else 0, 3) + shape)
     W, U = _linear_party_loop_nb(np.ascontiguousarray(Xb), theta_k.reshape(shape), W0k,
-                                 np.ascontiguousarray(base), yb.astype(np.int64), int(tau), float(eta), kind, float(param), U0, rec)
+                                 np.ascontiguousarray(base), yb.astype(np.int64), int(tau), float(eta), kind,
+                                 float(param), U0, rec)
     if dump is not None:
         dump.extend((r[0].ravel(), r[1].ravel(), r[2].ravel() if kind == 1 else None) for r in rec)
     return W.ravel(), (U.ravel() if kind == 1 else None)
