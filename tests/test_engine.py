@@ -102,6 +102,34 @@ def _probe(root, i, **kw):
     return {"id": f"probe{i}", "root": str(root), "fn": "refimpl.tools.engine:probe_task", "value": i, **kw}
 
 
+_EXECUTE_PROBES = ("from refimpl.tools import engine\n"
+                   "root = {root!r}\n"
+                   "engine.make_out_dir(root, 'tasks', 'failed')\n"
+                   "tasks = [{{'id': f'probe{{i}}', 'root': root, 'fn': 'refimpl.tools.engine:probe_task', 'value': i}}"
+                   " for i in range(2)]\n"
+                   "print(engine.execute(tasks, 'local', 2))\n")
+
+
+def test_workers_that_cannot_start_stop_the_run_with_the_reason(tmp_path):
+    """Spawned workers import the calling program first. Read from standard input, it has no file:
+    refused before any worker starts. Without ``if __name__ == "__main__":``, each worker's import
+    starts the work again and dies: the run stops after STARTUP_DEATHS pools in a row with that
+    reason (it used to start new pools for ever). Run as a file with the guard, it finishes."""
+    code = _EXECUTE_PROBES.format(root=str(tmp_path / "p"))
+    proc = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "'<stdin>' does not exist" in proc.stderr, proc.stderr[-600:]
+    assert "spawn_main" not in proc.stderr                # no worker was started
+    script = tmp_path / "noguard.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-600:]
+    assert f"died before running any task, {engine.STARTUP_DEATHS} pools in a row" in proc.stderr, proc.stderr[-600:]
+    script.write_text("if __name__ == '__main__':\n" +
+                      "".join("    " + ln + "\n" for ln in _EXECUTE_PROBES.format(root=str(tmp_path / "q")).splitlines()))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "'probe1': ('done'" in proc.stdout, proc.stderr[-600:]
+
+
 def test_worker_dying_mid_task_is_retried_then_reported(tmp_path):
     root = tmp_path / "p"
     engine.make_out_dir(str(root), "tasks", "failed")

@@ -60,6 +60,23 @@ def _exit_with_parent(parent_pid, every=0.5):
     threading.Thread(target=watch, daemon=True, name="refimpl-parent-watch").start()
 
 
+def check_spawnable():
+    """Raise a readable error when processes started with ``spawn`` could not start from this
+    program: each one first imports the program's main file, and a program read from standard
+    input (``python -``) has none (``__file__`` is ``<stdin>``), so every worker would die at start.
+    A program run as a module (``python -m``), a script file and an interactive session are fine."""
+    import sys
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
+        return
+    path = getattr(main, "__file__", None)
+    if path is None or os.path.exists(path):
+        return
+    raise RuntimeError(f"refimpl runs tasks in spawned processes, which first import the program that called it, "
+                       f"and this program's file {path!r} does not exist (a program read from standard input?): "
+                       "save it to a file and run that, with the calls under `if __name__ == \"__main__\":`")
+
+
 def worker_init(parent_pid):
     """Initializer of every pool process refimpl starts: follow the parent's death, leave Ctrl-C
     to the parent (which stops the pool), tune the allocator."""

@@ -39,6 +39,7 @@ from refimpl.core.identity import content_id  # noqa: F401  (the engine's task n
 
 EXECUTORS = ("local", "dask")
 SCHEDULER_TIMEOUT = 5.0          # seconds to reach a --scheduler before giving up
+STARTUP_DEATHS = 3               # pools in a row whose workers died before any task started: give up
 
 
 def default_workers():
@@ -319,20 +320,29 @@ def _execute_local(order, workers, retries, account, on_death=None):
     """A pool of spawned processes. When a worker dies, every task of the pool ends with
     BrokenProcessPool; those that were running (their ``.tmp-`` directory exists) are rerun one at
     a time, so a death is attributed to a task only when it ran alone, and the rest are resubmitted."""
+    from refimpl.core.runtime import check_spawnable
+    check_spawnable()
     deaths = {t["id"]: 0 for t in order}
-    queue, alone = list(order), []
+    queue, alone, idle = list(order), [], 0
     while queue or alone:
         if alone:
             batch, width = [alone.pop(0)], 1
         else:
             batch, width, queue = queue, workers, []
-        running = []
-        for t in _pool_run(batch, width, account):
+        running, broken = [], _pool_run(batch, width, account)
+        for t in broken:
             if _was_running(t):
                 clean_partial_task(t)
                 running.append(t)
             else:
                 queue.append(t)          # never started: resubmit as it was
+        idle = idle + 1 if len(broken) == len(batch) and not running else 0
+        if idle >= STARTUP_DEATHS:
+            raise RuntimeError(
+                f"the worker processes died before running any task, {idle} pools in a row (their error is "
+                "printed above); refimpl runs tasks in spawned processes, which import the program that "
+                "called it: the usual causes are a program read from standard input, or one that starts "
+                "refimpl's work at import time (put it under `if __name__ == \"__main__\":`)")
         if len(running) > 1:             # not one task's death: none counts against its retries
             if on_death:
                 on_death(running, None)
