@@ -188,6 +188,7 @@ def test_bad_engine_input(tmp_path, capsys):
                  "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert time.time() - t0 < 30 and "tcp://127.0.0.1:9" in err and "no Dask scheduler answered" in err
+    assert "127.0.0.1:9 refused the connection" in err                      # at once, not after the timeout
     assert not [n for n in os.listdir(os.path.join(out, "tasks"))]        # nothing ran, nothing kept
 
 

@@ -410,6 +410,7 @@ def connect_dask(scheduler, workers):
     except ImportError:
         raise RuntimeError("--executor dask needs Dask: pip install 'refimpl[dask]'")
     if scheduler:
+        _probe_scheduler(scheduler)
         try:
             return Client(scheduler, timeout=SCHEDULER_TIMEOUT), None
         except (OSError, TimeoutError, ValueError) as exc:
@@ -417,6 +418,26 @@ def connect_dask(scheduler, workers):
                                f"({type(exc).__name__}: {exc})")
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     return Client(cluster), cluster
+
+
+def _probe_scheduler(scheduler):
+    """A ``tcp://host:port`` scheduler that refuses the connection fails at once (Dask's client
+    would retry until its timeout); an address that does not answer fails after SCHEDULER_TIMEOUT
+    seconds. Other addresses are left to Dask."""
+    from urllib.parse import urlsplit
+    try:
+        u = urlsplit(scheduler)
+        host, port = u.hostname, u.port
+    except ValueError:
+        return
+    if u.scheme != "tcp" or not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT).close()
+    except OSError as exc:
+        what = "refused the connection" if isinstance(exc, ConnectionRefusedError) else \
+            f"did not answer within {SCHEDULER_TIMEOUT:g} s" if isinstance(exc, TimeoutError) else f"failed ({exc})"
+        raise RuntimeError(f"--scheduler {scheduler}: no Dask scheduler answered: {host}:{port} {what}")
 
 
 def _execute_dask(order, workers, scheduler, retries, account):
