@@ -66,7 +66,7 @@ def test_data_file(tmp_path, rng):
 def test_bad_input_messages(tmp_path, capsys):
     cases = [
         (["run", "ssca", *SMALL, "--tau", "0"], "tau must be finite and > 0"),
-        (["run", "ssca", *SMALL, "--lam", "-1"], "lambda must be finite and >= 0"),
+        (["run", "ssca", *SMALL, "--lam", "-1"], "--lam: lam (λ) must be finite and >= 0"),
         (["run", "ssca", *SMALL, "--gamma-a", "1.5"], "must be in (0, 1]"),
         (["run", "ssca", *SMALL, "--batch", "500"], "larger than client"),
         (["run", "ssca", "--rounds", "0"], "rounds must be a positive integer"),

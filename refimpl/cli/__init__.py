@@ -71,7 +71,8 @@ def main(argv=None):
         with blas_threads():               # one BLAS thread unless the environment says otherwise
             return args.fn(args)
     except (ValueError, FileNotFoundError, SolverError, RuntimeError) as exc:
-        say(f"refimpl: error: {exc}")
+        from refimpl.cli.common import name_the_flag
+        say(f"refimpl: error: {name_the_flag(str(exc), args)}")
         return 2
     except OSError as exc:             # a directory given as a file, a file given as --out, …
         what = f"{exc.filename}: " if exc.filename else ""

@@ -264,6 +264,20 @@ class Parser(argparse.ArgumentParser):
 RUN_PARSERS = {}
 
 
+def name_the_flag(message, args):
+    """A ``refimpl run`` error that begins with a Config field's name (as the library's checks
+    word them: ``lr (η0 …) must be …``), prefixed with the flag that sets that field; a message
+    that already names a flag, or begins otherwise, is returned as it is."""
+    import re
+    parser = RUN_PARSERS.get(getattr(args, "algorithm", None)) if getattr(args, "command", None) == "run" else None
+    m = re.match(r"([a-z][a-z0-9_]*)\b", message)
+    if parser is None or m is None or re.search(r"(^|\s)--[a-z]", message):
+        return message
+    flags = {a.dest: a.option_strings[0] for a in parser._actions if a.option_strings}
+    flag = flags.get(m.group(1))
+    return f"{flag}: {message}" if flag else message
+
+
 def finish_run(args, trace, out_dir, plot):
     """The tail every run shares: the trace (and per-round dumps held in memory) saved into
     ``out_dir`` with its figure (``plot(path)``, None when matplotlib is missing), where it went

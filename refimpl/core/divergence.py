@@ -14,6 +14,15 @@ import math
 from dataclasses import dataclass
 
 
+def check_limits(cfg):
+    """A run configuration's ``diverge_cost_factor`` and ``diverge_sq_norm``, checked and named by
+    their fields (the command line names the flags that set them)."""
+    for name in ("diverge_cost_factor", "diverge_sq_norm"):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+
+
 @dataclass(frozen=True)
 class DivergenceRule:
     cost_factor: float = 1e3

@@ -66,6 +66,21 @@ class MFCGDConfig:
         if isinstance(rs, bool) or not isinstance(rs, (int, float)) or not (np.isfinite(rs) and rs > 0):
             raise ValueError(f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), "
                              f"got {rs!r}")
+        for f in ("k", "n", "c", "gamma", "rho", "theta", "eta", "beta", "alpha", "heterogeneity"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
+                raise ValueError(f"{f} must be a finite number, got {v!r}")
+        for f in ("eta", "beta", "alpha"):                 # the baselines' step sizes
+            if getattr(self, f) <= 0:
+                raise ValueError(f"{f} must be > 0 (a step size of the baselines), got {getattr(self, f)!r}")
+        if self.rho <= 0:
+            raise ValueError(f"rho (ρ of the adaptive matrix, A_t ⪰ ρI: Assumption 5) must be > 0, got {self.rho!r}")
+        if not 0 < self.theta <= 1:
+            raise ValueError(f"theta (ϑ, the adaptive matrix's averaging weight) must be in (0, 1], got {self.theta!r}")
+        if self.heterogeneity < 0:
+            raise ValueError(f"heterogeneity must be >= 0, got {self.heterogeneity!r}")
+        from refimpl.core.divergence import check_limits
+        check_limits(self)
         for f in ("seed", "problem_seed"):
             v = getattr(self, f)
             if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from refimpl.core import validate as V
+from refimpl.core.divergence import check_limits
 from refimpl.core.data import Dataset
 from refimpl.core.partition import parse_partition
 from refimpl.ssca.algorithms import train
@@ -150,7 +151,7 @@ class RunConfig:
             v = getattr(c, f)
             if not (np.isfinite(v) and 0 < v <= 1):
                 raise ValueError(f"{f} ({what}) = {v:g} must be in (0, 1]: the step sizes of (4)/(6) start at it")
-        V.positive("lambda", c.lam, allow_zero=True)
+        V.positive("lam (λ)", c.lam, allow_zero=True)
         if c.tau is None:
             c.tau = _PAPER_TAU[c.setting].get(c.batch, 0.03 if c.setting == "sample" else 0.05)
         V.positive("tau", c.tau)
@@ -158,6 +159,13 @@ class RunConfig:
             c.rho_alpha = _PAPER_ALPHA[c.setting].get(c.batch, 0.1)
         if c.gamma_alpha is None:
             c.gamma_alpha = c.rho_alpha + 0.05
+        V.positive("rho_alpha (α of ρ_t = a1/t^α)", c.rho_alpha, allow_zero=True)
+        V.positive("gamma_alpha (the exponent of γ_t)", c.gamma_alpha, allow_zero=True)
+        V.positive("lr (η0 of the baselines' η_t = η0/t^β)", c.lr)
+        V.positive("lr_decay (β of η_t = η0/t^β)", c.lr_decay, allow_zero=True)
+        check_limits(c)
+        if c.ball_radius is not None:
+            V.positive("ball_radius (the norm ball's radius)", c.ball_radius)
         if c.setting == "feature" and c.local_steps != 1:
             raise ValueError("local_steps > 1 exists only for sample-based FedAvg")
         if c.algorithm == "ssca-constrained":

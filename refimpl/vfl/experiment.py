@@ -64,6 +64,23 @@ class VFLConfig:
     diverge_cost_factor: float = 1e3   # diverged: training loss above this × its initial value
     diverge_sq_norm: float = 1e12      # diverged: Σ_k ||θ_k||² above this
 
+    def check_numbers(self):
+        """The numeric settings, each named by its field (the command line names its flag)."""
+        from refimpl.core import validate as V
+        from refimpl.core.divergence import check_limits
+        for f in ("parties", "embed_dim", "hidden"):
+            V.positive_int(f, getattr(self, f))
+        V.positive("timeout", self.timeout)
+        V.positive("bandwidth", self.bandwidth)
+        V.positive("latency", self.latency, allow_zero=True)
+        for v in str(self.eta).split(","):
+            try:
+                x = float(v)
+            except ValueError:
+                raise ValueError(f"eta must be a number or a comma list of numbers, got {self.eta!r}")
+            V.positive(f"eta (the learning rate{'s' if ',' in str(self.eta) else ''} η_k)", x)
+        check_limits(self)
+
     def method_key(self):
         if self.method not in VFL_METHODS:
             raise ValueError(f"VFL method must be one of {sorted(VFL_METHODS)}, got {self.method!r}")
@@ -125,6 +142,7 @@ def run_vfl(cfg: VFLConfig, ds, progress=None, dump_writer=None):
     from refimpl.core.replay import parse_dump_rounds
     from refimpl.vfl.policies import validate_batches
     method = cfg.method_key()
+    cfg.check_numbers()
     conv = conventions(cfg)
     data = vertical_data(ds, cfg.parties, cfg.feature_blocks)
     model = build_model(cfg, data, ds.n_classes)

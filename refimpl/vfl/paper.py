@@ -120,6 +120,7 @@ class VFLPaper(Paper):
 
     def validated(self, cfg):
         cfg.method_key()
+        cfg.check_numbers()
         return cfg
 
     def run(self, cfg, data=None, replay=None, progress=None):
