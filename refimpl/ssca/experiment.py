@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from refimpl.core import validate as V
-from refimpl.core.divergence import check_limits
 from refimpl.core.data import Dataset
+from refimpl.core.divergence import check_limits
 from refimpl.core.partition import parse_partition
 from refimpl.ssca.algorithms import train
 from refimpl.ssca.assembly import (build, client_partition, read_feature_blocks,  # noqa: F401  (re-exported)
