@@ -908,3 +908,12 @@ def test_a_refused_value_names_the_flag_that_set_it(argv, named, capsys):
     front (``name_the_flag``), so the error says which option to change."""
     assert main(argv + ["--quiet"]) == 2
     assert named in capsys.readouterr().err
+
+
+def test_eta_is_refused_where_it_changes_nothing(capsys, tmp_path):
+    """Adaptive Flex-VFL takes every rate from --A (both rules): a run with --eta 0.05 and one with
+    --eta 0.5 were the same to the bit, so a given --eta is refused, saying where the rates come
+    from; Flex-VFL still takes it."""
+    assert main(["run", "adaptive-flexvfl", "--eta", "0.5", "--rounds", "2", "--quiet"]) == 2
+    assert "--eta changes nothing in an adaptive-flexvfl run" in capsys.readouterr().err
+    assert main(["run", "flexvfl", "--eta", "0.5", "--rounds", "2", "--quiet"]) == 0

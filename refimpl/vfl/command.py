@@ -28,6 +28,11 @@ def _timeout_and_q_apply(args, cfg):
         if value is not None and value != VFLConfig.__dataclass_fields__[name].default and not used[name]:
             raise ValueError(f"--{name} changes nothing in this {cfg.method} run: it sets {why}, and the unit of "
                              "the server time S under --server-time-unit timeout-over-Q (the authors' protocol's)")
+    eta = getattr(args, "eta", None)
+    if cfg.method == "adaptive-flexvfl" and eta is not None and eta != VFLConfig.__dataclass_fields__["eta"].default:
+        raise ValueError("--eta changes nothing in an adaptive-flexvfl run: both adaptive rules set every rate from "
+                         "the constants --A (the paper's: η_k = A_k / (τ_k w̄_k), round 1's from a dummy round; the "
+                         "authors': A_k as lr_k)")
 
 
 def run(args, ui):

@@ -41,7 +41,7 @@ class VFLPaper(Paper):
         Opt("hidden", "hidden width of swish encoders"),
         Opt("optimizer", "sgd | momentum[:ρ] | proximal[:μ] | time-varying-lr[:d], or a server,parties list",
             text=True),
-        Opt("eta", "learning rate(s) η_k, server first (adaptive: the dummy round's)", text=True),
+        Opt("eta", "learning rate(s) η_k, server first (not adaptive-flexvfl: its rates come from --A)", text=True),
         Opt("A", "Adaptive Flex-VFL constants A_k of η_k = A_k / (τ_k w̄_k)", ("adaptive-flexvfl",), text=True),
         Opt("batch", "mini-batch size"),
         Opt("rounds", "cap on global rounds (async: events)", default=1000),
