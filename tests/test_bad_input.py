@@ -917,3 +917,10 @@ def test_eta_is_refused_where_it_changes_nothing(capsys, tmp_path):
     assert main(["run", "adaptive-flexvfl", "--eta", "0.5", "--rounds", "2", "--quiet"]) == 2
     assert "--eta changes nothing in an adaptive-flexvfl run" in capsys.readouterr().err
     assert main(["run", "flexvfl", "--eta", "0.5", "--rounds", "2", "--quiet"]) == 0
+
+
+def test_data_is_refused_where_no_problem_reads_it(capsys):
+    """MFCGD's synthetic, nonlinear and meta-learning problems are drawn from --seed: --data-dir for
+    them was ignored without a word; it is refused, naming the one problem that reads data."""
+    assert main(["run", "mfcgd", "--data-dir", "/nonexistent", "--steps", "20", "--quiet"]) == 2
+    assert "--data-dir change(s) nothing for --problem synthetic: only --problem drfl" in capsys.readouterr().err

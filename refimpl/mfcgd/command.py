@@ -23,6 +23,10 @@ def run(args, ui):
     from refimpl import mfcgd
     from refimpl.core.plots import plot_mfcgd
     cfg = mfcgd_config(args, ui, args.algorithm)
+    given = [f for f, v in (("--data", args.data), ("--data-dir", args.data_dir)) if v]
+    if given and cfg.problem != "drfl":
+        raise ValueError(f"{' and '.join(given)} change(s) nothing for --problem {cfg.problem}: only --problem drfl "
+                         "(the distributionally robust classifier) reads data; the other problems are drawn from --seed")
     bar = ui.progress(args, cfg.steps, cfg.method, "step")
 
     def progress(t, xb):
