@@ -186,13 +186,18 @@ def dump_writer(args, cfg, out_dir=None):
         from refimpl import papers
         from refimpl.core.dumps import DumpWriter
         from refimpl.core.replay import parse_dump_rounds
-        limit = getattr(args, "max_dump_gb", None)
-        limit = 4.0 if limit is None else limit
-        if not (np.isfinite(limit) and limit > 0):
-            raise ValueError(f"--max-dump-gb must be a size in GB > 0, got {limit}")
         rounds = parse_dump_rounds(cfg.dump_rounds, getattr(cfg, papers.of_algorithm(args.algorithm).length_field))
-        writers[out_dir] = DumpWriter(out_dir, len(rounds), limit * 1e9, say=None if args.quiet else say)
+        writers[out_dir] = DumpWriter(out_dir, len(rounds), max_dump_gb(args) * 1e9, say=None if args.quiet else say)
     return writers[out_dir]
+
+
+def max_dump_gb(args):
+    """``--max-dump-gb`` (default 4), checked: a size in GB > 0."""
+    limit = getattr(args, "max_dump_gb", None)
+    limit = 4.0 if limit is None else limit
+    if not (np.isfinite(limit) and limit > 0):
+        raise ValueError(f"--max-dump-gb must be a size in GB > 0, got {limit}")
+    return limit
 
 
 def prepare_out(out, overwrite, holds=("trace.json", "trace.npz", "tradeoff.csv"), flag="--out"):

@@ -47,12 +47,8 @@ def add_algorithm_parser(sub, algorithm):
 
 
 def run(args):
-    import math
-
     from refimpl import papers
-    limit = getattr(args, "max_dump_gb", None)
-    if limit is not None and not (math.isfinite(limit) and limit > 0):
-        raise ValueError(f"--max-dump-gb must be a size in GB > 0, got {limit}")
+    common.max_dump_gb(args)                  # checked when given, with or without --dump-rounds
     if getattr(args, "index_base", None) not in (None, 0, 1, "0", "1"):
         raise ValueError(f"--index-base must be 0 or 1 (the id of the first sample in --batches), got {args.index_base!r}")
     created = bool(args.out) and not os.path.exists(args.out)

@@ -18,9 +18,12 @@ def check_limits(cfg):
     """A run configuration's ``diverge_cost_factor`` and ``diverge_sq_norm``, checked and named by
     their fields (the command line names the flags that set them)."""
     for name in ("diverge_cost_factor", "diverge_sq_norm"):
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        _check_limit(name, getattr(cfg, name))
+
+
+def _check_limit(name, v):
+    if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -30,9 +33,7 @@ class DivergenceRule:
 
     def __post_init__(self):
         for name in ("cost_factor", "max_sq_norm"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"divergence {name} must be a finite number > 0, got {v!r}")
+            _check_limit(f"divergence {name}", getattr(self, name))
 
     def cost(self, name, value, initial):
         """The reason the cost ``value`` counts as diverged, or None."""
