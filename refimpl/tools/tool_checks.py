@@ -96,9 +96,13 @@ def _local_step_cases():
     longer = np.vstack([ours[2]["momentum1"], rng.standard_normal((1, 3))])      # THEIRS one local step more
     d = DG.compare_dumps(ours, theirs_with(momentum1=longer), 1e-9).divergence
     extra = d is not None and (d.quantity, d.step) == ("momentum1", 4)
+    shorter = {2: {k: (v[:3] if k == "grad1" else v.copy()) for k, v in ours[2].items()}}      # THEIRS one step less
+    d = DG.compare_dumps(ours, shorter, 1e-9).divergence
+    fewer = d is not None and (d.quantity, d.step) == ("grad1", 3) and d.theirs.size == 0
     return [("the first differing local step is named (momentum at step 1, before the gradient of step 2 and the "
              "momentum of step 3)", first),
-            ("a local step THEIRS holds and OURS does not is named as the difference (step 4)", extra)]
+            ("a local step THEIRS holds and OURS does not is named as the difference (step 4)", extra),
+            ("a local step OURS holds and THEIRS does not is named (the gradient of step 3, THEIRS empty)", fewer)]
 
 
 def _mat_columns_case():
@@ -150,6 +154,8 @@ def _reading_cases():
                 and "transposed" in (DG.layout_hint(a, a.T) or "")
                 and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
                 and DG.layout_hint(a, 2 * a) is None))
+    out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value",
+                DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None))
     rng = np.random.default_rng(5)
     perm = rng.permutation(500)[:20 * 20].reshape(20, 20)
     draws = np.stack([rng.choice(500, 20, replace=False) for _ in range(20)])
@@ -329,6 +335,7 @@ def _replay_value_cases():
     out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
                 refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
     out.append(_dump_record_case())
+    out += _dump_writer_cases()
     return out
 
 
@@ -359,6 +366,44 @@ def _dump_record_case():
             right &= (tr.config["dump_files"] == {"rounds": len(rounds) - 1, "bytes": on_disk}
                       and words in tr.config.get("dump_stopped", ""))
     return ("a dump's record sums its round files' bytes; after a failed write it names the rounds it holds", right)
+
+
+def _dump_writer_cases():
+    """(what, right): the dump writer's limits and its own clean-up — an estimate exactly at
+    --max-dump-gb is allowed and one byte over is refused; a second run into a directory that holds
+    an earlier dump (--overwrite) replaces it; a round whose dump.mat append fails leaves neither
+    its .npz nor a temporary file."""
+    import os
+    import tempfile
+
+    from refimpl.core import dumps as D
+    from refimpl.core.dumps import DumpWriter
+    x = {"x": np.zeros(50)}                                # 400 bytes a round: 2 rounds ≈ 800 bytes
+    with tempfile.TemporaryDirectory() as tmp:
+        at = DumpWriter(os.path.join(tmp, "at"), rounds=2, max_bytes=800)
+        at.put(1, x)
+        over = DumpWriter(os.path.join(tmp, "over"), rounds=2, max_bytes=799)
+        out = [("a dump estimated at exactly the limit is written; one byte over is refused",
+                at.written == [1] and _raises(lambda: over.put(1, x), "beyond the limit of 799 bytes"))]
+        again = DumpWriter(os.path.join(tmp, "at"), rounds=1)
+        again.put(5, x)
+        left = sorted(os.listdir(os.path.join(tmp, "at", "dump")))
+        out.append(("a second run into a directory with an earlier dump replaces it (round 1's file removed)",
+                    again.written == [5] and left == ["r5.npz"]))
+        bad = os.path.join(tmp, "bad")
+        w = DumpWriter(bad, rounds=1)
+
+        def full(path, variables):
+            raise OSError("no space left (planted)")
+        kept, D.append_mat = D.append_mat, full                 # dump.mat's append fails
+        try:
+            w.put(1, x)
+        finally:
+            D.append_mat = kept
+        left = sorted(os.listdir(os.path.join(bad, "dump")))
+        out.append(("a round whose dump.mat append fails leaves no file of it (not even the temporary one)",
+                    w.written == [] and left == [] and "round 1" in (w.stopped or "")))
+    return out
 
 
 def _crosscheck_cases():
@@ -541,9 +586,10 @@ def _return_and_compare_cases(own, docs):
                 and encode(np.arange(2))["data"] == [0, 1] and type(encode(np.arange(2))["data"][0]) is int))
     from refimpl.conformance.harness import ulp_distance
     tiny = np.nextafter(0.0, 1.0)
-    out.append(("ulps are counted through zero: ±0 are 0 apart, ±(the least subnormal) 2, −1 from its neighbour 1",
-                ulp_distance(-0.0, 0.0) == 0 and ulp_distance(tiny, -tiny) == 2
-                and ulp_distance(-1.0, np.nextafter(-1.0, -2.0)) == 1))
+    pairs = [(-0.0, 0.0, 0), (0.0, -0.0, 0), (tiny, -tiny, 2), (-tiny, tiny, 2), (0.0, tiny, 1), (tiny, 0.0, 1),
+             (0.0, -tiny, 1), (-1.0, np.nextafter(-1.0, -2.0), 1)]
+    out.append(("ulps are counted through zero, either side first: ±0 are 0 apart, ±(the least subnormal) 2, +0 "
+                "from either 1, −1 from its neighbour 1", all(ulp_distance(a, b) == n for a, b, n in pairs)))
     big = np.array([1000.0, 1.0, 1.0, 1.0])                # max|expected| 1000, mean 250.75
     out.append(("the relative tolerance scales with max|expected|: an error of 5e-10 in a small entry passes at "
                 "rel 1e-12 (limit 1e-9), 2e-9 fails",
@@ -929,10 +975,16 @@ def _search_and_comparison_cases(tmp):
         return rerun
     fixed, relu = ("curvature", "fixed"), ("activation", "relu")
     one = planted({(): 1.001, (fixed,): 1.0, (relu,): 1.001})
-    rows, verdict = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), None, None, one)
+    said = []
+    rows, verdict = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), said.append,
+                                      None, one)
     out = [("of two switches the one that makes every round agree is credited, and only switches away from OURS's "
             "values are rerun", verdict["kind"] == "switch" and verdict["row"]["switch"] == "--curvature fixed"
             and calls == [{}, {"curvature": "fixed"}, {"activation": "relu"}])]
+    nothing = "this switch changes nothing here"
+    out.append(("the progress says 'changes nothing' of the switch whose rerun equals the baseline's (ReLU) and of "
+                "no other", [nothing in line for line in said] == [False, False, True]
+                and said[1] == "--curvature fixed: all rounds agree"))
     calls.clear()
     near = planted({(): 1 + 1.5e-8, (fixed,): 1 + 5e-7, (relu,): 1 + 5e-7, (relu, fixed): 1 + 0.75e-8})
     rows, verdict = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), None, None, near)
@@ -1010,7 +1062,7 @@ def _comparison_edge_cases(tmp):
                 png is None and os.path.exists(os.path.join(report, "diagnose.md"))))
     out.append(("the epoch hint stays silent on a non-integer or too small schedule and when OURS drew by epoch",
                 DG.epoch_order_hint(np.ones((3, 2)), 10) is None and DG.epoch_order_hint(np.ones((3, 2), int), 1)
-                is None and DG.their_schedule_hint({"batches": np.arange(8).reshape(4, 2)}, DG._paper("vfl"),
+                is None and DG.epoch_order_hint(np.ones((3, 2), int), None) is None and DG.their_schedule_hint({"batches": np.arange(8).reshape(4, 2)}, DG._paper("vfl"),
                                                    {"conventions": {"batch_order": "epoch"}}, 8) is None))
     return out
 
@@ -1091,9 +1143,10 @@ def diagnose_steps(quick):
        "quantity dumped in some rounds only is named; 1-based ids, a transpose, permuted values and a NaN quantity are "
        "named; two plain dumps are compared without reruns; a damaged trace.json is refused; OURS's trace without its "
        "data or a size still compares; the report is written without matplotlib; on planted reruns the switch "
-       "search tries only values away from OURS's and credits a switch or pair only when it agrees and changes "
-       "something; a quantity dumped from round 2 on is compared; a replay input 1e-13 apart differs; the epoch "
-       "hint's odds by hand (wrong answers: 0)",
+       "search tries only values away from OURS's, credits a switch or pair only when it agrees and changes "
+       "something and says which switch changes nothing; a quantity dumped from round 2 on is compared; a replay "
+       "input 1e-13 apart differs; the epoch hint's odds by hand, and no hint without the data's size (wrong "
+       "answers: 0)",
        "refimpl diagnose; docs/guide.md")
 def diagnose_report(quick):
     return _cases_in_a_directory(_comparison_edge_cases, _search_and_comparison_cases, _report_cases)
@@ -1102,12 +1155,13 @@ def diagnose_report(quick):
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
        "difference beyond the tolerance at its round and quantity (with the quantities before it that agree) and none "
        "within it, NaN never agrees (worst difference infinite), the first differing local step is named and a step "
-       "on one side only differs, a round on one side only is named, two-digit rounds are read whole, --map renames "
+       "on either side only differs, a layout is never named from one entry, a round on one side only is named, two-digit rounds are read whole, --map renames "
        "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
        "(under their own names only, and none from rounds with a gap or clients that start apart; a shorter batch "
        "padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay array (padded batches too) "
        "and a τ table's 0, a run's round files "
-       "and dump.mat (a vector as a vector), the dump's size estimate, a Flex-VFL --init matrix (row-major), --map's "
+       "and dump.mat (a vector as a vector), the dump's size estimate (exactly at the limit allowed), a dump over "
+       "an earlier one, no file left by a failed write, a Flex-VFL --init matrix (row-major), --map's "
        "W1 and W2, --round for unnumbered .mat iterates, --init's initial_Theta2.mat sibling, MFCGD's initial "
        "estimators, and an entry's name (SSCA's W2 past its bias column) are read right; a "
        "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot of another "

@@ -13,7 +13,7 @@ from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParam
 from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, check_run,
                                   find_theorem_parameters, theorem1_bound, theorem2_bound, theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, least_G_literal, local_scgd_literal, theorem_literal
-from refimpl.verification.registry import check, wrong_groups
+from refimpl.verification.registry import check, raises, wrong_groups
 
 MATRICES = ("identity", "adam", "norm", "amsgrad")
 
@@ -695,7 +695,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
        "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
-       "(A_rms < ρ, ρ ≤ 0, a fractional T) are refused; the tightest condition it names is the closest (planted); "
+       "(A_rms < ρ, ρ ≤ 0, a fractional T) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) "
+       "are refused, one Lipschitz constant 0 accepted; the tightest condition it names is the closest (planted); "
        "refimpl run's theorem report judges MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
@@ -802,7 +803,26 @@ def _check_run_refusals():
     wrong = [what for what, kw in (("A_rms 0.4 < rho 0.5 accepted", dict(T=100, rho=0.5, A_rms=0.4)),
                                    ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)))
              if not refused(**kw)]
-    return wrong + (["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else [])
+    wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
+    return wrong + _constants_refusals()
+
+
+def _constants_refusals():
+    """The assumption constants a bound cannot use: L_f = L_g = 0 together (then L_fg = 0 and the
+    conditions divide by it), C_f or C_g = 0, a negative or infinite constant; one Lipschitz
+    constant 0 with the other positive is a valid (linear) problem. The list of wrong answers."""
+    base = dict(C_f=2.0, C_g=3.0, L_f=1.0, L_g=0.5, sigma=0.1, delta_f=0.1, delta_g=0.1, F_gap=1.0)
+    wrong = [f"{what} accepted" for what, kw, words in (
+        ("L_f = L_g = 0", dict(L_f=0.0, L_g=0.0), "cannot both be 0"), ("C_g = 0", dict(C_g=0.0), "C_g must be > 0"),
+        ("sigma = -1", dict(sigma=-1.0), "sigma must be finite and >= 0"),
+        ("F_gap = inf", dict(F_gap=np.inf), "F_gap must be finite")) if not raises(lambda: Constants(**{**base, **kw}),
+                                                                                 words)]
+    for kw in (dict(L_f=0.0), dict(L_g=0.0)):
+        try:
+            Constants(**{**base, **kw})
+        except ValueError as exc:
+            wrong.append(f"{kw} refused: {exc}")
+    return wrong
 
 
 def _verdict_disagreements(name, c, p, T, rho):

@@ -998,7 +998,7 @@ def assembly_literal(quick):
        "r − 1 and steps refimpl's server on that row, the client of partition k answers for k, and two replies "
        "from one partition are refused; a round's ledger is ω down once and K × (dim ω + 1) up, the run starts "
        "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
-       "SSCA or two local steps are refused before Flower is needed",
+       "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not)",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -1068,6 +1068,15 @@ def _flower_engine_errors(ledger, n_params, K):
     wrong += int(not raises(lambda: flower_apps(two, None, None, 3, None, None), "one local step"))
     wrong += int(not raises(lambda: flower_apps(feature, None, None, 3, None, None), "sample-based protocol only"))
     wrong += int(not raises(lambda: RunConfig(engine="flower", local_steps=2).resolved(), "one local step"))
+
+    def passes_the_guards(algo):           # what comes after them (Flower itself, the apps) may still refuse
+        try:
+            flower_apps(algo, None, None, 3, None, None)
+        except Exception as exc:           # only the guards' own words count here
+            return "one local step" not in str(exc) and "sample-based protocol only" not in str(exc)
+        return True
+    wrong += sum(int(not passes_the_guards(run_inputs(c, embedded())[0]))
+                 for c in (cfg, dataclasses.replace(cfg, algorithm="ssca"), dataclasses.replace(cfg, algorithm="sgdm")))
     return wrong
 
 
