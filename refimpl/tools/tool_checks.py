@@ -38,6 +38,12 @@ def _diagnose_cases():
                 and abs(c.divergence.rel - 1e-6) < 1e-9))
     out.append(("the divergence lists every quantity of its round that agrees before it (ω and ρ)",
                 c.divergence is not None and sorted(n for n, _ in c.divergence.agreeing) == ["omega", "rho"]))
+    said = " ".join(DG.describe(c, 1e-8))
+    moved = {r: dict(q, omega=q["omega"] * 2.0) if r == 10 else q for r, q in theirs.items()}
+    first = " ".join(DG.describe(DG.compare_dumps(ours, moved, 1e-8), 1e-8))
+    out.append(("the report lists them ('agreeing before it: omega 0, rho 0'), and 'none before it' when the first "
+                "quantity differs", "agreeing before it: omega 0, rho 0" in said and "round 10, omega at entry" in first
+                and "agreeing before it: none before it" in first))
     out.append(("the same difference within a tolerance of 1e-4 agrees",
                 DG.compare_dumps(ours, theirs, 1e-4).divergence is None))
     ours, theirs = _planted_dumps()
@@ -124,11 +130,41 @@ def _mat_columns_case():
 
 
 def _replay_reader_cases():
-    """(what, right): the replay readers' small rules — booleans are not numbers; the 1-based hint only
+    """(what, right): the replay readers' small rules — booleans, text and complex numbers are not real
+    numbers; a run's directory stands for its trace.npz; what a file that is no array looks like, and
+    no pickle loaded; the 1-based hint only
     when no id is 0 and one is n; ``--dump-rounds`` sorted, each once, within 1..T."""
-    from refimpl.core.replay import numeric, one_based_hint, parse_dump_rounds
-    return [("a boolean array is refused as a replay input (not read as 0 and 1)",
-             _raises(lambda: numeric(np.array([True, False]), "x", "a"), "has dtype bool")),
+    import os
+    import tempfile
+
+    from refimpl.core.replay import numeric, one_based_hint, parse_dump_rounds, read_arrays
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir, empty = os.path.join(tmp, "run"), os.path.join(tmp, "empty")
+        os.makedirs(run_dir)
+        os.makedirs(empty)
+        np.savez(os.path.join(run_dir, "trace.npz"), array_batches=np.arange(6).reshape(2, 3), W1_0=np.ones(2))
+        got = read_arrays(run_dir, "--batches")
+        for name, content in (("notes.npy", b"ids 1 2 3\n"), ("del.npy", b"\x7fnotes 1 2")):
+            with open(os.path.join(tmp, name), "wb") as fh:
+                fh.write(content)
+        np.save(os.path.join(tmp, "objects.npy"), np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        formats = (_raises(lambda: read_arrays(os.path.join(tmp, "notes.npy"), "--batches"), "starts like text")
+                   and _raises(lambda: read_arrays(os.path.join(tmp, "del.npy"), "--batches"),
+                               "starts like another format")
+                   and _raises(lambda: read_arrays(os.path.join(tmp, "objects.npy"), "--batches"),
+                               "holds pickled Python objects"))
+        directory = (sorted(got) == ["W1_0", "batches"] and got["batches"].shape == (2, 3)
+                     and _raises(lambda: read_arrays(empty, "--batches"), "a directory without a trace.npz"))
+    return [("a boolean array is refused as a replay input (not read as 0 and 1); so are text and complex arrays; "
+             "integers are read as floats",
+             _raises(lambda: numeric(np.array([True, False]), "x", "a"), "has dtype bool")
+             and _raises(lambda: numeric(np.array(["1", "2"]), "x", "a"), "has dtype <U1")
+             and _raises(lambda: numeric(np.array([1j]), "x", "a"), "has dtype complex128")
+             and numeric(np.arange(3), "x", "a").dtype == np.float64),
+            ("a run's --out directory is read as its trace.npz (array_ names unprefixed); a directory without one "
+             "is refused", directory),
+            ("a text file and one starting with the DEL byte (0x7f) given as .npy are named as text and another "
+             "format; an object .npy is refused unread (no pickle is ever loaded)", formats),
             ("the 1-based hint is given for ids 1..5 of n = 5, not when an id is 0",
              "1-based ids" in one_based_hint(np.array([1, 3, 5]), 5) and one_based_hint(np.array([0, 3, 5]), 5) == ""),
             ("--dump-rounds 3,1,3 of 5 rounds is rounds 1 and 3; round 0 is refused",
@@ -279,7 +315,10 @@ def _replay_layout_cases():
         savemat(os.path.join(tmp, "initial_Theta1.mat"), {"Theta1": W1})
         savemat(os.path.join(tmp, "initial_Theta2.mat"), {"Theta2": W2})
         init = mat_initial_point(os.path.join(tmp, "initial_Theta1.mat"))
-    out = [("--round 7 places plain (unnumbered) .mat variables at round 7",
+        mat_words = _mat_refusal_cases(tmp, W1, W2)
+    out = [("--round 1.5 and True are refused, --map naming W3 is refused as such, and the authors' Theta1 hint "
+            "comes only for the default map over Theta1_<r> variables", mat_words),
+           ("--round 7 places plain (unnumbered) .mat variables at round 7",
             list(at7) == [7] and np.array_equal(at7[7][0], W1) and np.array_equal(at7[7][1], W2)),
            ("--init initial_Theta1.mat reads W1 from it and W2 from its sibling initial_Theta2.mat",
             np.array_equal(init[0], W1) and np.array_equal(init[1], W2)),
@@ -296,6 +335,29 @@ def _replay_layout_cases():
     words = papers.get("ssca").entry_words("omega", (15 + 4 + 2,), {"hidden": 3, "bias": True}, data)
     out.append(("entry 21 of SSCA's ω (J = 3, D = 4, bias) is W2[1, 2], past W2's bias column", words == "W2[1, 2]"))
     return out
+
+
+def _mat_refusal_cases(tmp, W1, W2):
+    """True when the .mat readers refuse --round 1.5 and --round True, refuse a --map naming a third
+    key (W3) with the expected form, and add the hint about the authors' Theta1 (ω̄) to a missing
+    variable only for the default map Theta1a over files holding Theta1_<r>."""
+    import os
+
+    from scipy.io import savemat
+
+    from refimpl.core.matfiles import mat_snapshots, parse_map
+    plain, numbered = os.path.join(tmp, "plain.mat"), os.path.join(tmp, "omega-bar.mat")
+    savemat(numbered, {"Theta1_3": W1, "Theta2_3": W2})
+    default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
+    no_hint = True
+    try:
+        mat_snapshots(numbered, other)
+    except ValueError as exc:
+        no_hint = "surrogate minimiser" not in str(exc)
+    return (_raises(lambda: mat_snapshots(plain, default, round_=1.5), "a round is an integer ≥ 0")
+            and _raises(lambda: mat_snapshots(plain, default, round_=True), "a round is an integer ≥ 0")
+            and _raises(lambda: parse_map("W1=a,W2=b,W3=c"), "expected W1=NAME,W2=NAME")
+            and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint)
 
 
 def _replay_value_cases():
@@ -442,7 +504,60 @@ def _crosscheck_cases():
     out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
                 "and not compared", "x" not in rows and rows.get("y", {}).get("skipped") is True
                 and "the second trace has 1 values for 2 rounds" in rows.get("y", {}).get("note", "")))
-    return out + _saved_trace_cases(w1, w2)
+    return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
+
+
+def _snapshot_edge_cases(w1, w2):
+    """(what, right): one NaN entry among finite ones in the first trace's snapshot; the one-round
+    shift found within the tolerance relative to the snapshot's size (1000 here); a kept round read
+    back and one not kept refused; the atomic writer's failures — no room (ENOSPC) is named with
+    the bytes needed, another OSError passes through unchanged, and neither leaves a temporary file."""
+    import errno
+    import os
+    import tempfile
+
+    from refimpl.core import trace as TR
+    from refimpl.core.trace import Trace, crosscheck, shifted_agreement
+    one = w1.copy()
+    one[0, 1] = np.nan
+    row = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots={0: (one, w2)}),
+                                            Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)}))}
+    note = row.get("W1@0", {}).get("note", "")
+    out = [("one NaN entry in the first trace's W1 is flagged there (not finite in the first)",
+            row.get("W1@0", {}).get("rel") == np.inf and note.endswith("in the first"))]
+    big = {r: (w1 * 1000 + r, w2 + r) for r in range(3)}
+    near = {r + 1: (big[r][0] * (1 + 1e-10), big[r][1]) for r in range(2)}       # their W_{r+1} = our W_r
+    a, b = Trace(config={}, metrics={}, snapshots=big), Trace(config={}, metrics={}, snapshots=near)
+    out.append(("a shift is found within 1e-9 relative to max|W| ≈ 2000 (differences ≈ 2e-7), not within 1e-11",
+                shifted_agreement(a, b, 1, 1e-9) == 1 and shifted_agreement(a, b, 1, 1e-11) is None))
+    try:
+        a.iterate(7)
+        refused = ""
+    except KeyError as exc:
+        refused = str(exc)
+    out.append(("a kept round's iterate is read back; a round not kept is refused naming the kept ones",
+                a.iterate(2)[1] is big[2][1] and "snapshots at rounds [0, 1, 2]" in refused))
+    import builtins
+    kinds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for code in (errno.ENOSPC, errno.EACCES):
+            def planted_open(path, *args, code=code, **kw):           # the second file cannot be written
+                if path.endswith("second.json.tmp"):
+                    raise OSError(code, os.strerror(code), path)
+                return builtins.open(path, *args, **kw)
+            TR.open = planted_open
+            try:
+                TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b"{}")) for n in ("first",
+                                                                                                      "second")])
+                kinds.append(None)
+            except (OSError, RuntimeError) as exc:
+                kinds.append((type(exc).__name__, "they need" in str(exc)))
+            finally:
+                del TR.open
+        left = sorted(os.listdir(tmp))
+    out.append(("a full disk is named with the bytes the files need; another OSError passes through unchanged; "
+                "neither leaves a file", kinds == [("DiskFull", True), ("PermissionError", False)] and left == []))
+    return out
 
 
 def _crosscheck_cli_cases():
@@ -490,6 +605,14 @@ def _crosscheck_cli_cases():
             with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
                 got = compare_runs(load_side(os.path.join(tmp, first)), load_side(os.path.join(tmp, second)), **flags)
             out.append((f"refimpl crosscheck: {what}", got == code and words in buf.getvalue()))
+    a = Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]})
+    b = Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]})
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        compare_runs(a, b, metrics_only=True)
+    out.append(("refimpl crosscheck notes the settings both runs record and set apart (seed 1 vs 2), not one only "
+                "(hidden) nor equal ones (batch)",
+                "configured differently (seed: 1 vs 2); differences" in buf.getvalue()))
     return out
 
 
@@ -651,6 +774,32 @@ def _loader_refusals(tmp):
     return out
 
 
+def _adapter_choice_case():
+    """(what, right): which adapter the harness tests — refimpl's own when REFIMPL_IMPL is unset, the
+    named module when it is set, a one-line refusal when it is set but blank."""
+    import os
+
+    from refimpl.conformance import harness as H
+    saved = os.environ.pop(H.IMPL_ENV, None)
+    try:
+        own = H.adapter_module().__name__
+        os.environ[H.IMPL_ENV] = " refimpl.conformance.numpy_adapter "
+        named = H.adapter_module().__name__
+        os.environ[H.IMPL_ENV] = "  "
+        try:
+            H.adapter_module()
+            blank = ""
+        except RuntimeError as exc:
+            blank = str(exc)
+    finally:
+        os.environ.pop(H.IMPL_ENV, None)
+        if saved is not None:
+            os.environ[H.IMPL_ENV] = saved
+    return ("REFIMPL_IMPL unset tests refimpl's adapter, set tests the module it names, blank is refused",
+            own == "refimpl.conformance.adapter" and named == "refimpl.conformance.numpy_adapter"
+            and "is set but empty" in blank)
+
+
 def _harness_cases():
     """(what, right) for the conformance harness's comparison and the vectors' export and load.
     Each planted adapter is refimpl's own with one output of one family changed; the answer the
@@ -662,7 +811,7 @@ def _harness_cases():
     from refimpl.conformance import adapter as own
     from refimpl.conformance import vectors as V
     from refimpl.conformance.harness import run_case
-    out = []
+    out = [_adapter_choice_case()]
     docs = V.generate()
     n = sum(len(d["cases"]) for d in docs.values())
     results = [run_case(own, f, c)[0] for f, d in docs.items() for c in d["cases"]]
@@ -739,8 +888,8 @@ def _cases_result(cases, planted=""):
        "naming the entry, an "
        "error within the tolerance passes, a missing function is skipped; outputs by name or bare pass, a missing "
        "name, the wrong count, a non-number or text in another case fail; exported vectors load back as generated "
-       "(JSON and NPZ), and an edited, unlisted or missing file, a damaged manifest or another format is refused "
-       "(wrong answers: 0)",
+       "(JSON and NPZ), and an edited, unlisted or missing file, a damaged manifest or another format is refused; "
+       "REFIMPL_IMPL chooses the adapter (unset: refimpl's; blank: refused) (wrong answers: 0)",
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
     return _cases_result(_harness_cases(), "planted ")
@@ -1009,6 +1158,10 @@ def _search_and_comparison_cases(tmp):
     hint = DG.epoch_order_hint(np.array(rows10), 10) or ""
     out.append(("the epoch hint's odds: 2 epochs × 3 rounds × 2/2 × 4·4/10 pairs, exp(−9.6) ≈ 7e-05",
                 "probability about 7e-05" in hint))
+    given = DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
+                                   {"conventions": {"batch_order": "independent"}}, 10) or ""
+    out.append(("the same schedule as THEIR batches, against OURS drawn independently, gives the hint",
+                "probability about 7e-05" in given))
     return out
 
 
@@ -1169,7 +1322,11 @@ def diagnose_report(quick):
        "(of a metric, of a snapshot) as such, against the first trace, names an empty or short series, saved traces "
        "load back as saved; refimpl crosscheck's exit code and words (--tol 0, --metrics-only, --allow-missing, NaN "
        "on either side, a one-round shift either way); booleans refused as replay input, the 1-based hint only "
-       "without an id 0, --dump-rounds sorted within 1..T (wrong answers: 0)",
+       "without an id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift "
+       "found within the tolerance relative to the snapshot's size, a round not kept refused, a full disk named "
+       "(other write errors unchanged, no file left), the settings two runs set apart noted; a run directory read as "
+       "its trace, text, executables and pickles refused, --round 1.5 and a third --map key refused, the authors' "
+       "Theta1 hint only where it applies (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups

@@ -689,14 +689,16 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
 
 
 @check("mfcgd.theorem_statement_literal", "refimpl's Theorem 1–2 machinery (conditions, G, right sides, Lemma 1's "
-       "L) equals a literal transcription of the statements on the parameters the search finds, on each of them "
+       "L) equals a literal transcription of the statements (the two problems' constants and a planted set with "
+       "every constant away from 1) on the parameters the search finds, on each of them "
        "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
        "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
        "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
        "(A_rms < ρ, ρ ≤ 0, a fractional T) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) "
-       "are refused, one Lipschitz constant 0 accepted; the tightest condition it names is the closest (planted); "
+       "are refused, one Lipschitz constant 0 accepted, q = 0 refused; the tightest condition it names is the closest "
+       "(planted; a left side 0 never), informative from T = 1 on near-noiseless constants; "
        "refimpl run's theorem report judges MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
@@ -750,6 +752,7 @@ def theorem_statement_literal(quick):
         return st[key]
     constants = [(name, constants_of(pr, C, np.zeros(pr.d))) for name, (pr, C) in (("synthetic", synthetic()),
                                                                                    ("nonlinear", nonlinear()))]
+    constants.append(("planted", PLANTED_CONSTANTS))
     # the two cheap groups first, then the four settings in their order (one random stream runs through them)
     groups = [lambda: found("refusals", _check_run_refusals), lambda: found("report", _theorem_report_errors)]
     groups += [lambda name=name, c=c, s=s: setting(name, c, *s) for name, c in constants
@@ -766,6 +769,12 @@ def theorem_statement_literal(quick):
                         "search_excess_over_least_G_of_each_k": excess,
                         "search_G_beaten_by_an_admissible_candidate": beaten, "check_run_not_refused": refusals,
                         "theorem_report_wrong": report}}
+
+
+#: constants of no problem, every one away from 1 and from the others: both problems above have
+#: L_f = 1 (and the synthetic one L_g = 0), where a formula that confuses L_f with L_f² or 1/L_f,
+#: or drops an L_g term, gives the same numbers as the statement
+PLANTED_CONSTANTS = Constants(C_f=1.3, C_g=2.2, L_f=1.7, L_g=0.6, sigma=0.35, delta_f=0.8, delta_g=1.1, F_gap=0.9)
 
 
 def _theorem_report_errors():
@@ -804,13 +813,39 @@ def _check_run_refusals():
                                    ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)))
              if not refused(**kw)]
     wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
-    return wrong + _constants_refusals()
+    return wrong + _constants_refusals() + _verdict_edge_errors()
+
+
+def _verdict_edge_errors():
+    """``refimpl bound``'s verdict at its edges: on constants with almost no noise and F(x̄_1) − F*
+    = 1e-6 (the planted set otherwise) Theorem 2's right side is below the cap from T = 1, and the
+    smallest informative T is then 1 (T = 0 is no run); a condition whose left side is 0 has no
+    ratio and is never the tightest. The list of wrong answers."""
+    c = Constants(**{**PLANTED_CONSTANTS.__dict__, "sigma": 1e-6, "delta_f": 1e-6, "delta_g": 1e-6, "F_gap": 1e-6})
+    p, _ = find_theorem_parameters(c, 2000, 10, 1.0)
+    if p is None:
+        return ["no parameters found for the near-noiseless planted constants"]
+    wrong = []
+    v = bound_verdict(c, p, 2000, 2, 1.0, 1.0, theorem_conditions(c, p, 1.0))
+    if v["informative_from_T"] != 1 or not theorem2_bound(c, p, 1) < v["cap"]:
+        wrong.append(f"near-noiseless constants: informative from T = {v['informative_from_T']}, right side at T = 1 "
+                     f"{theorem2_bound(c, p, 1):.3g} against the cap {v['cap']:.3g}; want 1")
+    zero = [{"name": "zero", "relation": ">=", "lhs": 0.0, "rhs": 1.0, "met": False},
+            {"name": "b", "relation": "<=", "lhs": 0.9, "rhs": 1.0, "met": True}]
+    try:
+        tight = bound_verdict(c, p, 2000, 2, 1.0, 1.0, zero)["tight_condition"]
+    except ZeroDivisionError as exc:
+        tight = f"a crash ({exc})"
+    if tight != "b":
+        wrong.append(f"a condition with left side 0 beside one of ratio 0.9: tightest {tight}, want b")
+    return wrong
 
 
 def _constants_refusals():
     """The assumption constants a bound cannot use: L_f = L_g = 0 together (then L_fg = 0 and the
     conditions divide by it), C_f or C_g = 0, a negative or infinite constant; one Lipschitz
-    constant 0 with the other positive is a valid (linear) problem. The list of wrong answers."""
+    constant 0 with the other positive is a valid (linear) problem; a communication period q = 0 is
+    refused, q = 1 with B = 0 accepted. The list of wrong answers."""
     base = dict(C_f=2.0, C_g=3.0, L_f=1.0, L_g=0.5, sigma=0.1, delta_f=0.1, delta_g=0.1, F_gap=1.0)
     wrong = [f"{what} accepted" for what, kw, words in (
         ("L_f = L_g = 0", dict(L_f=0.0, L_g=0.0), "cannot both be 0"), ("C_g = 0", dict(C_g=0.0), "C_g must be > 0"),
@@ -822,6 +857,13 @@ def _constants_refusals():
             Constants(**{**base, **kw})
         except ValueError as exc:
             wrong.append(f"{kw} refused: {exc}")
+    params = dict(k=1.0, n=8.0, c1=1.0, c2=1.0, c3=1.0, gamma=0.1, B=0.0)
+    if not raises(lambda: TheoremParams(**params, q=0), "q (communication period) must be an integer >= 1"):
+        wrong.append("q = 0 accepted")
+    try:
+        TheoremParams(**params, q=1)
+    except ValueError as exc:
+        wrong.append(f"q = 1 (and B = 0) refused: {exc}")
     return wrong
 
 

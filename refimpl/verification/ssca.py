@@ -998,7 +998,8 @@ def assembly_literal(quick):
        "r − 1 and steps refimpl's server on that row, the client of partition k answers for k, and two replies "
        "from one partition are refused; a round's ledger is ω down once and K × (dim ω + 1) up, the run starts "
        "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
-       "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not)",
+       "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not); a run "
+       "Flower ends early is marked stopped, a finished or diverged one keeps its status",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -1077,6 +1078,25 @@ def _flower_engine_errors(ledger, n_params, K):
         return True
     wrong += sum(int(not passes_the_guards(run_inputs(c, embedded())[0]))
                  for c in (cfg, dataclasses.replace(cfg, algorithm="ssca"), dataclasses.replace(cfg, algorithm="sgdm")))
+    return wrong + _flower_finish_errors()
+
+
+def _flower_finish_errors():
+    """How a Flower run closes its trace: one that stopped before its last round is marked stopped
+    (naming that round), a finished or diverged one keeps its status; the engine is recorded and the
+    algorithm's own protocol given back. The number of wrong answers."""
+    from types import SimpleNamespace
+
+    from refimpl.core.trace import Trace
+    from refimpl.ssca.flower import FlowerRun
+    wrong = 0
+    for status, want in (("running", "stopped: the Flower run ended before round 5"), ("finished", "finished"),
+                         ("diverged at round 3", "diverged at round 3")):
+        restored = []
+        tr = Trace(config={}, metrics={})
+        tr.status = status
+        FlowerRun(None, None, None, SimpleNamespace(rounds=5), tr, lambda: restored.append(1)).finish()
+        wrong += int(tr.status != want or tr.config.get("engine") != "flower" or restored != [1])
     return wrong
 
 

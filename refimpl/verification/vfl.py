@@ -215,7 +215,8 @@ def _condition20_errors():
        "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
-       "of 0 refused",
+       "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
+       "the number of parties refused",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -345,7 +346,9 @@ def _cpu_trace_errors(model, data):
     """The authors' CPU-trace rule, by hand: τ = floor(10(1 − cpu) + 1) on chosen utilisations; the
     model's mean step time timeout / mean τ (the unit of the server time); step times
     s = timeout/τ·(1 − 1e-12) that give τ back as floor(timeout / s) for every τ in 1..11 and
-    timeouts where timeout/τ rounds down; and a Flex-VFL run on the trace taking those τ."""
+    timeouts where timeout/τ rounds down; a trace drawn without the number of parties refused; the
+    network's and the log-normal model's refusals (negative latency or σ, zero bandwidth); and a
+    Flex-VFL run on the trace taking those τ."""
     from refimpl.vfl.flexvfl import FlexVFL
     from refimpl.vfl.speeds import CPUTraceSpeed
     errors = {}
@@ -359,6 +362,26 @@ def _cpu_trace_errors(model, data):
     errors["zero_step_time_accepted"] = float(not raises(
         lambda: ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0)), "step times must be finite and > 0"))
     errors.update(_replayed_and_parsed_speed_errors())
+    # the network's and the log-normal model's numbers: a negative latency or server time, a zero
+    # bandwidth and a negative or NaN σ are refused; zero latency and σ = 0 (constant speeds) are not
+    from refimpl.vfl.speeds import Network
+    refusals = [raises(lambda: Network(latency=-0.5), "network latency must be finite and >= 0"),
+                raises(lambda: Network(server_time=-1.0), "network server time must be finite and >= 0"),
+                raises(lambda: Network(bandwidth=0.0), "network bandwidth must be finite and > 0"),
+                raises(lambda: LogNormalSpeed((1.0, 2.0), -0.5).sample(2, np.random.default_rng(0)), "σ must be finite"),
+                raises(lambda: LogNormalSpeed((1.0, 2.0), np.nan).sample(2, np.random.default_rng(0)),
+                       "σ must be finite")]
+    try:
+        Network(latency=0.0)
+        refusals.append(np.array_equal(LogNormalSpeed((1.0, 2.0), 0.0).sample(2, np.random.default_rng(0)),
+                                       [[1.0, 2.0]] * 2))
+    except ValueError:
+        refusals.append(False)
+    errors["network_or_lognormal_refusals_wrong"] = float(len(refusals) - sum(refusals))
+    # a CPU trace knows its machines, not the parties: drawn without their number it is refused
+    errors["cputrace_without_parties_accepted"] = float(not raises(
+        lambda: CPUTraceSpeed(cpu, 1.0).sample(2, np.random.default_rng(0)), "need the number of parties")
+        or CPUTraceSpeed(cpu, 1.0).sample(2, np.random.default_rng(0), n_parties=1).shape != (2, 1))
     model3 = CPUTraceSpeed(np.tile(cpu, (3, 1)), 2.9, _n_parties=3)
     errors["cputrace_mean"] = float(np.max(np.abs(model3.mean() - 2.9 / 5.8)))       # mean τ = 29 / 5
     bad = 0
@@ -507,7 +530,8 @@ def _authors_rule_replay_errors():
        "the figures' ratio time(other)/time(Flex-VFL), its first crossover and a time to target (the first "
        "accuracy ≥ the target) by hand, the crossover after a ratio of exactly 1; a time to target over 3 seeds the "
        "mean of one run per seed, and none when a seed misses the target (3 seeds, one reaching it); rows evaluated "
-       "every second round (a run per S); --server-time accepting 0; each protocol's configuration per method as "
+       "every second round (a run per S); the traces the table keeps; no η for a target none reaches; --server-time "
+       "accepting 0; each protocol's configuration per method as "
        "documented (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
 def regime_one_run(quick):
@@ -594,6 +618,26 @@ def _regime_helper_errors(cfg, ds):
         wrong.append(f"--server-time 0,1.5 refused: {exc}")
     if not raises(lambda: parse_server_times("-1"), "must be finite and >= 0"):
         wrong.append("--server-time -1 not refused as a negative time")
+    return wrong + _regime_table_errors(cfg, ds)
+
+
+def _regime_table_errors(cfg, ds):
+    """The regime table's by-products: the traces it is asked to keep ({S: {method: trace}}, the
+    trace of the row's run) and, with η tuned and a target no η reaches (1.0: every test sample right
+    within 8 rounds), no η, no time and no claim that the best η is interior."""
+    from dataclasses import replace
+
+    from refimpl.vfl.regime import regime_table, tuned_eta
+    wrong = []
+    kept = {}
+    rows = regime_table(cfg, ds, [0.0, 2.0], "authors", methods=("flexvfl",), target=0.35, traces=kept)
+    if sorted(kept) != [0.0, 2.0] or any(sorted(v) != ["flexvfl"] or v["flexvfl"] is None for v in kept.values()):
+        wrong.append(f"regime_table kept traces {kept} for S = 0, 2 and Flex-VFL")
+    elif time_to_target(kept[0.0]["flexvfl"], 0.35) is None or rows[0]["time_to_target"] is None:
+        wrong.append("the kept trace at S = 0 does not reach the row's target")
+    eta, t, table, interior = tuned_eta(replace(cfg, method="pbcd"), ds, 1, 1.0, 30.0)
+    if (eta, t, interior) != (None, None, False) or not table or any(v is not None for v in table.values()):
+        wrong.append(f"tuned η for an unreachable target: η {eta}, time {t}, interior {interior}, grid {table}")
     return wrong
 
 
