@@ -38,6 +38,9 @@ def _diagnose_cases():
                 and abs(c.divergence.rel - 1e-6) < 1e-9))
     out.append(("the divergence lists every quantity of its round that agrees before it (ω and ρ)",
                 c.divergence is not None and sorted(n for n, _ in c.divergence.agreeing) == ["omega", "rho"]))
+    inputs_line = " ".join(DG.describe(c, 1e-8, verdict={"kind": "inputs", "row": {"worst": 0.0}}, inputs=None))
+    out.append(("a difference in THEIR inputs that the readers cannot name is 'the inputs'",
+                "the difference is in the inputs (the inputs), not in a convention" in inputs_line))
     said = " ".join(DG.describe(c, 1e-8))
     moved = {r: dict(q, omega=q["omega"] * 2.0) if r == 10 else q for r, q in theirs.items()}
     first = " ".join(DG.describe(DG.compare_dumps(ours, moved, 1e-8), 1e-8))
@@ -445,13 +448,17 @@ def _dump_writer_cases():
         at = DumpWriter(os.path.join(tmp, "at"), rounds=2, max_bytes=800)
         at.put(1, x)
         over = DumpWriter(os.path.join(tmp, "over"), rounds=2, max_bytes=799)
-        out = [("a dump estimated at exactly the limit is written; one byte over is refused",
-                at.written == [1] and _raises(lambda: over.put(1, x), "beyond the limit of 799 bytes"))]
+        out = [("a dump estimated at exactly the limit is written; one byte over is refused; 1000 bytes are 1.0 kB",
+                at.written == [1] and _raises(lambda: over.put(1, x), "beyond the limit of 799 bytes")
+                and D._human(1000) == "1.0 kB" and D._human(999) == "999 bytes")]
         again = DumpWriter(os.path.join(tmp, "at"), rounds=1)
         again.put(5, x)
         left = sorted(os.listdir(os.path.join(tmp, "at", "dump")))
         out.append(("a second run into a directory with an earlier dump replaces it (round 1's file removed)",
                     again.written == [5] and left == ["r5.npz"]))
+        np.savez(os.path.join(tmp, "at", "dump", "r6.npz"), x=np.array([{"a": 1}], dtype=object))
+        out.append(("a round file holding Python objects is refused as damaged, never unpickled",
+                    _raises(lambda: D.read_rounds(os.path.join(tmp, "at")), "r6.npz: a damaged dump round file")))
         bad = os.path.join(tmp, "bad")
         w = DumpWriter(bad, rounds=1)
 
@@ -1158,10 +1165,11 @@ def _search_and_comparison_cases(tmp):
     hint = DG.epoch_order_hint(np.array(rows10), 10) or ""
     out.append(("the epoch hint's odds: 2 epochs × 3 rounds × 2/2 × 4·4/10 pairs, exp(−9.6) ≈ 7e-05",
                 "probability about 7e-05" in hint))
-    given = DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
-                                   {"conventions": {"batch_order": "independent"}}, 10) or ""
-    out.append(("the same schedule as THEIR batches, against OURS drawn independently, gives the hint",
-                "probability about 7e-05" in given))
+    given, ours_epoch = (DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
+                                                {"conventions": {"batch_order": order}}, 10) for order in
+                         ("independent", "epoch"))
+    out.append(("the same schedule as THEIR batches gives the hint against OURS drawn independently, none against "
+                "OURS drawn by epoch", "probability about 7e-05" in (given or "") and ours_epoch is None))
     return out
 
 
@@ -1215,8 +1223,16 @@ def _comparison_edge_cases(tmp):
                 png is None and os.path.exists(os.path.join(report, "diagnose.md"))))
     out.append(("the epoch hint stays silent on a non-integer or too small schedule and when OURS drew by epoch",
                 DG.epoch_order_hint(np.ones((3, 2)), 10) is None and DG.epoch_order_hint(np.ones((3, 2), int), 1)
-                is None and DG.epoch_order_hint(np.ones((3, 2), int), None) is None and DG.their_schedule_hint({"batches": np.arange(8).reshape(4, 2)}, DG._paper("vfl"),
-                                                   {"conventions": {"batch_order": "epoch"}}, 8) is None))
+                is None and DG.epoch_order_hint(np.ones((3, 2), int), None) is None
+                and DG.their_schedule_hint({"batches": np.arange(8).reshape(4, 2)}, DG._paper("vfl"),
+                                           {"conventions": {"batch_order": "epoch"}}, 8) is None))
+    agree = DG.compare_dumps({1: {"omega": w}}, {1: {"omega": w.copy()}}, 1e-9)
+    import importlib.util
+    figure = importlib.util.find_spec("matplotlib") is not None
+    png = DG.write_report(os.path.join(tmp, "report-agree"), agree, DG.describe(agree, 1e-9), [])
+    out.append(("the report of dumps that agree is written, with its figure when matplotlib is there",
+                os.path.exists(os.path.join(tmp, "report-agree", "diagnose.md"))
+                and (png is not None and os.path.exists(png)) == figure))
     return out
 
 
@@ -1237,11 +1253,14 @@ def _replay_edge_cases(tmp):
     np.savez(pair, **arrays)
     same = _run("ssca", "ssca", os.path.join(tmp, "ours-pair"), init=(W1, W2), batches=batches, **run)
     notes = []
-    code, text, _ = _diagnosis(same, pair, tol=1e-9, note=notes.append)
+    code, text, dg = _diagnosis(same, pair, tol=1e-9, note=notes.append)
     out = [("THEIR A^t = τ and ReLU together: the pair is named (exit 3); the notes say whose inputs and which data",
             code == 3 and "with --curvature fixed + --activation relu all rounds agree" in text
             and any("rerunning refimpl (the reruns start from THEIR" in n for n in notes)
-            and any("the data OURS's run used" in n for n in notes))]
+            and any("the data OURS's run used" in n for n in notes)),
+           ("the report opens with what was compared and ends with the count; the reruns' lines come between",
+            len(dg.lines) > 3 and dg.lines[0].startswith("ssca dumps, rounds 1..4")
+            and dg.lines[-1].startswith("compared ") and any("reruns" in ln for ln in dg.lines[1:-1]))]
     no_init = os.path.join(tmp, "no-init.npz")
     np.savez(no_init, **{k: v for k, v in arrays.items() if k not in ("W1_0", "W2_0") and not k.endswith("_omega")})
     notes = []
@@ -1464,7 +1483,53 @@ def _verdict_cases():
                VF.failing(rs) == ["t.no"] and VF.failing(rs, strict=True) == ["t.no", "c.no"]),
               ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
                [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
-    return cases + _report_table_cases(CheckRecord)
+    import time
+    t0 = time.perf_counter()
+    REGISTRY["planted.verdict.timed"] = ("planted timed", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0},
+                                         "theorem")
+    try:
+        timed = VF.run_check("planted.verdict.timed").details.get("seconds")
+    finally:
+        REGISTRY.pop("planted.verdict.timed", None)
+    cases.append(("a check's recorded seconds lie between 0 and the time its run took",
+                  isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3))
+    return cases + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord)
+
+
+def _table_layout_cases(CheckRecord):
+    """(what, right): the layout of what ``refimpl verify`` prints, written out — a number in
+    scientific form from 1e4 and below 1e-3 (never 0); the table's header, rule and one row per
+    record in the records' order (narrow and wide); --profile's rows longest first and its totals
+    line; a CSV table of the reproductions as Markdown (header from the first row, numbers formatted,
+    text left as it is)."""
+    import os
+    import tempfile
+
+    from refimpl.tools import verify as VF
+    from refimpl.tools.report import _csv_table
+    fmt = [VF._fmt(x) for x in (1e4, 9999.5, 1e-3, 9.99e-4, 0.0, None, 3)]
+    recs = [CheckRecord(i, "claim " + i, "src", m, 1.0, m, m <= 1.0, {"kind": "theorem", "relation": "≤",
+                                                                        "seconds": sec, "cpu_seconds": sec})
+            for i, m, sec in (("t.a", 0.5, 1.0), ("t.b", 2.0, 3.0), ("t.c", 1.0, 2.0))]
+    narrow, wide = VF.format_table(recs).splitlines(), VF.format_table(recs, wide=True).splitlines()
+    prof = VF.format_profile(recs, wall=5.0, cpu=7.5, rss=100.0, target=20.0).splitlines()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.csv")
+        with open(path, "w") as fh:
+            fh.write("method,rounds,time\nssca,12,0.000123\nsgd,n/a,2\n")
+        md = _csv_table(path).splitlines()
+    return [("numbers: 1.000e+04 from 1e4 (9999.5 to 4 digits, 1e+04), 0.001 plain, 9.990e-04 below it, 0 plain, "
+             "none as -", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-", "3"]),
+            ("the table: header, rule, then t.a, t.b, t.c in that order (narrow and wide, the wide one with the "
+             "claim)", [ln.split(" ")[0] for ln in narrow[2:5]] == ["t.a", "t.b", "t.c"]
+             and narrow[0].startswith("id ") and set(narrow[1]) <= {"-", "+"}
+             and [ln.split(" ")[0] for ln in wide[2:5]] == ["t.a", "t.b", "t.c"] and "claim t.b" in wide[3]),
+            ("--profile: the checks longest first (t.b 3 s, t.c 2 s, t.a 1 s) and the command's totals",
+             [ln.split(" ")[0] for ln in prof[2:5]] == ["t.b", "t.c", "t.a"]
+             and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
+                             "target ≤ 20 s: met"),
+            ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",
+             md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"])]
 
 
 def _report_table_cases(CheckRecord):
@@ -1488,7 +1553,8 @@ def _report_table_cases(CheckRecord):
        "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their "
        "error); the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check "
        "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO; REPORT.md's count of the "
-       "checks that hold and its rows, written out by hand (wrong answers: 0)",
+       "checks that hold and its rows, written out by hand; a check's seconds; the table's and --profile's layout "
+       "and number format; a reproduction's CSV as Markdown (wrong answers: 0)",
        "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict); refimpl/tools/report.py (check_section)")
 def verdicts(quick):
     return _cases_result(_verdict_cases(), "planted ")

@@ -397,8 +397,8 @@ def _schedule_draws(z, det, T=3000, B=2):
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
        "stops likewise at the first round whose ||ω||² exceeds a limit; the rule itself at each edge by hand (a cost "
-       "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept); "
-       "0 mismatches",
+       "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
+       "limit that is not a finite number > 0 refused); 0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
 def divergence_reference(quick):
     import re
@@ -466,7 +466,9 @@ def divergence_reference(quick):
 def _divergence_rule_errors():
     """The rule itself at its edges, by hand (factor 10, ||ω||² limit 100): a cost exactly 10× the
     initial one is kept, just above it is not, also for an initial cost below 1 (0.01: the limit is
-    0.1, not 10); ||ω||² = 100 is kept, 100.001 is not; NaN and inf are never kept."""
+    0.1, not 10); ||ω||² = 100 is kept, 100.001 is not; NaN and inf are never kept; a limit that is
+    not a finite number > 0 (NaN, inf, −1, 0, a boolean, text) is refused, by the configurations'
+    check and by the rule."""
     from refimpl.core.divergence import DivergenceRule
     rule = DivergenceRule(10.0, 100.0)
     cases = (("cost", (5.0, 0.5), False), ("cost", (5.0000001, 0.5), True), ("cost", (0.11, 0.01), True),
@@ -478,6 +480,20 @@ def _divergence_rule_errors():
         reason = getattr(rule, kind)("x", *args)
         if (reason is not None) != diverged:
             wrong.append(f"{kind}{args}: {'diverged' if reason else 'kept'}, want {'diverged' if diverged else 'kept'}")
+    # the limits themselves: finite numbers > 0 (a NaN limit would keep every run, a negative one stop it at once)
+    from types import SimpleNamespace
+
+    from refimpl.core.divergence import check_limits
+    from refimpl.verification.registry import raises
+    for bad in (float("nan"), float("inf"), -1.0, 0.0, True, "10"):
+        for field in ("diverge_cost_factor", "diverge_sq_norm"):
+            cfg = SimpleNamespace(**{"diverge_cost_factor": 10.0, "diverge_sq_norm": 100.0, field: bad})
+            if not raises(lambda: check_limits(cfg), f"{field} must be a finite number > 0"):
+                wrong.append(f"a limit {field} = {bad!r} accepted")
+            rule_field = {"diverge_cost_factor": "cost_factor", "diverge_sq_norm": "max_sq_norm"}[field]
+            if not raises(lambda: DivergenceRule(**{"cost_factor": 10.0, "max_sq_norm": 100.0, rule_field: bad}),
+                          "must be a finite number > 0"):
+                wrong.append(f"a rule with {rule_field} = {bad!r} built")
     return wrong
 
 
@@ -872,6 +888,30 @@ def _probe_paper(key, algorithms):
     return probe
 
 
+def _lookup_cases():
+    """(what, right): what the command line and the engine read off the registry, written out — each
+    option's default (the Config field's unless the option names its own), each paper's command
+    module (none for a description without one), the Numba kernel modules (the core's first) and
+    warming no module when given none."""
+    from refimpl import papers
+    from refimpl.core.paper import CONFIG_DEFAULT
+    wrong = []
+    for p in papers.papers():
+        defaults = p.config_defaults()
+        for o, d in p.options_for():
+            want = defaults[o.field] if o.default is CONFIG_DEFAULT else o.default
+            if d is CONFIG_DEFAULT or not (d == want or d is want):
+                wrong.append(f"{p.key} {o.name}")
+    commands = [p.command().__name__ for p in papers.papers()[:3]]
+    return [("every option's default is its Config field's, or its own where it names one", not wrong),
+            ("the papers' command modules are their own; a description without one has none",
+             commands == ["refimpl.ssca.command", "refimpl.vfl.command", "refimpl.mfcgd.command"]
+             and _probe_paper("probe-command", {"probe-command-run": "nothing"}).command() is None),
+            ("the Numba kernel modules are the core's, then each paper's; warming none compiles none",
+             papers.kernel_modules()[:4] == ["refimpl.core.kernels", "refimpl.ssca.kernels", "refimpl.vfl.kernels",
+                                             "refimpl.mfcgd.kernels"] and papers.warm_kernels([]) == [])]
+
+
 def _registry_cases():
     """(what, right): the registry's lookups and refusals and the description's small rules, each
     written out by hand (a paper named by REFIMPL_PAPERS, a second registration, a taken algorithm,
@@ -947,10 +987,11 @@ def _registry_cases():
        "run's dump, or is refused, exactly when the convention acts on the inputs: SSCA's curvature, activation and "
        "sampling, Flex-VFL's momentum, batch order and initialisation, MFCGD's matrix); each paper's dump is its own "
        "by its markers (and its iterate alone); every dumped quantity has a place in the data-flow order, which "
-       "keeps the algorithm's dependencies; every replay input is named with its word (wrong answers: 0)",
+       "keeps the algorithm's dependencies; every replay input is named with its word; each option's default, "
+       "each paper's command module and the kernel modules as written out (wrong answers: 0)",
        "refimpl/core/paper.py, refimpl/papers.py; docs/guide.md (diagnose)")
 def paper_descriptions(quick):
-    cases = fact_groups([_registry_cases, _description_cases, _acts_on_cases])      # the cheapest first
+    cases = fact_groups([_lookup_cases, _registry_cases, _description_cases, _acts_on_cases])   # the cheapest first
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} facts of the three descriptions ({len(cases) - len(wrong)} as measured)",

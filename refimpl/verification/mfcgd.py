@@ -963,7 +963,10 @@ def problem_evaluations(quick):
     tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3))
     if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7]:
         wrong.append(f"a 7-step run evaluated every 3 steps records steps {tr.metrics['step']}, not 1, 3, 6, 7")
-    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _drfl_record_errors(ds)
+    from dataclasses import replace
+    sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
+                  y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
+    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _drfl_record_errors(sub)
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples",
@@ -1005,7 +1008,9 @@ def _drfl_record_errors(ds):
     tr = run_mfcgd_config(cfg, ds)
     rng_prob = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0])
     pr, *test = build_problem(cfg, rng_prob, ds)
-    wrong = []
+    sizes = (sum(len(X) for X in pr.Xs), sum(len(y) for y in test[1]))
+    wrong = [] if sizes == (len(ds.y_train), len(ds.y_test)) else [
+        f"DRFL built on {sizes} training and test samples from data of {len(ds.y_train)} and {len(ds.y_test)}"]
     for i, t in enumerate(int(s) for s in tr.metrics["step"]):
         xb = tr.arrays[f"r{t}_x_bar"]
         acc = pr.client_accuracy(xb, *test)
@@ -1020,20 +1025,24 @@ def _drfl_record_errors(ds):
 
 
 def _samples_prefix_errors():
-    """--samples from a longer run replays its first T steps: a 6-step run's kept samples, given to a
-    4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed builds the problem, so it is kept;
+    """--samples from a longer run replays its first T steps (MFCGD and ComFedL-style SCGD): a 6-step
+    run's kept samples, given to a 4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed builds the problem, so it is kept;
     the samples replayed are the file's, not the seed's draws: the NumPy twin runs either way)."""
     import os
     import tempfile
 
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
-    base = dict(method="mfcgd", problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
-    long = run_mfcgd_config(MFCGDConfig(steps=6, keep_samples=True, **base))
-    with tempfile.TemporaryDirectory() as tmp:
-        long.save(tmp)
-        short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))
-    a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
-    return [] if a == b else [f"a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}"]
+    wrong = []
+    for method in ("mfcgd", "comfedl"):                 # a STORM-type and an SCGD-type run
+        base = dict(method=method, problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
+        long = run_mfcgd_config(MFCGDConfig(steps=6, keep_samples=True, **base))
+        with tempfile.TemporaryDirectory() as tmp:
+            long.save(tmp)
+            short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))
+        a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
+        if a != b:
+            wrong.append(f"{method}: a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}")
+    return wrong
 
 
 #: what ``core.paper_descriptions`` measures MFCGD's description against, written from the paper

@@ -200,6 +200,14 @@ def stepsize_conditions(quick):
     wrong += fitted != ["tail exponent ≈ 1.02 (estimated from a finite sequence)",
                         "tail exponent ≈ 1.1 (estimated from a finite sequence)"]
     det["fitted tail exponents of the 8-value sequences"] = fitted
+    exact = [c.reason.split(";")[0] for c in check_step_sizes(PowerLaw(1, 0.6), PowerLaw(0.5, 0.7))
+             if c.name == "sum_rho_infinite"]
+    short = [c.reason.split(";")[0] for c in check_step_sizes(Sequence(np.array([0.9, 0.8, 0.7])),
+                                                              Sequence(np.array([0.5, 0.4, 0.3])))
+             if c.name == "sum_rho_infinite"]
+    wrong += exact != ["tail exponent = 0.6"] or short != ["tail exponent ≈ 0 (estimated from a finite sequence)"]
+    det["a power law's exponent stated, three values' estimated as 0"] = exact + short
+    wrong += not all(raises(lambda a=a: PowerLaw(0.5, a), "must be finite and >= 0") for a in (-0.1, np.inf, np.nan))
     for name, (r, g, expect) in edges.items():
         failed = [c.name for c in check_step_sizes(r, g) if not c.met]
         det[name] = {"failed_conditions": failed, "expected_failed": expect}

@@ -270,9 +270,12 @@ def clock(quick):
     run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, over, timeout=timeout, network=net)
     tr = run.run(model.init(np.random.default_rng(1)), 4, np.random.default_rng(2))
     late = np.array([[False, False, True], [False, False, False]] * 2)
+    from refimpl.vfl.policies import RoundClock
+    exactly = RoundClock(timeout=timeout).overruns(np.array([0.5, timeout, np.nextafter(timeout, np.inf)]))
     errors["flex/overrun"] = float(np.max(np.abs(tr.arrays["round_time"] - np.array([8.0, 6.0] * 2) - S))) \
         + float(np.sum(tr.arrays["overrun"] != late)) \
-        + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 1], [12, 6, 3]] * 2)))
+        + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 1], [12, 6, 3]] * 2))) \
+        + float(exactly.tolist() != [False, False, True])     # a step of exactly the timeout fits in the round
     # latency and a finite bandwidth, with speed rows that change every round: B = 8, Σ O_k = 4, so
     # 8·4 = 32 floats up (the embeddings) and K(|θ_0| + B Σ O_k) = 2(10 + 32) = 84 floats down (the
     # head and every embedding, to each party), each message latency + 8·floats/bandwidth; τ from
@@ -295,7 +298,8 @@ def clock(quick):
 def _async_network_error(model, data):
     """Latency and a finite bandwidth in the asynchronous baseline: party k's upload and the reply each
     take latency + 8·B·O_k / bandwidth (its own embeddings, B × O_k, not those of the parties before
-    it); the event times and parties against :func:`_async_events_by_hand`."""
+    it); the event times and parties against :func:`_async_events_by_hand`; the recorded staleness
+    against :func:`_staleness_error`'s, from the event log."""
     from refimpl.vfl.speeds import Network
     net_ = Network(bandwidth=800.0, latency=0.25, server_time=1.0)
     srow = np.array([0.5, 1.0, 3.0])
@@ -303,8 +307,25 @@ def _async_network_error(model, data):
                    np.random.default_rng(2), 14.0, network=net_)
     want_t, want_k = _async_events_by_hand(srow, [0.0] + [0.25 + 8 * 8 * 2 / 800.0] * 2, 1.0, 14.0)
     got_t, got_k = tr.arrays["event_time"], tr.arrays["event_party"]
-    return (float(np.max(np.abs(got_t - want_t))) + float(np.sum(got_k != want_k))
+    return (float(np.max(np.abs(got_t - want_t))) + float(np.sum(got_k != want_k)) + _staleness_error(tr, data.n)
             if got_t.size == len(want_t) else np.inf)
+
+
+def _staleness_error(tr, n):
+    """The asynchronous run's recorded staleness, from its event log (party, time, batch of each
+    event): at an event of party k at time t, the mean over the batch's rows and the other parties of
+    t − the time that party last wrote the row (0 before it ever did); the record after e events is
+    the sum over them / e. The largest absolute difference from the recorded values."""
+    parties, times, batches = tr.arrays["event_party"], tr.arrays["event_time"], tr.batches
+    K = int(np.max(parties))
+    written, total, after = np.zeros((n, K)), 0.0, [0.0]
+    for k, t, idx in zip(parties, times, batches):
+        others = [j for j in range(K) if j != k - 1]
+        total += float(np.mean(t - written[np.ix_(idx, others)]))
+        written[idx, k - 1] = t
+        after.append(total / len(after))
+    rec = [(int(e), float(v)) for e, v in zip(tr.metrics["round"], tr.metrics["staleness"])]
+    return max(abs(v - after[e]) for e, v in rec) + float(len(rec) < 3 or max(v for _, v in rec) <= 0.0)
 
 
 def _async_events_by_hand(s, msg, S, horizon):
@@ -505,7 +526,9 @@ def _markov_errors():
 
 def _authors_rule_replay_errors():
     """Adaptive Flex-VFL under the authors' rule on a CPU trace, then replayed from the trace's τ
-    table and d_k (``--taus TRACE``) on constant speeds under another seed: the same rates."""
+    table and d_k (``--taus TRACE``) on constant speeds under another seed: the same rates; under
+    the paper's rule on log-normal speeds, replayed from the τ table and the dummy round's τ^0: the
+    same rates and τ^0."""
     import os
     import tempfile
     from dataclasses import replace
@@ -519,9 +542,16 @@ def _authors_rule_replay_errors():
         first = run_vfl(cfg, embedded())
         first.save(os.path.join(tmp, "a"))
         again = run_vfl(replace(cfg, speeds="constant:1", seed=6, taus=os.path.join(tmp, "a")), embedded())
+        # the paper's rule reads the dummy round's τ^0 as well: replayed from the trace's tau0
+        paper = replace(cfg, adaptive_rule="paper", speeds="lognormal:1,2,3,1.5,2.5")
+        p_first = run_vfl(paper, embedded())
+        p_first.save(os.path.join(tmp, "p"))
+        p_again = run_vfl(replace(paper, speeds="constant:1", seed=6, taus=os.path.join(tmp, "p")), embedded())
     d = first.arrays["lr_denominator"]
     return {"authors_rule_first_rate": float(np.max(np.abs(first.arrays["eta"][0] - 0.3 / d))),
-            "authors_rule_replayed_rates": float(np.max(np.abs(again.arrays["eta"] - first.arrays["eta"])))}
+            "authors_rule_replayed_rates": float(np.max(np.abs(again.arrays["eta"] - first.arrays["eta"]))),
+            "paper_rule_replayed_rates": float(np.max(np.abs(p_again.arrays["eta"] - p_first.arrays["eta"])))
+            + float(not np.array_equal(p_again.arrays["tau0"], p_first.arrays["tau0"]))}
 
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "
