@@ -1167,7 +1167,7 @@ def _search_and_comparison_cases(tmp):
                 "probability about 7e-05" in hint))
     given, ours_epoch = (DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
                                                 {"conventions": {"batch_order": order}}, 10) for order in
-                         ("independent", "epoch"))
+                         ["independent", "epoch"])
     out.append(("the same schedule as THEIR batches gives the hint against OURS drawn independently, none against "
                 "OURS drawn by epoch", "probability about 7e-05" in (given or "") and ours_epoch is None))
     return out
