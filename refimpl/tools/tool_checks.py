@@ -456,6 +456,13 @@ def _dump_writer_cases():
         left = sorted(os.listdir(os.path.join(tmp, "at", "dump")))
         out.append(("a second run into a directory with an earlier dump replaces it (round 1's file removed)",
                     again.written == [5] and left == ["r5.npz"]))
+        from refimpl.core.trace import Trace
+        held = Trace(config={}, metrics={"round": [0, 1]}, arrays={"r1_x": np.ones(3), "r2_x": np.zeros(3)})
+        saved = os.path.join(tmp, "saved")
+        held.save(saved)
+        held.save(saved)                                       # saved again over itself (--overwrite)
+        out.append(("a trace holding its dumps in memory is saved again over itself: the same round files",
+                    sorted(os.listdir(os.path.join(saved, "dump"))) == ["r1.npz", "r2.npz"]))
         np.savez(os.path.join(tmp, "at", "dump", "r6.npz"), x=np.array([{"a": 1}], dtype=object))
         out.append(("a round file holding Python objects is refused as damaged, never unpickled",
                     _raises(lambda: D.read_rounds(os.path.join(tmp, "at")), "r6.npz: a damaged dump round file")))
@@ -495,8 +502,8 @@ def _crosscheck_cases():
                 abs(rows.get("W1@0", {}).get("rel", 0.0) - 5e-7) < 1e-12 and rows.get("W2@0", {}).get("rel") == 0.0))
     rows = {r["what"]: r for r in crosscheck(a, Trace(config={}, metrics={"round": [0]},
                                                         snapshots={0: (w1.reshape(3, 2), w2)}))}
-    out.append(("a snapshot of another shape (the same entries, 3×2 for 2×3) differs",
-                rows.get("W1@0", {}).get("rel") == np.inf))
+    out.append(("a snapshot of another shape (the same entries, 3×2 for 2×3) differs, and counts as no round "
+                "compared", rows.get("W1@0", {}).get("rel") == np.inf and rows.get("W1@0", {}).get("rounds") == 0))
     a = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0]})
     b = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0 + 1e-6]})
     rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
@@ -506,6 +513,10 @@ def _crosscheck_cases():
                                   Trace(config={}, metrics={"round": [0], "x": [99.0]})) if r["what"] == "x"]
     out.append(("100 against 99 is a relative difference of 1/100 (the first trace's scale), not 1/99",
                 bool(rows) and rows[0]["rel"] == 0.01))
+    rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "z": [1.0, 2.0]}),
+                                             Trace(config={}, metrics={"round": [0, 1], "z": [np.nan, np.nan]}))}
+    out.append(("a metric NaN in every round on one side is skipped, naming why (no round where both are finite)",
+                rows.get("z", {}).get("skipped") is True and "no round where both" in rows.get("z", {}).get("note", "")))
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "x": [], "y": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "y": [1.0]}))}
     out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
@@ -802,9 +813,17 @@ def _adapter_choice_case():
         os.environ.pop(H.IMPL_ENV, None)
         if saved is not None:
             os.environ[H.IMPL_ENV] = saved
-    return ("REFIMPL_IMPL unset tests refimpl's adapter, set tests the module it names, blank is refused",
+    from refimpl.conformance import vectors as V
+    try:
+        getattr(V, "NO_SUCH_NAME")
+        unknown = False
+    except AttributeError:
+        unknown = True
+    return ("REFIMPL_IMPL unset tests refimpl's adapter, set tests the module it names, blank is refused; the "
+            "vectors' FAMILIES and PAPERS are the registry's, another name is no attribute",
             own == "refimpl.conformance.adapter" and named == "refimpl.conformance.numpy_adapter"
-            and "is set but empty" in blank)
+            and "is set but empty" in blank and V.FAMILIES == V.families() and V.PAPERS == V.paper_names()
+            and unknown)
 
 
 def _harness_cases():
@@ -1119,7 +1138,7 @@ def _search_and_comparison_cases(tmp):
     ours = os.path.join(tmp, "planted-ours")
     os.makedirs(ours)
     with open(os.path.join(ours, "trace.json"), "w") as fh:
-        json.dump({"config": {"curvature": "recursive", "activation": "swish"}}, fh)
+        json.dump({"config": {"curvature": "recursive", "activation": "swish", "sampling": "per-client"}}, fh)
     theirs = {r: {"omega": np.array([1.0, 1.0])} for r in (1, 2)}
     calls = []
 
@@ -1148,6 +1167,15 @@ def _search_and_comparison_cases(tmp):
     out.append(("a pair within 1e-8 of THEIRS and of the baseline (which is 1.5e-8 off) changes nothing: not "
                 "credited", verdict["kind"] == "none" and pair.get("agrees") is True and pair.get("changes") is False
                 and len(calls) == 4))
+    calls.clear()
+    pooled = planted({(): 1.001, (("sampling", "pooled"),): 1.001})
+    DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("sampling",), None, None, pooled)
+    without = list(calls)
+    calls.clear()
+    DG._switch_search(ours, "", {"batches": np.zeros((2, 3), int)}, theirs, "ssca", 1e-8, ("sampling",), None, None,
+                      pooled)
+    out.append(("a convention on the inputs (sampling) is rerun only when THEIR file lacks what fixes it (batches)",
+                without == [{}, {"sampling": "pooled"}] and calls == [{}]))
     late = DG.compare_dumps({1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([2.0])}},
                             {1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([3.0])}}, 1e-8)
     out.append(("a quantity dumped only from round 2 on is compared there (round 2, A)",
@@ -1165,6 +1193,9 @@ def _search_and_comparison_cases(tmp):
     hint = DG.epoch_order_hint(np.array(rows10), 10) or ""
     out.append(("the epoch hint's odds: 2 epochs × 3 rounds × 2/2 × 4·4/10 pairs, exp(−9.6) ≈ 7e-05",
                 "probability about 7e-05" in hint))
+    rows8 = [p[i:i + 4] for p in (rng.permutation(8) for _ in range(4)) for i in (0, 4)]   # 4 epochs of 2 rounds
+    out.append(("… and with whole rounds per epoch: 4 epochs × 1 pair of rounds × 4·4/8, exp(−8) ≈ 0.0003",
+                "probability about 0.0003" in (DG.epoch_order_hint(np.array(rows8), 8) or "")))
     given, ours_epoch = (DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
                                                 {"conventions": {"batch_order": order}}, 10) for order in
                          ["independent", "epoch"])

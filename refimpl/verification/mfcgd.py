@@ -669,12 +669,16 @@ def _conditions_by_key(rows):
 
 def _boundary_candidates(c, p, rho):
     """``p`` with γ and with c1 moved to half a percent either side of an upper bound (3ρqL_fgC_fg/(4S)
-    on γ, 24⁴q²γ⁴L_fg⁴C_fg⁴/(9ρ⁴) on c1² + c2²): each sits on one side of one condition."""
+    and n^{1/3}ρ/(2Lk) on γ, 24⁴q²γ⁴L_fg⁴C_fg⁴/(9ρ⁴) on c1² + c2²): each sits on one side of one
+    condition; and n chosen so that the second bound on γ is half the first, with γ between them."""
     LC = c.L_fg * c.C_fg
     S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
     g_max = 3 * rho * p.q * LC / (4 * S)
+    g_lemma1 = p.n ** (1 / 3) * rho / (2 * c.L * p.k)
     c12_max = 24 ** 4 * p.q ** 2 * p.gamma ** 4 * LC ** 4 / (9 * rho ** 4)
-    out = [type(p)(**{**p.__dict__, "gamma": g_max * f}) for f in (0.995, 1.005)]
+    out = [type(p)(**{**p.__dict__, "gamma": g * f}) for g in (g_max, g_lemma1) for f in (0.995, 1.005)]
+    if c.L > 0:       # n small enough that the Lemma 1 bound is half the other: γ = 0.75·g_max breaks it alone
+        out.append(type(p)(**{**p.__dict__, "n": float((g_max * c.L * p.k / rho) ** 3), "gamma": 0.75 * g_max}))
     if c12_max > p.c2 ** 2:
         out += [type(p)(**{**p.__dict__, "c1": float(np.sqrt((c12_max - p.c2 ** 2) * f))}) for f in (0.99, 1.01)]
     return out
@@ -689,8 +693,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
 
 
 @check("mfcgd.theorem_statement_literal", "refimpl's Theorem 1–2 machinery (conditions, G, right sides, Lemma 1's "
-       "L) equals a literal transcription of the statements (the two problems' constants and a planted set with "
-       "every constant away from 1) on the parameters the search finds, on each of them "
+       "L) equals a literal transcription of the statements (the two problems' constants, a planted set with "
+       "every constant away from 1 and one with L < 1) on the parameters the search finds, on each of them "
        "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
        "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
@@ -752,7 +756,7 @@ def theorem_statement_literal(quick):
         return st[key]
     constants = [(name, constants_of(pr, C, np.zeros(pr.d))) for name, (pr, C) in (("synthetic", synthetic()),
                                                                                    ("nonlinear", nonlinear()))]
-    constants.append(("planted", PLANTED_CONSTANTS))
+    constants += [("planted", PLANTED_CONSTANTS), ("planted-small", SMALL_CONSTANTS)]
     # the two cheap groups first, then the four settings in their order (one random stream runs through them)
     groups = [lambda: found("refusals", _check_run_refusals), lambda: found("report", _theorem_report_errors)]
     groups += [lambda name=name, c=c, s=s: setting(name, c, *s) for name, c in constants
@@ -775,6 +779,8 @@ def theorem_statement_literal(quick):
 #: L_f = 1 (and the synthetic one L_g = 0), where a formula that confuses L_f with L_f² or 1/L_f,
 #: or drops an L_g term, gives the same numbers as the statement
 PLANTED_CONSTANTS = Constants(C_f=1.3, C_g=2.2, L_f=1.7, L_g=0.6, sigma=0.35, delta_f=0.8, delta_g=1.1, F_gap=0.9)
+#: and a set whose Lemma 1 constant L = sqrt(2C_f²L_g² + 2C_g⁴L_f²) ≈ 0.17 is below 1 (every other set's is above)
+SMALL_CONSTANTS = Constants(C_f=0.3, C_g=0.5, L_f=0.4, L_g=0.2, sigma=0.05, delta_f=0.1, delta_g=0.07, F_gap=0.2)
 
 
 def _theorem_report_errors():
@@ -813,6 +819,8 @@ def _check_run_refusals():
                                    ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)))
              if not refused(**kw)]
     wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
+    wrong += ["T = 2^53 refused"] if refused(T=2 ** 53) else []             # the largest exact integer is a T
+    wrong += [] if refused(T=2 ** 53 + 2) else ["T = 2^53 + 2 accepted"]
     return wrong + _constants_refusals() + _verdict_edge_errors()
 
 

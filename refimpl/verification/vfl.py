@@ -348,18 +348,33 @@ def _async_events_by_hand(s, msg, S, horizon):
 
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
-    σ is the model's documented σ = 0.5."""
+    σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
+    written; a CPU trace's clipping note counts only the values outside [0, 1]."""
     import os
     import tempfile
 
-    from refimpl.vfl.speeds import LogNormalSpeed, StepTimes, parse_speeds
+    from refimpl.vfl.speeds import CPUTraceSpeed, LogNormalSpeed, StepTimes, parse_speeds
     errors = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "steps.npz")
         np.savez(path, step_times=np.array([[1.0, 2.0], [1.0, 0.0]]))
         errors["zero_replayed_step_time_accepted"] = float(not raises(
             lambda: StepTimes.from_file(path, 2), "step time of party 1 in row 1 is 0.0"))
+        avail = os.path.join(tmp, "avail.npy")
+        np.save(avail, np.array([[0.9, 0.4], [0.0, 1.0]]))
+        based = parse_speeds(f"trace:{avail}:2,3", 2)                 # step = base / (a + 0.1), per party
+        cpu = os.path.join(tmp, "cpu.npy")
+        np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
+        notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
     errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
+    # the other parsed forms: trace:FILE:BASE (a base per party) and markov:FAST:SLOW:p_slow:p_fast
+    errors["trace_with_base_parsed"] = float(not np.allclose(based.sample(2, np.random.default_rng(0)),
+                                                             [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
+    errors["markov_parsed"] = float(parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0),
+                                                                                          0.2, 0.6))
+    # the clipping note counts the values outside [0, 1] only (2 of 6), and says nothing when there are none
+    errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped"
+                                             not in (notes[0] or ""))
     return errors
 
 
@@ -528,12 +543,14 @@ def _authors_rule_replay_errors():
     """Adaptive Flex-VFL under the authors' rule on a CPU trace, then replayed from the trace's τ
     table and d_k (``--taus TRACE``) on constant speeds under another seed: the same rates; under
     the paper's rule on log-normal speeds, replayed from the τ table and the dummy round's τ^0: the
-    same rates and τ^0."""
+    same rates and τ^0; a run not asked for the theory metric records none; a replayed d_k below 1
+    refused."""
     import os
     import tempfile
     from dataclasses import replace
 
     from refimpl.vfl.experiment import VFLConfig, run_vfl
+    from refimpl.vfl.policies import authors_denominator
     with tempfile.TemporaryDirectory() as tmp:
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.random.default_rng(4).uniform(0.0, 1.0, (6, 5)))
@@ -551,7 +568,13 @@ def _authors_rule_replay_errors():
     return {"authors_rule_first_rate": float(np.max(np.abs(first.arrays["eta"][0] - 0.3 / d))),
             "authors_rule_replayed_rates": float(np.max(np.abs(again.arrays["eta"] - first.arrays["eta"]))),
             "paper_rule_replayed_rates": float(np.max(np.abs(p_again.arrays["eta"] - p_first.arrays["eta"])))
-            + float(not np.array_equal(p_again.arrays["tau0"], p_first.arrays["tau0"]))}
+            + float(not np.array_equal(p_again.arrays["tau0"], p_first.arrays["tau0"])),
+            # a run without the theory metric (theory_every 0) records no Σ_k ||∇_k F||², not even at round 0
+            "theory_metric_recorded_unasked": float(bool(first.metrics.get("grad_sq"))),
+            # the authors' d_k = 10·max(1 − cpu) + 1 lies in [1, 11]: a replayed 0.5 is refused, 1 and 11 are not
+            "authors_denominator_below_1_accepted": float(not raises(
+                lambda: authors_denominator([0.5, 2.0], 2), "lr_denominator entry 0 is 0.5"))
+            + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))}
 
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "
