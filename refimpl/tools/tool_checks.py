@@ -516,7 +516,8 @@ def _crosscheck_cases():
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "z": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "z": [np.nan, np.nan]}))}
     out.append(("a metric NaN in every round on one side is skipped, naming why (no round where both are finite)",
-                rows.get("z", {}).get("skipped") is True and "no round where both" in rows.get("z", {}).get("note", "")))
+                rows.get("z", {}).get("skipped") is True
+                and "no round where both" in rows.get("z", {}).get("note", "")))
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "x": [], "y": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "y": [1.0]}))}
     out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
@@ -1358,8 +1359,9 @@ def diagnose_report(quick):
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
        "difference beyond the tolerance at its round and quantity (with the quantities before it that agree) and none "
        "within it, NaN never agrees (worst difference infinite), the first differing local step is named and a step "
-       "on either side only differs, a layout is never named from one entry, a round on one side only is named, two-digit rounds are read whole, --map renames "
-       "THEIR names; layouts, an epoch schedule, another paper's dump, the replay inputs a per-round dump implies "
+       "on either side only differs, a layout is never named from one entry, a round on one side only is named, "
+       "two-digit rounds are read whole, --map renames THEIR names; layouts, an epoch schedule, another paper's "
+       "dump, the replay inputs a per-round dump implies "
        "(under their own names only, and none from rounds with a gap or clients that start apart; a shorter batch "
        "padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay array (padded batches too) "
        "and a τ table's 0, a run's round files "
@@ -1375,7 +1377,7 @@ def diagnose_report(quick):
        "without an id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift "
        "found within the tolerance relative to the snapshot's size, a round not kept refused, a full disk named "
        "(other write errors unchanged, no file left), the settings two runs set apart noted; a run directory read as "
-       "its trace, text, executables and pickles refused, --round 1.5 and a third --map key refused, the authors' "
+       "its trace, text, DEL-led files and pickles refused, --round 1.5 and a third --map key refused, the authors' "
        "Theta1 hint only where it applies (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
@@ -1586,6 +1588,7 @@ def _report_table_cases(CheckRecord):
        "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO; REPORT.md's count of the "
        "checks that hold and its rows, written out by hand; a check's seconds; the table's and --profile's layout "
        "and number format; a reproduction's CSV as Markdown (wrong answers: 0)",
-       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict); refimpl/tools/report.py (check_section)")
+       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict, format_table, format_profile); "
+       "refimpl/tools/report.py (check_section, _csv_table)")
 def verdicts(quick):
     return _cases_result(_verdict_cases(), "planted ")
