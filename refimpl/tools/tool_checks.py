@@ -311,6 +311,11 @@ def _replay_layout_cases():
         np.savez(path, **{f"theta{k}": v.reshape(mat) for k, (v, (_, mat)) in enumerate(zip(flat,
                                                                                           model.param_shapes()))})
         back = load_init(path, model)
+        np.savez(os.path.join(tmp, "columns.npz"), **{f"theta{k}": v.reshape(-1, 1) for k, v in enumerate(flat)})
+        columns = load_init(os.path.join(tmp, "columns.npz"), model)
+        np.savez(os.path.join(tmp, "longer.npz"), **{f"theta{k}": (np.r_[v, 0.0] if k == 1 else v).reshape(-1, 1)
+                                                    for k, v in enumerate(flat)})
+        longer = _raises(lambda: load_init(os.path.join(tmp, "longer.npz"), model), "array 'theta1' has shape")
         savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
         savemat(os.path.join(tmp, "plain.mat"), {"Theta1a": W1, "Theta2a": W2})
@@ -325,8 +330,10 @@ def _replay_layout_cases():
             list(at7) == [7] and np.array_equal(at7[7][0], W1) and np.array_equal(at7[7][1], W2)),
            ("--init initial_Theta1.mat reads W1 from it and W2 from its sibling initial_Theta2.mat",
             np.array_equal(init[0], W1) and np.array_equal(init[1], W2)),
-           ("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for",
-            all(np.array_equal(a, b) for a, b in zip(back, flat))),
+           ("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for; a column of "
+            "the right size too, one entry longer refused",
+            all(np.array_equal(a, b) for a, b in zip(back, flat)) and longer
+            and all(np.array_equal(a, b) for a, b in zip(columns, flat))),
            ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable",
             3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2))]
     M, p, d = 2, 2, 3

@@ -703,7 +703,8 @@ def tune_selection(quick):
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
        "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused); the "
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
-       "stops after the first with a wrong fact (wrong answers: 0)",
+       "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
+       "(wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
@@ -725,11 +726,41 @@ def boundary_refusals(quick):
               Sequence(np.array([0.5, 0.25, 0.125])).values(3).tolist() == [0.5, 0.25, 0.125]
               and raises(lambda: Sequence(np.array([0.5, 0.0])), "outside (0, 1]")),
              ("the checks' fact groups: a plain run runs every group in order; the mutation runner's stops after the "
-              "first group with a wrong fact", _fact_group_modes())]
+              "first group with a wrong fact", _fact_group_modes()),
+             ("a given batch schedule: its shape per client, ids in 0..n − 1 (0 read, −1 and n refused, naming round "
+              "and position), the 1-based hint only when every client's ids minus 1 lie in its partition",
+              _batch_schedule_refusals())]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _batch_schedule_refusals():
+    """True when a replayed batch schedule is refused exactly where it should be: a sample-based one
+    of the wrong shape (any of its three axes), a feature-based one holding −1 or n (the message
+    naming round 2 and the position), one holding 0 read; a sample-based id outside its client's
+    partition named with the client and position, with the 1-based hint only when every client's ids
+    minus 1 lie in its own partition; a sample drawn twice in one batch named with its round."""
+    from refimpl.core.partition import BatchSchedule
+    parts = [np.array([0, 1, 2]), np.array([3, 4, 5])]
+    good = np.array([[[1, 2], [4, 5]], [[2, 3], [5, 6]]])           # every id + 1: 1-based on both clients
+    half = np.array([[[1, 2], [4, 5]], [[2, 3], [3, 4]]])           # client 1's ids are 0-based
+    right = all(raises(lambda a=a: BatchSchedule(a).validate_sample_based(parts, 2, 2), "must have shape (T, 2, 2)")
+                for a in (np.zeros((2, 2), int), np.zeros((2, 3, 2), int), np.zeros((2, 2, 3), int)))
+    right &= raises(lambda: BatchSchedule(good).validate_sample_based(parts, 2, 2), "give --index-base 1")
+    try:
+        BatchSchedule(half).validate_sample_based(parts, 2, 2)
+        right = False
+    except ValueError as exc:
+        right &= "round 2, client 0, position 1 holds sample 3" in str(exc) and "--index-base" not in str(exc)
+    for bad, words in ((-1, "round 2, position 1 holds sample -1"), (6, "round 2, position 1 holds sample 6")):
+        right &= raises(lambda b=bad: BatchSchedule(np.array([[0, 1], [2, b]])).validate_feature_based(6, 2, 2),
+                        words)
+    BatchSchedule(np.array([[0, 1], [2, 5]])).validate_feature_based(6, 2, 2)
+    right &= raises(lambda: BatchSchedule(np.array([[2, 5, 5], [0, 1, 3]])).validate_feature_based(6, 2, 3),
+                    "round 1, sample 5 appears twice in one mini-batch")
+    return bool(right)
 
 
 def _fact_group_modes():

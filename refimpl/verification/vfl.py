@@ -191,6 +191,9 @@ def _condition20_errors():
         got = max_change_factor(np.array(tw), np.ones_like(np.array(tw)))
         if got != alpha:
             wrong.append(f"α of τw̄ = {tw}: {got}, by hand {alpha}")
+    # τ and w̄ apart: τ 1 → 2 and w̄ 1 → 2 make τw̄ 1 → 4 (α = 4; τ/w̄ would stay 1)
+    if max_change_factor(np.array([[1.0], [2.0]]), np.array([[1.0], [2.0]])) != 4.0:
+        wrong.append("α of τ = (1, 2), w̄ = (1, 2): not 4 (the product τw̄ changes by 4)")
     L, Lk, alpha = 2.0, [1.0, 3.0], 2.0                  # bounds 1/(16·2·2) = 1/64 and 1/(16·3·2) = 1/96
     at = np.array([1 / 64, 1 / 96])
     if condition20(at, L, Lk, alpha).tolist() != [True, True] or condition20(at * 1.01, L, Lk, alpha).tolist() != [
@@ -216,7 +219,8 @@ def _condition20_errors():
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
-       "the number of parties refused",
+       "the number of parties refused, as are sync with Q = 0 and a --smoothness of the wrong length (a given one "
+       "recorded as given)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -349,7 +353,8 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
-    written; a CPU trace's clipping note counts only the values outside [0, 1]."""
+    written; a CPU trace's clipping note counts only the values outside [0, 1]; ``--smoothness`` recorded
+    as given, a list of the wrong length refused."""
     import os
     import tempfile
 
@@ -372,6 +377,16 @@ def _replayed_and_parsed_speed_errors():
                                                              [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
     errors["markov_parsed"] = float(parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0),
                                                                                           0.2, 0.6))
+    # --smoothness L,L_0,…,L_K: K + 2 positive values (4 for two parties), recorded as given; a short list refused
+    from types import SimpleNamespace
+
+    from refimpl.vfl.experiment import VFLConfig, _smoothness, run_vfl
+    from refimpl.verification.registry import embedded
+    short = SimpleNamespace(smoothness="2,3", seed=0)
+    smooth = run_vfl(VFLConfig(parties=2, rounds=1, batch=8, speeds="constant:1", smoothness="2,3,4,5"),
+                     embedded()).config
+    errors["smoothness_given"] = float(not raises(lambda: _smoothness(short, None, None, None, 3), "--smoothness needs")
+                                       or (smooth.get("L"), smooth.get("L_k")) != (2.0, [3.0, 4.0, 5.0]))
     # the clipping note counts the values outside [0, 1] only (2 of 6), and says nothing when there are none
     errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped"
                                              not in (notes[0] or ""))
@@ -395,6 +410,8 @@ def _cpu_trace_errors(model, data):
     got = CPUTraceSpeed(np.array([[-0.3, 1.4]]), 1.0).taus(2, np.random.default_rng(0), 1)[0][:, 0]
     errors["cputrace_tau_clipped_mismatches"] = float(np.sum(got != np.array([11, 1])))
     # a step time of 0 (or below) is refused, not taken as an infinitely fast party
+    errors["sync_without_steps_accepted"] = float(not raises(
+        lambda: FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, np.ones((2, 3)), Q=0), "Q must be >= 1"))
     errors["zero_step_time_accepted"] = float(not raises(
         lambda: ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0)), "step times must be finite and > 0"))
     errors.update(_replayed_and_parsed_speed_errors())
