@@ -49,8 +49,8 @@ def add_algorithm_parser(sub, algorithm):
 def run(args):
     from refimpl import papers
     common.max_dump_gb(args)                  # checked when given, with or without --dump-rounds
-    if getattr(args, "index_base", None) not in (None, 0, 1, "0", "1"):
-        raise ValueError(f"--index-base must be 0 or 1 (the id of the first sample in --batches), got {args.index_base!r}")
+    from refimpl.core.replay import check_index_base
+    check_index_base(getattr(args, "index_base", None))      # checked when given, with or without --batches
     created = bool(args.out) and not os.path.exists(args.out)
     if args.out:
         prepare_out(args.out, args.overwrite)

@@ -119,13 +119,18 @@ def sample_ids(arr, what, shape_text=""):
     return a.astype(np.int64)
 
 
+def check_index_base(base):
+    """``--index-base``: 0 or 1 (None: not given, 0)."""
+    if base not in (None, 0, 1, "0", "1"):
+        raise ValueError(f"--index-base must be 0 or 1 (the id of the first sample), got {base!r}")
+
+
 def from_index_base(ids, base, what):
     """Sample ids read with ``--index-base`` 0 (as given) or 1 (MATLAB: each id minus 1, so 1 is
     the first sample); a 1-based table holding an id below 1 is refused."""
+    check_index_base(base)
     if base in (0, "0", None):
         return ids
-    if base not in (1, "1"):
-        raise ValueError(f"--index-base must be 0 or 1 (the id of the first sample), got {base!r}")
     a = np.asarray(ids)
     if a.dtype.kind not in "iuf":
         raise ValueError(f"{what}: expected integer sample ids, got dtype {a.dtype}")

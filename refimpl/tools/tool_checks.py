@@ -803,24 +803,18 @@ def _loader_refusals(tmp):
 def _adapter_choice_case():
     """(what, right): which adapter the harness tests — refimpl's own when REFIMPL_IMPL is unset, the
     named module when it is set, a one-line refusal when it is set but blank."""
-    import os
-
     from refimpl.conformance import harness as H
-    saved = os.environ.pop(H.IMPL_ENV, None)
-    try:
+    from refimpl.core.runtime import environ
+    with environ({H.IMPL_ENV: None}):
         own = H.adapter_module().__name__
-        os.environ[H.IMPL_ENV] = " refimpl.conformance.numpy_adapter "
+    with environ({H.IMPL_ENV: " refimpl.conformance.numpy_adapter "}):
         named = H.adapter_module().__name__
-        os.environ[H.IMPL_ENV] = "  "
+    with environ({H.IMPL_ENV: "  "}):
         try:
             H.adapter_module()
             blank = ""
         except RuntimeError as exc:
             blank = str(exc)
-    finally:
-        os.environ.pop(H.IMPL_ENV, None)
-        if saved is not None:
-            os.environ[H.IMPL_ENV] = saved
     from refimpl.conformance import vectors as V
     try:
         getattr(V, "NO_SUCH_NAME")
