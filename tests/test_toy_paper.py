@@ -119,6 +119,9 @@ def test_vectors_export_and_the_harness_for_the_toy_family(tmp_path):
                         "refimpl.conformance", "-k", "toy_local_step"], cwd=tmp_path,
                        env={**ENV, "REFIMPL_VECTORS": str(tmp_path / "v")}, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout + r.stderr
+    # its flag is shown by its witness: refimpl verify's tools.vector_flags holds with the toy registered
+    code, out, err = refimpl("verify", "--only", "tools.vector_flags", "--quiet", cwd=tmp_path)
+    assert code == 0 and "tools.vector_flags" in out, out + err
 
 
 def test_the_toy_folder_is_all_it_took():

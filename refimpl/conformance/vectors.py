@@ -84,21 +84,63 @@ def generate(papers=None):
     from refimpl's NumPy twins. Deterministic: the same bits on every call (the seed is the family's
     name)."""
     papers = paper_names() if papers is None else papers
-    docs = {}
-    for fam, record in families().items():
-        paper, eq, ins, outs, what = record.paper, record.equation, record.inputs, record.outputs, record.description
-        if paper not in papers:
-            continue
-        rng = np.random.default_rng(int.from_bytes(hashlib.sha256(fam.encode()).digest()[:8], "little"))
-        cases = []
-        for case in record.cases(rng):
-            exp = record.evaluate(case["inputs"])
-            cases.append({"id": case["id"], "equation": eq, "comment": case["comment"], "flags": case["flags"],
-                          "inputs": {k: encode(case["inputs"][k]) for k in ins},
-                          "expected": {k: encode(exp[k]) for k in outs}, "tol": case["tol"]})
-        docs[fam] = {"schema_version": SCHEMA_VERSION, "family": fam, "paper": paper, "equation": eq,
-                     "function": fam, "inputs": list(ins), "outputs": list(outs), "description": what, "cases": cases}
-    return docs
+    return {fam: document(record) for fam, record in families().items() if record.paper in papers}
+
+
+def document(record):
+    """One family's document (its cases drawn from the generator seeded by its name)."""
+    fam, ins, outs = record.name, record.inputs, record.outputs
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(fam.encode()).digest()[:8], "little"))
+    cases = []
+    for case in record.cases(rng):
+        exp = record.evaluate(case["inputs"])
+        cases.append({"id": case["id"], "equation": record.equation, "comment": case["comment"],
+                      "flags": case["flags"], "inputs": {k: encode(case["inputs"][k]) for k in ins},
+                      "expected": {k: encode(exp[k]) for k in outs}, "tol": case["tol"]})
+    return {"schema_version": SCHEMA_VERSION, "family": fam, "paper": record.paper, "equation": record.equation,
+            "function": fam, "inputs": list(ins), "outputs": list(outs), "description": record.description,
+            "cases": cases}
+
+
+def flag_problems(docs=None, records=None):
+    """What is wrong with the cases' flags, as sentences (none: every flag is shown): a flag without
+    a witness in its family, a witness that does not hold on a case carrying its flag, a witness
+    that holds on every case of its family without the flag (it tells nothing apart), and NaN or
+    inf in a case none of whose flags is one of ``NON_FINITE_FLAGS``. ``docs``: generated
+    documents (default: :func:`generate`), read back as an adapter reads them; ``records``: the
+    families (default: :func:`families`)."""
+    from refimpl.conformance.family import NON_FINITE_FLAGS
+    docs = generate() if docs is None else docs
+    records = families() if records is None else records
+    out = []
+    for fam, doc in docs.items():
+        witnesses = records[fam].witnesses
+        cases = [{"id": c["id"], "flags": c["flags"], "tol": c["tol"],
+                  "inputs": {k: decode(v) for k, v in c["inputs"].items()},
+                  "expected": {k: decode(v) for k, v in c["expected"].items()}} for c in doc["cases"]]
+        for c in cases:
+            values = [v for part in ("inputs", "expected") for v in c[part].values() if not isinstance(v, str)]
+            if not set(c["flags"]) & set(NON_FINITE_FLAGS) and not all(np.all(np.isfinite(v)) for v in values):
+                out.append(f"{c['id']}: NaN or inf, and none of its flags {c['flags']} allows it")
+        for flag in sorted({f for c in cases for f in c["flags"]}):
+            if flag not in witnesses:
+                out.append(f"{fam}: flag {flag!r} has no witness")
+                continue
+            shown = {c["id"]: _witness(witnesses[flag], c) for c in cases}
+            out += [f"{c['id']}: flag {flag!r} is not shown ({shown[c['id']]})" for c in cases
+                    if flag in c["flags"] and shown[c["id"]] is not True]
+            others = [c["id"] for c in cases if flag not in c["flags"]]
+            if others and all(shown[i] is True for i in others):
+                out.append(f"{fam}: the witness of {flag!r} holds on every case without it too ({', '.join(others)})")
+    return out
+
+
+def _witness(fn, case):
+    """True, False, or the error the witness raised (a witness that cannot be evaluated shows nothing)."""
+    try:
+        return bool(fn(case))
+    except Exception as err:            # noqa: BLE001 - reported as the witness's answer
+        return f"{type(err).__name__}: {err}"
 
 
 def schema(doc):

@@ -215,9 +215,10 @@ def crosscheck(a: Trace, b: Trace):
     # a metric with no value (an empty series) is not recorded
     ma, mb = ({k for k, v in t.metrics.items() if len(v)} for t in (a, b))
     for k in sorted((ma ^ mb) - {"round"}):
-        side, other = ("first", mb) if k in ma else ("second", ma)
-        # a trace of iterates only (a .mat of snapshots) records no metric: its absence is named, not counted
-        iterates_only = not (other - {"round"})
+        side, other, holder = ("first", mb, b) if k in ma else ("second", ma, a)
+        # a trace of iterates only (a .mat of snapshots) records no metric: its absence is named, not
+        # counted — only where that trace does hold iterates
+        iterates_only = not (other - {"round"}) and bool(holder.snapshots)
         rows.append({"what": k, "abs": np.nan, "rel": np.nan, "skipped": True, "only": side,
                      "iterates_only": iterates_only,
                      "note": f"not compared: only the {side} trace records it"

@@ -30,7 +30,7 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     """Print the comparison of traces ``a`` and ``b`` and return the exit code: 0 when every
     quantity was compared and is within ``tol`` (relative); 1 when one differs or something was left
     uncompared (no common snapshot without ``metrics_only``; a metric of one trace only or NaN on one
-    side, unless ``allow_missing`` names it); 2 when nothing at all is shared."""
+    side, unless ``allow_missing`` names it); 2 when nothing at all was compared (whatever the flags)."""
     from refimpl.core.trace import crosscheck, shifted_agreement
     differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
               ("algorithm", "method", "setting", "batch", "clients", "seed", "activation", "bias", "hidden")
@@ -41,7 +41,9 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     if not (math.isfinite(tol) and tol >= 0):
         raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {tol}")
     rows = crosscheck(a, b)
-    if not rows:
+    if all(r.get("skipped") for r in rows):         # nothing compared: never an agreement
+        for r in rows:
+            print(f"{r['what']:<22} {r['note']}")
         _say("refimpl: the traces share no snapshot round and no metric")
         return 2
     if not any("@" in r["what"] for r in rows):

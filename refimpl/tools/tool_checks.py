@@ -606,11 +606,17 @@ def _crosscheck_cli_cases():
               "nan": (w, {"train_cost": [2.0, 1.5, np.nan, 0.5]}),
               # their W_r = our W_{r-1}, then our W_{r+1}
               "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),
-              "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost})}
+              "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost}),
+              "rounds-only": ({}, {})}
     cases = [  # (what, first, second, flags, exit code, words its output holds)
         ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0,
          "compared 8 snapshot arrays and 1 metrics"),
         ("no common snapshot is exit 1", "no-iterates", "a", {}, 1, "no iterates were compared"),
+        ("no snapshot and no metric on one side is exit 2 (nothing compared), even with --metrics-only and the "
+         "other's metric allowed", "rounds-only", "no-iterates", dict(metrics_only=True, allow_missing="train_cost"),
+         2, "share no snapshot round and no metric"),
+        ("… and a metric of one side is not excused as 'the other holds iterates only' when it holds none",
+         "no-iterates", "rounds-only", dict(metrics_only=True), 2, "only the first trace records it\n"),
         ("… and exit 0 with --metrics-only", "no-iterates", "a", dict(metrics_only=True), 0, "only metrics"),
         ("a metric of one trace only is not compared: exit 1", "extra", "a", {}, 1, "not compared: test_accuracy"),
         ("… and exit 0 when --allow-missing names it", "extra", "a", dict(allow_missing="test_accuracy"), 0, "ok"),
@@ -921,6 +927,79 @@ def _cases_result(cases, planted=""):
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
     return _cases_result(_harness_cases(), "planted ")
+
+
+def _flag_cases():
+    """(what, right) for the vectors' flags: the real vectors show every flag they carry, and
+    planted families — one of refimpl's with one case edited — get the sentence they must."""
+    from dataclasses import replace
+
+    from refimpl.conformance import vectors as V
+    records = V.families()
+    docs = V.generate()
+    problems = V.flag_problems(docs, records)
+    flags = sum(len(c["flags"]) for d in docs.values() for c in d["cases"])
+    out = [(f"every one of the {flags} flags on the {sum(len(d['cases']) for d in docs.values())} cases is shown by "
+            f"its witness, and no witness holds on every case of its family without its flag"
+            + (f" ({'; '.join(problems[:3])})" if problems else ""), not problems)]
+
+    def planted(family, edit, flags=None, witnesses=None):
+        rec = records[family]
+
+        def cases(rng, _cases=rec.cases):
+            got = _cases(rng)
+            edit(got)
+            return got
+        rec = replace(rec, cases=cases, witnesses=rec.witnesses if witnesses is None else witnesses)
+        return V.flag_problems({family: V.document(rec)}, {family: rec})
+
+    def at(i, key, value):
+        def edit(cases):
+            cases[i]["inputs"][key] = value
+        return edit
+
+    def add_flag(i, flag):
+        def edit(cases):
+            cases[i]["flags"] = cases[i]["flags"] + [flag]
+        return edit
+
+    fin = np.array([0.0, 0.0, 1.0])      # tune_select-1 with its first run diverged too: no tie is left
+    got = planted("tune_select", at(1, "finished", fin))
+    out.append(("a tie that is no longer a tie (tune_select-1's first run diverged): 'tie-lower-cost' not shown",
+                got == ["tune_select-1: flag 'tie-lower-cost' is not shown (False)"]))
+    got = planted("exp_nonpos", at(1, "x", np.array([746.0, -800.0, -1e4])))
+    out.append(("an argument above the underflow threshold in the underflow case: 'underflow' not shown, and its "
+                "e^746 = inf reported", "exp_nonpos-1: flag 'underflow' is not shown (False)" in got
+                and any("exp_nonpos-1: NaN or inf" in g for g in got)))
+    got = planted("closed_form_step", at(1, "C", 0.4))
+    out.append(("closed_form_step-1 with C ≤ U (ν = 0): 'constraint-active' not shown",
+                got == ["closed_form_step-1: flag 'constraint-active' is not shown (False)"]))
+    got = planted("storm_update", at(0, "u", np.full((3, 4), 5.0)))
+    out.append(("storm_update-0 with u far outside the ball C_g: it is projected, so 'no-projection' is not shown",
+                got == ["storm_update-0: flag 'no-projection' is not shown (False)"]))
+    got = planted("local_update", at(0, "state", np.full(6, np.inf)))
+    out.append(("an inf momentum state in the SGD case, which no flag allows, is reported",
+                got == ["local_update-0: NaN or inf, and none of its flags [] allows it"]))
+    got = planted("move", add_flag(0, "gamma-small"))
+    out.append(("a flag without a witness is reported", got == ["move: flag 'gamma-small' has no witness"]))
+    got = planted("move", lambda cases: None, witnesses={"gamma=1": lambda c: True})
+    out.append(("a witness that holds on every case (γ = 1 claimed of any step) tells nothing apart: reported",
+                got == ["move: the witness of 'gamma=1' holds on every case without it too (move-0)"]))
+    got = planted("move", lambda cases: None, witnesses={"gamma=1": lambda c: c["inputs"]["no such input"]})
+    out.append(("a witness that raises shows nothing: reported with its error",
+                got == ["move-1: flag 'gamma=1' is not shown (KeyError: 'no such input')"]))
+    return out
+
+
+@check("tools.vector_flags", "every flag a conformance case carries is shown by its family's witness (plain NumPy "
+       "from the flag's meaning) on the case's inputs and expected values, each witness refuses some case of its "
+       "family without the flag, and only cases flagged not-finite or nan-accuracy hold NaN or inf; planted "
+       "families — a tie that is no longer one, an argument above the underflow threshold, C ≤ U in the active "
+       "case, a projection that binds, an inf state, a flag without a witness, a witness true everywhere or "
+       "raising — get the sentence they must (wrong answers: 0)",
+       "refimpl vectors; docs/conformance.md")
+def vector_flags(quick):
+    return _cases_result(_flag_cases(), "")
 
 
 def _diagnosis(ours, theirs, **kw):
@@ -1374,7 +1453,7 @@ def diagnose_report(quick):
        "shape, and measures a relative difference "
        "(of a metric, of a snapshot) as such, against the first trace, names an empty or short series, saved traces "
        "load back as saved; refimpl crosscheck's exit code and words (--tol 0, --metrics-only, --allow-missing, NaN "
-       "on either side, a one-round shift either way); booleans refused as replay input, the 1-based hint only "
+       "on either side, a one-round shift either way, exit 2 when nothing was compared, whatever the flags); booleans refused as replay input, the 1-based hint only "
        "without an id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift "
        "found within the tolerance relative to the snapshot's size, a round not kept refused, a full disk named "
        "(other write errors unchanged, no file left), the settings two runs set apart noted; a run directory read as "

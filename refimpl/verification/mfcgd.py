@@ -698,9 +698,9 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
        "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
        "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
-       "each literal condition and of a second search written from the statement; refimpl bound's verdict (cap "
+       "each literal condition, and the same as a second search's written from the statement; refimpl bound's verdict (cap "
        "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
-       "(A_rms < ρ, ρ ≤ 0, a fractional T) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) "
+       "(A_rms < ρ, ρ ≤ 0, T of 0, 0.5 or 1.5) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) "
        "are refused, one Lipschitz constant 0 accepted, q = 0 refused; the tightest condition it names is the closest "
        "(planted; a left side 0 never), informative from T = 1 on near-noiseless constants; "
        "refimpl run's theorem report judges MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
@@ -718,7 +718,7 @@ def theorem_statement_literal(quick):
             st["verdicts"] += 1
             st["disagree"] += _verdict_disagreements(name, c, p, T, rho)
             st["excess"] = max(st["excess"], _search_is_least(c, T, q, rho, info["G"]),
-                               info["G"] / least_G_literal(c, T, q, rho) - 1)
+                               abs(info["G"] / least_G_literal(c, T, q, rho) - 1))   # the same least G
             cands += _boundary_candidates(c, p, rho)
             for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
                 for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
@@ -807,7 +807,8 @@ def _theorem_report_errors():
 
 def _check_run_refusals():
     """The inputs of a bound evaluation Theorem 1 excludes (``refimpl bound`` refuses them): A_rms
-    below ρ (A_t ⪰ ρI gives A_rms ≥ ρ), ρ ≤ 0, T not a whole number ≥ 1; A_rms = ρ is allowed.
+    below ρ (A_t ⪰ ρI gives A_rms ≥ ρ), ρ ≤ 0, T not a whole number ≥ 1 (0.5, 0 and 1.5); A_rms = ρ
+    is allowed.
     The list of wrong answers."""
     def refused(**kw):
         try:
@@ -816,7 +817,8 @@ def _check_run_refusals():
             return True
         return False
     wrong = [what for what, kw in (("A_rms 0.4 < rho 0.5 accepted", dict(T=100, rho=0.5, A_rms=0.4)),
-                                   ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)))
+                                   ("rho 0 accepted", dict(T=100, rho=0.0)), ("T 0.5 accepted", dict(T=0.5)),
+                                   ("T 0 accepted", dict(T=0)), ("T 1.5 accepted", dict(T=1.5)))
              if not refused(**kw)]
     wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
     wrong += ["T = 2^53 refused"] if refused(T=2 ** 53) else []             # the largest exact integer is a T

@@ -353,7 +353,7 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
-    written; a CPU trace's clipping note counts only the values outside [0, 1]; ``--smoothness`` recorded
+    written (``markov:FAST`` alone refused); a CPU trace's clipping note counts only the values outside [0, 1]; ``--smoothness`` recorded
     as given, a list of the wrong length refused."""
     import os
     import tempfile
@@ -373,10 +373,12 @@ def _replayed_and_parsed_speed_errors():
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
     errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
     # the other parsed forms: trace:FILE:BASE (a base per party) and markov:FAST:SLOW:p_slow:p_fast
+    # (markov without its SLOW speeds is no model)
     errors["trace_with_base_parsed"] = float(not np.allclose(based.sample(2, np.random.default_rng(0)),
                                                              [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
     errors["markov_parsed"] = float(parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0),
-                                                                                          0.2, 0.6))
+                                                                                          0.2, 0.6)
+                                    or not raises(lambda: parse_speeds("markov:1,2", 2), "unknown speed model"))
     # --smoothness L,L_0,…,L_K: K + 2 positive values (4 for two parties), recorded as given; a short list refused
     from types import SimpleNamespace
 

@@ -18,5 +18,8 @@ def _cases(rng):
 TOY_LOCAL_STEP = Family("toy_local_step", "toy", "toy paper, one local step", inputs=("A", "b", "z", "lr"),
                         outputs=("z_next",), description="z − lr Aᵀ(Az − b)/n",
                         reference=lambda A, b, z, lr: local_step(np.asarray(A), np.asarray(b), np.asarray(z), float(lr)),
-                        cases=_cases)
+                        cases=_cases,
+                        # a flag is a claim about its case, tested by refimpl verify's tools.vector_flags
+                        witnesses={"zero-step": lambda c: c["inputs"]["lr"] == 0
+                                   and np.array_equal(c["expected"]["z_next"], c["inputs"]["z"])})
 FAMILIES = (TOY_LOCAL_STEP,)

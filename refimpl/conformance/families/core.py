@@ -82,13 +82,37 @@ def _cases_loss_grad(rng):
     return out
 
 
+def _net_logits(i):
+    """The two-layer network's pre-activations and logits, transcribed from the description."""
+    X, W1, W2 = i["X"], i["W1"], i["W2"]
+    Xb = np.hstack([np.ones((len(X), 1)), X]) if i["bias"] else X
+    Z = Xb @ W1.T
+    A = Z / (1 + np.exp(-Z)) if i["activation"] == "swish" else np.maximum(Z, 0)
+    return Z, (np.hstack([np.ones((len(A), 1)), A]) if i["bias"] else A) @ W2.T
+
+
+def _bias_column_0(i, e):
+    return bool(i["bias"]) and i["W1"].shape[1] == i["X"].shape[1] + 1 and i["W2"].shape[1] == i["W1"].shape[0] + 1
+
+
+_W_LOSS_GRAD = {
+    "bias-column-0": lambda c: _bias_column_0(c["inputs"], c["expected"]),
+    # |logit| ≈ 50: far from where exp overflows, and the loss finite
+    "large-logits": lambda c: 30 < np.max(np.abs(_net_logits(c["inputs"])[1])) < 100 and np.isfinite(c["expected"]["loss"]),
+    "relu-at-zero": lambda c: c["inputs"]["activation"] == "relu" and bool(np.any(_net_logits(c["inputs"])[0] == 0.0)),
+    # e^|logit| overflows float64 (|logit| > 709.78), yet the loss is finite
+    "overflowing-logits": lambda c: np.max(np.abs(_net_logits(c["inputs"])[1])) > 709.79
+    and bool(np.isfinite(c["expected"]["loss"])),
+}
+
+
 LOSS_GRAD = Family(
     'loss_grad', 'core', "[SSCA] (1), cost (32) without λ",
     inputs=("W1", "W2", "X", "y", "activation", "bias"),
     outputs=("loss", "grad_W1", "grad_W2"),
     description=("two-layer network: mean softmax cross-entropy over the rows of X and its gradient; bias in "
                  "column 0 of W1 and W2 when bias is true; ReLU'(0) = 0"),
-    reference=_ref_loss_grad, cases=_cases_loss_grad)
+    reference=_ref_loss_grad, cases=_cases_loss_grad, witnesses=_W_LOSS_GRAD)
 
 
 def _ref_exp_nonpos(x):
@@ -104,12 +128,23 @@ def _cases_exp_nonpos(rng):
                  inputs=dict(x=np.array([-746.0, -800.0, -1e4])), tol={"ulps": 0})]
 
 
+_TINY = 2.2250738585072014e-308          # the smallest normal double
+_W_EXP_NONPOS = {
+    "subnormal-results": lambda c: bool(np.any((c["expected"]["y"] > 0) & (c["expected"]["y"] < _TINY))),
+    # one ulp, on arguments from the tiny (≥ −1e-12) to the subnormal range (≤ −700)
+    "ulp-bound": lambda c: c["tol"] == {"ulps": 1} and np.max(c["inputs"]["x"]) >= -1e-12
+    and np.min(c["inputs"]["x"]) <= -700,
+    # below ln of half the smallest subnormal (−745.13…): e^x rounds to exactly 0
+    "underflow": lambda c: bool(np.all(c["inputs"]["x"] < -745.1332191019412) and np.all(c["expected"]["y"] == 0.0)),
+}
+
+
 EXP_NONPOS = Family(
     'exp_nonpos', 'core', "e^x for x ≤ 0 (the swish kernel's vectorised exp)",
     inputs=("x",),
     outputs=("y",),
     description=("element-wise e^x on values ≤ 0, within 1 ulp of the correctly rounded value"),
-    reference=_ref_exp_nonpos, cases=_cases_exp_nonpos)
+    reference=_ref_exp_nonpos, cases=_cases_exp_nonpos, witnesses=_W_EXP_NONPOS)
 
 
 def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
@@ -125,7 +160,7 @@ def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
 def _cases_full_cost(rng):
     out = []
     for i, (N, d, H, C, act, bias, lam, flags, comment) in enumerate((
-            (9000, 2, 3, 3, "swish", True, 1e-3, ["more-rows-than-a-chunk"],
+            (9000, 2, 3, 3, "swish", True, 1e-3, ["more-rows-than-a-chunk", "bias-column-0"],
              "9,000 rows: more than refimpl's chunk of 8,192 (a chunked sum must weigh each chunk by its rows)"),
             (37, 4, 5, 4, "relu", False, 0.0, [], "ReLU, no bias, λ = 0"),
             (50, 3, 4, 3, "swish", False, 0.1, ["lambda-term"], "λ = 0.1: the gradient's 2λω term"))):
@@ -138,6 +173,13 @@ def _cases_full_cost(rng):
     return out
 
 
+_W_FULL_COST = {
+    "more-rows-than-a-chunk": lambda c: c["inputs"]["X"].shape[0] > 8192,
+    "lambda-term": lambda c: c["inputs"]["lam"] > 0,
+    "bias-column-0": lambda c: _bias_column_0(c["inputs"], c["expected"]),
+}
+
+
 FULL_COST = Family(
     'full_cost', 'core', "[SSCA] (32) and its gradient over the whole data set; the authors' recorded cost",
     inputs=("W1", "W2", "X", "y", "activation", "bias", "lam"),
@@ -146,7 +188,7 @@ FULL_COST = Family(
                  "than a chunk): loss = the mean softmax cross-entropy; ova_cost = (1/N) Σ_n Σ_l [−y_nl log p_nl − "
                  "(1 − y_nl) log(1 − p_nl)] with p = softmax(logits), y one-hot (the SSCA authors' recorded cost); "
                  "grad = ∇ of loss + λ||ω||² (ω = W1 and W2)"),
-    reference=_ref_full_cost, cases=_cases_full_cost)
+    reference=_ref_full_cost, cases=_cases_full_cost, witnesses=_W_FULL_COST)
 
 
 def _ref_partition(kind, n_clients, labels, permutations, dirichlet, normals):
@@ -193,6 +235,75 @@ def _cases_partition(rng):
     return out
 
 
+def _kind(i):
+    name, *args = str(i["kind"]).split(":")
+    return name, [float(a) for a in args]
+
+
+def _quantity_sizes(i):
+    """quantity:σ's sizes from the given normals, as the description states them."""
+    (_, (sigma,)), N, K = _kind(i), i["labels"].size, int(i["n_clients"])
+    w = np.exp(sigma * i["normals"][:K])
+    sizes = 1 + np.floor(w / w.sum() * (N - K)).astype(int)
+    return w, sizes, N - int(sizes.sum())
+
+
+def _counts(i, e):
+    return np.bincount(e["owner"], minlength=int(i["n_clients"]))
+
+
+def _remainder_to_largest(i, e):
+    if _kind(i)[0] != "quantity":
+        return False
+    w, sizes, r = _quantity_sizes(i)
+    sizes[int(np.argmax(w))] += r
+    return r > 0 and np.array_equal(_counts(i, e), sizes)
+
+
+def _first_of_equal(i, e):
+    w, sizes, r = _quantity_sizes(i)
+    top = np.flatnonzero(w == w.max())
+    n = _counts(i, e)
+    return top.size >= 2 and r > 0 and n[top[0]] == sizes[top[0]] + r and n[top[1]] == sizes[top[1]]
+
+
+def _first_try_short(i, e):
+    """dirichlet:α:MIN: the first try's shares leave some client under MIN, so the rule redrew
+    (it consumed a second permutation per class)."""
+    name, args = _kind(i)
+    labels, K = i["labels"], int(i["n_clients"])
+    classes = np.unique(labels)
+    held = np.zeros(K, dtype=int)
+    for j, cl in enumerate(classes):
+        n_c = int(np.sum(labels == cl))
+        cuts = np.floor(np.cumsum(i["dirichlet"][j * K:(j + 1) * K])[:-1] * n_c).astype(int)
+        held += np.diff(np.concatenate([[0], cuts, [n_c]]))
+    return name == "dirichlet" and len(args) == 2 and held.min() < args[1] and e["draws"] >= 2 * classes.size
+
+
+def _two_shards_each(i, e):
+    labels, K = i["labels"], int(i["n_clients"])
+    by_label = e["owner"][np.argsort(labels, kind="stable")]
+    width = labels.size // (2 * K)
+    shards = by_label.reshape(2 * K, width)
+    return (_kind(i)[0] == "label_skew" and bool(np.all(shards == shards[:, :1]))
+            and np.array_equal(np.bincount(shards[:, 0], minlength=K), np.full(K, 2)))
+
+
+_W_PARTITION = {
+    "uneven-blocks": lambda c: _kind(c["inputs"])[0] == "iid" and np.ptp(_counts(c["inputs"], c["expected"])) == 1,
+    "remainder-to-largest": lambda c: _remainder_to_largest(c["inputs"], c["expected"]),
+    "sigma": lambda c: _kind(c["inputs"])[0] == "quantity" and _kind(c["inputs"])[1] != [1.0],
+    "largest-first-of-equal": lambda c: _kind(c["inputs"])[0] == "quantity" and _first_of_equal(c["inputs"], c["expected"]),
+    "clients-not-classes": lambda c: _kind(c["inputs"])[0] == "dirichlet"
+    and int(c["inputs"]["n_clients"]) < np.unique(c["inputs"]["labels"]).size,
+    "clients-more-than-classes": lambda c: _kind(c["inputs"])[0] == "dirichlet"
+    and int(c["inputs"]["n_clients"]) > np.unique(c["inputs"]["labels"]).size,
+    "min-size-redraw": lambda c: _first_try_short(c["inputs"], c["expected"]),
+    "shards-by-label": lambda c: _two_shards_each(c["inputs"], c["expected"]),
+}
+
+
 PARTITION = Family(
     'partition', 'core', "sample-based partitions (iid, quantity:σ, dirichlet:α[:MIN], label_skew)",
     inputs=("kind", "n_clients", "labels", "permutations", "dirichlet", "normals"),
@@ -207,7 +318,7 @@ PARTITION = Family(
                  "classes until every client holds at least max(MIN, 1); label_skew: sort ids by label (stable), "
                  "cut into 2K near-equal shards, permute 0..2K−1 and give client k shards 2k and 2k + 1 of that "
                  "order. draws: how many permutations were consumed"),
-    reference=_ref_partition, cases=_cases_partition)
+    reference=_ref_partition, cases=_cases_partition, witnesses=_W_PARTITION)
 
 
 def _ref_divergence_stop(costs, sq_norms, cost_factor, max_sq_norm):
@@ -235,6 +346,23 @@ def _cases_divergence_stop(rng):
     return out
 
 
+def _slow_blow_up(i, e):
+    k, c = int(e["index"]), i["costs"]
+    return (k > 0 and abs(c[k]) > i["cost_factor"] * abs(c[0])
+            and all(abs(c[j]) <= i["cost_factor"] * abs(c[j - 1]) for j in range(1, k + 1)))
+
+
+_W_DIVERGENCE_STOP = {
+    "reference-is-initial": lambda c: _slow_blow_up(c["inputs"], c["expected"]),
+    "not-finite": lambda c: c["expected"]["index"] >= 0 and not np.isfinite(c["inputs"]["costs"][c["expected"]["index"]]),
+    "iterate-norm": lambda c: c["expected"]["index"] >= 0
+    and c["inputs"]["sq_norms"][c["expected"]["index"]] > c["inputs"]["max_sq_norm"]
+    and abs(c["inputs"]["costs"][c["expected"]["index"]]) <= c["inputs"]["cost_factor"] * abs(c["inputs"]["costs"][0]),
+    "zero-initial-cost": lambda c: c["inputs"]["costs"][0] == 0.0 and c["expected"]["index"] > 0,
+    "converging": lambda c: c["expected"]["index"] == -1 and bool(np.all(np.diff(c["inputs"]["costs"]) < 0)),
+}
+
+
 DIVERGENCE_STOP = Family(
     'divergence_stop', 'core', "the divergence rule (a run's stop)",
     inputs=("costs", "sq_norms", "cost_factor", "max_sq_norm"),
@@ -243,7 +371,7 @@ DIVERGENCE_STOP = Family(
                  "or |cost_i| > cost_factor · max(|cost_0|, 1e-300) — the reference is the cost at the initial "
                  "point, not the previous evaluation's — or its iterate's squared norm is not finite or "
                  "exceeds max_sq_norm"),
-    reference=_ref_divergence_stop, cases=_cases_divergence_stop)
+    reference=_ref_divergence_stop, cases=_cases_divergence_stop, witnesses=_W_DIVERGENCE_STOP)
 
 
 def _ref_tune_select(finished, accuracy, cost):
@@ -268,6 +396,35 @@ def _cases_tune_select(rng):
     return out
 
 
+def _best_finished(i):
+    fin = i["finished"] == 1.0
+    acc = np.where(fin & ~np.isnan(i["accuracy"]), i["accuracy"], -np.inf)
+    return fin, acc, np.flatnonzero(acc == acc.max())
+
+
+def _tie_to_lower_cost(i, e):
+    _, acc, top = _best_finished(i)
+    k = int(e["index"])
+    return top.size >= 2 and k in top and k != top[0] and i["cost"][k] < i["cost"][top[0]]
+
+
+def _first_of_equal_scores(i, e):
+    _, _, top = _best_finished(i)
+    low = top[i["cost"][top] == i["cost"][top].min()]
+    return low.size >= 2 and e["index"] == low[0]
+
+
+_W_TUNE_SELECT = {
+    "diverged-excluded": lambda c: c["inputs"]["finished"][int(np.nanargmax(c["inputs"]["accuracy"]))] == 0
+    and c["expected"]["index"] != int(np.nanargmax(c["inputs"]["accuracy"])),
+    "tie-lower-cost": lambda c: _tie_to_lower_cost(c["inputs"], c["expected"]),
+    "first-of-equal": lambda c: _first_of_equal_scores(c["inputs"], c["expected"]),
+    "none-finished": lambda c: bool(np.all(c["inputs"]["finished"] == 0)) and c["expected"]["index"] == -1,
+    "nan-accuracy": lambda c: bool(np.any((c["inputs"]["finished"] == 1) & np.isnan(c["inputs"]["accuracy"])))
+    and not np.isnan(c["inputs"]["accuracy"][c["expected"]["index"]]),
+}
+
+
 TUNE_SELECT = Family(
     'tune_select', 'core', "reproduce --tune's selection rule",
     inputs=("finished", "accuracy", "cost"),
@@ -275,7 +432,7 @@ TUNE_SELECT = Family(
     description=("the grid point chosen: among finished runs (1.0) with a numeric accuracy the highest final "
                  "validation accuracy, ties broken by the lowest final training cost, then the first; −1 when "
                  "no run finished"),
-    reference=_ref_tune_select, cases=_cases_tune_select)
+    reference=_ref_tune_select, cases=_cases_tune_select, witnesses=_W_TUNE_SELECT)
 
 
 FAMILIES = (LOSS_GRAD, EXP_NONPOS, FULL_COST, PARTITION, DIVERGENCE_STOP, TUNE_SELECT,)

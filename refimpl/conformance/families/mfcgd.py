@@ -22,7 +22,7 @@ def _cases_storm_update(rng):
     out = []
     p, d = 3, 4
     for i, (scale_u, scale_v, alpha, flags, comment) in enumerate((
-            (0.1, 0.1, 0.2, [], "no projection binds"),
+            (0.1, 0.1, 0.2, ["no-projection"], "no projection binds"),
             (50.0, 1.0, 0.2, ["projection-u-binds"], "u leaves the ball C_g: projected"),
             (0.1, 50.0, 0.2, ["projection-v-binds"], "v leaves the ball C_f: projected"),
             (0.1, 0.1, 1.0, ["cap-active"], "α = β = ϱ = 1 (c η² capped at 1): the recursions forget the past"))):
@@ -38,6 +38,25 @@ def _cases_storm_update(rng):
     return out
 
 
+def _on_ball(x, radius):
+    return abs(float(np.linalg.norm(x)) - radius) <= 1e-12 * radius
+
+
+def _forgets(i, e):
+    """α = β = ϱ = 1: h = g(x_new; ζ) = A x_new + b + ζ, whatever h was."""
+    return (i["alpha"] == i["beta"] == i["varrho"] == 1
+            and np.allclose(e["h"], i["A"] @ i["x_new"] + i["b"] + i["zeta"], rtol=1e-14, atol=0))
+
+
+_W_STORM_UPDATE = {
+    "no-projection": lambda c: np.linalg.norm(c["expected"]["u"]) < (1 - 1e-9) * c["inputs"]["C_g"]
+    and np.linalg.norm(c["expected"]["v"]) < (1 - 1e-9) * c["inputs"]["C_f"],
+    "projection-u-binds": lambda c: _on_ball(c["expected"]["u"], c["inputs"]["C_g"]),
+    "projection-v-binds": lambda c: _on_ball(c["expected"]["v"], c["inputs"]["C_f"]),
+    "cap-active": lambda c: _forgets(c["inputs"], c["expected"]),
+}
+
+
 STORM_UPDATE = Family(
     'storm_update', 'mfcgd', "[MFCGD] (7)–(9) on the synthetic problem",
     inputs=("A", "b", "c", "x_new", "x_old", "h", "u", "v", "zeta", "xi", "alpha", "beta", "varrho", "C_g",
@@ -45,7 +64,7 @@ STORM_UPDATE = Family(
     outputs=("h", "u", "v"),
     description=("one client's recursions with g(x; ζ) = A x + b + ζ, ∇g = A, ∇f(y; ξ) = φ(y − c) + ξ, "
                  "φ(z) = z/sqrt(1 + z²); u projected on the Frobenius ball C_g, v on the ball C_f"),
-    reference=_ref_storm_update, cases=_cases_storm_update)
+    reference=_ref_storm_update, cases=_cases_storm_update, witnesses=_W_STORM_UPDATE)
 
 
 def _ref_storm_weights(k, n, c1, c2, c3, t):
@@ -66,12 +85,29 @@ def _cases_storm_weights(rng):
                  "c1, c2, c3 apart: α, β and ϱ each from its own constant, in that order")))]
 
 
+def _eta_t(i):
+    return i["k"] / (i["n"] + i["t"]) ** (1 / 3)
+
+
+_W_STORM_WEIGHTS = {
+    # from step 1 on, c_i η_t² > 1 for every constant: all three weights 1
+    "cap-active": lambda c: c["inputs"]["t"] >= 1
+    and all(c["inputs"][k] * _eta_t(c["inputs"]) ** 2 > 1 for k in ("c1", "c2", "c3"))
+    and all(c["expected"][k] == 1 for k in ("alpha", "beta", "varrho")),
+    # late enough that another exponent would be far off
+    "eta-exponent": lambda c: c["inputs"]["t"] >= 100 and abs(c["expected"]["eta"] / _eta_t(c["inputs"]) - 1) < 1e-14,
+    "distinct-constants": lambda c: len({c["inputs"][k] for k in ("c1", "c2", "c3")}) == 3
+    and len({c["expected"][k] for k in ("alpha", "beta", "varrho")}) == 3
+    and all(c["expected"][k] < 1 for k in ("alpha", "beta", "varrho")),
+}
+
+
 STORM_WEIGHTS = Family(
     'storm_weights', 'mfcgd', "[MFCGD] Theorems 1–2 schedules",
     inputs=("k", "n", "c1", "c2", "c3", "t"),
     outputs=("eta", "alpha", "beta", "varrho"),
     description=("η_t = k/(n + t)^{1/3}; α_{t+1}, β_{t+1}, ϱ_{t+1} = min(1, c_i η_t²)"),
-    reference=_ref_storm_weights, cases=_cases_storm_weights)
+    reference=_ref_storm_weights, cases=_cases_storm_weights, witnesses=_W_STORM_WEIGHTS)
 
 
 def _ref_adaptive_matrix(kind, a, a_max, w_bar, rho, theta):
@@ -97,13 +133,26 @@ def _cases_adaptive_matrix(rng):
                                           ("amsgrad", ["running-max"], "AMSGrad type: the running maximum")))]
 
 
+def _both_branches(i, e):
+    """AMSGrad: a_max = max(a_max, a) where the old maximum wins on some entries and the new a on others."""
+    old, new = i["a_max"], e["a"]
+    return (i["kind"] == "amsgrad" and np.array_equal(e["a_max"], np.maximum(old, new))
+            and bool(np.any(old > new)) and bool(np.any(new > old)))
+
+
+_W_ADAPTIVE_MATRIX = {
+    "scalar-state": lambda c: c["inputs"]["kind"] == "norm" and np.ptp(c["expected"]["a"]) == 0,
+    "running-max": lambda c: _both_branches(c["inputs"], c["expected"]),
+}
+
+
 ADAPTIVE_MATRIX = Family(
     'adaptive_matrix', 'mfcgd', "[MFCGD] line 6 and (6)",
     inputs=("kind", "a", "a_max", "w_bar", "rho", "theta"),
     outputs=("a", "a_max", "A"),
     description=("adam: a = ϑa + (1−ϑ)w̄², A = sqrt(a) + ρ; norm: a = ϑa + (1−ϑ)||w̄|| (scalar in a[0]), "
                  "A = (a + ρ)1; amsgrad: a_max = max(a_max, a), A = sqrt(a_max) + ρ"),
-    reference=_ref_adaptive_matrix, cases=_cases_adaptive_matrix)
+    reference=_ref_adaptive_matrix, cases=_cases_adaptive_matrix, witnesses=_W_ADAPTIVE_MATRIX)
 
 
 def _ref_scgd_run(A, b, c, x1, zeta0, zeta, zeta2, xi, T, q, eta, beta, alpha):
@@ -133,6 +182,18 @@ def _cases_scgd_run(rng):
     return out
 
 
+def _averages(i):
+    return 1 < i["q"] <= i["T"]
+
+
+_W_SCGD_RUN = {
+    "average-x": lambda c: c["inputs"]["alpha"] <= 0 and _averages(c["inputs"]),
+    "average-x-y-m": lambda c: c["inputs"]["alpha"] > 0 and _averages(c["inputs"]),
+    "momentum-convention": lambda c: 0 < c["inputs"]["alpha"] < 1,
+    "q-1": lambda c: c["inputs"]["q"] == 1 and bool(np.array_equal(c["expected"]["rounds"], np.arange(1, c["inputs"]["T"] + 1))),
+}
+
+
 SCGD_RUN = Family(
     'scgd_run', 'mfcgd', "[MFCGD] Table 1 baselines: ComFedL-style local SCGD and Local-SCGDM",
     inputs=("A", "b", "c", "x1", "zeta0", "zeta", "zeta2", "xi", "T", "q", "eta", "beta", "alpha"),
@@ -142,7 +203,7 @@ SCGD_RUN = Family(
                  "β g(x; ζ_t), d = ∇g(x; ζ'_t)ᵀ ∇f(y; ξ_t), SCGD (alpha ≤ 0): x ← x − ηd; SCGDM: m ← (1 − α)m + "
                  "αd, x ← x − ηm (m starts at 0); when q divides t every client gets the mean x (SCGDM: x, y, m). "
                  "x_bar[t−1]: the clients' mean before step t; samples: M + 3Mt after step t; rounds: ⌊t/q⌋"),
-    reference=_ref_scgd_run, cases=_cases_scgd_run)
+    reference=_ref_scgd_run, cases=_cases_scgd_run, witnesses=_W_SCGD_RUN)
 
 
 def _ref_mfcgd_run(A, b, c, x1, zeta0, xi0, zeta, xi, T, q, k, n, c1, c2, c3, gamma, C_g, C_f, matrix, rho, theta):
@@ -161,12 +222,12 @@ def _cases_mfcgd_run(rng):
     b, c = rng.standard_normal((M, p)), rng.standard_normal((M, p))
     out = []
     for matrix, C_g, C_f, flags, comment in (
-            ("identity", 10.0, 10.0, ["average-every-q"], "MFCGD: A = I; x averaged after steps 3 and 6"),
+            ("identity", 10.0, 10.0, ["average-every-q", "cap-active"], "MFCGD: A = I; x averaged after steps 3 and 6"),
             ("adam", 1.0, 0.8, ["A1-from-w-bar-1", "projection-u-binds", "projection-v-binds", "cap-active"],
              "AdaMFCGD (Adam type): A_1 from w̄_1, kept between communications; both projections bind and "
              "c·η² > 1 at the first steps"),
-            ("norm", 10.0, 10.0, ["scalar-state"], "the norm type"),
-            ("amsgrad", 10.0, 10.0, ["running-max"], "the AMSGrad type")):
+            ("norm", 10.0, 10.0, ["scalar-state", "cap-active"], "the norm type"),
+            ("amsgrad", 10.0, 10.0, ["running-max", "cap-active"], "the AMSGrad type")):
         out.append(dict(id=f"mfcgd_run-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(A=A, b=b, c=c, x1=rng.standard_normal(d) * 0.5,
                                     zeta0=rng.standard_normal((M, q, p)) * 0.1, xi0=rng.standard_normal((M, q, p)) * 0.1,
@@ -174,6 +235,31 @@ def _cases_mfcgd_run(rng):
                                     T=T, q=q, k=1.0, n=2.0, c1=3.0, c2=4.0, c3=5.0, gamma=0.5, C_g=C_g, C_f=C_f,
                                     matrix=matrix, rho=0.1, theta=0.9), tol={"rel": 1e-12}))
     return out
+
+
+def _phi(z):
+    return z / np.sqrt(1 + z * z)
+
+
+def _starts_outside(i, which):
+    """Line 1's u_m = A (outside the ball C_g) or v_m = mean_j ∇f_m(h_m; ξ0_mj) (some m outside C_f)."""
+    if which == "u":
+        return float(np.linalg.norm(i["A"])) > i["C_g"]
+    h = (i["x1"] @ i["A"].T)[None, :] + i["b"] + i["zeta0"].mean(axis=1)
+    v = _phi(h - i["c"]) + i["xi0"].mean(axis=1)
+    return float(np.linalg.norm(v, axis=1).max()) > i["C_f"]
+
+
+_W_MFCGD_RUN = {
+    "average-every-q": lambda c: c["inputs"]["matrix"] == "identity" and 1 < c["inputs"]["q"] <= c["inputs"]["T"],
+    "A1-from-w-bar-1": lambda c: c["inputs"]["matrix"] != "identity",
+    "projection-u-binds": lambda c: _starts_outside(c["inputs"], "u"),
+    "projection-v-binds": lambda c: _starts_outside(c["inputs"], "v"),
+    "cap-active": lambda c: max(c["inputs"][k] for k in ("c1", "c2", "c3"))
+    * (c["inputs"]["k"] / (c["inputs"]["n"] + 1) ** (1 / 3)) ** 2 > 1,
+    "scalar-state": lambda c: c["inputs"]["matrix"] == "norm",
+    "running-max": lambda c: c["inputs"]["matrix"] == "amsgrad",
+}
 
 
 MFCGD_RUN = Family(
@@ -188,7 +274,7 @@ MFCGD_RUN = Family(
                  "x_m ← x̄_t − γη_t A_t⁻¹ w̄_t, else x_m ← x_m − γη_t A_t⁻¹ w_m (A kept); then every client's "
                  "recursions (storm_update with α, β, ϱ of storm_weights at t and samples ζ_t, ξ_t). Outputs: "
                  "x̄_t for every t, samples 2qM + 2Mt and communication rounds ⌊t/q⌋ after step t"),
-    reference=_ref_mfcgd_run, cases=_cases_mfcgd_run)
+    reference=_ref_mfcgd_run, cases=_cases_mfcgd_run, witnesses=_W_MFCGD_RUN)
 
 
 def _ref_theorem_rhs(C_f, C_g, L_f, L_g, sigma, delta_f, delta_g, F_gap, k, n, c1, c2, c3, gamma, q, rho, T, A_rms):
@@ -212,6 +298,13 @@ def _cases_theorem_rhs(rng):
     return out
 
 
+_W_THEOREM_RHS = {
+    "homogeneous": lambda c: c["inputs"]["delta_f"] == c["inputs"]["delta_g"] == 0 and c["inputs"]["rho"] == 1,
+    # ln(n + T) well above ln n: the horizon's term counts
+    "log-n-plus-T": lambda c: np.log(c["inputs"]["n"] + c["inputs"]["T"]) > np.log(c["inputs"]["n"]) + 0.5,
+}
+
+
 THEOREM_RHS = Family(
     'theorem_rhs', 'mfcgd', "[MFCGD] Theorems 1–2: G and the right sides of (14) and (16); Lemma 1's L",
     inputs=("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap", "k", "n", "c1", "c2", "c3",
@@ -222,7 +315,7 @@ THEOREM_RHS = Family(
                  "4k²(δ̂²/(4γ²L_fg²) + (c1² + c2² + c3²)σ²/(3ργqL_fgC_fg)) ln(n + T); rhs14 = (sqrt(2G) "
                  "n^{1/6}/sqrt(T) + sqrt(2G)/T^{1/3}) A_rms; rhs16 the same with ρ = 1 and no A_rms; L = "
                  "sqrt(2C_f²L_g² + 2C_g⁴L_f²), the smoothness of F (Lemma 1)"),
-    reference=_ref_theorem_rhs, cases=_cases_theorem_rhs)
+    reference=_ref_theorem_rhs, cases=_cases_theorem_rhs, witnesses=_W_THEOREM_RHS)
 
 
 FAMILIES = (STORM_UPDATE, STORM_WEIGHTS, ADAPTIVE_MATRIX, SCGD_RUN, MFCGD_RUN, THEOREM_RHS,)

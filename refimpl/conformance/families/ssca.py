@@ -39,12 +39,22 @@ def _cases_surrogate_update(rng):
     return out
 
 
+_W_SURROGATE_UPDATE = {
+    "A0=0": lambda c: c["inputs"]["A"] == 0 and c["inputs"]["C"] == 0 and not np.any(c["inputs"]["B"]),
+    "rho<1": lambda c: 0 < c["inputs"]["rho"] < 1,
+    "rho=1": lambda c: c["inputs"]["rho"] == 1,
+    # A^t = τ, where the recursion would give (1 − ρ)A + ρτ ≠ τ
+    "curvature-fixed": lambda c: c["inputs"]["curvature"] == "fixed" and c["expected"]["A"] == c["inputs"]["tau"]
+    and (1 - c["inputs"]["rho"]) * c["inputs"]["A"] + c["inputs"]["rho"] * c["inputs"]["tau"] != c["inputs"]["tau"],
+}
+
+
 SURROGATE_UPDATE = Family(
     'surrogate_update', 'ssca', "[SSCA] (7)–(9)",
     inputs=("A", "B", "C", "loss_hat", "grad_hat", "omega", "rho", "tau", "curvature"),
     outputs=("A", "B", "C"),
     description=("surrogate recursion; curvature 'recursive' (A^t = (1−ρ)A + ρτ) or 'fixed' (A^t = τ)"),
-    reference=_ref_surrogate_update, cases=_cases_surrogate_update)
+    reference=_ref_surrogate_update, cases=_cases_surrogate_update, witnesses=_W_SURROGATE_UPDATE)
 
 
 def _ref_unconstrained_step(A, B, lam):
@@ -59,12 +69,18 @@ def _cases_unconstrained_step(rng):
                                                 (0.0, 0.2, ["A=0"], "A = 0, λ > 0")))]
 
 
+_W_UNCONSTRAINED_STEP = {
+    "lambda>0": lambda c: c["inputs"]["lam"] > 0,
+    "A=0": lambda c: c["inputs"]["A"] == 0 and c["inputs"]["lam"] > 0,
+}
+
+
 UNCONSTRAINED_STEP = Family(
     'unconstrained_step', 'ssca', "[SSCA] (10)",
     inputs=("A", "B", "lam"),
     outputs=("omega_bar",),
     description=("ω̄ = −B / (2(A + λ))"),
-    reference=_ref_unconstrained_step, cases=_cases_unconstrained_step)
+    reference=_ref_unconstrained_step, cases=_cases_unconstrained_step, witnesses=_W_UNCONSTRAINED_STEP)
 
 
 def _ref_move(omega, omega_bar, gamma):
@@ -79,12 +95,18 @@ def _cases_move(rng):
             for i, (g, f, c) in enumerate(((0.3, [], "a step"), (1.0, ["gamma=1"], "γ = 1: ω^{t+1} = ω̄")))]
 
 
+_W_MOVE = {
+    "gamma=1": lambda c: c["inputs"]["gamma"] == 1
+    and np.array_equal(c["expected"]["omega_next"], c["inputs"]["omega_bar"]),
+}
+
+
 MOVE = Family(
     'move', 'ssca', "[SSCA] (5)",
     inputs=("omega", "omega_bar", "gamma"),
     outputs=("omega_next",),
     description=("ω^{t+1} = (1 − γ) ω^t + γ ω̄^t"),
-    reference=_ref_move, cases=_cases_move)
+    reference=_ref_move, cases=_cases_move, witnesses=_W_MOVE)
 
 
 def _ref_closed_form_step(A, B, C, U, c):
@@ -125,12 +147,46 @@ def _cases_closed_form_step(rng):
     return out
 
 
+def _q(i, omega):
+    """The surrogate constraint's value A||ω||² + Bᵀω + C."""
+    return i["A"] * float(omega @ omega) + float(i["B"] @ omega) + i["C"]
+
+
+def _textbook_infeasible(i):
+    """The multiplier solving q(ω(ν)) = U with ω(ν) = −νB/(2(1 + νA)), from the quadratic in
+    s = ν/(1 + νA), leaves ω(ν) infeasible in float64."""
+    A, b, d = i["A"], float(i["B"] @ i["B"]), 4.0 * i["A"] * (i["C"] - i["U"])
+    if not 0 < d < b:
+        return False
+    x = np.sqrt(b / (b - d))
+    nu = d / (A * (b - d) * (x + 1.0))
+    return nu <= i["c"] and _q(i, i["B"] * (-nu / (2 * (1 + nu * A)))) > i["U"]
+
+
+def _active(i, e):
+    """ν in (0, c), no slack, and ω̄ on the constraint: q(ω̄) ≤ U in float64, within 1e-9 of it
+    relative to the size of q's terms."""
+    w = e["omega_bar"]
+    v, scale = _q(i, w), i["A"] * float(w @ w) + abs(float(i["B"] @ w)) + abs(i["C"])
+    return 0 < e["nu"] < i["c"] and e["slack"] == 0 and i["U"] - 1e-9 * scale <= v <= i["U"]
+
+
+_W_CLOSED_FORM_STEP = {
+    "C<=U": lambda c: c["inputs"]["C"] <= c["inputs"]["U"],
+    "multiplier-zero": lambda c: c["expected"]["nu"] == 0 and not np.any(c["expected"]["omega_bar"]),
+    "constraint-active": lambda c: _active(c["inputs"], c["expected"]),
+    "slack-active": lambda c: c["expected"]["nu"] == c["inputs"]["c"] and c["expected"]["slack"] > 0,
+    "b=0": lambda c: not np.any(c["inputs"]["B"]) and c["inputs"]["C"] > c["inputs"]["U"],
+    "rounding-slack": lambda c: _textbook_infeasible(c["inputs"]),
+}
+
+
 CLOSED_FORM_STEP = Family(
     'closed_form_step', 'ssca', "[SSCA] Lemma 1, (43)–(45)",
     inputs=("A", "B", "C", "U", "c"),
     outputs=("omega_bar", "slack", "nu"),
     description=("the constrained step's closed form; at an active constraint ω̄ is feasible in float64"),
-    reference=_ref_closed_form_step, cases=_cases_closed_form_step)
+    reference=_ref_closed_form_step, cases=_cases_closed_form_step, witnesses=_W_CLOSED_FORM_STEP)
 
 
 def _ref_client_aggregate(sizes, batch, loss_sums, grad_sums, arrival, batches):
@@ -158,7 +214,8 @@ def _cases_client_aggregate(rng):
     for sizes, batch, arrival, flags, comment in (
             ([147, 600, 1720], [10, 10, 10], [0, 1, 2], ["unequal-partitions", "weights-N_k/N"],
              "unequal partitions: weights N_k/N, not 1/K and not num_examples/Σ num_examples of the batches"),
-            ([300, 80, 500, 120], [20, 8, 20, 12], [2, 0, 3, 1], ["arrival-order", "unequal-batches"],
+            ([300, 80, 500, 120], [20, 8, 20, 12], [2, 0, 3, 1],
+             ["arrival-order", "unequal-batches", "unequal-partitions", "weights-N_k/N"],
              "replies in another order than the partition ids, unequal batch sizes")):
         K = len(sizes)
         out.append(dict(id=f"client_aggregate-{len(out)}", comment=comment, flags=flags,
@@ -168,6 +225,22 @@ def _cases_client_aggregate(rng):
                                     batches=np.array([rng.choice(sizes[k], 3, replace=False) for k in range(K)])),
                         tol={"rel": 1e-15}))
     return out
+
+
+def _weights_n_k(i, e):
+    """ℓ̂ weighs client k by N_k/N — and neither 1/K nor B_k/Σ B_k would give the same value."""
+    N, per = i["sizes"].sum(), i["loss_sums"] / i["batch"]
+    right = float(np.sum(i["sizes"] / N * per))
+    wrong = (float(np.mean(per)), float(i["loss_sums"].sum() / i["batch"].sum()))
+    return abs(e["loss_hat"] - right) <= 1e-14 * right and min(abs(w - right) for w in wrong) > 1e-6 * right
+
+
+_W_CLIENT_AGGREGATE = {
+    "unequal-partitions": lambda c: np.ptp(c["inputs"]["sizes"]) > 0,
+    "weights-N_k/N": lambda c: _weights_n_k(c["inputs"], c["expected"]),
+    "arrival-order": lambda c: not np.array_equal(c["inputs"]["arrival"], np.arange(c["inputs"]["arrival"].size)),
+    "unequal-batches": lambda c: np.ptp(c["inputs"]["batch"]) > 0,
+}
 
 
 CLIENT_AGGREGATE = Family(
@@ -180,7 +253,7 @@ CLIENT_AGGREGATE = Family(
                  "likewise, each reply matched to its partition id. routed[k]: the batch the client of "
                  "partition id k (0-based, as Flower's partition-id) reads from the round's configuration "
                  "(batches[k] sent as JSON {\"k\": [ids]})"),
-    reference=_ref_client_aggregate, cases=_cases_client_aggregate)
+    reference=_ref_client_aggregate, cases=_cases_client_aggregate, witnesses=_W_CLIENT_AGGREGATE)
 
 
 def _ref_constrained_run(W1, W2, X, y, batches, tau, rho_a, rho_alpha, gamma_a, gamma_alpha, U, c, curvature):
@@ -222,6 +295,19 @@ def _cases_constrained_run(rng):
     return out
 
 
+_W_CONSTRAINED_RUN = {
+    # A^1 = ρ_1 τ from A⁰ = 0 (ρ_1 = rho_a), not τ
+    "A0=0": lambda c: c["expected"]["A"][0] == c["inputs"]["rho_a"] * c["inputs"]["tau"] != c["inputs"]["tau"],
+    "rho<1": lambda c: 0 < c["inputs"]["rho_a"] < 1,
+    "constraint-active": lambda c: bool(np.any((c["expected"]["nu"] > 0) & (c["expected"]["nu"] < c["inputs"]["c"]))),
+    "slack-active": lambda c: bool(np.any((c["expected"]["nu"] == c["inputs"]["c"]) & (c["expected"]["slack"] > 0))),
+    "curvature-fixed": lambda c: c["inputs"]["curvature"] == "fixed"
+    and bool(np.all(c["expected"]["A"] == c["inputs"]["tau"])) and c["inputs"]["rho_a"] < 1,
+    "constraint-inactive": lambda c: not np.any(c["expected"]["nu"]),
+    "rho=1": lambda c: c["inputs"]["rho_a"] == 1,
+}
+
+
 CONSTRAINED_RUN = Family(
     'constrained_run', 'ssca', "[SSCA] Algorithm 2 (one client, closed-form step): T rounds",
     inputs=("W1", "W2", "X", "y", "batches", "tau", "rho_a", "rho_alpha", "gamma_a", "gamma_alpha", "U",
@@ -233,7 +319,7 @@ CONSTRAINED_RUN = Family(
                  "'recursive' or 'fixed'); ω̄ and the slack and multiplier from the closed form of Lemma 1 "
                  "with bound U and penalty c; ω ← (1 − γ_t)ω + γ_t ω̄. Outputs: the final W1, W2 and per round "
                  "A^t, ν^t, s^t and ℓ̂^t"),
-    reference=_ref_constrained_run, cases=_cases_constrained_run)
+    reference=_ref_constrained_run, cases=_cases_constrained_run, witnesses=_W_CONSTRAINED_RUN)
 
 
 FAMILIES = (SURROGATE_UPDATE, UNCONSTRAINED_STEP, MOVE, CLOSED_FORM_STEP, CLIENT_AGGREGATE, CONSTRAINED_RUN,)

@@ -24,13 +24,26 @@ def _cases_local_weights(rng):
                 ("momentum", 0.5, 1, ["tau=1"], "one local step")))]
 
 
+def _proximal_exponent(i, e):
+    """w^t = (1 − ημ)^{τ−1−t}, which the printed exponent τ − t + 1 would not give."""
+    r, t = 1 - i["eta"] * i["param"], np.arange(int(i["tau"]))
+    return (i["optimizer"] == "proximal" and np.allclose(e["w"], r ** (i["tau"] - 1 - t), rtol=1e-14, atol=0)
+            and not np.allclose(e["w"], r ** (i["tau"] - t + 1), rtol=1e-6, atol=0))
+
+
+_W_LOCAL_WEIGHTS = {
+    "paper-exponent-typo": lambda c: _proximal_exponent(c["inputs"], c["expected"]),
+    "tau=1": lambda c: c["inputs"]["tau"] == 1 and np.size(c["expected"]["w"]) == 1,
+}
+
+
 LOCAL_WEIGHTS = Family(
     'local_weights', 'vfl', "[FlexVFL] (8)",
     inputs=("optimizer", "param", "tau", "eta"),
     outputs=("w",),
     description=("weights w^t, t = 0..τ−1, with θ^τ − θ^0 = −η Σ_t w^t g^t; optimizer sgd | momentum (ρ) | "
                  "proximal (μ) | time-varying-lr (decay)"),
-    reference=_ref_local_weights, cases=_cases_local_weights)
+    reference=_ref_local_weights, cases=_cases_local_weights, witnesses=_W_LOCAL_WEIGHTS)
 
 
 def _ref_local_update(optimizer, param, g, theta, theta0, state, eta, t):
@@ -55,13 +68,35 @@ def _cases_local_update(rng):
                 ("time-varying-lr", 0.5, 3, ["step-index-t"], "step t uses 1/(1 + decay·t), t from 0")))]
 
 
+def _undampened(i, e):
+    """u = ρu + g, and the dampened ρu + (1 − ρ)g would differ."""
+    rho, u, g = i["param"], i["state"], i["g"]
+    return (i["optimizer"] == "momentum" and 0 < rho < 1 and np.allclose(e["state"], rho * u + g, rtol=1e-14)
+            and not np.allclose(e["state"], rho * u + (1 - rho) * g, rtol=1e-6))
+
+
+def _pull_sign(i, e):
+    step = i["g"] + i["param"] * (i["theta"] - i["theta0"])
+    return (i["optimizer"] == "proximal" and i["param"] > 0 and bool(np.any(i["theta"] != i["theta0"]))
+            and np.allclose(e["theta"], i["theta"] - i["eta"] * step, rtol=1e-14))
+
+
+_W_LOCAL_UPDATE = {
+    "heavy-ball-not-dampened": lambda c: _undampened(c["inputs"], c["expected"]),
+    "proximal-sign": lambda c: _pull_sign(c["inputs"], c["expected"]),
+    # step t's factor 1/(1 + decay·t) with t > 0, so counting steps from 1 would differ
+    "step-index-t": lambda c: c["inputs"]["optimizer"] == "time-varying-lr" and c["inputs"]["t"] > 0
+    and c["inputs"]["param"] > 0,
+}
+
+
 LOCAL_UPDATE = Family(
     'local_update', 'vfl', "[FlexVFL] (6)",
     inputs=("optimizer", "param", "g", "theta", "theta0", "state", "eta", "t"),
     outputs=("theta", "state"),
     description=("one local step θ^{t+1} = θ^t − η D(g^t): sgd D = g; momentum u = ρu + g, D = u (state: u); "
                  "proximal D = g + μ(θ^t − θ^0); time-varying-lr D = g/(1 + decay·t); state zeros when unused"),
-    reference=_ref_local_update, cases=_cases_local_update)
+    reference=_ref_local_update, cases=_cases_local_update, witnesses=_W_LOCAL_UPDATE)
 
 
 def _ref_condition14(eta, tau, w_bar, L, L_k):
@@ -79,12 +114,25 @@ def _cases_condition14(rng):
                  tol={"rel": 0.0})]
 
 
+def _bound14(i, constant):
+    return 1.0 / (constant * np.maximum(i["L"], i["L_k"]) * i["tau"] * i["w_bar"])
+
+
+_W_CONDITION14 = {
+    # a party exactly on (14) holds; the verdicts differ across parties
+    "boundary": lambda c: bool(np.any((c["inputs"]["eta"] == _bound14(c["inputs"], 16)) & (c["expected"]["holds"] == 1)))
+    and np.ptp(c["expected"]["holds"]) == 1,
+    "constant-16": lambda c: bool(np.any((c["inputs"]["eta"] > _bound14(c["inputs"], 16))
+                                         & (c["inputs"]["eta"] <= _bound14(c["inputs"], 8)) & (c["expected"]["holds"] == 0))),
+}
+
+
 CONDITION14 = Family(
     'condition14', 'vfl', "[FlexVFL] (14)",
     inputs=("eta", "tau", "w_bar", "L", "L_k"),
     outputs=("holds",),
     description=("η_k ≤ 1 / (16 max{L, L_k} τ_k w̄_k) per party (1.0 holds, 0.0 does not)"),
-    reference=_ref_condition14, cases=_cases_condition14)
+    reference=_ref_condition14, cases=_cases_condition14, witnesses=_W_CONDITION14)
 
 
 def _ref_vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1, s2):
@@ -134,6 +182,22 @@ def _cases_vfl_round(rng):
                  "labels only at the server: each party steps along the ∂l/∂h_k sent at the round start")))]
 
 
+_W_VFL_ROUND = {
+    "stale-embeddings": lambda c: np.ptp(c["inputs"]["tau"][1:]) > 0 and c["inputs"]["tau"][1:].max() > 1,
+    "server-keeps-round-start-H": lambda c: c["inputs"]["tau"][0] > 1,
+    "one-step": lambda c: bool(np.all(c["inputs"]["tau"] == 1)),
+    "per-party-eta": lambda c: np.unique(c["inputs"]["eta"]).size == c["inputs"]["eta"].size,
+    "momentum-reset": lambda c: c["inputs"]["optimizer"] == "momentum"
+    and not any(np.any(c["inputs"][s]) for s in ("s0", "s1", "s2")),
+    "momentum-persistent": lambda c: c["inputs"]["optimizer"] == "momentum"
+    and all(np.all(c["inputs"][s] != 0) for s in ("s0", "s1", "s2")),
+    "proximal-anchor-round-start": lambda c: c["inputs"]["optimizer"] == "proximal" and c["inputs"]["param"] > 0
+    and c["inputs"]["tau"].max() >= 2,
+    "labels-at-server": lambda c: c["inputs"]["labels"] == "server",
+    "stale-gradient": lambda c: c["inputs"]["labels"] == "server" and c["inputs"]["tau"][1:].max() >= 2,
+}
+
+
 VFL_ROUND = Family(
     'vfl_round', 'vfl', "[FlexVFL] Algorithm 1, (5)–(6): one round",
     inputs=("W0", "W1", "W2", "X1", "X2", "y", "tau", "eta", "optimizer", "param", "labels", "s0", "s1", "s2"),
@@ -145,7 +209,7 @@ VFL_ROUND = Family(
                  "step from the party's fresh h_k; 'server': the ∂l/∂h_k the server sent at the round start); "
                  "local steps as local_update (θ^{r,0} is the round's start); s_k: party k's momentum buffer "
                  "at the round start and end (zeros: a reset; unused optimizers return zeros)"),
-    reference=_ref_vfl_round, cases=_cases_vfl_round)
+    reference=_ref_vfl_round, cases=_cases_vfl_round, witnesses=_W_VFL_ROUND)
 
 
 def _ref_vfl_taus(rule, timeout, Q, server_steps, step_times):
@@ -178,6 +242,45 @@ def _cases_vfl_taus(rng):
                  "the authors' P-BCD: the server takes one step, not ⌊10/0.2⌋ = 50")))]
 
 
+def _quotients(i):
+    return np.array([i["timeout"] / s for s in i["step_times"]]), np.array([i["timeout"] // s for s in i["step_times"]])
+
+
+def _double_quotient(i, e):
+    """Some party where ⌊fl(t/s)⌋ and Python's t // s differ, counted ⌊fl(t/s)⌋."""
+    q, exact = _quotients(i)
+    k = np.flatnonzero(np.floor(q) != exact)
+    return i["rule"] == "timeout" and k.size > 0 and bool(np.all(e["tau"][k] == np.floor(q[k])))
+
+
+def _exact_division(i, e):
+    q, _ = _quotients(i)
+    k = np.flatnonzero((q == np.floor(q)) & (q >= 2))
+    return i["rule"] == "timeout" and k.size > 0 and bool(np.all(e["tau"][k] == q[k]))
+
+
+def _floor_not_round(i, e):
+    q, _ = _quotients(i)
+    k = np.flatnonzero((q - np.floor(q) >= 0.5) & (q > 1))
+    return i["rule"] == "timeout" and k.size > 0 and bool(np.all(e["tau"][k] == np.floor(q[k])))
+
+
+def _server_fixed(i, e):
+    own = max(1.0, np.floor(i["timeout"] / i["step_times"][0])) if i["rule"] == "timeout" else i["Q"]
+    return i["server_steps"] > 0 and e["tau"][0] == i["server_steps"] != own
+
+
+_W_VFL_TAUS = {
+    "floor-not-round": lambda c: _floor_not_round(c["inputs"], c["expected"]),
+    "at-least-one-step": lambda c: c["inputs"]["rule"] == "timeout"
+    and bool(np.any((c["inputs"]["step_times"] > c["inputs"]["timeout"]) & (c["expected"]["tau"] == 1))),
+    "exact-division": lambda c: _exact_division(c["inputs"], c["expected"]),
+    "double-quotient": lambda c: _double_quotient(c["inputs"], c["expected"]),
+    "server-steps-fixed": lambda c: _server_fixed(c["inputs"], c["expected"]),
+    "server-steps-one": lambda c: c["inputs"]["server_steps"] == 1 and _server_fixed(c["inputs"], c["expected"]),
+}
+
+
 VFL_TAUS = Family(
     'vfl_taus', 'vfl', "[FlexVFL] Algorithm 1, line 4; synchronous VFL; P-BCD",
     inputs=("rule", "timeout", "Q", "server_steps", "step_times"),
@@ -187,7 +290,7 @@ VFL_TAUS = Family(
                  "the exact quotient of the two doubles) (Flex-VFL), 'fixed' τ_k = Q "
                  "(synchronous VFL; P-BCD with Q = 1); server_steps > 0 sets the server's (party 0's) count "
                  "whatever its speed (the authors' protocol)"),
-    reference=_ref_vfl_taus, cases=_cases_vfl_taus)
+    reference=_ref_vfl_taus, cases=_cases_vfl_taus, witnesses=_W_VFL_TAUS)
 
 
 def _ref_vfl_adaptive_eta(rule, A, eta, prev, tau, w_bar):
@@ -215,13 +318,20 @@ def _cases_vfl_adaptive_eta(rng):
                  "the authors' rule: η ← η·prev/τ, no w̄")))]
 
 
+_W_VFL_ADAPTIVE_ETA = {
+    "w-bar-not-W": lambda c: c["inputs"]["rule"] == "paper" and bool(np.all(c["inputs"]["w_bar"] > 1)),
+    "previous-tau": lambda c: c["inputs"]["rule"] == "authors" and bool(np.all(c["inputs"]["prev"] != c["inputs"]["tau"]))
+    and np.array_equal(c["expected"]["prev"], c["inputs"]["tau"]),
+}
+
+
 VFL_ADAPTIVE_ETA = Family(
     'vfl_adaptive_eta', 'vfl', "[FlexVFL] Algorithm 2, line 11",
     inputs=("rule", "A", "eta", "prev", "tau", "w_bar"),
     outputs=("eta", "prev"),
     description=("the next round's step sizes: rule 'paper' η_k = A_k / (τ_k w̄_k) (prev unchanged); "
                  "'authors' η_k ← η_k · prev_k / τ_k and prev ← τ (their adaptive code, no w̄)"),
-    reference=_ref_vfl_adaptive_eta, cases=_cases_vfl_adaptive_eta)
+    reference=_ref_vfl_adaptive_eta, cases=_cases_vfl_adaptive_eta, witnesses=_W_VFL_ADAPTIVE_ETA)
 
 
 def _ref_vfl_round_time(step_times, tau, timeout, server_free, floats_up, floats_down, bandwidth, latency,
@@ -240,7 +350,8 @@ def _cases_vfl_round_time(rng):
     out = []
     for tau, tmo, free, st_, flags, comment in (
             ([4, 4, 4], 0.0, 0, st, [], "synchronous VFL: Q·max_k s_k + messages + S"),
-            ([12, 6, 2], 6.0, 0, st, ["at-least-the-timeout"], "Flex-VFL: the round lasts the timeout"),
+            ([10, 5, 1], 6.0, 0, st, ["at-least-the-timeout"],
+             "Flex-VFL: every participant is done before the timeout (τ_k s_k ≤ 5 < 6): the round lasts it"),
             ([4, 6, 2], 6.0, 1, np.array([4.0, 1.0, 3.0]), ["server-free"],
              "the authors' protocol: the server's compute (4 · 4 = 16) is free"),
             ([4, 4, 4], 0.0, 0, np.array([4.0, 1.0, 3.0]), ["slow-server"], "the server's compute counts otherwise"),
@@ -253,6 +364,24 @@ def _cases_vfl_round_time(rng):
     return out
 
 
+def _compute(i):
+    """Each participant's τ_k s_k (the server's first)."""
+    return i["tau"] * i["step_times"]
+
+
+_W_VFL_ROUND_TIME = {
+    "at-least-the-timeout": lambda c: c["inputs"]["timeout"] > 0 and not c["inputs"]["server_free"]
+    and _compute(c["inputs"]).max() < c["inputs"]["timeout"],
+    # the server's compute would be the longest, and it is free
+    "server-free": lambda c: bool(c["inputs"]["server_free"])
+    and _compute(c["inputs"])[0] > max(_compute(c["inputs"])[1:].max(), c["inputs"]["timeout"]),
+    "slow-server": lambda c: not c["inputs"]["server_free"]
+    and _compute(c["inputs"])[0] > max(_compute(c["inputs"])[1:].max(), c["inputs"]["timeout"]),
+    "overrun": lambda c: c["inputs"]["timeout"] > 0
+    and bool(np.any((c["inputs"]["step_times"] > c["inputs"]["timeout"]) & (c["expected"]["overrun"] == 1))),
+}
+
+
 VFL_ROUND_TIME = Family(
     'vfl_round_time', 'vfl', "[FlexVFL] the simulated clock of one round",
     inputs=("step_times", "tau", "timeout", "server_free", "floats_up", "floats_down", "bandwidth",
@@ -262,7 +391,7 @@ VFL_ROUND_TIME = Family(
                  "the authors' protocol), at least the timeout when timeout > 0 (Flex-VFL), plus the upload "
                  "and the download (each latency + 8·floats/bandwidth) plus the server round trip S; "
                  "overrun_k = 1.0 when one step of party k outlasts the timeout (timeout > 0)"),
-    reference=_ref_vfl_round_time, cases=_cases_vfl_round_time)
+    reference=_ref_vfl_round_time, cases=_cases_vfl_round_time, witnesses=_W_VFL_ROUND_TIME)
 
 
 def _ref_vfl_async_events(speeds, msg, server_time, server_free, n_events):
@@ -294,6 +423,24 @@ def _cases_vfl_async_events(rng):
     return out
 
 
+def _first_arrivals(i):
+    return i["speeds"][0][1:] + i["msg"][1:]
+
+
+_W_VFL_ASYNC_EVENTS = {
+    # the server's step is the slowest, so events follow each other every s_0
+    "server-bound": lambda c: not c["inputs"]["server_free"] and c["inputs"]["speeds"][0][0] > c["inputs"]["speeds"][0][1:].max()
+    and np.allclose(np.diff(c["expected"]["time"])[1:], c["inputs"]["speeds"][0][0] + c["inputs"]["server_time"]),
+    # the second event starts after its own arrival: it waited for the busy server
+    "wait-while-busy": lambda c: c["expected"]["time"][1] > _first_arrivals(c["inputs"])[c["expected"]["party"][1] - 1],
+    "tie-lower-party-first": lambda c: np.unique(_first_arrivals(c["inputs"])).size < _first_arrivals(c["inputs"]).size
+    and c["expected"]["party"][0] == 1 + int(np.argmin(_first_arrivals(c["inputs"]))),
+    "server-free": lambda c: bool(c["inputs"]["server_free"]) and c["inputs"]["speeds"][0][0] > 0,
+    "speed-rows-cycled": lambda c: len(c["inputs"]["speeds"]) > 1
+    and np.bincount(c["expected"]["party"]).max() > len(c["inputs"]["speeds"]),
+}
+
+
 VFL_ASYNC_EVENTS = Family(
     'vfl_async_events', 'vfl', "[FlexVFL] the asynchronous baseline's event clock",
     inputs=("speeds", "msg", "server_time", "server_free", "n_events"),
@@ -304,7 +451,7 @@ VFL_ASYNC_EVENTS = Family(
                  "server's step takes s_0 (0 when server_free), then S, the reply msg_k, the party's next "
                  "step s_k and its upload msg_k give the next arrival; party k's i-th cycle reads row i "
                  "mod R of speeds. time: each event's start; party: whose embedding"),
-    reference=_ref_vfl_async_events, cases=_cases_vfl_async_events)
+    reference=_ref_vfl_async_events, cases=_cases_vfl_async_events, witnesses=_W_VFL_ASYNC_EVENTS)
 
 
 FAMILIES = (LOCAL_WEIGHTS, LOCAL_UPDATE, CONDITION14, VFL_ROUND, VFL_TAUS, VFL_ADAPTIVE_ETA, VFL_ROUND_TIME, VFL_ASYNC_EVENTS,)
