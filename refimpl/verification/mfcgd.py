@@ -693,17 +693,17 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
 
 
 @check("mfcgd.theorem_statement_literal", "refimpl's Theorem 1–2 machinery (conditions, G, right sides, Lemma 1's "
-       "L) equals a literal transcription of the statements (the two problems' constants, a planted set with "
-       "every constant away from 1 and one with L < 1) on the parameters the search finds, on each of them "
-       "scaled by 0.5, 0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and "
-       "on random parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with "
-       "A_rms = 1.7); the search's G is the least of its searches over each k alone, of every candidate that meets "
-       "each literal condition, and the same as a second search's written from the statement; refimpl bound's verdict (cap "
-       "C_f·C_g, vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes "
-       "(A_rms < ρ, ρ ≤ 0, T of 0, 0.5 or 1.5) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) "
-       "are refused, one Lipschitz constant 0 accepted, q = 0 refused; the tightest condition it names is the closest "
-       "(planted; a left side 0 never), informative from T = 1 on near-noiseless constants; "
-       "refimpl run's theorem report judges MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
+       "L) equals a literal transcription of the statements (the two problems' constants, a planted set with every "
+       "constant away from 1 and one with L < 1) on the parameters the search finds, on each of them scaled by 0.5, "
+       "0.9, 0.99, 1.01, 1.1 and 2, half a percent either side of the upper bounds on γ and c1, and on random "
+       "parameter sets (each condition's verdict identical, values to 1e-12; Theorem 1's right side with A_rms = 1.7); "
+       "the search's G is the least of its searches over each k alone, of every candidate that meets each literal "
+       "condition, and the same as a second search's written from the statement; refimpl bound's verdict (cap C_f·C_g, "
+       "vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes (A_rms < ρ, ρ ≤ "
+       "0, T of 0, 0.5 or 1.5) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) are refused, one "
+       "Lipschitz constant 0 accepted, q = 0 refused; the tightest condition it names is the closest (planted; a left "
+       "side 0 never), informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges MFCGD "
+       "and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)

@@ -353,8 +353,8 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
-    written (``markov:FAST`` alone refused); a CPU trace's clipping note counts only the values outside [0, 1]; ``--smoothness`` recorded
-    as given, a list of the wrong length refused."""
+    written (``markov:FAST`` alone refused); a CPU trace's clipping note counts only the values outside
+    [0, 1]; ``--smoothness`` recorded as given, a list of the wrong length refused."""
     import os
     import tempfile
 

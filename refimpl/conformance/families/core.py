@@ -98,7 +98,8 @@ def _bias_column_0(i, e):
 _W_LOSS_GRAD = {
     "bias-column-0": lambda c: _bias_column_0(c["inputs"], c["expected"]),
     # |logit| ≈ 50: far from where exp overflows, and the loss finite
-    "large-logits": lambda c: 30 < np.max(np.abs(_net_logits(c["inputs"])[1])) < 100 and np.isfinite(c["expected"]["loss"]),
+    "large-logits": lambda c: 30 < np.max(np.abs(_net_logits(c["inputs"])[1])) < 100
+    and bool(np.isfinite(c["expected"]["loss"])),
     "relu-at-zero": lambda c: c["inputs"]["activation"] == "relu" and bool(np.any(_net_logits(c["inputs"])[0] == 0.0)),
     # e^|logit| overflows float64 (|logit| > 709.78), yet the loss is finite
     "overflowing-logits": lambda c: np.max(np.abs(_net_logits(c["inputs"])[1])) > 709.79
@@ -294,7 +295,8 @@ _W_PARTITION = {
     "uneven-blocks": lambda c: _kind(c["inputs"])[0] == "iid" and np.ptp(_counts(c["inputs"], c["expected"])) == 1,
     "remainder-to-largest": lambda c: _remainder_to_largest(c["inputs"], c["expected"]),
     "sigma": lambda c: _kind(c["inputs"])[0] == "quantity" and _kind(c["inputs"])[1] != [1.0],
-    "largest-first-of-equal": lambda c: _kind(c["inputs"])[0] == "quantity" and _first_of_equal(c["inputs"], c["expected"]),
+    "largest-first-of-equal": lambda c: _kind(c["inputs"])[0] == "quantity"
+    and _first_of_equal(c["inputs"], c["expected"]),
     "clients-not-classes": lambda c: _kind(c["inputs"])[0] == "dirichlet"
     and int(c["inputs"]["n_clients"]) < np.unique(c["inputs"]["labels"]).size,
     "clients-more-than-classes": lambda c: _kind(c["inputs"])[0] == "dirichlet"
@@ -354,7 +356,8 @@ def _slow_blow_up(i, e):
 
 _W_DIVERGENCE_STOP = {
     "reference-is-initial": lambda c: _slow_blow_up(c["inputs"], c["expected"]),
-    "not-finite": lambda c: c["expected"]["index"] >= 0 and not np.isfinite(c["inputs"]["costs"][c["expected"]["index"]]),
+    "not-finite": lambda c: c["expected"]["index"] >= 0
+    and not np.isfinite(c["inputs"]["costs"][c["expected"]["index"]]),
     "iterate-norm": lambda c: c["expected"]["index"] >= 0
     and c["inputs"]["sq_norms"][c["expected"]["index"]] > c["inputs"]["max_sq_norm"]
     and abs(c["inputs"]["costs"][c["expected"]["index"]]) <= c["inputs"]["cost_factor"] * abs(c["inputs"]["costs"][0]),

@@ -190,7 +190,8 @@ _W_SCGD_RUN = {
     "average-x": lambda c: c["inputs"]["alpha"] <= 0 and _averages(c["inputs"]),
     "average-x-y-m": lambda c: c["inputs"]["alpha"] > 0 and _averages(c["inputs"]),
     "momentum-convention": lambda c: 0 < c["inputs"]["alpha"] < 1,
-    "q-1": lambda c: c["inputs"]["q"] == 1 and bool(np.array_equal(c["expected"]["rounds"], np.arange(1, c["inputs"]["T"] + 1))),
+    "q-1": lambda c: c["inputs"]["q"] == 1
+    and bool(np.array_equal(c["expected"]["rounds"], np.arange(1, c["inputs"]["T"] + 1))),
 }
 
 

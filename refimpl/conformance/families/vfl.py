@@ -120,10 +120,11 @@ def _bound14(i, constant):
 
 _W_CONDITION14 = {
     # a party exactly on (14) holds; the verdicts differ across parties
-    "boundary": lambda c: bool(np.any((c["inputs"]["eta"] == _bound14(c["inputs"], 16)) & (c["expected"]["holds"] == 1)))
-    and np.ptp(c["expected"]["holds"]) == 1,
+    "boundary": lambda c: bool(np.any((c["inputs"]["eta"] == _bound14(c["inputs"], 16))
+                                      & (c["expected"]["holds"] == 1))) and np.ptp(c["expected"]["holds"]) == 1,
     "constant-16": lambda c: bool(np.any((c["inputs"]["eta"] > _bound14(c["inputs"], 16))
-                                         & (c["inputs"]["eta"] <= _bound14(c["inputs"], 8)) & (c["expected"]["holds"] == 0))),
+                                         & (c["inputs"]["eta"] <= _bound14(c["inputs"], 8))
+                                         & (c["expected"]["holds"] == 0))),
 }
 
 
@@ -320,7 +321,8 @@ def _cases_vfl_adaptive_eta(rng):
 
 _W_VFL_ADAPTIVE_ETA = {
     "w-bar-not-W": lambda c: c["inputs"]["rule"] == "paper" and bool(np.all(c["inputs"]["w_bar"] > 1)),
-    "previous-tau": lambda c: c["inputs"]["rule"] == "authors" and bool(np.all(c["inputs"]["prev"] != c["inputs"]["tau"]))
+    "previous-tau": lambda c: c["inputs"]["rule"] == "authors"
+    and bool(np.all(c["inputs"]["prev"] != c["inputs"]["tau"]))
     and np.array_equal(c["expected"]["prev"], c["inputs"]["tau"]),
 }
 
@@ -429,7 +431,8 @@ def _first_arrivals(i):
 
 _W_VFL_ASYNC_EVENTS = {
     # the server's step is the slowest, so events follow each other every s_0
-    "server-bound": lambda c: not c["inputs"]["server_free"] and c["inputs"]["speeds"][0][0] > c["inputs"]["speeds"][0][1:].max()
+    "server-bound": lambda c: not c["inputs"]["server_free"]
+    and c["inputs"]["speeds"][0][0] > c["inputs"]["speeds"][0][1:].max()
     and np.allclose(np.diff(c["expected"]["time"])[1:], c["inputs"]["speeds"][0][0] + c["inputs"]["server_time"]),
     # the second event starts after its own arrival: it waited for the busy server
     "wait-while-busy": lambda c: c["expected"]["time"][1] > _first_arrivals(c["inputs"])[c["expected"]["party"][1] - 1],
