@@ -941,7 +941,7 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its "
        "loss does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of "
        "least loss); a run's trace records step 1, every eval_every-th step and the last one; the DRFL FedAvg "
-       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps; "
+       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps (a NaN sample refused, none stored unless kept); "
        "a DRFL run's recorded ||∇F(x̄_t)||, worst-client and average accuracy recomputed from its dumped x̄_t "
        "(mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
@@ -1036,8 +1036,10 @@ def _drfl_record_errors(ds):
 
 def _samples_prefix_errors():
     """--samples from a longer run replays its first T steps (MFCGD and ComFedL-style SCGD): a 6-step
-    run's kept samples, given to a 4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed builds the problem, so it is kept;
-    the samples replayed are the file's, not the seed's draws: the NumPy twin runs either way)."""
+    run's kept samples, given to a 4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed
+    builds the problem, so it is kept; the samples replayed are the file's, not the seed's draws: the
+    NumPy twin runs either way); a run without --keep-samples stores none, and a replayed NaN sample
+    is refused naming its array."""
     import os
     import tempfile
 
@@ -1049,9 +1051,19 @@ def _samples_prefix_errors():
         with tempfile.TemporaryDirectory() as tmp:
             long.save(tmp)
             short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))
-        a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
-        if a != b:
-            wrong.append(f"{method}: a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}")
+            a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
+            if a != b:
+                wrong.append(f"{method}: a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}")
+            if any(k.startswith("samples_") for k in short.arrays):
+                wrong.append(f"{method}: a run without --keep-samples stores samples")
+            # a replayed sample that is NaN is refused, naming the array
+            arrays = dict(np.load(os.path.join(tmp, "trace.npz")))
+            arrays["array_samples_xi"] = arrays["array_samples_xi"].copy()
+            arrays["array_samples_xi"].flat[3] = np.nan
+            np.savez(os.path.join(tmp, "nan.npz"), **{k.split("_", 1)[1]: v for k, v in arrays.items()})
+            if not raises(lambda: run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "nan.npz"), **base)),
+                          "array 'xi' holds a non-finite sample"):
+                wrong.append(f"{method}: a replayed NaN sample is not refused naming 'xi'")
     return wrong
 
 

@@ -951,7 +951,8 @@ def _command_refusals(command):
        "split from the third, the split `refimpl partition-stats` shows); FedAvg with E local steps drawing E·B "
        "ids per client and round; the designated client of the feature-based protocol receiving W2; the authors' "
        "preset (their a1, a2, α, τ by batch, γ's exponent α + 0.05, A^t = τ, ReLU with bias columns, their cost; "
-       "pooled batches for SSCA, per-client for SGD); what the command adds (a trade-off row's data loss, the "
+       "pooled batches for SSCA, per-client for SGD); a pooled schedule ((T, K·B)) replayed as given and one of "
+       "the wrong width refused; what the command adds (a trade-off row's data loss, the "
        "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
        "step-size note); 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
@@ -988,9 +989,19 @@ def assembly_literal(quick):
         got = {k: getattr(r, k) for k in want}
         if any(got[k] != v if isinstance(v, (str, bool)) else abs(got[k] - v) > 1e-15 for k, v in want.items()):
             wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
+    # a pooled run's schedule, (T, K·B) ids from all samples, replays as given; a (T, B) one is refused
+    pcfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, sampling="pooled", eval_every=2)
+    pooled = run_experiment(pcfg, ds)
+    again = run_experiment(pcfg, ds, batches=pooled.batches)
+    if np.shape(pooled.batches) != (2, 12) or not np.array_equal(again.snapshots[2][0], pooled.snapshots[2][0]):
+        wrong.append(f"--sampling pooled, K = 3, B = 4: batches of shape {np.shape(pooled.batches)} (want (2, 12)), "
+                     "or their replay ends elsewhere")
+    if not raises(lambda: run_experiment(pcfg, ds, batches=pooled.batches[:, :4]), "(T, K·B) = (T, 12)"):
+        wrong.append("--sampling pooled: a (T, B) schedule is not refused naming (T, K·B) = (T, 12)")
     n_command, command_wrong = _command_cases()
     wrong += command_wrong
-    n = 6 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets
+    n = 8 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
+    #                       a pooled schedule replayed and one of the wrong width refused
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"

@@ -930,7 +930,8 @@ def _recorded_metric_errors(ds):
 
 def _run_loop_record_errors(ds):
     """What Flex-VFL's run loop records, by hand, on 3 rounds of 2 linear parties: floats sent per
-    round B·ΣO_k up and K(|θ_0| + B·ΣO_k) down; S the running sum of Σ_k η_k W_k; a time budget met
+    round B·ΣO_k up and K(|θ_0| + B·ΣO_k) down, and B·ΣO_k more down with labels at the server; S the
+    running sum of Σ_k η_k W_k; a time budget met
     exactly ends the run there; the last evaluation records the training loss under --loss-every 2;
     the divergence rule's Σ_k ||θ_k||² counts the server's block (a limit between the parties' sum
     and the whole stops round 1), and a run stopped at round 2 keeps round 1's batch only."""
@@ -945,6 +946,11 @@ def _run_loop_record_errors(ds):
     per_round = B * sum_o + K * (L * (sum_o + 1) + B * sum_o)
     if list(tr.metrics["comm_floats"]) != [r * per_round for r in tr.metrics["round"]]:
         wrong.append(f"comm_floats {list(tr.metrics['comm_floats'])}, want {per_round} a round")
+    # labels only at the server: ∂l/∂h_k (B·O_k floats) goes down to each party besides
+    served = run_vfl(replace(cfg, labels="server", rounds=1), ds).metrics["comm_floats"]
+    if list(served) != [0, per_round + B * sum_o]:
+        wrong.append(f"comm_floats with labels at the server {list(served)}, "
+                     f"want [0, {per_round + B * sum_o}]")
     S = np.cumsum(np.sum(tr.arrays["eta"] * tr.arrays["W"], axis=1))
     if not np.array_equal(tr.arrays["S"], S):
         wrong.append(f"S {tr.arrays['S']}, want the running sum of Σ_k η_k W_k {S}")
@@ -1025,14 +1031,14 @@ def _q_and_timeout_errors():
 
 
 @check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
-       "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and "
-       "linear parties, drawn from the first of the seed's three streams, head first; the parties' features (the "
-       "four 14×14 quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); and "
-       "the server's local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under "
-       "refimpl's (sync Q, P-BCD 1, Flex-VFL floor(timeout / s_0)); --target A stopping at the first evaluation "
-       "with test accuracy ≥ A (round-based and asynchronous); the recorded training loss, test accuracy and "
-       "Σ_k ||∇_k F||² recomputed in plain NumPy from the stored blocks; the run loop's records by hand (floats "
-       "up and down, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
+       "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and linear "
+       "parties, drawn from the first of the seed's three streams, head first; the parties' features (the four 14×14 "
+       "quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); and the server's "
+       "local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under refimpl's (sync Q, P-BCD "
+       "1, Flex-VFL floor(timeout / s_0)); --target A stopping at the first evaluation with test accuracy ≥ A "
+       "(round-based and asynchronous); the recorded training loss, test accuracy and Σ_k ||∇_k F||² recomputed in "
+       "plain NumPy from the stored blocks; the run loop's records by hand (floats up and down, with labels at the "
+       "server too, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
        "server's block, a stopped run's batches); --Q and --timeout refused exactly where they change nothing",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
