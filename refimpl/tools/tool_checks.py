@@ -514,8 +514,9 @@ def _crosscheck_cases():
     a = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0]})
     b = Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.0 + 1e-6]})
     rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
-    out.append(("a difference of 1e-6 in a series whose largest value is 2 is measured as 5e-7",
-                bool(rows) and abs(rows[0]["rel"] - 5e-7) < 1e-12))
+    out.append(("a difference of 1e-6 in a series whose largest value is 2 is measured as 5e-7 (its largest "
+                "|Δ| 1e-6, where round 0 has none)",
+                bool(rows) and abs(rows[0]["rel"] - 5e-7) < 1e-12 and abs(rows[0]["abs"] - 1e-6) < 1e-15))
     rows = [r for r in crosscheck(Trace(config={}, metrics={"round": [0], "x": [100.0]}),
                                   Trace(config={}, metrics={"round": [0], "x": [99.0]})) if r["what"] == "x"]
     out.append(("100 against 99 is a relative difference of 1/100 (the first trace's scale), not 1/99",
@@ -580,9 +581,21 @@ def _snapshot_edge_cases(w1, w2):
                 kinds.append((type(exc).__name__, "they need" in str(exc)))
             finally:
                 del TR.open
+
+        def full(path, *args, **kw):                                  # one file, and no room for it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        TR.open = full
+        try:
+            TR._atomic_all([(os.path.join(tmp, "only.json"), lambda buf: buf.write(b"{}"))])
+            kinds.append(None)
+        except (OSError, RuntimeError) as exc:
+            kinds.append((type(exc).__name__, "they need" in str(exc)))
+        finally:
+            del TR.open
         left = sorted(os.listdir(tmp))
-    out.append(("a full disk is named with the bytes the files need; another OSError passes through unchanged; "
-                "neither leaves a file", kinds == [("DiskFull", True), ("PermissionError", False)] and left == []))
+    out.append(("a full disk is named with the bytes the files need (for one file too); another OSError passes "
+                "through unchanged; neither leaves a file",
+                kinds == [("DiskFull", True), ("PermissionError", False), ("DiskFull", True)] and left == []))
     return out
 
 

@@ -383,7 +383,8 @@ def _literal_kwargs(par):
        "samples, for all four adaptive matrices, on instances where both projections bind and the cap α, β, ϱ ≤ 1 "
        "acts early (max relative difference of x̄_t ≤ 1e-12; Numba fastmath ≤ 1e-10, also for the kernel's recorded "
        "||∇F(x̄_t)|| and ||A_t||, which Theorems 1 and 2 read); a run at --radius-scale 0.5 "
-       "projects on half the a-priori radii and counts the client-steps each projection acted",
+       "projects on half the a-priori radii and counts the client-steps each projection acted; a boolean, text or "
+       "NaN for a float option refused, naming it",
        "[MFCGD] Algorithm 1, (6)–(11); docs/mfcgd.md")
 def algorithm1_literal_check(quick):
     T = 120 if quick else 400
@@ -443,7 +444,8 @@ def algorithm1_literal_check(quick):
 def _radius_scale_record():
     """``refimpl run mfcgd --problem nonlinear --radius-scale 0.5``: the trace's radii are half the
     problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
-    dumped estimators found on their balls' surfaces (all but the last step's update, not dumped)."""
+    dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
+    boolean, text or NaN given for a float option is refused naming it."""
     import os
     import tempfile
 
@@ -461,7 +463,10 @@ def _radius_scale_record():
     surface = {n: sum(int(np.sum(np.linalg.norm(dump[t][n].reshape(3, -1), axis=1) >= R * (1 - 1e-12)))
                       for t in range(2, 13)) for n, R in (("u", radii["C_g"]), ("v", radii["C_f"]))}
     want = (0.5 * whole["C_g"], 0.5 * whole["C_f"])
-    right = (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
+    # a configuration's numbers: a boolean, text or NaN for a float option refused, naming it
+    refused = all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"{name} must be a finite number")
+                  for name, kw in (("eta", dict(eta=True)), ("k", dict(k="1")), ("gamma", dict(gamma=np.nan))))
+    right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
     return {"radii": radii, "counts": counts, "on_surface_in_dumped_steps": surface, "right": bool(right)}
 
@@ -701,9 +706,10 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "condition, and the same as a second search's written from the statement; refimpl bound's verdict (cap C_f·C_g, "
        "vacuous, smallest informative T) agrees with the literal right side; inputs Theorem 1 excludes (A_rms < ρ, ρ ≤ "
        "0, T of 0, 0.5 or 1.5) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) are refused, one "
-       "Lipschitz constant 0 accepted, q = 0 refused; the tightest condition it names is the closest (planted; a left "
-       "side 0 never), informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges MFCGD "
-       "and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
+       "Lipschitz constant 0 accepted, q = 0 refused (q = 1 searched), a constants file read as given and one with "
+       "text, a boolean, a missing or unknown key refused; the tightest condition it names is the closest (planted; a "
+       "left side 0 never), informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
+       "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -761,6 +767,7 @@ def theorem_statement_literal(quick):
     groups = [lambda: found("refusals", _check_run_refusals), lambda: found("report", _theorem_report_errors)]
     groups += [lambda name=name, c=c, s=s: setting(name, c, *s) for name, c in constants
                for s in ((1.0, 2000, 10), (0.5, 20000, 5))]
+    groups.append(lambda: setting("planted", PLANTED_CONSTANTS, 1.0, 500, 1))    # q = 1, as STORM communicates
     wrong_groups(groups)
     sets, disagree, worst, verdicts, excess, beaten = (st[k] for k in ("sets", "disagree", "worst", "verdicts",
                                                                        "excess", "beaten"))
@@ -855,7 +862,7 @@ def _constants_refusals():
     """The assumption constants a bound cannot use: L_f = L_g = 0 together (then L_fg = 0 and the
     conditions divide by it), C_f or C_g = 0, a negative or infinite constant; one Lipschitz
     constant 0 with the other positive is a valid (linear) problem; a communication period q = 0 is
-    refused, q = 1 with B = 0 accepted. The list of wrong answers."""
+    refused, q = 1 with B = 0 accepted; the constants file's reading. The list of wrong answers."""
     base = dict(C_f=2.0, C_g=3.0, L_f=1.0, L_g=0.5, sigma=0.1, delta_f=0.1, delta_g=0.1, F_gap=1.0)
     wrong = [f"{what} accepted" for what, kw, words in (
         ("L_f = L_g = 0", dict(L_f=0.0, L_g=0.0), "cannot both be 0"), ("C_g = 0", dict(C_g=0.0), "C_g must be > 0"),
@@ -874,6 +881,37 @@ def _constants_refusals():
         TheoremParams(**params, q=1)
     except ValueError as exc:
         wrong.append(f"q = 1 (and B = 0) refused: {exc}")
+    return wrong + _constants_file_errors(base)
+
+
+def _constants_file_errors(base):
+    """``refimpl bound --constants FILE``: a JSON object of the eight numbers reads back as given (an
+    integer too); a value given as text or as a boolean, a missing or an unknown key is refused."""
+    import json
+    import os
+    import tempfile
+
+    from refimpl.mfcgd.bounds import Constants
+    wrong = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "c.json")
+
+        def read(doc):
+            with open(path, "w") as fh:
+                json.dump(doc, fh)
+            return Constants.from_json(path)
+        try:
+            got = read({**base, "C_g": 3})
+            if got != Constants(**base):
+                wrong.append(f"constants file {base} read as {got}")
+        except ValueError as exc:
+            wrong.append(f"a constants file of numbers refused: {exc}")
+        for what, doc, words in (("text", {**base, "sigma": "0.1"}, "constants ['sigma'] must be numbers"),
+                                 ("a boolean", {**base, "F_gap": True}, "constants ['F_gap'] must be numbers"),
+                                 ("a missing key", {k: v for k, v in base.items() if k != "L_g"}, "missing constants"),
+                                 ("an unknown key", {**base, "L": 1.0}, "unknown keys ['L']")):
+            if not raises(lambda doc=doc: read(doc), words):
+                wrong.append(f"a constants file with {what} not refused naming it")
     return wrong
 
 
@@ -942,8 +980,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "loss does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of "
        "least loss); a run's trace records step 1, every eval_every-th step and the last one; the DRFL FedAvg "
        "baseline averages its clients' models (written out); --samples from a longer run replays its first steps (a NaN sample refused, none stored unless kept); "
-       "a DRFL run's recorded ||∇F(x̄_t)||, worst-client and average accuracy recomputed from its dumped x̄_t "
-       "(mismatches: 0)",
+       "a DRFL run's recorded ||∇F(x̄_t)||, worst-client and average accuracy recomputed from its dumped x̄_t, "
+       "and its projection radii C_g = sqrt(2)(the largest row norm over the clients + 1), C_f = 1 (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -1011,7 +1049,7 @@ def _fedavg_drfl_errors(pr, X, y):
 def _drfl_record_errors(ds):
     """What a DRFL run records at each step, from the x̄_t it dumps: ||∇F(x̄_t)|| by the problem's
     exact gradient (a separate path from the runner's), each client's test accuracy and of them the
-    worst (the least) and the average."""
+    worst (the least) and the average; the projection radii C_g = sqrt(2)(max row norm + 1), C_f = 1."""
     from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
     cfg = MFCGDConfig(method="adamfcgd", problem="drfl", clients=3, steps=3, eval_every=1, q=2, dump_rounds="all",
                       eta=0.5)
@@ -1031,6 +1069,14 @@ def _drfl_record_errors(ds):
                 wrong.append(f"DRFL step {t}: recorded {k} {got:.12g}, from x̄_t {v:.12g}")
     if len(set(tr.metrics["worst_client_accuracy"][1:]) | set(tr.metrics["average_accuracy"][1:])) < 3:
         wrong.append("the DRFL run's accuracies do not tell the worst client from the average (a weak instance)")
+    # the projection radii: ||∇ loss(x; ξ)|| ≤ sqrt(2)(||ξ's features|| + 1) for softmax cross-entropy, so
+    # C_g = sqrt(2)(the largest row norm over every client + 1); the clients' largest norms differ here
+    from refimpl.mfcgd.experiment import _projection_radii
+    norms = [float(np.sqrt(np.max(np.sum(X * X, axis=1)))) for X in pr.Xs]
+    want = (float(np.sqrt(2.0) * (max(norms) + 1.0)), 1.0)
+    got = _projection_radii(pr)
+    if len(set(norms)) < 2 or abs(got[0] - want[0]) > 1e-12 * want[0] or got[1] != want[1]:
+        wrong.append(f"DRFL projection radii {got}, want {want} (clients' largest row norms {norms})")
     return wrong
 
 

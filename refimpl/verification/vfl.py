@@ -110,7 +110,9 @@ def _independent_w_bar(opt_kind, param, tau, eta):
        "speed rows and w̄ from the closed-form weights: runs at 0.5× and 0.9× the smallest threshold meet it in every "
        "round and party, runs at 1.1× and 2× violate it somewhere, and the runner's per-round verdicts equal the "
        "independent ones, as do the τ_k and w̄_k it records; adaptive condition (20) by hand: α, the largest change "
-       "of τ_k w̄_k between rounds either way, and A_k ≤ 1/(16 max{L, L_k} α) at and 1 % above its bound",
+       "of τ_k w̄_k between rounds either way, and A_k ≤ 1/(16 max{L, L_k} α) at and 1 % above its bound; the L and "
+       "L_k they read, estimated by power iteration, against the exact Hessian's largest |eigenvalue| (and its "
+       "blocks') on a small model (relative 1e-6)",
        "[FlexVFL] Theorem 1 (14), Theorem 2 (20); docs/flexvfl.md")
 def condition14(quick):
     d = vdata()
@@ -152,9 +154,40 @@ def condition14(quick):
         det[f"x{factor}"] = {"eta": eta, "fraction_meeting_14": float(np.mean(independent)),
                              "runner_fraction_meeting_14": float(np.mean(tr.arrays["cond14"]))}
     wrong20 = _condition20_errors()
-    holds = disagreements == 0 and ok and not wrong20
-    det.update(disagreements=disagreements, rounds=R, timeout=timeout, condition20_wrong=wrong20)
+    smooth = _smoothness_estimate_error()
+    holds = disagreements == 0 and ok and not wrong20 and smooth <= 1e-6
+    det.update(disagreements=disagreements, rounds=R, timeout=timeout, condition20_wrong=wrong20,
+               smoothness_estimate_vs_exact_hessian=smooth)
     return {"measured": disagreements + len(wrong20), "bound": 0, "holds": bool(holds), "details": det}
+
+
+def _smoothness_estimate_error():
+    """The L and L_k that (14) reads, as ``estimate_smoothness`` finds them by power iteration on
+    Hessian-vector products, against the largest |eigenvalue| of the Hessian (and of its diagonal
+    blocks) assembled here column by column from central differences of the gradient, on a
+    33-parameter model of two linear parties: the largest relative difference."""
+    from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
+    rng = np.random.default_rng(3)
+    B, d1, d2, O1, O2, C = 40, 3, 4, 2, 2, 3
+    m = VerticalModel((LinearEncoder(d1, O1), LinearEncoder(d2, O2)), LinearFusion(O1 + O2, C))
+    thetas = m.init(rng)
+    Xs, y = [rng.standard_normal((B, d1)), rng.standard_normal((B, d2))], rng.integers(0, C, B)
+    L, Lk = estimate_smoothness(m, thetas, Xs, y, np.random.default_rng(4), iters=300)
+    sizes = [t.size for t in thetas]
+    cuts, flat = np.cumsum(sizes)[:-1], np.concatenate(thetas)
+
+    def grad(x):
+        return np.concatenate(m.block_gradients(np.split(x, cuts), Xs, y)[1])
+    H = np.empty((flat.size, flat.size))
+    for i in range(flat.size):
+        e = np.zeros(flat.size)
+        e[i] = 1e-5
+        H[:, i] = (grad(flat + e) - grad(flat - e)) / 2e-5
+    H = (H + H.T) / 2
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    exact = [np.abs(np.linalg.eigvalsh(H)).max()] + [np.abs(np.linalg.eigvalsh(H[a:b, a:b])).max()
+                                                     for a, b in zip(starts[:-1], starts[1:])]
+    return float(np.max(np.abs(np.array([L, *Lk]) - exact) / np.array(exact)))
 
 
 def _protocol_config_errors(cfg):
@@ -219,8 +252,9 @@ def _condition20_errors():
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
-       "the number of parties refused, as are sync with Q = 0 and a --smoothness of the wrong length (a given one "
-       "recorded as given)",
+       "the number of parties refused, as are sync with Q = 0, a Flex-VFL timeout shorter than a party's mean step, "
+       "markov:FAST alone and a --smoothness of the wrong length (a given one recorded as given); a text trace of one "
+       "value read; the re-timing's initial point at the target (time 0)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -353,7 +387,8 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
-    written (``markov:FAST`` alone refused); a CPU trace's clipping note counts only the values outside
+    written (``markov:FAST`` alone refused), a text trace of one value read; a timeout shorter than a
+    party's mean step refused naming it; a CPU trace's clipping note counts only the values outside
     [0, 1]; ``--smoothness`` recorded as given, a list of the wrong length refused."""
     import os
     import tempfile
@@ -368,9 +403,20 @@ def _replayed_and_parsed_speed_errors():
         avail = os.path.join(tmp, "avail.npy")
         np.save(avail, np.array([[0.9, 0.4], [0.0, 1.0]]))
         based = parse_speeds(f"trace:{avail}:2,3", 2)                 # step = base / (a + 0.1), per party
+        one = os.path.join(tmp, "one.csv")                               # a text trace of one value
+        with open(one, "w") as fh:
+            fh.write("0.4\n")
+        errors["one_value_trace"] = float(not np.array_equal(
+            parse_speeds(f"trace:{one}:2,3", 2).sample(3, np.random.default_rng(0)), np.tile([4.0, 6.0], (3, 1))))
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
+    # a timeout shorter than a party's mean step leaves it no step: refused, naming the party
+    from refimpl.vfl.experiment import VFLConfig as _Cfg, run_vfl as _run
+    from refimpl.verification.registry import embedded as _embedded
+    errors["timeout_below_a_step_accepted"] = float(not raises(
+        lambda: _run(_Cfg(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
+                     _embedded()), "shorter than one local step of party 2 (mean step time 5)"))
     errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
     # the other parsed forms: trace:FILE:BASE (a base per party) and markov:FAST:SLOW:p_slow:p_fast
     # (markov without its SLOW speeds is no model)
@@ -506,11 +552,12 @@ def _step_times_errors():
 
 
 def _regime_and_speed_errors():
-    """By hand: a run evaluated every round re-timed at server time S (each round its work plus S,
-    the first round at the target; a budget the clock reaches ends the run; a run that ends first
-    leaves the time uncovered); the η search widening beyond the edge that holds the best η, and an
-    η at the widened grid's edge flagged; the log-normal speed model's mean (40,000 draws, within 5
-    standard errors of the stated mean)."""
+    """By hand: a run evaluated every round re-timed at server time S (each round its work plus S, the
+    first round at the target, the initial point at it (time 0, though round 1 is below it); a
+    budget the clock reaches ends the run; a run that ends first leaves the time uncovered); the η
+    search widening beyond the edge that holds the best η, and an η at the widened grid's edge
+    flagged; the log-normal speed model's mean (40,000 draws, within 5 standard errors of the stated
+    mean)."""
     from refimpl.core.trace import Trace
     from refimpl.vfl.regime import _UNCOVERED, time_at_server_time, tuned_eta
     from refimpl.vfl.speeds import LogNormalSpeed
@@ -521,6 +568,10 @@ def _regime_and_speed_errors():
              ((1.0, 100.0, 0.95), 11.5), ((1.0, 100.0, 0.99), _UNCOVERED))
     wrong = sum(int(time_at_server_time(tr, S, budget, 4 if target < 0.99 else 10, target) != want)
                 for (S, budget, target), want in cases)
+    # the initial point at the target, the first evaluation after it below: time 0
+    dip = Trace(config={}, metrics={"round": [0, 1, 2], "test_accuracy": [0.6, 0.5, 0.7]})
+    dip.arrays["round_work"] = np.array([1.0, 1.0])
+    wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.55) != 0.0)
 
     def parabola(c):
         return lambda e: (np.log10(e) - np.log10(c)) ** 2 + 1.0
