@@ -349,14 +349,19 @@ def _replay_layout_cases():
 
 def _mat_refusal_cases(tmp, W1, W2):
     """True when the .mat readers refuse --round 1.5 and --round True, refuse a --map naming a third
-    key (W3) with the expected form, and add the hint about the authors' Theta1 (ω̄) to a missing
+    key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, and add
+    the hint about the authors' Theta1 (ω̄) to a missing
     variable only for the default map Theta1a over files holding Theta1_<r>."""
     import os
 
     from scipy.io import savemat
 
-    from refimpl.core.matfiles import mat_snapshots, parse_map
+    from refimpl.core.matfiles import load_mat, mat_snapshots, parse_map
     plain, numbered = os.path.join(tmp, "plain.mat"), os.path.join(tmp, "omega-bar.mat")
+    v73 = os.path.join(tmp, "v73.mat")          # a MATLAB v7.3 header (version 0x0200) before an HDF5 body
+    with open(v73, "wb") as fh:
+        fh.write(b"MATLAB 7.3 MAT-file, HDF5 schema 1.00 .".ljust(116) + bytes(8) + b"\x00\x02IM"
+                 + b"\x89HDF\r\n\x1a\n" + bytes(64))
     savemat(numbered, {"Theta1_3": W1, "Theta2_3": W2})
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
@@ -367,6 +372,9 @@ def _mat_refusal_cases(tmp, W1, W2):
     return (_raises(lambda: mat_snapshots(plain, default, round_=1.5), "a round is an integer ≥ 0")
             and _raises(lambda: mat_snapshots(plain, default, round_=True), "a round is an integer ≥ 0")
             and _raises(lambda: parse_map("W1=a,W2=b,W3=c"), "expected W1=NAME,W2=NAME")
+            and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")
+            and _raises(lambda: load_mat(v73), "a MATLAB v7.3 (HDF5) file, which scipy.io cannot read")
+            and not _raises(lambda: load_mat(v73), "not a readable .mat file")
             and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint)
 
 
@@ -1468,8 +1476,8 @@ def diagnose_report(quick):
        "id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift found within "
        "the tolerance relative to the snapshot's size, a round not kept refused, a full disk named (other write errors "
        "unchanged, no file left), the settings two runs set apart noted; a run directory read as its trace, text, "
-       "DEL-led files and pickles refused, --round 1.5 and a third --map key refused, the authors' Theta1 hint only "
-       "where it applies (wrong answers: 0)",
+       "DEL-led files and pickles refused, --round 1.5, a third --map key and W1 alone refused, a v7.3 .mat named, the "
+       "authors' Theta1 hint only where it applies (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups
@@ -1548,6 +1556,21 @@ def reproduction_tables(quick):
     return _cases_in_a_directory(_reproduction_table_cases)
 
 
+def _claims_line_right(VF, CheckRecord):
+    """A --claims run's records written (the cache in a temporary directory) and read back by the
+    main job's closing line: the first claim with its verdict, every other one not run yet."""
+    import tempfile
+
+    from refimpl.core.runtime import environ
+    ids = VF.tier_ids(("claim",))
+    rec = CheckRecord(ids[0], "planted", "nowhere", 0.5, 1.0, 0.5, True, {"kind": "claim"})
+    with tempfile.TemporaryDirectory() as tmp, environ({"REFIMPL_CACHE_DIR": tmp}):
+        written = VF.record_claims([rec], quick=True)
+        line = VF.claims_line()
+    return (written is not None and f"{ids[0]} yes" in line
+            and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line)
+
+
 def _verdict_cases():
     """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
     written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
@@ -1568,6 +1591,7 @@ def _verdict_cases():
         "ge-equal": ({"measured": 2.0, "bound": 2.0, "relation": "≥"}, True, 1.0),
         "gt-equal": ({"measured": 2.0, "bound": 2.0, "relation": ">"}, False, 1.0),
         "gt-above": ({"measured": 8.0, "bound": 2.0, "relation": ">"}, True, 0.25),
+        "ge-above-bound-below-1": ({"measured": 1.0, "bound": 0.5, "relation": "≥"}, True, 0.5),
         "negative-le-holds": ({"measured": -0.5, "bound": -0.25}, True, 0.5),      # a slope of -1/2 ≤ -1/4
         "negative-le-fails": ({"measured": -0.1, "bound": -0.25}, False, 2.5),
         "approx-own-holds": ({"measured": 1.1, "bound": 1.0, "relation": "≈", "holds": True}, True, 1.1),
@@ -1597,7 +1621,9 @@ def _verdict_cases():
               ("a crash, an unknown relation and ≈ without the check's own holds carry an error naming it",
                "planted crash" in recs["crash"].details.get("error", "")
                and "=<" in recs["unknown-relation"].details.get("error", "")
-               and "≈" in recs["approx-without-holds"].details.get("error", ""))]
+               and "≈" in recs["approx-without-holds"].details.get("error", "")),
+              ("the main job's closing line: a claim's verdict recorded by a --claims run, the others not run yet",
+               _claims_line_right(VF, CheckRecord))]
 
     def rec(i, holds, kind, vacuous=False):
         return CheckRecord(i, "c", "s", 1.0, 1.0, 1.0, holds, {"kind": kind, **({"vacuous": True} if vacuous else {})})
@@ -1674,11 +1700,11 @@ def _report_table_cases(CheckRecord):
 
 @check("tools.verdicts", "the verdicts refimpl verify names are right on planted checks: each side of ≤ < ≥ > "
        "(equality too, negative bounds such as slopes), ≈ only with the check's own holds, a check's own holds over "
-       "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their "
-       "error); the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check "
-       "is fatal unless --strict; the table's words yes, yes (vacuous), no (claim), NO; REPORT.md's count of the "
-       "checks that hold and its rows, written out by hand; a check's seconds; the table's and --profile's layout "
-       "and number format; a reproduction's CSV as Markdown (wrong answers: 0)",
+       "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their error); "
+       "the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check is fatal "
+       "unless --strict; the table's words yes, yes (vacuous), no (claim), NO; the closing line's claims; REPORT.md's "
+       "count of the checks that hold and its rows, written out by hand; a check's seconds; the table's and "
+       "--profile's layout and number format; a reproduction's CSV as Markdown (wrong answers: 0)",
        "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict, format_table, format_profile); "
        "refimpl/tools/report.py (check_section, _csv_table)")
 def verdicts(quick):

@@ -976,12 +976,13 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
 
 @check("mfcgd.problem_evaluations", "what the four problems evaluate, outside the runners: ∇g^m on a sample and "
        "exactly, and ∇F, against central finite differences of g^m and F along random directions (relative error ≤ "
-       "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its "
-       "loss does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of "
-       "least loss); a run's trace records step 1, every eval_every-th step and the last one; the DRFL FedAvg "
-       "baseline averages its clients' models (written out); --samples from a longer run replays its first steps (a NaN sample refused, none stored unless kept); "
-       "a DRFL run's recorded ||∇F(x̄_t)||, worst-client and average accuracy recomputed from its dumped x̄_t, "
-       "and its projection radii C_g = sqrt(2)(the largest row norm over the clients + 1), C_f = 1 (mismatches: 0)",
+       "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its loss "
+       "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
+       "loss); a run's trace records step 1, every eval_every-th step and the last one (Numba and NumPy); the DRFL "
+       "FedAvg baseline averages its clients' models (written out); --samples from a longer run replays its first "
+       "steps (a NaN sample refused, none stored unless kept); a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
+       "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
+       "over the clients + 1), C_f = 1 (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -1008,9 +1009,12 @@ def problem_evaluations(quick):
     if acc[0] != 1.0 or acc[1] != least:
         wrong.append(f"DRFL accuracy {acc}: on zero features with bias on class 7 it must be 1, on data {least} "
                      "(the class of least loss)")
-    tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3))
-    if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7]:
-        wrong.append(f"a 7-step run evaluated every 3 steps records steps {tr.metrics['step']}, not 1, 3, 6, 7")
+    for backend in ("numba", "numpy"):                    # the kernel's and the NumPy runner's evaluations
+        tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3,
+                                          backend=backend))
+        if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7] or not np.all(np.isfinite(tr.metrics["grad_norm"])):
+            wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps records steps {tr.metrics['step']} "
+                         f"(||∇F|| {tr.metrics['grad_norm']}), not 1, 3, 6, 7 each with its value")
     from dataclasses import replace
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them

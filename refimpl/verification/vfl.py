@@ -112,7 +112,8 @@ def _independent_w_bar(opt_kind, param, tau, eta):
        "independent ones, as do the τ_k and w̄_k it records; adaptive condition (20) by hand: α, the largest change "
        "of τ_k w̄_k between rounds either way, and A_k ≤ 1/(16 max{L, L_k} α) at and 1 % above its bound; the L and "
        "L_k they read, estimated by power iteration, against the exact Hessian's largest |eigenvalue| (and its "
-       "blocks') on a small model (relative 1e-6)",
+       "blocks') on a small model (relative 1e-6); an adaptive run's record of (20) (α and each A_k's verdict) by "
+       "hand, with L binding",
        "[FlexVFL] Theorem 1 (14), Theorem 2 (20); docs/flexvfl.md")
 def condition14(quick):
     d = vdata()
@@ -232,7 +233,28 @@ def _condition20_errors():
     if condition20(at, L, Lk, alpha).tolist() != [True, True] or condition20(at * 1.01, L, Lk, alpha).tolist() != [
             False, False]:
         wrong.append("condition (20) at and 1 % above A_k = 1/(16 max{L, L_k} α)")
-    return wrong
+    return wrong + _condition20_record_errors()
+
+
+def _condition20_record_errors():
+    """What an adaptive run records of (20) under --smoothness L,L_0,L_1,L_2 = 6,3,4,5: α from its τ
+    and w̄, and per participant A ≤ 1/(16 max{L, L_k} α) by hand, with A between the bounds that L
+    and that the L_k alone would give (so L is read where it binds)."""
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    from refimpl.vfl.flexvfl import max_change_factor
+    cfg = VFLConfig(method="adaptive-flexvfl", parties=2, rounds=3, batch=8, smoothness="6,3,4,5",
+                    speeds="lognormal:1,2,3")
+    alpha = run_vfl(cfg, embedded()).config["condition20"]["alpha"]
+    A = 1.0 / (16 * 4.5 * alpha)
+    tr = run_vfl(replace(cfg, A=str(A)), embedded())
+    want = [A <= 1.0 / (16 * max(6.0, Lk) * alpha) for Lk in (3.0, 4.0, 5.0)]
+    got = tr.config["condition20"]
+    alpha_hand = max_change_factor(tr.arrays["tau"], tr.arrays["w_bar"])
+    if got["met"] != want or got["alpha"] != alpha_hand or alpha != alpha_hand:
+        return [f"an adaptive run's record of (20): {got}; by hand α {alpha_hand}, met {want}"]
+    return []
 
 
 @check("vfl.clock", "the simulated clock with a server round trip S, against durations computed by hand on a "
@@ -254,7 +276,8 @@ def _condition20_errors():
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
        "the number of parties refused, as are sync with Q = 0, a Flex-VFL timeout shorter than a party's mean step, "
        "markov:FAST alone and a --smoothness of the wrong length (a given one recorded as given); a text trace of one "
-       "value read; the re-timing's initial point at the target (time 0)",
+       "value read; the re-timing's initial point at the target (time 0); a zero latency accepted, --taus without "
+       "--speeds run on unit step times (said in a note), an asynchronous run's empty batch table refused",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -411,9 +434,22 @@ def _replayed_and_parsed_speed_errors():
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
-    # a timeout shorter than a party's mean step leaves it no step: refused, naming the party
     from refimpl.vfl.experiment import VFLConfig as _Cfg, run_vfl as _run
     from refimpl.verification.registry import embedded as _embedded
+    # a zero latency accepted; --taus without --speeds for 2 parties: unit step times, said in a note; an
+    # asynchronous run's empty batch table refused
+    errors["zero_latency_refused"] = float(raises(lambda: _Cfg(latency=0.0).check_numbers(), ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        taus, empty = os.path.join(tmp, "t.npy"), os.path.join(tmp, "b.npy")
+        np.save(taus, np.array([[2, 3, 1], [1, 2, 2]]))
+        np.save(empty, np.zeros((0, 8), dtype=np.int64))
+        unit = _run(_Cfg(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), _embedded())
+        errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
+                                              or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
+        errors["empty_async_batches_accepted"] = float(not raises(
+            lambda: _run(_Cfg(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
+                              speeds="constant:1,2,3", time_budget=5.0), _embedded()), "the run needs 1"))
+    # a timeout shorter than a party's mean step leaves it no step: refused, naming the party
     errors["timeout_below_a_step_accepted"] = float(not raises(
         lambda: _run(_Cfg(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
                      _embedded()), "shorter than one local step of party 2 (mean step time 5)"))
