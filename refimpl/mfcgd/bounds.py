@@ -290,11 +290,16 @@ def bound_verdict(c: Constants, p: TheoremParams, T, theorem, rho, A_rms, conds)
 
 def smallest_T_below(rhs, cap, lo, hi):
     """The smallest T in [lo, hi] with rhs(T) < cap, given rhs(hi) < cap, by bisection (the right
-    side falls with T; ``mfcgd.theorem_statement_literal`` checks the answer and the T before it)."""
-    while lo < hi:
+    side falls with T; ``mfcgd.theorem_statement_literal`` checks the answer and the T before it).
+    The interval halves at every step, so bit_length(hi − lo) + 1 steps close it; a bisection that
+    needs more is a defect, raised (RuntimeError) rather than left to loop."""
+    limit = int(hi - lo).bit_length() + 1
+    for _ in range(limit + 1):
+        if not lo < hi:
+            return lo
         mid = (lo + hi) // 2
         if rhs(mid) < cap:
             hi = mid
         else:
             lo = mid + 1
-    return lo
+    raise RuntimeError(f"smallest_T_below: [{lo}, {hi}] still open after {limit} halvings")

@@ -481,6 +481,11 @@ def _dump_writer_cases():
         np.savez(os.path.join(tmp, "at", "dump", "r6.npz"), x=np.array([{"a": 1}], dtype=object))
         out.append(("a round file holding Python objects is refused as damaged, never unpickled",
                     _raises(lambda: D.read_rounds(os.path.join(tmp, "at")), "r6.npz: a damaged dump round file")))
+        evil = dict(np.load(os.path.join(saved, "trace.npz")))
+        evil["array_evil"] = np.array([{"a": 1}], dtype=object)
+        np.savez(os.path.join(saved, "trace.npz"), **evil)
+        out.append(("a trace.npz holding Python objects is refused, never unpickled",
+                    _raises(lambda: Trace.load(saved), "Object arrays cannot be loaded when allow_pickle=False")))
         bad = os.path.join(tmp, "bad")
         w = DumpWriter(bad, rounds=1)
 

@@ -445,7 +445,7 @@ def _radius_scale_record():
     """``refimpl run mfcgd --problem nonlinear --radius-scale 0.5``: the trace's radii are half the
     problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
-    boolean, text or NaN given for a float option is refused naming it."""
+    boolean, text or NaN given for a float option is refused naming it; heterogeneity 0 is accepted."""
     import os
     import tempfile
 
@@ -466,6 +466,7 @@ def _radius_scale_record():
     # a configuration's numbers: a boolean, text or NaN for a float option refused, naming it
     refused = all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"{name} must be a finite number")
                   for name, kw in (("eta", dict(eta=True)), ("k", dict(k="1")), ("gamma", dict(gamma=np.nan))))
+    refused &= not raises(lambda: replace(cfg, heterogeneity=0.0).validate(), "")    # homogeneous clients: allowed
     right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
     return {"radii": radii, "counts": counts, "on_surface_in_dumped_steps": surface, "right": bool(right)}
