@@ -580,31 +580,22 @@ def _snapshot_edge_cases(w1, w2):
     import builtins
     kinds = []
     with tempfile.TemporaryDirectory() as tmp:
-        for code in (errno.ENOSPC, errno.EACCES):
-            def planted_open(path, *args, code=code, **kw):           # the second file cannot be written
-                if path.endswith("second.json.tmp"):
+        # (the files written, the one that cannot be, the error): two files, the second failing with no room or
+        # with another error; one file with no room for it
+        for names, failing, code in ((("first", "second"), "second", errno.ENOSPC),
+                                     (("first", "second"), "second", errno.EACCES), (("only",), "only", errno.ENOSPC)):
+            def planted_open(path, *args, failing=failing, code=code, **kw):
+                if path.endswith(f"{failing}.json.tmp"):
                     raise OSError(code, os.strerror(code), path)
                 return builtins.open(path, *args, **kw)
             TR.open = planted_open
             try:
-                TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b"{}")) for n in ("first",
-                                                                                                      "second")])
+                TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b"{}")) for n in names])
                 kinds.append(None)
             except (OSError, RuntimeError) as exc:
                 kinds.append((type(exc).__name__, "they need" in str(exc)))
             finally:
                 del TR.open
-
-        def full(path, *args, **kw):                                  # one file, and no room for it
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        TR.open = full
-        try:
-            TR._atomic_all([(os.path.join(tmp, "only.json"), lambda buf: buf.write(b"{}"))])
-            kinds.append(None)
-        except (OSError, RuntimeError) as exc:
-            kinds.append((type(exc).__name__, "they need" in str(exc)))
-        finally:
-            del TR.open
         left = sorted(os.listdir(tmp))
     out.append(("a full disk is named with the bytes the files need (for one file too); another OSError passes "
                 "through unchanged; neither leaves a file",

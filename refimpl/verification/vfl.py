@@ -416,6 +416,7 @@ def _replayed_and_parsed_speed_errors():
     import os
     import tempfile
 
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
     from refimpl.vfl.speeds import CPUTraceSpeed, LogNormalSpeed, StepTimes, parse_speeds
     errors = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -434,25 +435,23 @@ def _replayed_and_parsed_speed_errors():
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
-    from refimpl.vfl.experiment import VFLConfig as _Cfg, run_vfl as _run
-    from refimpl.verification.registry import embedded as _embedded
     # a zero latency accepted; --taus without --speeds for 2 parties: unit step times, said in a note; an
     # asynchronous run's empty batch table refused
-    errors["zero_latency_refused"] = float(raises(lambda: _Cfg(latency=0.0).check_numbers(), ""))
+    errors["zero_latency_refused"] = float(raises(lambda: VFLConfig(latency=0.0).check_numbers(), ""))
     with tempfile.TemporaryDirectory() as tmp:
         taus, empty = os.path.join(tmp, "t.npy"), os.path.join(tmp, "b.npy")
         np.save(taus, np.array([[2, 3, 1], [1, 2, 2]]))
         np.save(empty, np.zeros((0, 8), dtype=np.int64))
-        unit = _run(_Cfg(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), _embedded())
+        unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
         errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
                                               or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
         errors["empty_async_batches_accepted"] = float(not raises(
-            lambda: _run(_Cfg(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
-                              speeds="constant:1,2,3", time_budget=5.0), _embedded()), "the run needs 1"))
+            lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
+                              speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
     # a timeout shorter than a party's mean step leaves it no step: refused, naming the party
     errors["timeout_below_a_step_accepted"] = float(not raises(
-        lambda: _run(_Cfg(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
-                     _embedded()), "shorter than one local step of party 2 (mean step time 5)"))
+        lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
+                     embedded()), "shorter than one local step of party 2 (mean step time 5)"))
     errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
     # the other parsed forms: trace:FILE:BASE (a base per party) and markov:FAST:SLOW:p_slow:p_fast
     # (markov without its SLOW speeds is no model)
@@ -464,8 +463,7 @@ def _replayed_and_parsed_speed_errors():
     # --smoothness L,L_0,…,L_K: K + 2 positive values (4 for two parties), recorded as given; a short list refused
     from types import SimpleNamespace
 
-    from refimpl.vfl.experiment import VFLConfig, _smoothness, run_vfl
-    from refimpl.verification.registry import embedded
+    from refimpl.vfl.experiment import _smoothness
     short = SimpleNamespace(smoothness="2,3", seed=0)
     smooth = run_vfl(VFLConfig(parties=2, rounds=1, batch=8, speeds="constant:1", smoothness="2,3,4,5"),
                      embedded()).config

@@ -153,14 +153,11 @@ def _q(i, omega):
 
 
 def _textbook_infeasible(i):
-    """The multiplier solving q(ω(ν)) = U with ω(ν) = −νB/(2(1 + νA)), from the quadratic in
-    s = ν/(1 + νA), leaves ω(ν) infeasible in float64."""
-    A, b, d = i["A"], float(i["B"] @ i["B"]), 4.0 * i["A"] * (i["C"] - i["U"])
-    if not 0 < d < b:
-        return False
-    x = np.sqrt(b / (b - d))
-    nu = d / (A * (b - d) * (x + 1.0))
-    return nu <= i["c"] and _q(i, i["B"] * (-nu / (2 * (1 + nu * A)))) > i["U"]
+    """The textbook multiplier ν° (:func:`_unnudged_nu`, the root of q(ω(ν)) = U) is at most c and
+    leaves ω(ν°) = −ν°B/(2(1 + ν°A)) infeasible in float64 (q evaluated here)."""
+    from refimpl.ssca.surrogate import SurrogateState
+    nu = _unnudged_nu(SurrogateState(float(i["A"]), i["B"], float(i["C"])), i["U"])
+    return bool(nu <= i["c"]) and _q(i, i["B"] * (-nu / (2 * (1 + nu * i["A"])))) > i["U"]
 
 
 def _active(i, e):
