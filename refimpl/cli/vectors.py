@@ -16,6 +16,29 @@ def add_parser(sub):
     ve.add_argument("--overwrite", action="store_true", help="write into a non-empty directory")
     ve.add_argument("--quiet", action="store_true")
     ve.set_defaults(fn=run)
+    vd = vsub.add_parser("digests", help="compare the generated cases with the pinned digests (exit 1 when they "
+                                         "differ); --update pins the current ones")
+    vd.add_argument("--update", action="store_true", help="write the current digests into the package's digests.json")
+    vd.add_argument("--quiet", action="store_true")
+    vd.set_defaults(fn=run_digests)
+
+
+def run_digests(args):
+    """refimpl vectors digests [--update]: the cases each family publishes, against the pinned digests."""
+    import json
+
+    from refimpl.conformance import vectors as VX
+    if args.update:
+        docs = {f: d for f, d in VX.generate().items() if d["paper"] in VX.PINNED_PAPERS}
+        VX.DIGESTS_FILE.write_text(json.dumps(VX.case_digests(docs), indent=1, sort_keys=True) + "\n")
+        info(args, f"{len(docs)} families' digests written to {VX.DIGESTS_FILE}")
+        return 0
+    problems = VX.digest_problems()
+    for p in problems:
+        print(p)
+    if not problems:
+        info(args, "every family publishes the pinned cases")
+    return 1 if problems else 0
 
 
 def run(args):

@@ -103,10 +103,11 @@ def document(record):
 
 
 def flag_problems(docs=None, records=None):
-    """What is wrong with the cases' flags, as sentences (none: every flag is shown): a flag without
-    a witness in its family, a witness that does not hold on a case carrying its flag, a witness
-    that holds on every case of its family without the flag (it tells nothing apart), and NaN or
-    inf in a case none of whose flags is one of ``NON_FINITE_FLAGS``. ``docs``: generated
+    """What is wrong with the cases' flags, as sentences (none: a case carries exactly the flags its
+    family's witnesses hold on): a flag without a witness in its family, a witness that does not
+    hold on a case carrying its flag, a witness that holds on a case without its flag (so a witness
+    made looser, or a case that stops showing an edge, is a difference), and NaN or inf in a case
+    none of whose flags is one of ``NON_FINITE_FLAGS``. ``docs``: generated
     documents (default: :func:`generate`), read back as an adapter reads them; ``records``: the
     families (default: :func:`families`)."""
     from refimpl.conformance.family import NON_FINITE_FLAGS
@@ -122,16 +123,56 @@ def flag_problems(docs=None, records=None):
             values = [v for part in ("inputs", "expected") for v in c[part].values() if not isinstance(v, str)]
             if not set(c["flags"]) & set(NON_FINITE_FLAGS) and not all(np.all(np.isfinite(v)) for v in values):
                 out.append(f"{c['id']}: NaN or inf, and none of its flags {c['flags']} allows it")
-        for flag in sorted({f for c in cases for f in c["flags"]}):
+        for flag in sorted({f for c in cases for f in c["flags"]} | set(witnesses)):
             if flag not in witnesses:
                 out.append(f"{fam}: flag {flag!r} has no witness")
                 continue
             shown = {c["id"]: _witness(witnesses[flag], c) for c in cases}
             out += [f"{c['id']}: flag {flag!r} is not shown ({shown[c['id']]})" for c in cases
                     if flag in c["flags"] and shown[c["id"]] is not True]
-            others = [c["id"] for c in cases if flag not in c["flags"]]
-            if others and all(shown[i] is True for i in others):
-                out.append(f"{fam}: the witness of {flag!r} holds on every case without it too ({', '.join(others)})")
+            out += [f"{c['id']}: the witness of {flag!r} holds, but the case does not carry the flag" for c in cases
+                    if flag not in c["flags"] and shown[c["id"]] is True]
+    return out
+
+
+#: the pinned digests of the published cases (:func:`case_digests`), one per family of refimpl's
+#: own papers (a paper registered from outside pins its own, if it wants to)
+DIGESTS_FILE = pathlib.Path(__file__).with_name("digests.json")
+PINNED_PAPERS = ("core", "ssca", "vfl", "mfcgd")
+
+
+def case_digests(docs=None):
+    """{family: SHA-256} of what a family publishes besides its expected values: each case's id,
+    flags, tolerance and inputs, floats written with 12 significant digits (so a last-bit difference
+    of another machine's libm or BLAS does not count, and a changed generator does). The expected
+    values are left out: ``tools.conformance`` checks them against an independent transcription."""
+    docs = generate() if docs is None else docs
+
+    def canon(v):
+        if isinstance(v, dict):
+            return {k: canon(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [canon(x) for x in v]
+        return f"{v:.12g}" if isinstance(v, float) else v
+    out = {}
+    for fam, doc in docs.items():
+        cases = [{"id": c["id"], "flags": c["flags"], "tol": c["tol"], "inputs": canon(c["inputs"])}
+                 for c in doc["cases"]]
+        out[fam] = hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def digest_problems(docs=None, pinned=None):
+    """Sentences naming each family whose cases differ from the pinned ones (none: the generator
+    still publishes the same cases). A deliberate change of the cases updates ``digests.json``
+    (``refimpl vectors digests --update``) in the same commit, where a reviewer sees it."""
+    docs = generate() if docs is None else docs
+    got = case_digests({f: d for f, d in docs.items() if d["paper"] in PINNED_PAPERS})
+    pinned = json.loads(DIGESTS_FILE.read_text()) if pinned is None else pinned
+    out = [f"{fam}: its cases (ids, flags, tolerances, inputs) differ from the pinned ones (digest {got[fam][:12]}…, "
+           f"pinned {pinned[fam][:12]}…)" for fam in got if fam in pinned and pinned[fam] != got[fam]]
+    out += [f"{fam}: no pinned digest" for fam in got if fam not in pinned]
+    out += [f"{fam}: pinned, but no such family" for fam in pinned if fam not in got]
     return out
 
 

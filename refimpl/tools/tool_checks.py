@@ -947,8 +947,8 @@ def conformance_harness(quick):
 
 
 def _flag_cases():
-    """(what, right) for the vectors' flags: the real vectors show every flag they carry, and
-    planted families — one of refimpl's with one case edited — get the sentence they must."""
+    """(what, right) for the vectors' flags: the real vectors show exactly the flags they carry and
+    publish the pinned cases, and planted families get the sentence they must."""
     from dataclasses import replace
 
     from refimpl.conformance import vectors as V
@@ -957,8 +957,28 @@ def _flag_cases():
     problems = V.flag_problems(docs, records)
     flags = sum(len(c["flags"]) for d in docs.values() for c in d["cases"])
     out = [(f"every one of the {flags} flags on the {sum(len(d['cases']) for d in docs.values())} cases is shown by "
-            f"its witness, and no witness holds on every case of its family without its flag"
+            f"its witness, and no witness holds on a case without its flag"
             + (f" ({'; '.join(problems[:3])})" if problems else ""), not problems)]
+
+    digests = V.digest_problems(docs)
+    out.append((f"every family of refimpl's papers publishes the pinned cases (ids, flags, tolerances, inputs)"
+                + (f" ({'; '.join(digests[:3])})" if digests else ""), not digests))
+    moved = V.document(replace(records["partition"], cases=lambda rng, _c=records["partition"].cases: [
+        {**c, "inputs": {**c["inputs"], "labels": c["inputs"]["labels"] + (c["id"] == "partition-6")}}
+        for c in _c(rng)]))
+    got = V.digest_problems({**docs, "partition": moved})
+    out.append(("a generator that draws other labels for one case (partition-6's, shifted by one): its family's "
+                "digest differs, and only its family's", len(got) == 1 and got[0].startswith("partition: its cases")))
+    return out + _planted_flag_cases(records)
+
+
+def _planted_flag_cases(records):
+    """(what, right) for planted families — one of refimpl's with one case edited, or its witnesses
+    replaced — each with the sentences :func:`refimpl.conformance.vectors.flag_problems` must give."""
+    from dataclasses import replace
+
+    from refimpl.conformance import vectors as V
+    out = []
 
     def planted(family, edit, flags=None, witnesses=None):
         rec = records[family]
@@ -989,19 +1009,32 @@ def _flag_cases():
                 "e^746 = inf reported", "exp_nonpos-1: flag 'underflow' is not shown (False)" in got
                 and any("exp_nonpos-1: NaN or inf" in g for g in got)))
     got = planted("closed_form_step", at(1, "C", 0.4))
-    out.append(("closed_form_step-1 with C ≤ U (ν = 0): 'constraint-active' not shown",
-                got == ["closed_form_step-1: flag 'constraint-active' is not shown (False)"]))
+    out.append(("closed_form_step-1 with C ≤ U (ν = 0): 'constraint-active' and 'rounding-slack' not shown, and it "
+                "now shows 'C<=U' and 'multiplier-zero' without carrying them",
+                sorted(got) == sorted(["closed_form_step-1: flag 'constraint-active' is not shown (False)",
+                                       "closed_form_step-1: flag 'rounding-slack' is not shown (False)",
+                                       "closed_form_step-1: the witness of 'C<=U' holds, but the case does not carry "
+                                       "the flag", "closed_form_step-1: the witness of 'multiplier-zero' holds, but "
+                                       "the case does not carry the flag"])))
     got = planted("storm_update", at(0, "u", np.full((3, 4), 5.0)))
     out.append(("storm_update-0 with u far outside the ball C_g: it is projected, so 'no-projection' is not shown",
-                got == ["storm_update-0: flag 'no-projection' is not shown (False)"]))
+                got == ["storm_update-0: flag 'no-projection' is not shown (False)",
+                        "storm_update-0: the witness of 'projection-u-binds' holds, but the case does not carry the "
+                        "flag"]))
     got = planted("local_update", at(0, "state", np.full(6, np.inf)))
     out.append(("an inf momentum state in the SGD case, which no flag allows, is reported",
                 got == ["local_update-0: NaN or inf, and none of its flags [] allows it"]))
     got = planted("move", add_flag(0, "gamma-small"))
     out.append(("a flag without a witness is reported", got == ["move: flag 'gamma-small' has no witness"]))
     got = planted("move", lambda cases: None, witnesses={"gamma=1": lambda c: True})
-    out.append(("a witness that holds on every case (γ = 1 claimed of any step) tells nothing apart: reported",
-                got == ["move: the witness of 'gamma=1' holds on every case without it too (move-0)"]))
+    out.append(("a witness that holds on a case without its flag (γ = 1 claimed of any step): reported",
+                got == ["move-0: the witness of 'gamma=1' holds, but the case does not carry the flag"]))
+    loose = dict(records["partition"].witnesses)
+    loose["shards-by-label"] = lambda c: c["inputs"]["kind"] != "iid"      # a witness made looser
+    got = planted("partition", lambda cases: None, witnesses=loose)
+    out.append(("a witness made looser ('shards-by-label' holding on any non-IID split): each case it now holds on "
+                "without the flag reported", len(got) == 5 and all(g.endswith("the case does not carry the flag")
+                                                                   for g in got)))
     got = planted("move", lambda cases: None, witnesses={"gamma=1": lambda c: c["inputs"]["no such input"]})
     out.append(("a witness that raises shows nothing: reported with its error",
                 got == ["move-1: flag 'gamma=1' is not shown (KeyError: 'no such input')"]))
@@ -1009,11 +1042,12 @@ def _flag_cases():
 
 
 @check("tools.vector_flags", "every flag a conformance case carries is shown by its family's witness (plain NumPy "
-       "from the flag's meaning) on the case's inputs and expected values, each witness refuses some case of its "
-       "family without the flag, and only cases flagged not-finite or nan-accuracy hold NaN or inf; planted "
+       "from the flag's meaning) on the case's inputs and expected values, a case carries every flag whose witness "
+       "holds on it, and only cases flagged not-finite or nan-accuracy hold NaN or inf; every family publishes the "
+       "pinned cases (a SHA-256 of ids, flags, tolerances and inputs to 12 digits); planted "
        "families — a tie that is no longer one, an argument above the underflow threshold, C ≤ U in the active "
-       "case, a projection that binds, an inf state, a flag without a witness, a witness true everywhere or "
-       "raising — get the sentence they must (wrong answers: 0)",
+       "case, a projection that binds, an inf state, a case drawn differently, a flag without a witness, a witness "
+       "true everywhere, made looser or raising — get the sentence they must (wrong answers: 0)",
        "refimpl vectors; docs/conformance.md")
 def vector_flags(quick):
     return _cases_result(_flag_cases(), "")

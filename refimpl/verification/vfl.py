@@ -2,6 +2,7 @@
 claims against synchronous / asynchronous VFL and of the adaptive learning rates."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -901,7 +902,9 @@ def _protocol_convention_errors():
 @check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
-       "Algorithms 1–2 sharing no code with the package: τ, η and every block (worst relative difference ≤ 1e-12)",
+       "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k; "
+       "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
+       "returns) and floats sent (worst relative difference ≤ 1e-12)",
        "[FlexVFL] Algorithms 1–2, (5)–(8); docs/flexvfl.md")
 def round_literal(quick):
     from refimpl.verification.vfl_literal import run_literal
@@ -923,18 +926,67 @@ def round_literal(quick):
         opt = kw.pop("opt", "sgd")
         run = FlexVFL.from_method(model, data, kw.pop("method"), [make_optimizer(opt) for _ in range(3)], 0.15, B, speeds,
                       timeout=timeout, batches=batches, **kw)
-        tr = run.run(thetas, R, np.random.default_rng(0), eval_every=R)
+        tr = run.run(thetas, R, np.random.default_rng(0), eval_every=R, dump_rounds=range(1, R + 1))
         W, taus, etas = run_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], [X1, X2], y, batches, speeds,
                                     eta=[0.15] * 3, timeout=timeout, **lit)
         rel = max(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
                   for k in range(3))
         tau_bad = int(np.sum(tr.arrays["tau"] != taus))
         eta_rel = float(np.max(np.abs(tr.arrays["eta"] - etas) / etas))
+        dump_rel, dump_wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
-                      "taus": taus.astype(int).tolist()}
-        worst = max(worst, rel, eta_rel, float(tau_bad))
+                      "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "dump_wrong": dump_wrong}
+        worst = max(worst, rel, eta_rel, float(tau_bad), dump_rel, float(len(dump_wrong)))
+    det["async"] = _async_literal_errors(model, data, thetas, shapes, (X1, X2), y, B)
+    worst = max(worst, det["async"]["blocks_relative"], float(det["async"]["floats_wrong"]))
     return {"measured": worst, "bound": 1e-12, "details": det,
-            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds"}
+            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H and ∂l/∂h_k too), "
+                    f"and {det['async']['events']} events of the asynchronous baseline"}
+
+
+def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
+    """Each dumped round's exchanged embeddings H from its Θ^{r,0} (row 0 of theta<k>) and, with labels
+    at the server only, ∂l/∂h_k for exactly the parties k = 1..K from H and the round-start head,
+    written out (:mod:`refimpl.verification.vfl_literal`); no ∂l/∂h_k dumped otherwise. Returns
+    (worst relative difference, what is missing or extra)."""
+    from refimpl.verification.vfl_literal import _embed, _xent_grads
+    worst, wrong = 0.0, []
+    K = len(Xs)
+    cols = np.cumsum([0] + [sh[0] for sh in shapes[1:]])
+    for r in range(1, R + 1):
+        a = {n[len(f"r{r}_"):]: v for n, v in tr.arrays.items() if n.startswith(f"r{r}_")}
+        dh_names = sorted(n for n in a if re.fullmatch(r"dh\d+", n))
+        want = [f"dh{k}" for k in range(1, K + 1)] if labels == "server" else []
+        if dh_names != want:
+            wrong.append(f"round {r}: dumped {dh_names}, want {want}")
+        b = a["batch"]
+        start = [a[f"theta{k}"][0].reshape(shapes[k]) for k in range(K + 1)]
+        H = np.hstack([_embed(start[k], Xs[k - 1][b]) for k in range(1, K + 1)])
+        worst = max(worst, float(np.max(np.abs(a["H"] - H)) / np.max(np.abs(H))))
+        if dh_names == want and want:
+            dH = _xent_grads(start[0], H, y[b])[1]
+            for k in range(1, K + 1):
+                ref = dH[:, cols[k - 1]:cols[k]]
+                worst = max(worst, float(np.max(np.abs(a[f"dh{k}"] - ref)) / np.max(np.abs(ref))))
+    return worst, wrong
+
+
+def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
+    """The asynchronous baseline through its runner against :func:`~refimpl.verification.vfl_literal.
+    async_literal` on the events the run logged (party and batch of each): the final blocks, and the
+    floats it recorded."""
+    from refimpl.vfl.flexvfl import run_async
+    from refimpl.verification.vfl_literal import async_literal
+    speeds = np.array([[0.5, 1.0, 1.7], [0.5, 1.3, 0.9]])
+    tr = run_async(model, data, thetas, [0.15, 0.2, 0.1], B, speeds, np.random.default_rng(5), 12.0)
+    parties = tr.arrays["event_party"].tolist()
+    W, floats = async_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], list(Xs), y, parties, tr.batches,
+                              [0.15, 0.2, 0.1])
+    rel = max(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
+              for k in range(len(W)))
+    got = int(tr.metrics["comm_floats"][-1])
+    return {"events": len(parties), "parties": sorted(set(parties)), "blocks_relative": rel,
+            "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats)}
 
 
 def _init_literal(seed, scheme, D, kinds, O, H, L):

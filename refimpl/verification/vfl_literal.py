@@ -141,3 +141,30 @@ def run_literal(W, Xs, y, batches, step_times, *, method, eta, timeout=None, Q=1
     if given_buffers:
         return W, np.array(all_tau, dtype=float), np.array(all_eta), buffers
     return W, np.array(all_tau, dtype=float), np.array(all_eta)
+
+
+def async_literal(W, Xs, y, parties, batches, eta):
+    """The asynchronous baseline's arithmetic, event by event, from its description (docs/flexvfl.md):
+    the server's table holds every party's embedding of every training sample, filled once from the
+    initial blocks; at an event of party k on the batch b, party k's fresh embedding of b replaces
+    its rows of the table, the server takes one SGD step on W0 with the table's rows of b, and
+    party k one SGD step on W_k with the ∂l/∂h_k the server computed before its own step. ``parties``
+    and ``batches``: the events in order. Returns the final blocks and the floats sent
+    (2·|b|·O_k an event: the embedding up, ∂l/∂h_k down)."""
+    W = [w.copy() for w in W]
+    cols = np.cumsum([0] + [w.shape[0] for w in W[1:]])
+    table = np.hstack([_embed(W[k], Xs[k - 1]) for k in range(1, len(W))])
+    floats = 0
+    for k, b in zip(parties, batches):
+        b = np.asarray(b)
+        Xb = Xs[k - 1][b]
+        table[b, cols[k - 1]:cols[k]] = _embed(W[k], Xb)
+        g0, dH = _xent_grads(W[0], table[b], y[b])
+        dh = dH[:, cols[k - 1]:cols[k]]
+        g = np.zeros_like(W[k])
+        g[:, 0] = dh.sum(axis=0)
+        g[:, 1:] = dh.T @ Xb
+        W[0] = W[0] - eta[0] * g0
+        W[k] = W[k] - eta[k] * g
+        floats += 2 * len(b) * (cols[k] - cols[k - 1])
+    return W, floats

@@ -161,7 +161,7 @@ def _ref_full_cost(W1, W2, X, y, activation, bias, lam):
 def _cases_full_cost(rng):
     out = []
     for i, (N, d, H, C, act, bias, lam, flags, comment) in enumerate((
-            (9000, 2, 3, 3, "swish", True, 1e-3, ["more-rows-than-a-chunk", "bias-column-0"],
+            (9000, 2, 3, 3, "swish", True, 1e-3, ["more-rows-than-a-chunk", "bias-column-0", "lambda-term"],
              "9,000 rows: more than refimpl's chunk of 8,192 (a chunked sum must weigh each chunk by its rows)"),
             (37, 4, 5, 4, "relu", False, 0.0, [], "ReLU, no bias, λ = 0"),
             (50, 3, 4, 3, "swish", False, 0.1, ["lambda-term"], "λ = 0.1: the gradient's 2λω term"))):
@@ -220,14 +220,14 @@ def _cases_partition(rng):
             ("iid", 5, perms(N), none, none, ["uneven-blocks"], "24 samples into 5 clients: blocks of 5, 5, 5, 5, 4"),
             ("quantity:1.5", 4, perms(N), none, np.array([0.3, -1.2, 2.0, 0.0]), ["remainder-to-largest", "sigma"],
              "log-normal sizes w = exp(σz) with σ = 1.5; the floor's remainder goes to the largest client"),
-            ("quantity:1.0", 3, perms(N), none, np.array([0.5, 0.5, -0.5]), ["largest-first-of-equal"],
+            ("quantity:1.0", 3, perms(N), none, np.array([0.5, 0.5, -0.5]), ["largest-first-of-equal", "remainder-to-largest"],
              "two equal largest sizes: the remainder goes to the first"),
             ("dirichlet:0.5", 3, perms(*sizes), shares(3, 1, 0.5), none, ["clients-not-classes"],
              "3 clients, 4 classes: shares per class over the clients"),
             ("dirichlet:1.0", 6, perms(*sizes), shares(6, 1, 1.0), none, ["clients-more-than-classes"],
              "6 clients, 4 classes"),
             ("dirichlet:0.3:3", 3, perms(*(sizes * 2)), np.concatenate([np.array([0.8, 0.1, 0.1] * 4), shares(3, 1, 3)]),
-             none, ["min-size-redraw"], "the first draw gives client 1 two samples, fewer than MIN_SIZE = 3: the rule "
+             none, ["min-size-redraw", "clients-not-classes"], "the first draw gives client 1 two samples, fewer than MIN_SIZE = 3: the rule "
                                         "redraws every class"),
             ("label_skew", 3, perms(6), none, none, ["shards-by-label"], "2 shards per client, sorted by label")):
         out.append(dict(id=f"partition-{len(out)}", comment=comment, flags=flags,
@@ -390,8 +390,8 @@ def _cases_tune_select(rng):
             ([1, 1, 1], [0.8, 0.9, 0.85], [1.0, 2.0, 0.5], [], "the highest validation accuracy"),
             ([1, 0, 1], [0.8, 0.95, 0.8], [1.0, 0.1, 0.7], ["diverged-excluded", "tie-lower-cost"],
              "a diverged run with the best accuracy is never chosen; the tie goes to the lower cost"),
-            ([1, 1, 1], [0.9, 0.9, 0.9], [0.5, 0.3, 0.3], ["first-of-equal"], "equal scores: the first"),
-            ([0, 0], [0.9, 0.8], [1.0, 1.0], ["none-finished"], "no run finished: no choice (−1)"),
+            ([1, 1, 1], [0.9, 0.9, 0.9], [0.5, 0.3, 0.3], ["first-of-equal", "tie-lower-cost"], "equal scores: the first"),
+            ([0, 0], [0.9, 0.8], [1.0, 1.0], ["none-finished", "diverged-excluded"], "no run finished: no choice (−1)"),
             ([1, 1], [float("nan"), 0.1], [1.0, 2.0], ["nan-accuracy"], "a NaN accuracy is never chosen")):
         out.append(dict(id=f"tune_select-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(finished=np.array(fin, float), accuracy=np.array(acc), cost=np.array(cost)),

@@ -25,7 +25,7 @@ def _cases_storm_update(rng):
             (0.1, 0.1, 0.2, ["no-projection"], "no projection binds"),
             (50.0, 1.0, 0.2, ["projection-u-binds"], "u leaves the ball C_g: projected"),
             (0.1, 50.0, 0.2, ["projection-v-binds"], "v leaves the ball C_f: projected"),
-            (0.1, 0.1, 1.0, ["cap-active"], "α = β = ϱ = 1 (c η² capped at 1): the recursions forget the past"))):
+            (0.1, 0.1, 1.0, ["cap-active", "no-projection"], "α = β = ϱ = 1 (c η² capped at 1): the recursions forget the past"))):
         A = rng.standard_normal((p, d)) / 2
         out.append(dict(id=f"storm_update-{i}", comment=comment, flags=flags,
                         inputs=dict(A=A, b=rng.standard_normal(p), c=rng.standard_normal(p),
@@ -173,7 +173,7 @@ def _cases_scgd_run(rng):
     for q, alpha, flags, comment in (
             (3, 0.0, ["average-x"], "ComFedL-style: the server averages x after steps 3 and 6"),
             (3, 0.3, ["average-x-y-m", "momentum-convention"], "Local-SCGDM: x, y and m averaged"),
-            (1, 0.3, ["q-1"], "q = 1: averaging after every step")):
+            (1, 0.3, ["q-1", "momentum-convention"], "q = 1: averaging after every step")):
         out.append(dict(id=f"scgd_run-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(A=A, b=b, c=c, x1=rng.standard_normal(d) * 0.5,
                                     zeta0=rng.standard_normal((M, p)) * 0.1, zeta=rng.standard_normal((T, M, p)) * 0.1,
@@ -227,8 +227,8 @@ def _cases_mfcgd_run(rng):
             ("adam", 1.0, 0.8, ["A1-from-w-bar-1", "projection-u-binds", "projection-v-binds", "cap-active"],
              "AdaMFCGD (Adam type): A_1 from w̄_1, kept between communications; both projections bind and "
              "c·η² > 1 at the first steps"),
-            ("norm", 10.0, 10.0, ["scalar-state", "cap-active"], "the norm type"),
-            ("amsgrad", 10.0, 10.0, ["running-max", "cap-active"], "the AMSGrad type")):
+            ("norm", 10.0, 10.0, ["scalar-state", "cap-active", "A1-from-w-bar-1"], "the norm type"),
+            ("amsgrad", 10.0, 10.0, ["running-max", "cap-active", "A1-from-w-bar-1"], "the AMSGrad type")):
         out.append(dict(id=f"mfcgd_run-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(A=A, b=b, c=c, x1=rng.standard_normal(d) * 0.5,
                                     zeta0=rng.standard_normal((M, q, p)) * 0.1, xi0=rng.standard_normal((M, q, p)) * 0.1,

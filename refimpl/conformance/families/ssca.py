@@ -41,7 +41,7 @@ def _cases_surrogate_update(rng):
 
 _W_SURROGATE_UPDATE = {
     "A0=0": lambda c: c["inputs"]["A"] == 0 and c["inputs"]["C"] == 0 and not np.any(c["inputs"]["B"]),
-    "rho<1": lambda c: 0 < c["inputs"]["rho"] < 1,
+    "rho<1": lambda c: 0 < c["inputs"]["rho"] < 1 and c["inputs"]["curvature"] == "recursive",
     "rho=1": lambda c: c["inputs"]["rho"] == 1,
     # A^t = τ, where the recursion would give (1 − ρ)A + ρτ ≠ τ
     "curvature-fixed": lambda c: c["inputs"]["curvature"] == "fixed" and c["expected"]["A"] == c["inputs"]["tau"]
@@ -66,7 +66,7 @@ def _cases_unconstrained_step(rng):
     return [dict(id=f"unconstrained_step-{i}", comment=c, flags=f, inputs=dict(A=A, B=rng.standard_normal(5), lam=lam),
                  tol={"rel": 1e-15})
             for i, (A, lam, f, c) in enumerate(((0.05, 0.0, [], "λ = 0"), (0.05, 0.3, ["lambda>0"], "with λ > 0"),
-                                                (0.0, 0.2, ["A=0"], "A = 0, λ > 0")))]
+                                                (0.0, 0.2, ["A=0", "lambda>0"], "A = 0, λ > 0")))]
 
 
 _W_UNCONSTRAINED_STEP = {
@@ -123,9 +123,9 @@ def _cases_closed_form_step(rng):
     b = float(B @ B)
     for i, (C, c, Bv, flags, comment) in enumerate((
             (U - 0.2, 1e5, B, ["C<=U", "multiplier-zero"], "C ≤ U: ν* = 0, ω̄ = 0"),
-            (U + 0.3 * b / (4 * A), 1e5, B, ["constraint-active"], "finite ν° ≤ c"),
+            (U + 0.3 * b / (4 * A), 1e5, B, ["constraint-active", "rounding-slack"], "finite ν° ≤ c"),
             (U + 0.9 * b / (4 * A), 1e-3, B, ["slack-active"], "ν° > c: ν* = c and a positive slack"),
-            (U + 1.0, 1e2, np.zeros(n), ["b=0"], "B = 0 and C > U: only the slack can help"))):
+            (U + 1.0, 1e2, np.zeros(n), ["b=0", "slack-active"], "B = 0 and C > U: only the slack can help"))):
         out.append(dict(id=f"closed_form_step-{i}", comment=comment, flags=flags,
                         inputs=dict(A=A, B=Bv, C=C, U=U, c=c), tol={"rel": 1e-12}))
     r = np.random.default_rng(37)
@@ -282,7 +282,7 @@ def _cases_constrained_run(rng):
             ("recursive", 1.05, 0.6, ["A0=0", "rho<1", "constraint-active", "slack-active"],
              "A⁰ = 0 and ρ_1 = 0.6 < 1: A^1 = 0.6 τ, not τ; U below the loss: the constraint binds (ν < c), "
              "then the slack takes over (ν = c)"),
-            ("fixed", 1.05, 0.6, ["curvature-fixed"], "the SSCA authors' convention: A^t = τ in every round"),
+            ("fixed", 1.05, 0.6, ["curvature-fixed", "constraint-active", "slack-active"], "the SSCA authors' convention: A^t = τ in every round"),
             ("recursive", 5.0, 1.0, ["constraint-inactive", "rho=1"], "U above the loss: ν = 0, ω̄ = 0")):
         out.append(dict(id=f"constrained_run-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(W1=rng.standard_normal((H, d)) * 0.5, W2=rng.standard_normal((C, H)) * 0.5, X=X,
@@ -295,7 +295,7 @@ def _cases_constrained_run(rng):
 _W_CONSTRAINED_RUN = {
     # A^1 = ρ_1 τ from A⁰ = 0 (ρ_1 = rho_a), not τ
     "A0=0": lambda c: c["expected"]["A"][0] == c["inputs"]["rho_a"] * c["inputs"]["tau"] != c["inputs"]["tau"],
-    "rho<1": lambda c: 0 < c["inputs"]["rho_a"] < 1,
+    "rho<1": lambda c: 0 < c["inputs"]["rho_a"] < 1 and c["inputs"]["curvature"] == "recursive",
     "constraint-active": lambda c: bool(np.any((c["expected"]["nu"] > 0) & (c["expected"]["nu"] < c["inputs"]["c"]))),
     "slack-active": lambda c: bool(np.any((c["expected"]["nu"] == c["inputs"]["c"]) & (c["expected"]["slack"] > 0))),
     "curvature-fixed": lambda c: c["inputs"]["curvature"] == "fixed"

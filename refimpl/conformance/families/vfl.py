@@ -168,18 +168,19 @@ def _cases_vfl_round(rng):
             for i, (kw, f, c) in enumerate((
                 (dict(tau=[3, 2, 5], eta=[0.1, 0.1, 0.1]), ["stale-embeddings", "server-keeps-round-start-H"],
                  "Flex-VFL: unequal τ; each party sees the others' round-start embeddings"),
-                (dict(tau=[4, 4, 4], eta=[0.2, 0.2, 0.2]), [], "synchronous VFL: Q = 4 steps for every party"),
+                (dict(tau=[4, 4, 4], eta=[0.2, 0.2, 0.2]), ["server-keeps-round-start-H"], "synchronous VFL: Q = 4 steps for every party"),
                 (dict(tau=[1, 1, 1], eta=[0.3, 0.3, 0.3]), ["one-step"], "P-BCD: one step per party"),
-                (dict(tau=[2, 6, 3], eta=[0.05, 0.02, 0.04]), ["per-party-eta"],
+                (dict(tau=[2, 6, 3], eta=[0.05, 0.02, 0.04]), ["per-party-eta", "stale-embeddings", "server-keeps-round-start-H"],
                  "adaptive Flex-VFL: a different η_k per party"),
                 (dict(tau=[3, 3, 2], eta=[0.1, 0.1, 0.1], optimizer="momentum", param=0.9),
-                 ["momentum-reset"], "momentum, buffers reset at the round start (s = 0)"),
+                 ["momentum-reset", "stale-embeddings", "server-keeps-round-start-H"], "momentum, buffers reset at the round start (s = 0)"),
                 (dict(tau=[3, 3, 2], eta=[0.1, 0.1, 0.1], optimizer="momentum", param=0.9, state=1.0),
-                 ["momentum-persistent"], "momentum, buffers carried from the previous round (the authors' MOSEI "
+                 ["momentum-persistent", "stale-embeddings", "server-keeps-round-start-H"], "momentum, buffers carried from the previous round (the authors' MOSEI "
                                           "solver): the end buffers are the next round's start"),
                 (dict(tau=[2, 3, 4], eta=[0.1, 0.1, 0.1], optimizer="proximal", param=0.5),
-                 ["proximal-anchor-round-start"], "proximal: the pull is towards θ^{r,0}, the round's start"),
-                (dict(tau=[2, 3, 4], eta=[0.1, 0.1, 0.1], labels="server"), ["labels-at-server", "stale-gradient"],
+                 ["proximal-anchor-round-start", "stale-embeddings", "server-keeps-round-start-H"], "proximal: the pull is towards θ^{r,0}, the round's start"),
+                (dict(tau=[2, 3, 4], eta=[0.1, 0.1, 0.1], labels="server"), ["labels-at-server", "stale-gradient", "stale-embeddings",
+                                                                       "server-keeps-round-start-H"],
                  "labels only at the server: each party steps along the ∂l/∂h_k sent at the round start")))]
 
 
@@ -228,18 +229,19 @@ def _cases_vfl_taus(rng):
     return [dict(id=f"vfl_taus-{i}", comment=c, flags=f, inputs=dict(rule=r, timeout=t, Q=q, server_steps=sv,
                                                                     step_times=x), tol={"rel": 0.0})
             for i, (r, t, q, sv, x, f, c) in enumerate((
-                ("timeout", 10.0, 0, 0, st, ["floor-not-round", "at-least-one-step"],
+                ("timeout", 10.0, 0, 0, st, ["floor-not-round", "at-least-one-step", "exact-division", "double-quotient"],
                  "Flex-VFL: ⌊10/s⌋, and one step for the party slower than the timeout"),
                 ("timeout", 10.0, 0, 0, np.array([2.5, 0.5, 10.0 / 3.0, 5.0]), ["exact-division", "double-quotient"],
                  "the floor of the double quotient: fl(10/fl(10/3)) = 3.0 gives 3 steps, while the exact quotient "
                  "of the two doubles is just below 3 (Python's 10.0 // (10/3) = 2.0)"),
-                ("timeout", 1.0, 0, 0, np.array([0.1, 0.25, 0.2, 0.5]), ["double-quotient"],
+                ("timeout", 1.0, 0, 0, np.array([0.1, 0.25, 0.2, 0.5]), ["double-quotient", "exact-division"],
                  "fl(1.0/0.1) = 10.0 gives 10 steps (Python's 1.0 // 0.1 = 9.0)"),
                 ("fixed", 0.0, 5, 0, st, [], "synchronous VFL: Q = 5 for every party"),
                 ("fixed", 0.0, 1, 0, st, [], "P-BCD: one step"),
-                ("timeout", 10.0, 0, 5, st, ["server-steps-fixed"],
+                ("timeout", 10.0, 0, 5, st, ["server-steps-fixed", "floor-not-round", "at-least-one-step"],
                  "the authors' protocol: the server takes 5 steps whatever its speed"),
-                ("timeout", 10.0, 0, 1, st, ["server-steps-fixed", "server-steps-one"],
+                ("timeout", 10.0, 0, 1, st, ["server-steps-fixed", "server-steps-one", "floor-not-round",
+                                               "at-least-one-step"],
                  "the authors' P-BCD: the server takes one step, not ⌊10/0.2⌋ = 50")))]
 
 
@@ -412,11 +414,11 @@ def _ref_vfl_async_events(speeds, msg, server_time, server_free, n_events):
 def _cases_vfl_async_events(rng):
     out = []
     for speeds, msg, S, free, n, flags, comment in (
-            ([[2.0, 1.0, 1.0]], [0.0, 0.0, 0.0], 0.0, 0, 6, ["server-bound"],
+            ([[2.0, 1.0, 1.0]], [0.0, 0.0, 0.0], 0.0, 0, 6, ["server-bound", "wait-while-busy", "tie-lower-party-first"],
              "a slow server: events every s_0, each party waiting"),
             ([[0.5, 1.0, 1.0]], [0.0, 0.0, 0.0], 1.0, 0, 6, ["wait-while-busy", "tie-lower-party-first"],
              "equal arrivals: party 1 first, party 2 waits for the server"),
-            ([[0.5, 1.0, 1.0]], [0.0, 0.0, 0.0], 1.0, 1, 6, ["server-free"], "the authors' free server"),
+            ([[0.5, 1.0, 1.0]], [0.0, 0.0, 0.0], 1.0, 1, 6, ["server-free", "tie-lower-party-first"], "the authors' free server"),
             (np.abs(rng.standard_normal((4, 4))) + 0.2, [0.0, 0.05, 0.1, 0.02], 0.5, 0, 12, ["speed-rows-cycled"],
              "three parties, time-varying speeds (rows cycled per party), message times")):
         out.append(dict(id=f"vfl_async_events-{len(out)}", comment=comment, flags=flags,
