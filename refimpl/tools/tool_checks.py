@@ -1108,6 +1108,14 @@ def _diagnose_reason_cases(tmp):
         md = fh.read()
     out.append(("the report's table has the switch's row, agreeing",
                 md.count("| --curvature fixed | True | True | True |") == 1))
+    rows = [dict(switch="--a 1", ran=True, agrees=False, changes=True, worst=0.000123, first="round 2, A"),
+            dict(switch="--b 2", ran=False, agrees=False, changes=None, worst=None, first=None)]
+    DG.write_report(os.path.join(tmp, "report-rows"), dg.comparison, dg.lines, rows)
+    with open(os.path.join(tmp, "report-rows", "diagnose.md")) as fh:
+        md = fh.read()
+    out.append(("the report's rows: a worst difference to 2 digits, '-' for a rerun that did not run",
+                "| --a 1 | True | False | True | 0.00012 | round 2, A |" in md and "| --b 2 | False | False | - | - | - |"
+                in md))
     code, text, _ = _diagnosis(own, theirs["recursive"], tol=1e-9)
     out.append(("THEIR own initial point and batches: the inputs are named, no switch (exit 4)",
                 code == 4 and "the difference is in the inputs (batch schedule, initial point)" in text

@@ -396,7 +396,8 @@ def _schedule_draws(z, det, T=3000, B=2):
        "||∇F(x̄_t)|| against step 1), the run stops at the "
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
-       "stops likewise at the first round whose ||ω||² exceeds a limit; the rule itself at each edge by hand (a cost "
+       "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
+       "step 1 whose ||x̄_t||² does (the gradient-norm rule off); the rule itself at each edge by hand (a cost "
        "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
        "limit that is not a finite number > 0 refused); 0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
@@ -451,13 +452,31 @@ def divergence_reference(quick):
                                               "stopped_round": got, "status": stopped.status}
         return ["||omega||^2"] * int(got != want)
 
+    def mfcgd_sq_norm_case():
+        """||x̄_t||² on a ComFedL run (MAML, η = 2): a limit between its 3rd and 4th largest values of
+        the first 12 steps (read from the dumped x̄_t) stops it at the first step above, whatever
+        step that is, with the gradient-norm rule off."""
+        make = lambda limit, **kw: run_mfcgd_config(MFCGDConfig(   # noqa: E731
+            method="comfedl", problem="maml", steps=12, eta=2.0, eval_every=1, diverge_cost_factor=1e12,
+            diverge_sq_norm=limit, **kw))
+        free = make(1e300, dump_rounds="all")
+        sq = np.array([float(np.vdot(free.arrays[f"r{t}_x_bar"], free.arrays[f"r{t}_x_bar"])) for t in range(1, 13)])
+        limit = float(np.sort(sq)[-4] + np.sort(sq)[-3]) / 2
+        want = int(np.flatnonzero(sq > limit)[0]) + 1
+        stopped = make(limit)
+        m = re.match(r"diverged: step (\d+): \|\|x_bar\|\|\^2", stopped.status)
+        got = int(m.group(1)) if m else None
+        det["mfcgd-family/comfedl ||x_bar||^2"] = {"limit": limit, "sq_norm_unstopped": sq.tolist(),
+                                                   "expected_step": want, "stopped_step": got, "status": stopped.status}
+        return ["||x_bar||^2"] * int(got != want or want < 2 or len(stopped.metrics["step"]) != want - 1)
+
     def rule_case():
         det["rule_by_hand"] = _divergence_rule_errors()
         return det["rule_by_hand"]
     # the rule by hand first, then the runs (the cheapest first)
     run = {name: (lambda name=name, args=args: case(name, *args)) for name, args in cases.items()}
     mismatches = len(wrong_groups([rule_case, run["ssca-family/sgd"], sq_norm_case, run["flexvfl"],
-                                   run["mfcgd-family/comfedl"]]))
+                                   run["mfcgd-family/comfedl"], mfcgd_sq_norm_case]))
     stops = [det.get(k, {}).get("stopped_round") for k in ("ssca-family/sgd", "flexvfl", "mfcgd-family/comfedl")]
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
             "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(*stops)}

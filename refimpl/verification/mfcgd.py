@@ -980,8 +980,9 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems; DRFL's client accuracy reads the model as its loss "
        "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
        "loss); a run's trace records step 1, every eval_every-th step and the last one (Numba and NumPy); the DRFL "
-       "FedAvg baseline averages its clients' models (written out); --samples from a longer run replays its first "
-       "steps (a NaN sample refused, none stored unless kept); a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
+       "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
+       "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
+       "kept); SCGD and STORM run on one machine whatever the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1 (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
@@ -1019,7 +1020,8 @@ def problem_evaluations(quick):
     from dataclasses import replace
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
-    wrong += _fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _drfl_record_errors(sub)
+    wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors()
+              + _drfl_record_errors(sub))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples",
@@ -1027,28 +1029,32 @@ def problem_evaluations(quick):
 
 
 def _fedavg_drfl_errors(pr, X, y):
-    """The DRFL reproduction's FedAvg baseline written out: from x = 0, steps/q rounds; in each, every
+    """The DRFL reproduction's FedAvg baseline written out: from x = 0, steps/q rounds (at least one); in each, every
     client takes q SGD steps of size η on its own loss (one sample seed per step, drawn in client
     order) and the server averages the clients' models; the accuracies it reports are the averaged
     model's on each client's test rows."""
     from types import SimpleNamespace
 
     from refimpl.mfcgd.experiment import fedavg_drfl
-    cfg = SimpleNamespace(steps=6, q=2, eta=2.0)
     test = ((X[:40], X[40:]), (y[:40], y[40:]))
-    got = fedavg_drfl(pr, test, cfg, np.random.default_rng(5))
-    rng, x = np.random.default_rng(5), np.zeros(pr.d)
-    for _ in range(3):
-        models = []
-        for m in range(pr.M):
-            xm = x.copy()
-            for _ in range(2):
-                xm = xm - 2.0 * pr.jac_g(m, xm, rng.integers(2 ** 31))[0]
-            models.append(xm)
-        x = (models[0] + models[1]) / 2
-    acc = pr.client_accuracy(x, *test)
-    want = {"worst_client_accuracy": min(acc), "average_accuracy": float(np.mean(acc))}
-    return [] if got == want else [f"FedAvg on DRFL reports {got}; the averaged model gives {want}"]
+    wrong = []
+    # 6 steps of q = 2: 3 rounds; 1 step of q = 2: still one round of 2 steps, never none
+    for steps, rounds in ((6, 3), (1, 1)):
+        got = fedavg_drfl(pr, test, SimpleNamespace(steps=steps, q=2, eta=2.0), np.random.default_rng(5))
+        rng, x = np.random.default_rng(5), np.zeros(pr.d)
+        for _ in range(rounds):
+            models = []
+            for m in range(pr.M):
+                xm = x.copy()
+                for _ in range(2):
+                    xm = xm - 2.0 * pr.jac_g(m, xm, rng.integers(2 ** 31))[0]
+                models.append(xm)
+            x = (models[0] + models[1]) / 2
+        acc = pr.client_accuracy(x, *test)
+        want = {"worst_client_accuracy": min(acc), "average_accuracy": float(np.mean(acc))}
+        if got != want:
+            wrong.append(f"FedAvg on DRFL, {steps} step(s) with q = 2, reports {got}; {rounds} round(s) give {want}")
+    return wrong
 
 
 def _drfl_record_errors(ds):
@@ -1085,12 +1091,32 @@ def _drfl_record_errors(ds):
     return wrong
 
 
+def _single_machine_errors():
+    """SCGD and the STORM-compositional estimator are single-machine methods (M = 1, as their papers
+    define them): asked for 3 clients, the run is the 1-client run, recorded as such."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    wrong = []
+    for method in ("scgd", "storm"):
+        base = dict(method=method, problem="synthetic", dim=4, steps=4, eval_every=1)
+        try:
+            many, one = (run_mfcgd_config(MFCGDConfig(clients=M, **base)) for M in (3, 1))
+        except ValueError as exc:
+            wrong.append(f"{method} with 3 clients refused: {exc}")
+            continue
+        if many.config.get("clients") != 1 or many.metrics["grad_norm"] != one.metrics["grad_norm"] \
+                or many.metrics["samples"] != one.metrics["samples"]:
+            wrong.append(f"{method} asked for 3 clients: recorded clients {many.config.get('clients')}, "
+                         f"||∇F|| {many.metrics['grad_norm']} vs one client's {one.metrics['grad_norm']}")
+    return wrong
+
+
 def _samples_prefix_errors():
     """--samples from a longer run replays its first T steps (MFCGD and ComFedL-style SCGD): a 6-step
     run's kept samples, given to a 4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed
     builds the problem, so it is kept; the samples replayed are the file's, not the seed's draws: the
-    NumPy twin runs either way); a run without --keep-samples stores none, and a replayed NaN sample
-    is refused naming its array."""
+    NumPy twin runs either way); a run without --keep-samples stores none, a replayed NaN sample
+    is refused naming its array, and so are samples without zeta0 when --init gives no initial
+    estimators."""
     import os
     import tempfile
 
@@ -1115,6 +1141,12 @@ def _samples_prefix_errors():
             if not raises(lambda: run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "nan.npz"), **base)),
                           "array 'xi' holds a non-finite sample"):
                 wrong.append(f"{method}: a replayed NaN sample is not refused naming 'xi'")
+            # without the initial estimators in --init, the q initial samples that build them are needed
+            del arrays["array_samples_zeta0"]
+            np.savez(os.path.join(tmp, "no0.npz"), **{k.split("_", 1)[1]: v for k, v in arrays.items()})
+            if not raises(lambda: run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "no0.npz"), **base)),
+                          "missing array 'zeta0'"):
+                wrong.append(f"{method}: --samples without zeta0 (and no initial estimators) is not refused")
     return wrong
 
 

@@ -776,6 +776,16 @@ def _regime_helper_errors(cfg, ds):
         wrong.append(f"--server-time 0,1.5 refused: {exc}")
     if not raises(lambda: parse_server_times("-1"), "must be finite and >= 0"):
         wrong.append("--server-time -1 not refused as a negative time")
+    from refimpl.vfl.experiment import compare_vfl
+    traces, curve, table = compare_vfl(replace(cfg, rounds=4, time_budget=12.0), ds, methods=("flexvfl", "pbcd"),
+                                       targets=(0.12,))      # Flex-VFL reaches it at its 2nd evaluation, P-BCD never
+    for row in table:
+        tr = traces[row["method"]]
+        acc, times = list(tr.metrics["test_accuracy"]), list(tr.metrics["time"])
+        want = {"method": row["method"], "time_to_0.12": next((t for t, a in zip(times, acc) if a >= 0.12), None),
+                "final_accuracy": acc[-1]}
+        if row != want or sum(c["method"] == row["method"] for c in curve) != len(acc):
+            wrong.append(f"refimpl compare vfl's row {row}, from its trace {want} ({len(acc)} evaluations)")
     return wrong + _regime_table_errors(cfg, ds)
 
 
@@ -902,7 +912,8 @@ def _protocol_convention_errors():
 @check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
-       "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k; "
+       "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k, "
+       "the step-size rule the trace records, a run from its own τ table given; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
        "returns) and floats sent (worst relative difference ≤ 1e-12)",
        "[FlexVFL] Algorithms 1–2, (5)–(8); docs/flexvfl.md")
@@ -934,6 +945,18 @@ def round_literal(quick):
         tau_bad = int(np.sum(tr.arrays["tau"] != taus))
         eta_rel = float(np.max(np.abs(tr.arrays["eta"] - etas) / etas))
         dump_rel, dump_wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
+        rule = tr.config["policy"]["step_size"]["rule"]
+        want_rule = f"{lit.get('rule', 'paper')}-adaptive" if lit["method"] == "adaptive" else "fixed"
+        if rule != want_rule:
+            dump_wrong.append(f"the trace records step-size rule {rule!r}, want {want_rule!r}")
+        if label == "flex/sgd":            # the same run from its own τ table, given
+            given = FlexVFL.from_method(model, data, "flex", [make_optimizer("sgd") for _ in range(3)], 0.15, B,
+                                        speeds, timeout=timeout, batches=batches, taus=tr.arrays["tau"]).run(
+                thetas, R, np.random.default_rng(0), eval_every=R)
+            if given.config["policy"]["steps"] != {"rule": "given", "rounds": R}:
+                dump_wrong.append(f"a given τ table of {R} rounds recorded as {given.config['policy']['steps']}")
+            if any(not np.array_equal(given.arrays[f"final_theta{k}"], tr.arrays[f"final_theta{k}"]) for k in range(3)):
+                dump_wrong.append("the run from its own τ table, given, ends elsewhere")
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "dump_wrong": dump_wrong}
         worst = max(worst, rel, eta_rel, float(tau_bad), dump_rel, float(len(dump_wrong)))

@@ -341,7 +341,10 @@ def _cases_divergence_stop(rng):
             ([2.3, 2.0, float("nan"), 1.0], [1.0] * 4, ["not-finite"], "a NaN cost stops the run at once"),
             ([2.3, 2.2, 2.1], [1e3, 1e13, 1e3], ["iterate-norm"], "the iterate's squared norm passes 1e12"),
             ([0.0, 1e-200, 1.0], [1.0] * 3, ["zero-initial-cost"], "an initial cost of 0: the reference is 1e-300"),
-            ([2.3, 1.5, 0.9], [1.0] * 3, ["converging"], "a converging run never stops (−1)")):
+            ([2.3, 1.5, 0.9], [1.0] * 3, ["converging"], "a converging run never stops (−1)"),
+            ([2.0, 2000.0, 1.0, 2000.5], [1.0, 1.0, 1e12, 1.0], ["at-the-limit-kept"],
+             "a cost of exactly the factor × the initial one and a squared norm of exactly the limit are kept: "
+             "only exceeding stops")):
         out.append(dict(id=f"divergence_stop-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(costs=np.array(costs), sq_norms=np.array(sq), cost_factor=1e3,
                                     max_sq_norm=1e12), tol={"rel": 0.0}))
@@ -363,6 +366,11 @@ _W_DIVERGENCE_STOP = {
     and abs(c["inputs"]["costs"][c["expected"]["index"]]) <= c["inputs"]["cost_factor"] * abs(c["inputs"]["costs"][0]),
     "zero-initial-cost": lambda c: c["inputs"]["costs"][0] == 0.0 and c["expected"]["index"] > 0,
     "converging": lambda c: c["expected"]["index"] == -1 and bool(np.all(np.diff(c["inputs"]["costs"]) < 0)),
+    # some evaluation before the stop sits exactly at a limit (|cost| = factor · |cost_0|, or ||x||² = the limit)
+    "at-the-limit-kept": lambda c: any(
+        j > 0 and abs(c["inputs"]["costs"][j]) == c["inputs"]["cost_factor"] * max(abs(c["inputs"]["costs"][0]), 1e-300)
+        or c["inputs"]["sq_norms"][j] == c["inputs"]["max_sq_norm"]
+        for j in range(len(c["inputs"]["costs"])) if c["expected"]["index"] < 0 or j < c["expected"]["index"]),
 }
 
 
