@@ -349,14 +349,15 @@ def _replay_layout_cases():
 
 def _mat_refusal_cases(tmp, W1, W2):
     """True when the .mat readers refuse --round 1.5 and --round True, refuse a --map naming a third
-    key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, and add
+    key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, read a
+    one-entry variable and refuse an empty one, and add
     the hint about the authors' Theta1 (ω̄) to a missing
     variable only for the default map Theta1a over files holding Theta1_<r>."""
     import os
 
     from scipy.io import savemat
 
-    from refimpl.core.matfiles import load_mat, mat_snapshots, parse_map
+    from refimpl.core.matfiles import load_mat, mat_snapshots, numeric_matrix, parse_map
     plain, numbered = os.path.join(tmp, "plain.mat"), os.path.join(tmp, "omega-bar.mat")
     v73 = os.path.join(tmp, "v73.mat")          # a MATLAB v7.3 header (version 0x0200) before an HDF5 body
     with open(v73, "wb") as fh:
@@ -375,7 +376,9 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")
             and _raises(lambda: load_mat(v73), "a MATLAB v7.3 (HDF5) file, which scipy.io cannot read")
             and not _raises(lambda: load_mat(v73), "not a readable .mat file")
-            and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint)
+            and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint
+            and np.array_equal(numeric_matrix("x.mat", "s", np.array([[2.5]])), [[2.5]])
+            and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty"))
 
 
 def _replay_value_cases():
@@ -548,8 +551,9 @@ def _crosscheck_cases():
 
 
 def _snapshot_edge_cases(w1, w2):
-    """(what, right): one NaN entry among finite ones in the first trace's snapshot; the one-round
-    shift found within the tolerance relative to the snapshot's size (1000 here); a kept round read
+    """(what, right): one NaN entry among finite ones in either trace's snapshot; the one-round
+    shift found within the tolerance relative to the snapshot's size (1000 here, and with a zero
+    entry); a kept round read
     back and one not kept refused; the atomic writer's failures — no room (ENOSPC) is named with
     the bytes needed, another OSError passes through unchanged, and neither leaves a temporary file."""
     import errno
@@ -565,6 +569,16 @@ def _snapshot_edge_cases(w1, w2):
     note = row.get("W1@0", {}).get("note", "")
     out = [("one NaN entry in the first trace's W1 is flagged there (not finite in the first)",
             row.get("W1@0", {}).get("rel") == np.inf and note.endswith("in the first"))]
+    row = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)}),
+                                            Trace(config={}, metrics={"round": [0]}, snapshots={0: (one, w2)}))}
+    note = row.get("W1@0", {}).get("note", "")
+    out.append(("… and in the second trace's, there", row.get("W1@0", {}).get("rel") == np.inf
+                and note == "not finite (NaN or inf) in the second"))
+    zero = {r: (np.array([[0.0, 1000.0 + r]]), np.array([[1.0]])) for r in range(3)}
+    zero_near = {r + 1: (zero[r][0] * (1 + 1e-10), zero[r][1]) for r in range(2)}
+    out.append(("a shift's tolerance is relative to max|W|, not to its smallest entry (0 here): found within 1e-9",
+                shifted_agreement(Trace(config={}, metrics={}, snapshots=zero),
+                                  Trace(config={}, metrics={}, snapshots=zero_near), 1, 1e-9) == 1))
     big = {r: (w1 * 1000 + r, w2 + r) for r in range(3)}
     near = {r + 1: (big[r][0] * (1 + 1e-10), big[r][1]) for r in range(2)}       # their W_{r+1} = our W_r
     a, b = Trace(config={}, metrics={}, snapshots=big), Trace(config={}, metrics={}, snapshots=near)
@@ -659,6 +673,9 @@ def _crosscheck_cli_cases():
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
         compare_runs(a, b, metrics_only=True)
+    out.append(("refimpl crosscheck refuses --tol -1e-9 and --tol inf (a relative difference is finite, ≥ 0)",
+                all(_raises(lambda t=t: compare_runs(a, a, tol=t), "--tol must be a finite number >= 0")
+                    for t in (-1e-9, np.inf))))
     out.append(("refimpl crosscheck notes the settings both runs record and set apart (seed 1 vs 2), not one only "
                 "(hidden) nor equal ones (batch)",
                 "configured differently (seed: 1 vs 2); differences" in buf.getvalue()))
@@ -1130,7 +1147,7 @@ def _diagnose_reason_cases(tmp):
     out.append(("THEIR γ_t exponent 0.66: unexplained at round 2, omega_next, by the baseline, every switch and pair "
                 "(exit 1)", code == 1 and "no switch (baseline): differs at round 2, omega_next" in text
                 and "no convention switch of refimpl (nor a pair) makes every round agree" in text
-                and "all rounds agree" not in text))
+                and "all rounds agree" not in text and "could not run" not in text))
     # THEIR per-round dump only, its ids 1-based (MATLAB): read with index_base 1, the reruns start
     # from THEIR r1_omega and r<t>_batch minus 1, and A^t = τ is named again
     arrays, *_ = their_ssca(ds, np.random.default_rng(3), J, K, B, T, tau, inputs=False)

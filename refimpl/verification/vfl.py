@@ -436,6 +436,10 @@ def _replayed_and_parsed_speed_errors():
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
+        row = os.path.join(tmp, "row.csv")                   # one machine's utilisation over 3 times, as text
+        with open(row, "w") as fh:
+            fh.write("0.2,0.5,0.9\n")
+        errors["one_row_cpu_csv"] = float(CPUTraceSpeed.from_file(row, 1.0).cpu.shape != (1, 3))
     # a zero latency accepted; --taus without --speeds for 2 parties: unit step times, said in a note; an
     # asynchronous run's empty batch table refused
     errors["zero_latency_refused"] = float(raises(lambda: VFLConfig(latency=0.0).check_numbers(), ""))
@@ -913,7 +917,7 @@ def _protocol_convention_errors():
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
        "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k, "
-       "the step-size rule the trace records, a run from its own τ table given; "
+       "the step-size rule the trace records, a run from its own τ table given, a timeout below 1 accepted; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
        "returns) and floats sent (worst relative difference ≤ 1e-12)",
        "[FlexVFL] Algorithms 1–2, (5)–(8); docs/flexvfl.md")
@@ -957,6 +961,11 @@ def round_literal(quick):
                 dump_wrong.append(f"a given τ table of {R} rounds recorded as {given.config['policy']['steps']}")
             if any(not np.array_equal(given.arrays[f"final_theta{k}"], tr.arrays[f"final_theta{k}"]) for k in range(3)):
                 dump_wrong.append("the run from its own τ table, given, ends elsewhere")
+            try:                                  # any timeout > 0 is a timeout: 0.5 with steps 20 times shorter
+                FlexVFL.from_method(model, data, "flex", [make_optimizer("sgd") for _ in range(3)], 0.15, B,
+                                    speeds / 20, timeout=0.5, batches=batches)
+            except ValueError as exc:
+                dump_wrong.append(f"a timeout of 0.5 refused: {exc}")
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "dump_wrong": dump_wrong}
         worst = max(worst, rel, eta_rel, float(tau_bad), dump_rel, float(len(dump_wrong)))

@@ -191,7 +191,6 @@ class RoundRecord:
     W: np.ndarray
     duration: float
     work: float
-    floats: int
     overrun: np.ndarray
 
 
@@ -389,7 +388,7 @@ class FlexVFL:
             dur = pol.clock.with_round_trip(work)
             clock += dur
             floats += up + down
-            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, work, up + down, pol.clock.overruns(st)))
+            recs.append(RoundRecord(tau, eta.copy(), wb, W, dur, work, pol.clock.overruns(st)))
             used.append(batch_idx)
             if dump is not None:
                 dump.update(w_bar=wb, W=W)
