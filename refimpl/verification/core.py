@@ -450,7 +450,11 @@ def divergence_reference(quick):
         got = int(m.group(1)) if m else None
         det["ssca-family/sgd ||omega||^2"] = {"limit": limit, "sq_norm_unstopped": sq.tolist(), "expected_round": want,
                                               "stopped_round": got, "status": stopped.status}
-        return ["||omega||^2"] * int(got != want)
+        # a one-round run stopped at its only round says so (its status is not overwritten as finished)
+        one = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=1, eval_every=1, hidden=8, batch=20,
+                                       diverge_cost_factor=1e12, diverge_sq_norm=1e-9), ds)
+        det["ssca-family/sgd one round"] = one.status
+        return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:"))
 
     def mfcgd_sq_norm_case():
         """||x̄_t||² on a ComFedL run (MAML, η = 2): a limit between its 3rd and 4th largest values of
@@ -723,7 +727,8 @@ def tune_selection(quick):
        "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused); the "
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
-       "(wrong answers: 0)",
+       "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
+       "repeating one index alone refused, a feature-block file read as written (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
@@ -779,6 +784,32 @@ def _batch_schedule_refusals():
     BatchSchedule(np.array([[0, 1], [2, 5]])).validate_feature_based(6, 2, 2)
     right &= raises(lambda: BatchSchedule(np.array([[2, 5, 5], [0, 1, 3]])).validate_feature_based(6, 2, 3),
                     "round 1, sample 5 appears twice in one mini-batch")
+    # per client (T, K, B): the repeated sample of round 2, client 1 is named, not another entry
+    twice = np.array([[[0, 1], [3, 4]], [[0, 2], [5, 5]]])
+    right &= raises(lambda: BatchSchedule(twice).validate_sample_based(parts, 2, 2),
+                    "round 2, client 1, sample 5 appears twice")
+    return bool(right) and _cover_refusals()
+
+
+def _cover_refusals():
+    """True when an index cover (feature blocks, partitions) is refused for one index missing alone
+    and for one repeated alone, and a file of index lists is read as written, as feature blocks and as
+    a partition of the samples."""
+    import json
+    import os
+    import tempfile
+
+    from refimpl.core.partition import _check_exact_cover, read_feature_blocks, read_partition_file
+    right = raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([3])], 4, "blocks", "cover"),
+                   "cover: 1 missing (first [2]), 0 repeated")
+    right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([1, 2, 3])], 4, "blocks", "cover"),
+                    "cover: 0 missing (first []), 1 repeated (first [1])")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "blocks.json")
+        with open(path, "w") as fh:
+            json.dump([[0, 1, 2], [3, 4]], fh)
+        right &= read_feature_blocks(path) == [[0, 1, 2], [3, 4]]
+        right &= [b.tolist() for b in read_partition_file(path, 5)] == [[0, 1, 2], [3, 4]]
     return bool(right)
 
 

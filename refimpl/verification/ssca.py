@@ -758,7 +758,8 @@ def _baseline_literal(ds, cfg, tr):
     for key, exp in by_hand.items():
         got = [float(x) for x in tr.metrics[key]]
         real = key in ("sq_norm", "train_cost", "test_accuracy")
-        if len(got) != len(exp) or (_rel(np.array(got), np.array(exp, dtype=float)) > 1e-12 if real else got != exp):
+        # a NaN recorded (or computed) never agrees: the test is "within 1e-12", not "not beyond it"
+        if len(got) != len(exp) or (not _rel(np.array(got), np.array(exp, dtype=float)) <= 1e-12 if real else got != exp):
             wrong[f"{cfg.algorithm}/{cfg.setting}/E={E}: {key}"] = (got, exp)
     return worst, wrong
 
@@ -796,7 +797,7 @@ def baselines_literal(quick):
                 for t in range(1, 4):
                     om, batch = tr.arrays[f"r{t}_omega"], tr.batches[t - 1]
                     mine = [_plain_loss(om, ds.X_train[b], ds.y_train[b], 6, ds.n_classes) for b in batch]
-                    if _rel(tr.arrays[f"r{t}_client_loss"], np.array(mine)) > 1e-12:
+                    if not _rel(tr.arrays[f"r{t}_client_loss"], np.array(mine)) <= 1e-12:
                         wrong[f"{algorithm}/E=1: round {t}'s client_loss"] = (
                             tr.arrays[f"r{t}_client_loss"].tolist(), mine)
         one = run_experiment(RunConfig("ssca", batch=5, rounds=1, clients=3, hidden=6, partition_file=pfile), ds)
@@ -846,7 +847,7 @@ def constrained_records(quick):
     batch = [np.array([3, 17, 40, 88]), np.array([120, 150, 199, 260])]
     new = algo.apply(algo.init(theta), 1, batch)[0]
     by_hand = sum(len(p) / 300 * _plain_loss(theta, X[b], y[b], 5, ds.n_classes) for p, b in zip(parts, batch))
-    if abs(new.loss_hat - by_hand) > 1e-12:
+    if not abs(new.loss_hat - by_hand) <= 1e-12:
         wrong.append(f"per-client ℓ̂ {new.loss_hat:.12g}, by hand Σ_k (N_k/N) ℓ̂_k {by_hand:.12g}")
     for what, kw in (("a norm ball", dict(ball_radius=1.0)), ("per-client constraints", dict(per_client=True))):
         if not raises(lambda: ConstrainedSSCA(pr, PowerLaw(0.9, 0.3), PowerLaw(0.5, 0.4), 0.2,
@@ -873,7 +874,7 @@ def _command_cases():
     tr = Trace({"lam": 0.05})
     tr.metrics.update(round=[0.0, 5.0], train_cost=[1.0, 0.7], sq_norm=[2.0, 3.0], test_accuracy=[0.1, 0.8])
     row = command.tradeoff_row("lam", 0.05, tr)
-    if abs(row["data_loss"] - 0.55) > 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0:
+    if not abs(row["data_loss"] - 0.55) <= 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0:
         wrong.append(f"--lam study: final data loss {row['data_loss']} at round {row['round']}, want 0.7 − 0.05·3 = "
                      "0.55 at round 5")
     verdicts, shapes = ((0.35, 0.05), (0.25, 0.0)), ((1, 6), (6, 1))
@@ -884,7 +885,7 @@ def _command_cases():
         command.report_constraint(SimpleNamespace(quiet=False), ui, SimpleNamespace(U=0.3), tr)
         rec = tr.config["constraint_check"]
         warned = any("warning: the surrogate subproblem was feasible" in t for t in said)
-        if abs(rec["violation"] - violation) > 1e-15 or rec["holds"] != (violation == 0.0) or warned != (violation > 0):
+        if not abs(rec["violation"] - violation) <= 1e-15 or rec["holds"] != (violation == 0.0) or warned != (violation > 0):
             wrong.append(f"U = 0.3, final data loss {value}: recorded {rec}, warned {warned}; want violation "
                          f"{violation}, holds {violation == 0.0}, a warning {violation > 0} (slack 0)")
     with tempfile.TemporaryDirectory(prefix="refimpl-init-") as d:
@@ -987,7 +988,7 @@ def assembly_literal(quick):
         r = RunConfig(algorithm, batch=10, preset="authors").resolved()
         want = dict(want, activation="relu", bias=True, authors_cost=True)
         got = {k: getattr(r, k) for k in want}
-        if any(got[k] != v if isinstance(v, (str, bool)) else abs(got[k] - v) > 1e-15 for k, v in want.items()):
+        if any(got[k] != v if isinstance(v, (str, bool)) else not abs(got[k] - v) <= 1e-15 for k, v in want.items()):
             wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
     # a pooled run's schedule, (T, K·B) ids from all samples, replays as given; a (T, B) one is refused
     pcfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, sampling="pooled", eval_every=2)

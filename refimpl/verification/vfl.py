@@ -69,10 +69,20 @@ def weights_sgd(quick):
     return _weights_check(lambda rng: SGD(), quick)
 
 
-@check("vfl.weights_momentum", "local momentum: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ρ^{τ−t})/(1 − ρ)",
+@check("vfl.weights_momentum", "local momentum: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ρ^{τ−t})/(1 − ρ); "
+       "ρ = 0 gives SGD's weights, ρ = 1 is refused",
        "[FlexVFL] (8), momentum example; docs/flexvfl.md")
 def weights_momentum(quick):
-    return _weights_check(lambda rng: LocalMomentum(float(rng.uniform(0.1, 0.95))), quick)
+    out = _weights_check(lambda rng: LocalMomentum(float(rng.uniform(0.1, 0.95))), quick)
+    # the edges of ρ ∈ [0, 1): ρ = 0 is plain SGD (every weight 1), ρ = 1 is refused
+    try:
+        zero = LocalMomentum(0.0).weights(5, 0.1).tolist() == [1.0] * 5
+    except ValueError:
+        zero = False
+    edges = zero and raises(lambda: LocalMomentum(1.0), "momentum ρ must be in [0, 1)")
+    out["details"]["rho_0_is_sgd_and_rho_1_refused"] = edges
+    out["holds"] = bool(edges and out["measured"] <= out["bound"])
+    return out
 
 
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
