@@ -54,6 +54,16 @@ def _diagnose_cases():
     c = DG.compare_dumps(ours, theirs, 1e-12)
     out.append(("NaN on both sides never agrees, and the worst difference is infinite",
                 c.divergence is not None and c.nonfinite.get("rho") == [4] and c.worst == np.inf))
+    # one NaN entry among entries that differ: the entry named is the NaN's, not the largest finite difference
+    ours, theirs = _planted_dumps()
+    w = np.array(theirs[10]["omega_next"], dtype=float)
+    w.flat[0] *= 1.5
+    w.flat[-1] = np.nan
+    theirs[10]["omega_next"] = w
+    said = " ".join(DG.describe(DG.compare_dumps(ours, theirs, 1e-8), 1e-8))
+    last = tuple(int(j) for j in np.unravel_index(w.size - 1, w.shape))
+    out.append(("a NaN entry among differing ones is the entry named (at entry (last), vs nan)",
+                f"round 10, omega_next at entry {last}" in said and " vs nan" in said))
     out += _local_step_cases()
     ours, theirs = _planted_dumps()
     del theirs[12]
@@ -394,6 +404,13 @@ def _replay_value_cases():
     out = [("an initial point holding inf (or NaN) is refused, naming the entry",
             _raises(lambda: numeric(np.array([[1.0, 2.0], [np.inf, 0.0]]), "--init", "W1"), "holds inf at (1, 0)")
             and _raises(lambda: numeric(np.array([0.0, np.nan]), "--init", "W1"), "holds nan at (1,)"))]
+    from refimpl.core.replay import from_index_base, sample_ids
+    out.append(("of two bad sample ids the first is named: a fraction and a NaN read as ids, an id below 1 in a "
+                "1-based table",
+                _raises(lambda: sample_ids(np.array([[1.0, 2.5], [np.nan, 3.0]]), "--batches"),
+                        "entry (0, 1) = 2.5 is not a whole number")
+                and _raises(lambda: from_index_base(np.array([[2, 0], [1, -1]]), 1, "--batches"),
+                            "entry (0, 1) = 0 is below 1")))
     apart = np.array([[3, 1, 3], [0, 1, 2]])             # the repeated 3s are not neighbours
     same = np.array([[0, 1, 2], [0, 1, 2]])              # the same batch in two rounds is allowed
     out.append(("a batch repeating an id (not side by side) is refused; the same batch in two rounds is read",
@@ -576,6 +593,14 @@ def _snapshot_edge_cases(w1, w2):
                 and note == "not finite (NaN or inf) in the second"))
     zero = {r: (np.array([[0.0, 1000.0 + r]]), np.array([[1.0]])) for r in range(3)}
     zero_near = {r + 1: (zero[r][0] * (1 + 1e-10), zero[r][1]) for r in range(2)}
+    agree1 = {r + 1: (np.array([[zero[r][0][0, 0], 5.0]]), zero[r][1]) for r in range(2)}   # one entry equal only
+    out.append(("a shift is found only when every entry agrees, not one (W1's 0 entry alone)",
+                shifted_agreement(Trace(config={}, metrics={}, snapshots=zero),
+                                  Trace(config={}, metrics={}, snapshots=agree1), 1, 1e-9) is None))
+    neg = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "ll": [-1000.0, -2000.0]}),
+                                            Trace(config={}, metrics={"round": [0, 1], "ll": [-1000.0, -2000.002]}))}
+    out.append(("a negative metric's relative difference is against max|value| (0.002 / 2000 = 1e-6)",
+                abs(neg["ll"]["rel"] - 1e-6) < 1e-12))
     out.append(("a shift's tolerance is relative to max|W|, not to its smallest entry (0 here): found within 1e-9",
                 shifted_agreement(Trace(config={}, metrics={}, snapshots=zero),
                                   Trace(config={}, metrics={}, snapshots=zero_near), 1, 1e-9) == 1))

@@ -435,6 +435,10 @@ def _replayed_and_parsed_speed_errors():
         np.savez(path, step_times=np.array([[1.0, 2.0], [1.0, 0.0]]))
         errors["zero_replayed_step_time_accepted"] = float(not raises(
             lambda: StepTimes.from_file(path, 2), "step time of party 1 in row 1 is 0.0"))
+        means = os.path.join(tmp, "means.npz")                   # one party's recorded mean step not positive
+        np.savez(means, step_times=np.array([[1.0, 2.0], [1.5, 2.5]]), step_time_means=np.array([1.25, -2.25]))
+        errors["nonpositive_mean_accepted"] = float(not raises(
+            lambda: StepTimes.from_file(means, 2), "step_time_means must hold 2 positive means"))
         avail = os.path.join(tmp, "avail.npy")
         np.save(avail, np.array([[0.9, 0.4], [0.0, 1.0]]))
         based = parse_speeds(f"trace:{avail}:2,3", 2)                 # step = base / (a + 0.1), per party
