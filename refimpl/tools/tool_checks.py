@@ -405,6 +405,9 @@ def _replay_value_cases():
             _raises(lambda: numeric(np.array([[1.0, 2.0], [np.inf, 0.0]]), "--init", "W1"), "holds inf at (1, 0)")
             and _raises(lambda: numeric(np.array([0.0, np.nan]), "--init", "W1"), "holds nan at (1,)"))]
     from refimpl.core.replay import from_index_base, sample_ids
+    out.append(("of two repeated ids in a batch table, the first batch's is named",
+                _raises(lambda: index_table(np.array([[0, 2, 2], [1, 1, 3]]), "--batches", "", 2, 5, distinct_axis=1),
+                        "repeats a sample id (at (0,))")))
     out.append(("of two bad sample ids the first is named: a fraction and a NaN read as ids, an id below 1 in a "
                 "1-based table",
                 _raises(lambda: sample_ids(np.array([[1.0, 2.5], [np.nan, 3.0]]), "--batches"),
@@ -745,6 +748,17 @@ def _planted_adapter(own, family, output, corrupt):
     return types.SimpleNamespace(**fns)
 
 
+def _nan_second(a):
+    a.flat[1] = np.nan
+    return a
+
+
+def _two_ulps_second(a):
+    a = np.array(a, dtype=float)
+    a.flat[1] = np.nextafter(np.nextafter(a.flat[1], np.inf), np.inf)
+    return a
+
+
 def _nan_first(a):
     a.flat[0] = np.nan
     return a
@@ -916,6 +930,10 @@ def _harness_cases():
     grad = docs["loss_grad"]["cases"][0]                    # outputs loss, grad_W1 (5, 7), grad_W2 (4, 5)
     planted = [  # (what, family, case, output position, corruption, outcome, words the message holds)
         ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_first, "fail", "grad_W1[0, 0]: got nan"),
+        ("… at row 0, column 1 of a 5 × 7 output: that entry, not its transpose's", "loss_grad", grad, 1,
+         _nan_second, "fail", "grad_W1[0, 1]: got nan"),
+        ("2 ulps in the second entry fail, naming it", "exp_nonpos", docs["exp_nonpos"]["cases"][0], 0,
+         _two_ulps_second, "fail", "[1]: got"),
         ("an output one entry short fails on its shape", "loss_grad", grad, 1, lambda a: a.ravel()[:-1], "fail",
          "grad_W1: shape (34,), expected (5, 7)"),
         ("a transposed output fails on its shape", "loss_grad", grad, 1, lambda a: a.T, "fail", "shape (7, 5)"),

@@ -432,9 +432,12 @@ def _replayed_and_parsed_speed_errors():
     errors = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "steps.npz")
-        np.savez(path, step_times=np.array([[1.0, 2.0], [1.0, 0.0]]))
+        np.savez(path, step_times=np.array([[1.0, 2.0], [1.0, 0.0], [-1.0, 1.0]]))   # the first bad one named
         errors["zero_replayed_step_time_accepted"] = float(not raises(
             lambda: StepTimes.from_file(path, 2), "step time of party 1 in row 1 is 0.0"))
+        ln = parse_speeds("lognormal:1,2,3:0.3", 3)                      # the means, then σ
+        errors["lognormal_with_sigma_misread"] = float(not (isinstance(ln, LogNormalSpeed) and
+                                                            np.array_equal(ln.mean(), [1.0, 2.0, 3.0]) and ln.sigma == 0.3))
         means = os.path.join(tmp, "means.npz")                   # one party's recorded mean step not positive
         np.savez(means, step_times=np.array([[1.0, 2.0], [1.5, 2.5]]), step_time_means=np.array([1.25, -2.25]))
         errors["nonpositive_mean_accepted"] = float(not raises(

@@ -344,7 +344,9 @@ def _cases_divergence_stop(rng):
             ([2.3, 1.5, 0.9], [1.0] * 3, ["converging"], "a converging run never stops (−1)"),
             ([2.0, 2000.0, 1.0, 2000.5], [1.0, 1.0, 1e12, 1.0], ["at-the-limit-kept"],
              "a cost of exactly the factor × the initial one and a squared norm of exactly the limit are kept: "
-             "only exceeding stops")):
+             "only exceeding stops"),
+            ([-2.0, -3.0, -1999.0, -2500.0], [1.0] * 4, ["negative-costs", "reference-is-initial"],
+             "negative costs compare by their size: |−2500| > 1000 · |−2|, not −2500 against −2")):
         out.append(dict(id=f"divergence_stop-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(costs=np.array(costs), sq_norms=np.array(sq), cost_factor=1e3,
                                     max_sq_norm=1e12), tol={"rel": 0.0}))
@@ -366,6 +368,8 @@ _W_DIVERGENCE_STOP = {
     and abs(c["inputs"]["costs"][c["expected"]["index"]]) <= c["inputs"]["cost_factor"] * abs(c["inputs"]["costs"][0]),
     "zero-initial-cost": lambda c: c["inputs"]["costs"][0] == 0.0 and c["expected"]["index"] > 0,
     "converging": lambda c: c["expected"]["index"] == -1 and bool(np.all(np.diff(c["inputs"]["costs"]) < 0)),
+    "negative-costs": lambda c: c["inputs"]["costs"][0] < 0 and c["expected"]["index"] > 0
+    and c["inputs"]["costs"][c["expected"]["index"]] < -c["inputs"]["cost_factor"] * abs(c["inputs"]["costs"][0]),
     # some evaluation before the stop sits exactly at a limit (|cost| = factor · |cost_0|, or ||x||² = the limit)
     "at-the-limit-kept": lambda c: any(
         j > 0 and abs(c["inputs"]["costs"][j]) == c["inputs"]["cost_factor"] * max(abs(c["inputs"]["costs"][0]), 1e-300)
