@@ -748,20 +748,18 @@ def _planted_adapter(own, family, output, corrupt):
     return types.SimpleNamespace(**fns)
 
 
-def _nan_second(a):
-    a.flat[1] = np.nan
-    return a
-
-
 def _two_ulps_second(a):
     a = np.array(a, dtype=float)
     a.flat[1] = np.nextafter(np.nextafter(a.flat[1], np.inf), np.inf)
     return a
 
 
-def _nan_first(a):
-    a.flat[0] = np.nan
-    return a
+def _nan_at(i):
+    """An output corruption: entry i (row-major) set to NaN."""
+    def corrupt(a):
+        a.flat[i] = np.nan
+        return a
+    return corrupt
 
 
 def _returning(own, family, shape):
@@ -929,9 +927,9 @@ def _harness_cases():
                 f"passes all {n} vectors: their expected values are the equations'", results == ["pass"] * n))
     grad = docs["loss_grad"]["cases"][0]                    # outputs loss, grad_W1 (5, 7), grad_W2 (4, 5)
     planted = [  # (what, family, case, output position, corruption, outcome, words the message holds)
-        ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_first, "fail", "grad_W1[0, 0]: got nan"),
+        ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_at(0), "fail", "grad_W1[0, 0]: got nan"),
         ("… at row 0, column 1 of a 5 × 7 output: that entry, not its transpose's", "loss_grad", grad, 1,
-         _nan_second, "fail", "grad_W1[0, 1]: got nan"),
+         _nan_at(1), "fail", "grad_W1[0, 1]: got nan"),
         ("2 ulps in the second entry fail, naming it", "exp_nonpos", docs["exp_nonpos"]["cases"][0], 0,
          _two_ulps_second, "fail", "[1]: got"),
         ("an output one entry short fails on its shape", "loss_grad", grad, 1, lambda a: a.ravel()[:-1], "fail",

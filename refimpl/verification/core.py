@@ -733,8 +733,9 @@ def tune_selection(quick):
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
-       "repeating one index alone refused, a feature-block file read as written (wrong answers: 0)",
-       "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups)")
+       "repeating one index alone refused, a feature-block file read as written; the checks' maximum keeps a NaN "
+       "wherever it stands (wrong answers: 0)",
+       "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
     from refimpl.core.schedules import Sequence
@@ -756,6 +757,8 @@ def boundary_refusals(quick):
               and raises(lambda: Sequence(np.array([0.5, 0.0])), "outside (0, 1]")),
              ("the checks' fact groups: a plain run runs every group in order; the mutation runner's stops after the "
               "first group with a wrong fact", _fact_group_modes()),
+             ("the checks' NaN-keeping maximum: a NaN anywhere among the values is the answer (Python's max keeps "
+              "its first argument against a NaN)", _max_or_nan_right()),
              ("a given batch schedule: its shape per client, ids in 0..n − 1 (0 read, −1 and n refused, naming round "
               "and position), the 1-based hint only when every client's ids minus 1 lie in its partition",
               _batch_schedule_refusals())]
@@ -816,6 +819,13 @@ def _cover_refusals():
         right &= read_feature_blocks(path) == [[0, 1, 2], [3, 4]]
         right &= [b.tolist() for b in read_partition_file(path, 5)] == [[0, 1, 2], [3, 4]]
     return bool(right)
+
+
+def _max_or_nan_right():
+    from refimpl.verification.registry import max_or_nan
+    nan = float("nan")
+    return (max_or_nan(0.0, 2.0, 1.0) == 2.0 and all(np.isnan(max_or_nan(*v)) for v in
+                                                    ((0.0, nan), (nan, 0.0), (1.0, nan, 3.0), (np.float64(nan),))))
 
 
 def _fact_group_modes():

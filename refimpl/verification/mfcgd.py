@@ -1106,8 +1106,8 @@ def _drfl_record_errors(ds):
 
 def _single_machine_errors():
     """SCGD and the STORM-compositional estimator are single-machine methods (M = 1, as their papers
-    define them): asked for 3 clients, the run is the 1-client run, recorded as such; STORM keeps one
-    initial sample (q = 1), and its kept samples replay the run."""
+    define them): asked for 3 clients, the run is the 1-client run, recorded as such (STORM's kept
+    samples: :func:`_samples_prefix_errors`)."""
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     wrong = []
     for method in ("scgd", "storm"):
@@ -1121,24 +1121,13 @@ def _single_machine_errors():
                 or many.metrics["samples"] != one.metrics["samples"]:
             wrong.append(f"{method} asked for 3 clients: recorded clients {many.config.get('clients')}, "
                          f"||∇F|| {many.metrics['grad_norm']} vs one client's {one.metrics['grad_norm']}")
-    # STORM's kept samples: one initial sample (its q is 1) on its one machine, and they replay the run
-    import os
-    import tempfile
-    kept = run_mfcgd_config(MFCGDConfig(method="storm", problem="synthetic", dim=4, steps=4, eval_every=1,
-                                        keep_samples=True))
-    with tempfile.TemporaryDirectory() as tmp:
-        kept.save(tmp)
-        again = run_mfcgd_config(MFCGDConfig(method="storm", problem="synthetic", dim=4, steps=4, eval_every=1,
-                                             samples=os.path.join(tmp, "trace.npz")))
-    if kept.arrays["samples_zeta0"].shape[:2] != (1, 1) or again.metrics["grad_norm"] != kept.metrics["grad_norm"]:
-        wrong.append(f"STORM's kept initial samples {kept.arrays['samples_zeta0'].shape[:2]} (want (1, 1)); "
-                     f"replayed ||∇F|| {again.metrics['grad_norm']} vs {kept.metrics['grad_norm']}")
     return wrong
 
 
 def _samples_prefix_errors():
-    """--samples from a longer run replays its first T steps (MFCGD and ComFedL-style SCGD): a 6-step
-    run's kept samples, given to a 4-step run, give the first 4 steps' ||∇F(x̄_t)|| exactly (the seed
+    """--samples from a longer run replays its first T steps (MFCGD, ComFedL-style SCGD and STORM, whose
+    one machine keeps one initial sample): a 6-step run's kept samples, given to a 4-step run, give
+    the first 4 steps' ||∇F(x̄_t)|| exactly (the seed
     builds the problem, so it is kept; the samples replayed are the file's, not the seed's draws: the
     NumPy twin runs either way); a run without --keep-samples stores none, a replayed NaN sample
     is refused naming its array, and so are samples without zeta0 when --init gives no initial
@@ -1148,9 +1137,12 @@ def _samples_prefix_errors():
 
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     wrong = []
-    for method in ("mfcgd", "comfedl"):                 # a STORM-type and an SCGD-type run
+    # a STORM-type and an SCGD-type run, and STORM itself (one machine: one initial sample, its q being 1)
+    for method in ("mfcgd", "comfedl", "storm"):
         base = dict(method=method, problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
         long = run_mfcgd_config(MFCGDConfig(steps=6, keep_samples=True, **base))
+        if method == "storm" and long.arrays["samples_zeta0"].shape[:2] != (1, 1):
+            wrong.append(f"storm kept initial samples of shape {long.arrays['samples_zeta0'].shape[:2]}, want (1, 1)")
         with tempfile.TemporaryDirectory() as tmp:
             long.save(tmp)
             short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))

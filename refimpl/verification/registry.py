@@ -133,6 +133,13 @@ def _groups(groups, is_wrong):
     return out
 
 
+def max_or_nan(*values):
+    """The largest of ``values`` (numbers), or NaN when any is NaN: Python's ``max`` keeps its first
+    argument against a NaN, so ``max(worst, nan)`` would let a NaN difference pass as no difference."""
+    vals = [float(v) for v in values]
+    return float("nan") if any(v != v for v in vals) else max(vals)
+
+
 def raises(fn, words):
     """True when ``fn()`` raises a ValueError whose message holds ``words`` (a refusal a check
     expects, with the reason it must give)."""

@@ -13,7 +13,7 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, TimeVaryi
 from refimpl.vfl.speeds import ConstantSpeed, LogNormalSpeed, MarkovSpeed
 from refimpl.verification.registry import check
 from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
-from refimpl.verification.registry import embedded, map_parts, raises, wrong_groups
+from refimpl.verification.registry import embedded, map_parts, max_or_nan, raises, wrong_groups
 
 
 @lru_cache(maxsize=1)
@@ -952,7 +952,7 @@ def round_literal(quick):
     batches = np.array([rng.choice(n, B, replace=False) for _ in range(R)])
     thetas = model.init(np.random.default_rng(48))
     shapes = [(C, O1 + O2 + 1), (O1, d1 + 1), (O2, d2 + 1)]
-    det, worst = {}, 0.0
+    det, measured = {}, 0.0
     for label, kw, lit in ROUND_CASES:
         kw = dict(kw)
         opt = kw.pop("opt", "sgd")
@@ -961,36 +961,51 @@ def round_literal(quick):
         tr = run.run(thetas, R, np.random.default_rng(0), eval_every=R, dump_rounds=range(1, R + 1))
         W, taus, etas = run_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], [X1, X2], y, batches, speeds,
                                     eta=[0.15] * 3, timeout=timeout, **lit)
-        rel = max(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
-                  for k in range(3))
+        rel = _blocks_relative(tr, W)
         tau_bad = int(np.sum(tr.arrays["tau"] != taus))
         eta_rel = float(np.max(np.abs(tr.arrays["eta"] - etas) / etas))
-        dump_rel, dump_wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
+        dump_rel, wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
         rule = tr.config["policy"]["step_size"]["rule"]
         want_rule = f"{lit.get('rule', 'paper')}-adaptive" if lit["method"] == "adaptive" else "fixed"
         if rule != want_rule:
-            dump_wrong.append(f"the trace records step-size rule {rule!r}, want {want_rule!r}")
-        if label == "flex/sgd":            # the same run from its own τ table, given
-            given = FlexVFL.from_method(model, data, "flex", [make_optimizer("sgd") for _ in range(3)], 0.15, B,
-                                        speeds, timeout=timeout, batches=batches, taus=tr.arrays["tau"]).run(
-                thetas, R, np.random.default_rng(0), eval_every=R)
-            if given.config["policy"]["steps"] != {"rule": "given", "rounds": R}:
-                dump_wrong.append(f"a given τ table of {R} rounds recorded as {given.config['policy']['steps']}")
-            if any(not np.array_equal(given.arrays[f"final_theta{k}"], tr.arrays[f"final_theta{k}"]) for k in range(3)):
-                dump_wrong.append("the run from its own τ table, given, ends elsewhere")
-            try:                                  # any timeout > 0 is a timeout: 0.5 with steps 20 times shorter
-                FlexVFL.from_method(model, data, "flex", [make_optimizer("sgd") for _ in range(3)], 0.15, B,
-                                    speeds / 20, timeout=0.5, batches=batches)
-            except ValueError as exc:
-                dump_wrong.append(f"a timeout of 0.5 refused: {exc}")
+            wrong.append(f"the trace records step-size rule {rule!r}, want {want_rule!r}")
+        if label == "flex/sgd":
+            wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
-                      "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "dump_wrong": dump_wrong}
-        worst = max(worst, rel, eta_rel, float(tau_bad), dump_rel, float(len(dump_wrong)))
+                      "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "wrong": wrong}
+        measured = max_or_nan(measured, rel, eta_rel, tau_bad, dump_rel, len(wrong))
     det["async"] = _async_literal_errors(model, data, thetas, shapes, (X1, X2), y, B)
-    worst = max(worst, det["async"]["blocks_relative"], float(det["async"]["floats_wrong"]))
-    return {"measured": worst, "bound": 1e-12, "details": det,
+    measured = max_or_nan(measured, det["async"]["blocks_relative"], det["async"]["floats_wrong"])
+    return {"measured": measured, "bound": 1e-12, "details": det,
             "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H and ∂l/∂h_k too), "
                     f"and {det['async']['events']} events of the asynchronous baseline"}
+
+
+def _blocks_relative(tr, W):
+    """The worst relative difference of a run's final blocks from the transcription's W (NaN if any is)."""
+    return max_or_nan(*(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
+                        for k in range(len(W))))
+
+
+def _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr):
+    """Flex-VFL/SGD from its own τ table, given: the same blocks, recorded as {"rule": "given", "rounds": R};
+    and a timeout below 1 (0.5, steps 20 times shorter) accepted."""
+    from refimpl.vfl.local_optimizers import make_optimizer
+    wrong = []
+
+    def flex(**kw):
+        return FlexVFL.from_method(model, data, "flex", [make_optimizer("sgd") for _ in range(3)], 0.15, B, **kw)
+    given = flex(speeds=speeds, timeout=timeout, batches=batches, taus=tr.arrays["tau"]).run(
+        thetas, R, np.random.default_rng(0), eval_every=R)
+    if given.config["policy"]["steps"] != {"rule": "given", "rounds": R}:
+        wrong.append(f"a given τ table of {R} rounds recorded as {given.config['policy']['steps']}")
+    if any(not np.array_equal(given.arrays[f"final_theta{k}"], tr.arrays[f"final_theta{k}"]) for k in range(3)):
+        wrong.append("the run from its own τ table, given, ends elsewhere")
+    try:
+        flex(speeds=speeds / 20, timeout=0.5, batches=batches)
+    except ValueError as exc:
+        wrong.append(f"a timeout of 0.5 refused: {exc}")
+    return wrong
 
 
 def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
@@ -999,7 +1014,7 @@ def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
     written out (:mod:`refimpl.verification.vfl_literal`); no ∂l/∂h_k dumped otherwise. Returns
     (worst relative difference, what is missing or extra)."""
     from refimpl.verification.vfl_literal import _embed, _xent_grads
-    worst, wrong = 0.0, []
+    diff, wrong = 0.0, []
     K = len(Xs)
     cols = np.cumsum([0] + [sh[0] for sh in shapes[1:]])
     for r in range(1, R + 1):
@@ -1011,13 +1026,13 @@ def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
         b = a["batch"]
         start = [a[f"theta{k}"][0].reshape(shapes[k]) for k in range(K + 1)]
         H = np.hstack([_embed(start[k], Xs[k - 1][b]) for k in range(1, K + 1)])
-        worst = max(worst, float(np.max(np.abs(a["H"] - H)) / np.max(np.abs(H))))
+        diff = max_or_nan(diff, np.max(np.abs(a["H"] - H)) / np.max(np.abs(H)))
         if dh_names == want and want:
             dH = _xent_grads(start[0], H, y[b])[1]
             for k in range(1, K + 1):
                 ref = dH[:, cols[k - 1]:cols[k]]
-                worst = max(worst, float(np.max(np.abs(a[f"dh{k}"] - ref)) / np.max(np.abs(ref))))
-    return worst, wrong
+                diff = max_or_nan(diff, np.max(np.abs(a[f"dh{k}"] - ref)) / np.max(np.abs(ref)))
+    return diff, wrong
 
 
 def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
@@ -1031,10 +1046,8 @@ def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
     parties = tr.arrays["event_party"].tolist()
     W, floats = async_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], list(Xs), y, parties, tr.batches,
                               [0.15, 0.2, 0.1])
-    rel = max(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
-              for k in range(len(W)))
     got = int(tr.metrics["comm_floats"][-1])
-    return {"events": len(parties), "parties": sorted(set(parties)), "blocks_relative": rel,
+    return {"events": len(parties), "parties": sorted(set(parties)), "blocks_relative": _blocks_relative(tr, W),
             "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats)}
 
 
