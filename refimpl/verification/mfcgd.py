@@ -13,7 +13,7 @@ from refimpl.mfcgd.algorithm import (AdamType, AMSGradType, Identity, MFCGDParam
 from refimpl.mfcgd.bounds import (Constants, G_value, TheoremParams, bound_verdict, check_run,
                                   find_theorem_parameters, theorem1_bound, theorem2_bound, theorem_conditions)
 from refimpl.verification.mfcgd_literal import algorithm1_literal, least_G_literal, local_scgd_literal, theorem_literal
-from refimpl.verification.registry import check, raises, wrong_groups
+from refimpl.verification.registry import check, max_or_nan, raises, wrong_groups
 
 MATRICES = ("identity", "adam", "norm", "amsgrad")
 
@@ -63,7 +63,7 @@ def lemma1_smoothness(quick):
     for _ in range(2000 if quick else 20000):
         x1 = rng.standard_normal(pr.d) * rng.uniform(0.01, 5)
         x2 = x1 + rng.standard_normal(pr.d) * rng.uniform(1e-4, 3)
-        worst = max(worst, float(np.linalg.norm(pr.grad_F(x1) - pr.grad_F(x2)) / np.linalg.norm(x1 - x2)))
+        worst = max_or_nan(worst, float(np.linalg.norm(pr.grad_F(x1) - pr.grad_F(x2)) / np.linalg.norm(x1 - x2)))
     return {"measured": worst, "bound": c.L, "details": {"L": c.L, "C_g": c.C_g, "L_f": c.L_f, "L_g": c.L_g}}
 
 
@@ -119,7 +119,7 @@ def _bound_instance(pr, C, T, adaptive):
     for s in range(seeds):
         r = run_mfcgd_synthetic_nb(pr, x1, T, par, mat, np.random.default_rng(60 + s))
         gn = grad_norms_literal(pr, r.x_bar)          # evaluated here, not read from the kernel it judges
-        eval_diff = max(eval_diff, float(np.max(np.abs(gn - r.grad_norm)) / max(float(np.max(gn)), 1e-300)))
+        eval_diff = max_or_nan(eval_diff, float(np.max(np.abs(gn - r.grad_norm)) / max(float(np.max(gn)), 1e-300)))
         lhs.append(float(np.mean(gn)))
         arms.append(float(np.mean(r.A_norm ** 2)))
     A_rms = float(np.sqrt(np.mean(arms)))
@@ -266,7 +266,7 @@ def complexity_vs_baselines(quick):
     if not common:
         return {"measured": None, "bound": 1.0, "holds": False, "details": {**det, "note": "no ε reached by all"}}
     e = str(common[-1])
-    ours = max(table["MFCGD"][e][0], table["AdaMFCGD"][e][0])
+    ours = max_or_nan(table["MFCGD"][e][0], table["AdaMFCGD"][e][0])
     theirs = min(table["ComFedL"][e][0], table["Local-SCGDM"][e][0])
     det["smallest_common_eps"] = float(e)
     return {"measured": ours / theirs, "bound": 1.0, "holds": ours < theirs, "details": det}
@@ -292,32 +292,32 @@ def nonlinear_constants(quick):
         xi = pr.draw_xi(rng, ())
         m, j = rng.integers(pr.M, size=2)
         dx = np.linalg.norm(x - y)
-        r["C_g"] = max(r["C_g"], np.linalg.norm(pr.jac_g(m, x, z)) / C["C_g"])
-        r["g_lipschitz"] = max(r["g_lipschitz"], np.linalg.norm(pr.g(m, x, z) - pr.g(m, y, z)) / (C["C_g"] * dx))
-        r["L_g"] = max(r["L_g"], np.linalg.norm(pr.jac_g(m, x, z) - pr.jac_g(m, y, z)) / (C["L_g"] * dx))
+        r["C_g"] = max_or_nan(r["C_g"], np.linalg.norm(pr.jac_g(m, x, z)) / C["C_g"])
+        r["g_lipschitz"] = max_or_nan(r["g_lipschitz"], np.linalg.norm(pr.g(m, x, z) - pr.g(m, y, z)) / (C["C_g"] * dx))
+        r["L_g"] = max_or_nan(r["L_g"], np.linalg.norm(pr.jac_g(m, x, z) - pr.jac_g(m, y, z)) / (C["L_g"] * dx))
         h = rng.standard_normal(pr.p) * 2
-        r["C_f"] = max(r["C_f"], np.linalg.norm(pr.grad_f(m, h, xi)) / C["C_f"])
-        r["delta_g"] = max(r["delta_g"], np.linalg.norm(pr.g_exact(m, x) - pr.g_exact(j, x)) / C["delta_g"])
-        r["delta_f"] = max(r["delta_f"], np.linalg.norm(pr.grad_f_exact(m, h) - pr.grad_f_exact(j, h)) / C["delta_f"])
-        r["F_star"] = max(r["F_star"], C["F_star"] / pr.F(x))
+        r["C_f"] = max_or_nan(r["C_f"], np.linalg.norm(pr.grad_f(m, h, xi)) / C["C_f"])
+        r["delta_g"] = max_or_nan(r["delta_g"], np.linalg.norm(pr.g_exact(m, x) - pr.g_exact(j, x)) / C["delta_g"])
+        r["delta_f"] = max_or_nan(r["delta_f"], np.linalg.norm(pr.grad_f_exact(m, h) - pr.grad_f_exact(j, h)) / C["delta_f"])
+        r["F_star"] = max_or_nan(r["F_star"], C["F_star"] / pr.F(x))
     for _ in range(5 if quick else 20):
         x = rng.standard_normal(pr.d)
         Z = pr.draw_zeta(rng, (4000,))
         Xi = pr.draw_xi(rng, (4000,))
         gs = np.array([pr.g(0, x, z) for z in Z]) - pr.g_exact(0, x)
         js = np.array([pr.jac_g(0, x, z) for z in Z]) - pr.jac_g_exact(0, x)
-        r["sigma_g"] = max(r["sigma_g"], float(np.mean(np.sum(gs ** 2, axis=1))) / C["sigma"] ** 2)
-        r["sigma_jac"] = max(r["sigma_jac"], float(np.mean(np.sum(js ** 2, axis=(1, 2)))) / C["sigma"] ** 2)
-        r["sigma_f"] = max(r["sigma_f"], float(np.mean(np.sum(Xi ** 2, axis=1))) / C["sigma"] ** 2)
+        r["sigma_g"] = max_or_nan(r["sigma_g"], float(np.mean(np.sum(gs ** 2, axis=1))) / C["sigma"] ** 2)
+        r["sigma_jac"] = max_or_nan(r["sigma_jac"], float(np.mean(np.sum(js ** 2, axis=(1, 2)))) / C["sigma"] ** 2)
+        r["sigma_f"] = max_or_nan(r["sigma_f"], float(np.mean(np.sum(Xi ** 2, axis=1))) / C["sigma"] ** 2)
         # unbiased oracles: the sample means of g(x; ζ), ∇g(x; ζ) lie within 4 standard errors of g(x), ∇g(x)
         for key, dev in (("g_unbiased", gs), ("jac_g_unbiased", js.reshape(len(js), -1))):
             se = dev.std(axis=0, ddof=1) / np.sqrt(len(dev))
-            r[key] = max(r.get(key, 0.0), float(np.max(np.abs(dev.mean(axis=0)) / (4 * np.maximum(se, 1e-300)))))
+            r[key] = max_or_nan(r.get(key, 0.0), float(np.max(np.abs(dev.mean(axis=0)) / (4 * np.maximum(se, 1e-300)))))
         e = 1e-6
         fd = np.array([(pr.F(x + e * u) - pr.F(x - e * u)) / (2 * e) for u in np.eye(pr.d)])
-        r["grad_F_fd"] = max(r["grad_F_fd"], np.linalg.norm(fd - pr.grad_F(x)) / np.linalg.norm(fd) / 1e-6)
+        r["grad_F_fd"] = max_or_nan(r["grad_F_fd"], np.linalg.norm(fd - pr.grad_F(x)) / np.linalg.norm(fd) / 1e-6)
         J = np.array([(pr.g_exact(1, x + e * u) - pr.g_exact(1, x - e * u)) / (2 * e) for u in np.eye(pr.d)]).T
-        r["jac_g_fd"] = max(r["jac_g_fd"], np.linalg.norm(J - pr.jac_g_exact(1, x)) / np.linalg.norm(J) / 1e-6)
+        r["jac_g_fd"] = max_or_nan(r["jac_g_fd"], np.linalg.norm(J - pr.jac_g_exact(1, x)) / np.linalg.norm(J) / 1e-6)
     r = {k: float(v) for k, v in r.items()}
     worst = max(r, key=r.get)
     # δ_g is attained exactly by the pair realising the maximum: allow rounding (1e-12)
@@ -347,32 +347,32 @@ def synthetic_constants(quick):
         m, j = rng.integers(pr.M, size=2)
         h = pr.c[m] + 1e4 * rng.choice([-1.0, 1.0], p)                   # φ(h − c_m) ≈ ±1 in every entry
         phi = pr.grad_f_exact(m, h)
-        aligned = max(aligned, float(np.linalg.norm(pr.grad_f(m, h, pr.r_f * phi / np.linalg.norm(phi)))))
+        aligned = max_or_nan(aligned, float(np.linalg.norm(pr.grad_f(m, h, pr.r_f * phi / np.linalg.norm(phi)))))
         y = rng.standard_normal(p) * 2
-        bounded = max(bounded, float(np.linalg.norm(pr.grad_f(m, y, pr.draw_xi(rng, ())))))
+        bounded = max_or_nan(bounded, float(np.linalg.norm(pr.grad_f(m, y, pr.draw_xi(rng, ())))))
         u = pr.c[m] + rng.standard_normal(p) * 1e-4                      # φ' = 1 at 0: L_f attained
         v = u + rng.standard_normal(p) * 1e-6
-        lip = max(lip, float(np.linalg.norm(pr.grad_f_exact(m, u) - pr.grad_f_exact(m, v)) / np.linalg.norm(u - v)))
+        lip = max_or_nan(lip, float(np.linalg.norm(pr.grad_f_exact(m, u) - pr.grad_f_exact(m, v)) / np.linalg.norm(u - v)))
         x = rng.standard_normal(pr.d) * 3
-        r["delta_f"] = max(r.get("delta_f", 0.0),
+        r["delta_f"] = max_or_nan(r.get("delta_f", 0.0),
                            float(np.linalg.norm(pr.grad_f_exact(m, y) - pr.grad_f_exact(j, y))) / C["delta_f"])
-        fstar = max(fstar, C["F_star"] / pr.F(x))
-    r.update(C_f=max(aligned, bounded) / C["C_f"], C_f_attained=aligned / C["C_f"], L_f=lip / C["L_f"], F_star=fstar)
+        fstar = max_or_nan(fstar, C["F_star"] / pr.F(x))
+    r.update(C_f=max_or_nan(aligned, bounded) / C["C_f"], C_f_attained=aligned / C["C_f"], L_f=lip / C["L_f"], F_star=fstar)
     x, z = rng.standard_normal(pr.d), pr.draw_zeta(rng, ())
     r["C_g"] = float(np.linalg.norm(pr.jac_g(0, x, z))) / C["C_g"]
     r["L_g_nonzero"] = float(np.max(np.abs(pr.jac_g(0, x, z) - pr.jac_g(1, -x, pr.draw_zeta(rng, ())))))
     pairs = [float(np.linalg.norm(pr.g_exact(m, x) - pr.g_exact(j, x))) for m in range(pr.M) for j in range(pr.M)]
-    r["delta_g"] = max(pairs) / C["delta_g"]
+    r["delta_g"] = max_or_nan(*pairs) / C["delta_g"]
     z2 = np.sum(pr.draw_zeta(rng, (20000,)) ** 2, axis=1)
     xi2 = np.sum(pr.draw_xi(rng, (20000,)) ** 2, axis=1)
     zs = {"value_noise": float((z2.mean() - p * pr.s_g ** 2) / (z2.std(ddof=1) / np.sqrt(z2.size))),
           "sigma_is_the_larger": float((max(z2.mean(), xi2.mean()) - C["sigma"] ** 2)
                                        / (z2.std(ddof=1) / np.sqrt(z2.size)))}
     r["grad_f_noise"] = float(np.max(np.abs(xi2 - pr.r_f ** 2)))       # on the sphere: exactly r_f²
-    holds = (max(r["C_f"], r["L_f"], r["delta_f"], r["F_star"]) <= 1.0 + 1e-12 and r["C_f_attained"] >= 0.999
+    holds = (max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"]) <= 1.0 + 1e-12 and r["C_f_attained"] >= 0.999
              and r["L_f"] >= 0.999 and abs(r["C_g"] - 1) <= 1e-12 and r["L_g_nonzero"] == 0.0
-             and abs(r["delta_g"] - 1) <= 1e-12 and r["grad_f_noise"] <= 1e-15 and max(map(abs, zs.values())) <= 4)
-    worst = max(r["C_f"], r["L_f"], r["delta_f"], r["F_star"], r["C_g"], r["delta_g"])
+             and abs(r["delta_g"] - 1) <= 1e-12 and r["grad_f_noise"] <= 1e-15 and max_or_nan(*map(abs, zs.values())) <= 4)
+    worst = max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"], r["C_g"], r["delta_g"])
     return {"measured": worst, "bound": 1.0 + 1e-12, "holds": holds,
             "note": f"C_f attained to {r['C_f_attained']:.6f}, L_f to {r['L_f']:.6f}; noise z {zs['value_noise']:.2f}",
             "details": {"ratios": r, "z": zs, "constants": C}}
@@ -409,12 +409,12 @@ def algorithm1_literal_check(quick):
             rec = {"max_rel_diff": rel, "u_projected": binds["u"], "v_projected": binds["v"], "client_steps": T * pr.M}
             # the recorded ||A_t||, which Theorem 2 reads (both runners), and the kernel's ||∇F(x̄_t)||
             rec["A_norm_max_rel_diff"] = float(np.max(np.abs(r.A_norm - norms)) / np.max(norms))
-            rel = max(rel, rec["A_norm_max_rel_diff"])
+            rel = max_or_nan(rel, rec["A_norm_max_rel_diff"])
             if runner is run_mfcgd_synthetic_nb:    # what Theorems 1–2 read from the kernel, on the same samples
                 gn = grad_norms_literal(pr, lit)
                 rec["grad_norm_max_rel_diff"] = float(np.max(np.abs(r.grad_norm - gn)) / np.max(gn))
-                rel = max(rel, rec["grad_norm_max_rel_diff"])
-            worst = max(worst, rel)
+                rel = max_or_nan(rel, rec["grad_norm_max_rel_diff"])
+            worst = max_or_nan(worst, rel)
             binds_ok &= binds["u"] > 0 and binds["v"] > 0
             det[f"{label}_{kind}"] = rec
         return worst, binds_ok
@@ -444,7 +444,7 @@ def algorithm1_literal_check(quick):
     binds_ok = ok_np and ok_nb
     det.update(steps=T, q=q, capped_steps=par_nb.capped_steps(T), numpy_worst=worst_np, numba_worst=worst_nb,
                both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled)
-    return {"measured": max(worst_np, worst_nb / 100), "bound": 1e-12,
+    return {"measured": max_or_nan(worst_np, worst_nb / 100), "bound": 1e-12,
             "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and scaled["right"], "details": det}
 
 
@@ -511,13 +511,13 @@ def baselines_literal(quick):
                     want_g, want_sq = grad_norms_literal(pr, tr_), np.einsum("ij,ij->i", tr_, tr_)
                     nb_rel = max(float(np.max(np.abs(gn - want_g)) / np.max(want_g)),
                                  float(np.max(np.abs(xsq - want_sq)) / np.max(want_sq)))
-                    worst_nb = max(worst_nb, nb_rel)
-                worst, count_bad = max(worst, rel), count_bad + bad
+                    worst_nb = max_or_nan(worst_nb, nb_rel)
+                worst, count_bad = max_or_nan(worst, rel), count_bad + bad
                 det[f"{pname}/{name}/q={q}"] = {"max_rel_diff": rel, "count_mismatches": bad,
                                                 "numba_kernel_iterates_max_rel_diff": nb_rel,
                                                 "rounds": int(comms[-1]), "samples": int(used[-1])}
     det["numba_kernel_iterates_worst"] = worst_nb
-    return {"measured": max(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
+    return {"measured": max_or_nan(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
             "holds": worst <= 1e-12 and count_bad == 0 and worst_nb <= 1e-10,
             "note": f"{T} steps; counts: {count_bad} mismatches; Numba kernel on the same samples: {worst_nb:.1e} "
                     "(bound 1e-10, fastmath)"}
@@ -563,7 +563,7 @@ def lemma2(quick):
         a = float(max(np.max(np.abs(lhs - r.lemma2_lhs) / np.maximum(lhs, 1e-300)),
                       np.max(np.abs(rhs - r.lemma2_rhs) / np.maximum(rhs, 1e-300))))
         det[kind] = {"worst_ratio": ratio, "runner_agreement": a, "u_projected": r.bound_u, "v_projected": r.bound_v}
-        worst, agree = max(worst, ratio), max(agree, a)
+        worst, agree = max_or_nan(worst, ratio), max_or_nan(agree, a)
     # the Numba kernel's in-kernel evaluation against the outside one (synthetic problem, same samples)
     syn, Cs = synthetic()
     Ts = 200
@@ -577,8 +577,8 @@ def lemma2(quick):
     ak = float(max(np.max(np.abs(lhs - rk.lemma2_lhs) / np.maximum(lhs, 1e-300)),
                    np.max(np.abs(rhs - rk.lemma2_rhs) / np.maximum(rhs, 1e-300))))
     det.update(steps=T, numba_kernel_agreement=ak, numba_worst_ratio=float(np.max(lhs / rhs)))
-    worst = max(worst, float(np.max(lhs / rhs)))
-    return {"measured": worst, "bound": 1.0, "holds": worst <= 1.0 and max(agree, ak) <= 1e-9, "details": det}
+    worst = max_or_nan(worst, float(np.max(lhs / rhs)))
+    return {"measured": worst, "bound": 1.0, "holds": worst <= 1.0 and max_or_nan(agree, ak) <= 1e-9, "details": det}
 
 
 @check("mfcgd.lemma8_descent", "the one-step descent inequality of the proof, evaluated from the recorded states "
@@ -609,7 +609,7 @@ def lemma8_descent(quick):
             viol.append((lhs - rhs) / max(abs(pr.F(xb)), 1e-12))
         det[kind] = {"gamma": gamma, "rho": rho, "max_relative_excess": float(np.max(viol)),
                      "steps_checked": T - 1}
-        worst = max(worst, float(np.max(viol)))
+        worst = max_or_nan(worst, float(np.max(viol)))
     return {"measured": worst, "bound": 0.0, "holds": worst <= 1e-12, "details": det}
 
 
@@ -657,9 +657,9 @@ def lemma9_tracking(quick):
             for key in vals:
                 arr = np.asarray(vals[key])
                 mean, se = float(arr.mean()), float(arr.std(ddof=1) / np.sqrt(S))
-                worst[key] = max(worst[key], (mean - 3 * se) / rhs[key])
-                worst_raw[key] = max(worst_raw[key], mean / rhs[key])
-    measured = max(worst.values())
+                worst[key] = max_or_nan(worst[key], (mean - 3 * se) / rhs[key])
+                worst_raw[key] = max_or_nan(worst_raw[key], mean / rhs[key])
+    measured = max_or_nan(*worst.values())
     return {"measured": measured, "bound": 1.0,
             "details": {"worst_lower_confidence_ratio": worst, "worst_mean_ratio": worst_raw, "monte_carlo_samples": S,
                         "steps": steps, "clients": pr.M, "constants": {"sigma2": s2, "C_g": Cg, "L_g": Lg, "L_f": Lf}}}
@@ -731,7 +731,7 @@ def theorem_statement_literal(quick):
         if p is not None:
             st["verdicts"] += 1
             st["disagree"] += _verdict_disagreements(name, c, p, T, rho)
-            st["excess"] = max(st["excess"], _search_is_least(c, T, q, rho, info["G"]),
+            st["excess"] = max_or_nan(st["excess"], _search_is_least(c, T, q, rho, info["G"]),
                                abs(info["G"] / least_G_literal(c, T, q, rho) - 1))   # the same least G
             cands += _boundary_candidates(c, p, rho)
             for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
@@ -751,16 +751,16 @@ def theorem_statement_literal(quick):
             ours = _conditions_by_key(theorem_conditions(c, cand, rho))
             G = G_value(c, cand, T, rho)
             bound = theorem1_bound(c, cand, T, rho, A_rms) if rho != 1.0 else theorem2_bound(c, cand, T)
-            rel = max(abs(G - lit["G"]) / lit["G"], abs(bound - lit["bound"]) / lit["bound"],
+            rel = max_or_nan(abs(G - lit["G"]) / lit["G"], abs(bound - lit["bound"]) / lit["bound"],
                       abs(c.L - lit["L"]) / lit["L"])
-            st["worst"] = max(st["worst"], rel)
+            st["worst"] = max_or_nan(st["worst"], rel)
             if ours != lit["conditions"]:
                 st["disagree"].append({"problem": name, "rho": rho,
                                        "params": {k: float(v) for k, v in cand.__dict__.items()},
                                        "refimpl_failed": sorted(k for k, v in ours.items() if not v),
                                        "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
             if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
-                st["beaten"] = max(st["beaten"], 1 - lit["G"] / info["G"])   # an admissible set the search missed
+                st["beaten"] = max_or_nan(st["beaten"], 1 - lit["G"] / info["G"])   # an admissible set the search missed
             st["sets"] += 1
         right = not st["disagree"] and st["worst"] <= 1e-12 and st["excess"] <= 1e-12 and st["beaten"] == 0.0
         return [] if right else [f"{name} at rho {rho}"]
@@ -781,7 +781,7 @@ def theorem_statement_literal(quick):
                                                                        "excess", "beaten"))
     refusals, report = st.get("refusals", []), st.get("report", [])
     holds = not disagree and worst <= 1e-12 and excess <= 1e-12 and not refusals and not report and beaten == 0.0
-    return {"measured": max(worst, excess), "bound": 1e-12, "holds": holds,
+    return {"measured": max_or_nan(worst, excess), "bound": 1e-12, "holds": holds,
             "details": {"parameter_sets": sets, "condition_or_verdict_disagreements": len(disagree),
                         "examples": disagree[:3],
                         "max_relative_difference_G_bound_L": worst, "bound_verdicts_checked": verdicts,

@@ -15,7 +15,7 @@ from refimpl.ssca.experiment import RunConfig, build, rounds_to_target, run_expe
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import SurrogateState, momentum_form_step, surrogate_update
 from refimpl.verification.core import plain_objective_grad
-from refimpl.verification.registry import check, embedded, map_parts, raises
+from refimpl.verification.registry import check, embedded, map_parts, max_or_nan, raises
 
 
 def _minimize(*args, **kwargs):
@@ -49,15 +49,15 @@ def feature_equals_central(quick):
             rev = batch[::-1].copy()
             l3, g3, _ = pr.collect(theta, rev)
             l4, g4 = m.loss_grad(theta, d.X_train[rev], d.y_train[rev])
-            errs[f"bias={bias},{layout}"] = max(float(np.linalg.norm(g1 - g2) / np.linalg.norm(g2)),
+            errs[f"bias={bias},{layout}"] = max_or_nan(float(np.linalg.norm(g1 - g2) / np.linalg.norm(g2)),
                                                 abs(l1 - l2) / abs(l2),
                                                 float(np.linalg.norm(g3 - g4) / np.linalg.norm(g4)),
                                                 abs(l3 - l4) / abs(l4))
             ledgers[f"bias={bias},{layout}"] = _feature_ledger_errors(pr, theta, batch, msgs, blocks, bias)
     wrong = {k: v for k, v in ledgers.items() if v}
-    return {"measured": max(errs.values()), "bound": 1e-12, "holds": max(errs.values()) <= 1e-12 and not wrong,
+    return {"measured": max_or_nan(*errs.values()), "bound": 1e-12, "holds": max_or_nan(*errs.values()) <= 1e-12 and not wrong,
             "details": {**errs, "ledgers_differing": wrong},
-            "note": f"gradients within {max(errs.values()):.1e}; {len(wrong)} of {len(ledgers)} ledgers differ"}
+            "note": f"gradients within {max_or_nan(*errs.values()):.1e}; {len(wrong)} of {len(ledgers)} ledgers differ"}
 
 
 def _feature_ledger_errors(pr, theta, batch, msgs, blocks, bias, J=32, L=10, d=2):
@@ -115,9 +115,9 @@ def remark2_momentum(quick):
             state = algo.apply(state, t, batch)[0]
             v, omega_m = momentum_form_step(v, omega_m, g, rho(t), gamma(t - 1) if t > 1 else 0.0,
                                             gamma(t), tau, lam)
-            worst = max(worst, float(np.max(np.abs(state.omega - omega_m)) / np.max(np.abs(state.omega))))
+            worst = max_or_nan(worst, float(np.max(np.abs(state.omega - omega_m)) / np.max(np.abs(state.omega))))
         det[label] = worst
-    measured = max(det["independent gradients, tau=0.25"], det["shared gradients, tau=0.05"])
+    measured = max_or_nan(det["independent gradients, tau=0.25"], det["shared gradients, tau=0.05"])
     return {"measured": measured, "bound": 1e-10, "details": det}
 
 
@@ -146,14 +146,14 @@ def surrogate_assumption2(quick):
         q, r = state.surrogate, rho(t)
         term_val = (q.value(omega) - (1 - r) * prev.value(omega)) / r
         term_grad = (q.gradient(omega) - (1 - r) * prev.gradient(omega)) / r
-        worst_val = max(worst_val, abs(term_val - lhat) / abs(lhat))
-        worst_grad = max(worst_grad, float(np.linalg.norm(term_grad - ghat) / np.linalg.norm(ghat)))
+        worst_val = max_or_nan(worst_val, abs(term_val - lhat) / abs(lhat))
+        worst_grad = max_or_nan(worst_grad, float(np.linalg.norm(term_grad - ghat) / np.linalg.norm(ghat)))
         x, y = rng.standard_normal(omega.size), rng.standard_normal(omega.size)
         gap = q.value(y) - q.value(x) - q.gradient(x) @ (y - x)
-        worst_sc = max(worst_sc, abs(gap / (q.A * np.dot(y - x, y - x)) - 1.0))
+        worst_sc = max_or_nan(worst_sc, abs(gap / (q.A * np.dot(y - x, y - x)) - 1.0))
     det = {"value_mismatch": worst_val, "gradient_mismatch": worst_grad,
            "strong_convexity_modulus_mismatch": worst_sc, "rounds": T}
-    return {"measured": max(worst_val, worst_grad, worst_sc), "bound": 1e-9, "details": det}
+    return {"measured": max_or_nan(worst_val, worst_grad, worst_sc), "bound": 1e-9, "details": det}
 
 
 @check("ssca.stepsize_conditions",
@@ -265,7 +265,7 @@ def theorem1_stationarity(quick):
         slope = float(np.polyfit(np.log(r), np.log(n), 1)[0])
         ok = ratio <= fraction and slope < 0
         holds &= ok
-        worst = max(worst, ratio / fraction)
+        worst = max_or_nan(worst, ratio / fraction)
         det[label] = {"rho": rho.describe(), "gamma": gamma.describe(), "final_over_initial": ratio,
                       "stated_fraction": fraction, "loglog_slope": slope, "grad_norm_initial": norms[0],
                       "grad_norm_every": every, "grad_norms": n.tolist(), "holds": bool(ok)}
@@ -321,7 +321,7 @@ def claim_faster_than_sgd(quick):
             ratio = res["ssca"] / fastest
             holds &= res["ssca"] < fastest
         res["ratio"] = ratio
-        worst = max(worst, ratio)
+        worst = max_or_nan(worst, ratio)
         det[f"{setting} B={B}"] = res
     det["target_train_cost"] = target
     det["rounds"] = T
@@ -376,14 +376,14 @@ def lemma1_vs_cvxpy(quick):
                      "nu": _rel(a.nu, b.nu), "objective": _rel(a.objective, b.objective)}
                 for k, v in d.items():
                     key = f"{a.branch}/{form}/{k}"
-                    worst[key] = max(worst.get(key, 0.0), v)
+                    worst[key] = max_or_nan(worst.get(key, 0.0), v)
     missing = {"C<=U", "constraint-active", "slack-active", "b=0"} - set(counts)
     # Counted: every quantity of the default (span) formulation, and the primal quantities of the
     # full-space one. The full-space formulation's multiplier (Clarabel's dual of the quadratic
     # constraint in n variables) is reported but not counted: it is accurate to ~1e-6 while its
     # primal point agrees to ~1e-8 — a limit of the solver's dual, not of the closed form.
     counted = {k: v for k, v in worst.items() if "/span/" in k or not k.endswith("/nu")}
-    measured = max(counted.values())
+    measured = max_or_nan(*counted.values())
     return {"measured": measured, "bound": 1e-6, "holds": not missing and measured <= 1e-6,
             "details": {"instances_per_branch": counts, "max_relative_difference": worst, "n": n,
                         "full_space_multiplier_max_difference": max(v for k, v in worst.items()
@@ -417,7 +417,7 @@ def lemma1_vs_generic_solver(quick):
         cons = {"type": "ineq", "fun": lambda w: U - st.value(w), "jac": lambda w: -st.gradient(w)}
         r = _minimize(lambda w: (w @ w, 2 * w), a.omega_bar, jac=True, method="SLSQP", constraints=[cons],
                      options={"ftol": 1e-16, "maxiter": 200})
-        worst = max(worst, (f(a.omega_bar) - f(r.x)) / max(abs(f(r.x)), 1e-300))
+        worst = max_or_nan(worst, (f(a.omega_bar) - f(r.x)) / max(abs(f(r.x)), 1e-300))
     return {"measured": float(worst), "bound": 1e-12, "holds": bool(worst <= 1e-12 and infeasible == 0 and active >= count // 2),
             "details": {"instances": count, "constraint_active": active, "infeasible_in_float64": int(infeasible),
                         "n": n, "scales": "A 10^U(-4,2), B_i N(0,1)·10^U(-3,3), U 10^U(-3,2), c 10^U(3,8)",
@@ -472,7 +472,7 @@ def theorem2_kkt(quick):
                "complementarity_rel": (abs(final["constraint_value"] - U) / U if final["multiplier"] > 0 else 0.0)}
         ok = final["slack"] <= 1e-9 and all(rel[k] <= KKT_TOL[k] for k in KKT_TOL)
         holds &= ok
-        worst = max(worst, max(rel[k] / KKT_TOL[k] for k in KKT_TOL))
+        worst = max_or_nan(worst, max_or_nan(*(rel[k] / KKT_TOL[k] for k in KKT_TOL)))
         det[setting] = {"final": final, "relative": rel, "holds": bool(ok),
                         "stationarity_rel_every": tr.series("kkt_stationarity_rel").tolist()}
     det.update(rounds=T, U=U, tolerances=KKT_TOL, penalty=1e5, rho="1/t^0.51", gamma="0.5/t^0.55")
@@ -540,7 +540,7 @@ def theorem5_equivalence(quick):
            "c_U": U2, "c_nu": nu_c, "c_constraint_gap": float(m.loss(w40c, X, y) - U2),
            "c_kkt_residual_of_40": kkt_c40, "c_stationarity_of_32_with_lambda_1/nu": stat_c,
            "n_params": m.n_params}
-    measured = max(kkt_a, point_b, nu_b, stat_c)
+    measured = max_or_nan(kkt_a, point_b, nu_b, stat_c)
     return {"measured": measured, "bound": 1e-4, "details": det}
 
 
@@ -565,13 +565,13 @@ def multi_constraint_qcqp(quick):
         sol = q.solve(states, U)
         res = subproblem_kkt_residuals(sol, states, U, 10.0)
         for k, v in res.items():
-            worst[k] = max(worst[k], v)
-        worst["span_vs_full"] = max(worst["span_vs_full"], _rel(sol.omega_bar, qs.solve(states, U).omega_bar))
+            worst[k] = max_or_nan(worst[k], v)
+        worst["span_vs_full"] = max_or_nan(worst["span_vs_full"], _rel(sol.omega_bar, qs.solve(states, U).omega_bar))
         active.append(int(np.sum(sol.nu > 1e-6)))
         a, b = closed_form_step(states[0], U[0], 10.0), q1.solve(states[:1], U[0])
-        worst["single_vs_closed_form"] = max(worst["single_vs_closed_form"], _rel(a.omega_bar, b.omega_bar),
+        worst["single_vs_closed_form"] = max_or_nan(worst["single_vs_closed_form"], _rel(a.omega_bar, b.omega_bar),
                                              _rel(a.nu, b.nu))
-    return {"measured": max(worst.values()), "bound": 1e-6,
+    return {"measured": max_or_nan(*worst.values()), "bound": 1e-6,
             "details": {**worst, "constraints": m_c, "n": n,
                         "active_constraints_per_instance": np.bincount(active, minlength=m_c + 1).tolist()}}
 
@@ -608,17 +608,17 @@ def server_step_equations(quick):
                                   "fixed" if fixed else "recursive")
             wb = unconstrained_step(st, lam)
             wn = move(w, wb, gamma)
-            worst["functions"] = max(worst["functions"], rel(st.A, A), rel(st.B, B), rel(st.C, C), rel(wb, w_bar),
+            worst["functions"] = max_or_nan(worst["functions"], rel(st.A, A), rel(st.B, B), rel(st.C, C), rel(wb, w_bar),
                                      rel(wn, w_next))
             probe = rng.standard_normal(n)
-            worst["surrogate_value"] = max(worst["surrogate_value"],
+            worst["surrogate_value"] = max_or_nan(worst["surrogate_value"],
                                            rel(st.value(probe), A * np.dot(probe, probe) + np.dot(B, probe) + C),
                                            rel(st.gradient(probe), 2 * A * probe + B))
             for key, fn in (("numba_kernel", ssca_round_nb), ("numpy_kernel", ssca_round_np)):
                 Ak, Bk, Ck, wk, nn = fn(A0, B0, C0, loss, g, w, rho, tau, gamma, lam, fixed)
-                worst[key] = max(worst[key], rel(Ak, A), rel(Bk, B), rel(Ck, C), rel(wk, w_next),
+                worst[key] = max_or_nan(worst[key], rel(Ak, A), rel(Bk, B), rel(Ck, C), rel(wk, w_next),
                                  rel(nn, np.dot(w_next, w_next)))
-    return {"measured": max(worst.values()), "bound": 1e-12, "details": {"max_relative_difference": worst}}
+    return {"measured": max_or_nan(*worst.values()), "bound": 1e-12, "details": {"max_relative_difference": worst}}
 
 
 @check("ssca.constrained_round_literal",
@@ -650,14 +650,14 @@ def constrained_round_literal(quick):
                 return arr[f"r{t}_{key}"]
             w, batch = get("omega"), np.asarray(get("batch")).ravel()
             loss, g = model.loss_grad(w, ds.X_train[batch], ds.y_train[batch])[:2]
-            worst["gradient"] = max(worst["gradient"], _rel(get("grad_hat"), g))
+            worst["gradient"] = max_or_nan(worst["gradient"], _rel(get("grad_hat"), g))
             rho, gamma = 0.6 * t ** -0.3, 0.5 * t ** -0.4
             B = np.zeros_like(w) if B is None else B
             A = tau if curvature == "fixed" else (1 - rho) * A + rho * tau
             B = (1 - rho) * B + rho * (g - 2 * tau * w)
             C = (1 - rho) * C + rho * (loss - g @ w + tau * (w @ w))
             for key, mine in (("A", A), ("B", B), ("C", C)):
-                worst[key] = max(worst[key], _rel(np.asarray(get(key)).ravel(), np.ravel(mine)))
+                worst[key] = max_or_nan(worst[key], _rel(np.asarray(get(key)).ravel(), np.ravel(mine)))
             # (41) on the span of B (its solution lies there): ω = −β B / ||B||
             nb = float(np.linalg.norm(B))
             beta, s = cp.Variable(), cp.Variable(nonneg=True)
@@ -666,12 +666,12 @@ def constrained_round_literal(quick):
                 solver="CLARABEL", tol_gap_abs=1e-14, tol_gap_rel=1e-14, tol_feas=1e-14, tol_ktratio=1e-12)
             wbar = -float(beta.value) * B / nb
             active += int(C > 0.5)
-            worst["omega_bar"] = max(worst["omega_bar"], _rel(get("omega_bar"), wbar))
-            worst["omega_next"] = max(worst["omega_next"], _rel(get("omega_next"), (1 - gamma) * w + gamma * wbar))
+            worst["omega_bar"] = max_or_nan(worst["omega_bar"], _rel(get("omega_bar"), wbar))
+            worst["omega_next"] = max_or_nan(worst["omega_next"], _rel(get("omega_next"), (1 - gamma) * w + gamma * wbar))
         det[curvature] = {"A_T": A, "rounds_with_active_constraint": active}
-    exact = max(worst[k] for k in ("gradient", "A", "B", "C"))
-    solved = max(worst["omega_bar"], worst["omega_next"])
-    return {"measured": max(exact / 1e-12, solved / 1e-6), "bound": 1.0,
+    exact = max_or_nan(*(worst[k] for k in ("gradient", "A", "B", "C")))
+    solved = max_or_nan(worst["omega_bar"], worst["omega_next"])
+    return {"measured": max_or_nan(exact / 1e-12, solved / 1e-6), "bound": 1.0,
             "details": {"max_relative_difference": worst, "bounds": {"recursions": 1e-12, "solver": 1e-6}, **det},
             "note": f"recursions {exact:.1e} (≤ 1e-12), steps {solved:.1e} (≤ 1e-6)"}
 
@@ -743,7 +743,7 @@ def _baseline_literal(ds, cfg, tr):
                 new_v += (hi - lo) / N * uv
             w, v = new_w, new_v
             per_round, evals = (1 + 3) * P * (2 if m else 1), sum(len(b) for b in batch)
-        worst = max(worst, _rel(np.concatenate([np.ravel(a) for a in tr.snapshots[t]]), w))
+        worst = max_or_nan(worst, _rel(np.concatenate([np.ravel(a) for a in tr.snapshots[t]]), w))
         iterates[t] = w
     by_hand = {"round": [0.0, 2.0, 3.0]}
     rounds = [int(r) for r in tr.metrics["round"]]
@@ -791,7 +791,7 @@ def baselines_literal(quick):
                             dump_rounds="all" if (setting, E) == ("sample", 1) else "")
             tr = run_experiment(cfg, ds)
             w, bad = _baseline_literal(ds, cfg, tr)
-            worst, runs = max(worst, w), runs + 1
+            worst, runs = max_or_nan(worst, w), runs + 1
             wrong.update(bad)
             if cfg.dump_rounds:
                 for t in range(1, 4):
@@ -1055,12 +1055,12 @@ def flower_aggregation(quick):
         for order in (list(range(K)), list(range(K))[::-1], list(rng.permutation(K))):
             coll.assemble(replies_by_partition([results[k] for k in order], list))   # arrival order varies
             l_hat, g_hat, _ = coll.collect(theta, batches)
-            worst = max(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
+            worst = max_or_nan(worst, abs(l_hat - loss) / abs(loss), float(np.max(np.abs(g_hat - grad)) / np.max(np.abs(grad))))
     coll.assemble(replies_by_partition(results, list))
     ledger = coll.collect(theta, batches)[2]
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
     sizes = [len(p) for p in parts]
-    return {"measured": max(worst, float(misrouted + rounds_wrong)), "bound": 1e-12,
+    return {"measured": max_or_nan(worst, float(misrouted + rounds_wrong)), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,
                         "wrong_round_rows_partitions_or_duplicates": rounds_wrong},
             "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches; {rounds_wrong} wrong "

@@ -45,22 +45,22 @@ def _weights_check(opt_factory, quick, alt_weights=None):
             pred = thetas[k] - eta * sum(w * g for w, g in zip(opt.weights(tau, eta), grads))
             diff = end - thetas[k]
             scale = max(np.max(np.abs(diff)), 1e-300)
-            worst = max(worst, float(np.max(np.abs(pred - end)) / scale))
+            worst = max_or_nan(worst, float(np.max(np.abs(pred - end)) / scale))
             if k >= 1 and numba_applies(m, k, opt, "all"):
                 # the Numba party loop (linear encoders) against the same weighted sum of gradients
                 end_nb = linear_party_phase_nb(m, k, thetas[k], thetas[0], H, Xb[k - 1], yb, opt, eta, tau)[0]
-                worst_nb = max(worst_nb, float(np.max(np.abs(pred - end_nb)) / scale))
+                worst_nb = max_or_nan(worst_nb, float(np.max(np.abs(pred - end_nb)) / scale))
                 cases_nb += 1
             if alt_weights is not None:
                 alt = thetas[k] - eta * sum(w * g for w, g in zip(alt_weights(opt, tau, eta), grads))
-                alt_worst = max(alt_worst, float(np.max(np.abs(alt - end)) / scale))
+                alt_worst = max_or_nan(alt_worst, float(np.max(np.abs(alt - end)) / scale))
             cases += 1
     det = {"cases": cases, "tau": "random in 1..12", "encoders": "linear and one-hidden-layer swish",
            "python_loop_max_relative_difference": worst, "numba_party_loop_cases": cases_nb,
            "numba_party_loop_max_relative_difference": worst_nb}
     if alt_weights is not None:
         det["seed_printed_weights_max_relative_difference"] = alt_worst
-    return {"measured": max(worst, worst_nb), "bound": 1e-12, "details": det}
+    return {"measured": max_or_nan(worst, worst_nb), "bound": 1e-12, "details": det}
 
 
 @check("vfl.weights_sgd", "SGD local steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = 1 and the actual gradients",
@@ -360,7 +360,7 @@ def clock(quick):
     errors["flex/latency+bandwidth"] = float(np.max(np.abs(tr.arrays["round_time"] - by_hand))) \
         + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 2], [4, 3, 8], [24, 1, 6]])))
     errors.update(_cpu_trace_errors(model, data))
-    worst = max(errors.values())
+    worst = max_or_nan(*errors.values())
     return {"measured": worst, "bound": 1e-9,
             "note": f"{len(errors)} durations, event times and CPU-trace quantities against values by hand",
             "details": {"errors": errors, "expected_round_time": expected,
@@ -397,7 +397,7 @@ def _staleness_error(tr, n):
         written[idx, k - 1] = t
         after.append(total / len(after))
     rec = [(int(e), float(v)) for e, v in zip(tr.metrics["round"], tr.metrics["staleness"])]
-    return max(abs(v - after[e]) for e, v in rec) + float(len(rec) < 3 or max(v for _, v in rec) <= 0.0)
+    return max_or_nan(*(abs(v - after[e]) for e, v in rec)) + float(len(rec) < 3 or max(v for _, v in rec) <= 0.0)
 
 
 def _async_events_by_hand(s, msg, S, horizon):
@@ -1271,7 +1271,7 @@ def assembly_literal(quick):
             mine = _init_literal(31, scheme, D, kinds, 3, 5, ds.n_classes)
             for k, m in enumerate(mine):
                 got = tr.arrays[f"init_theta{k}"].ravel()
-                worst = max(worst, float(np.max(np.abs(got - m))) if got.shape == m.shape else np.inf)
+                worst = max_or_nan(worst, float(np.max(np.abs(got - m))) if got.shape == m.shape else np.inf)
         found["worst"] = worst
         return [] if worst == 0.0 else [f"the initial points differ by {worst:.1e}"]
 
