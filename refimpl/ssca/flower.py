@@ -93,6 +93,15 @@ def fit_config(schedule, server_round):
     return {"batches": batches_config(schedule.indices[server_round - 1])}
 
 
+def fit_plan(trainer, schedule, server_round):
+    """The strategy's fit instructions for Flower's round ``server_round``: :func:`fit_config` while
+    ``trainer`` runs, None once it has finished, stopped or diverged (Flower may ask for more rounds
+    than refimpl runs; those send nothing)."""
+    if not trainer.running:
+        return None
+    return fit_config(schedule, server_round)
+
+
 def client_reply(protocol: SampleBasedProtocol, pid, parameters, config):
     """What the client of partition ``pid`` answers to a fit request (ω^t as ``parameters[0]``, the
     round's batches as ``config["batches"]``): ([Σ_{n∈B_pid} ∇ℓ_n], |B_pid|, {"pid", "loss_sum"}),
@@ -159,10 +168,10 @@ def make_strategy(trainer, schedule, collection: FlowerCollection):
             return ndarrays_to_parameters([trainer.state.omega])
 
         def configure_fit(self, server_round, parameters, client_manager):
-            if not trainer.running:
+            cfg = fit_plan(trainer, schedule, server_round)
+            if cfg is None:
                 return []
             clients = client_manager.sample(num_clients=K, min_num_clients=K)
-            cfg = fit_config(schedule, server_round)
             params = ndarrays_to_parameters([trainer.state.omega])
             return [(c, FitIns(params, cfg)) for c in clients]
 

@@ -83,6 +83,12 @@ def _diagnose_cases():
                 six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
                 and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
     ours, theirs = _planted_dumps()
+    extra = ("q_f", "q_a", "q_e", "q_b", "q_d", "q_c")      # a set's order is the string hashes', not the names'
+    for r in ours:
+        ours[r].update({n: np.array(1.0) for n in extra})
+    out.append(("quantities one side alone dumps are listed by name, whatever order a set holds them in",
+                DG.compare_dumps(ours, theirs, 1e-12).uncompared() == [f"{n} (only in ours)" for n in sorted(extra)]))
+    ours, theirs = _planted_dumps()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "theirs.npz")
         np.savez(path, **{f"r{r}_{'w' if k == 'omega' else k}": v for r, q in theirs.items() for k, v in q.items()})
@@ -90,6 +96,9 @@ def _diagnose_cases():
         out.append(("two-digit round numbers are read whole (r10_…, r12_…)", sorted(read_dump(path)) == list(range(1, 13))))
         c = DG.compare_dumps(ours, mapped, 1e-12)
         out.append(("--map OURS=THEIRS renames THEIR name to ours", c.divergence is None and not c.missing))
+    out.append(("a --map pair missing a side or its '=' is refused (omega=, =w, omega), not read as an empty name",
+                all(_raises(lambda t=t: DG.parse_map(t), "expected OURS=THEIRS pairs") for t in ("omega=", "=w", "omega"))
+                and DG.parse_map(" omega = w ,") == {"w": "omega"}))
     return out
 
 
@@ -168,6 +177,8 @@ def _replay_reader_cases():
                                "holds pickled Python objects"))
         directory = (sorted(got) == ["W1_0", "batches"] and got["batches"].shape == (2, 3)
                      and _raises(lambda: read_arrays(empty, "--batches"), "a directory without a trace.npz"))
+        missing = _raises(lambda: read_arrays(os.path.join(tmp, "nowhere.npy"), "--batches"),
+                          f"--batches {os.path.join(tmp, 'nowhere.npy')}: no such file")
     return [("a boolean array is refused as a replay input (not read as 0 and 1); so are text and complex arrays; "
              "integers are read as floats",
              _raises(lambda: numeric(np.array([True, False]), "x", "a"), "has dtype bool")
@@ -176,6 +187,7 @@ def _replay_reader_cases():
              and numeric(np.arange(3), "x", "a").dtype == np.float64),
             ("a run's --out directory is read as its trace.npz (array_ names unprefixed); a directory without one "
              "is refused", directory),
+            ("a path that does not exist is refused naming it (no such file), not left to open()", missing),
             ("a text file and one starting with the DEL byte (0x7f) given as .npy are named as text and another "
              "format; an object .npy is refused unread (no pickle is ever loaded)", formats),
             ("the 1-based hint is given for ids 1..5 of n = 5, not when an id is 0",
@@ -686,6 +698,8 @@ def _crosscheck_cli_cases():
         ("their snapshots one round late are named as a shift", "a", "late", {}, 1,
          "first trace's W_r = second's W_{r+1}"),
         ("their snapshots one round early too", "a", "early", {}, 1, "first trace's W_r = second's W_{r-1}"),
+        ("… and each shifted row names the second trace's round it equals (W1@2: their round 3)", "a", "late", {}, 1,
+         "(equals the second trace's round 3)"),
     ]
     out = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -355,7 +355,7 @@ def synthetic_constants(quick):
         lip = max_or_nan(lip, float(np.linalg.norm(pr.grad_f_exact(m, u) - pr.grad_f_exact(m, v)) / np.linalg.norm(u - v)))
         x = rng.standard_normal(pr.d) * 3
         r["delta_f"] = max_or_nan(r.get("delta_f", 0.0),
-                           float(np.linalg.norm(pr.grad_f_exact(m, y) - pr.grad_f_exact(j, y))) / C["delta_f"])
+                                  float(np.linalg.norm(pr.grad_f_exact(m, y) - pr.grad_f_exact(j, y))) / C["delta_f"])
         fstar = max_or_nan(fstar, C["F_star"] / pr.F(x))
     r.update(C_f=max_or_nan(aligned, bounded) / C["C_f"], C_f_attained=aligned / C["C_f"], L_f=lip / C["L_f"], F_star=fstar)
     x, z = rng.standard_normal(pr.d), pr.draw_zeta(rng, ())
@@ -717,7 +717,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "Lipschitz constant 0 accepted, q = 0 refused (q = 1 searched), a constants file read as given and one with "
        "text, a boolean, a missing or unknown key refused; the tightest condition it names is the closest (planted; a "
        "left side 0 never), informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
-       "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ",
+       "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
+       "each point it tried under a named condition or a diverged B",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -732,7 +733,7 @@ def theorem_statement_literal(quick):
             st["verdicts"] += 1
             st["disagree"] += _verdict_disagreements(name, c, p, T, rho)
             st["excess"] = max_or_nan(st["excess"], _search_is_least(c, T, q, rho, info["G"]),
-                               abs(info["G"] / least_G_literal(c, T, q, rho) - 1))   # the same least G
+                                      abs(info["G"] / least_G_literal(c, T, q, rho) - 1))   # the same least G
             cands += _boundary_candidates(c, p, rho)
             for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
                 for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
@@ -752,7 +753,7 @@ def theorem_statement_literal(quick):
             G = G_value(c, cand, T, rho)
             bound = theorem1_bound(c, cand, T, rho, A_rms) if rho != 1.0 else theorem2_bound(c, cand, T)
             rel = max_or_nan(abs(G - lit["G"]) / lit["G"], abs(bound - lit["bound"]) / lit["bound"],
-                      abs(c.L - lit["L"]) / lit["L"])
+                             abs(c.L - lit["L"]) / lit["L"])
             st["worst"] = max_or_nan(st["worst"], rel)
             if ours != lit["conditions"]:
                 st["disagree"].append({"problem": name, "rho": rho,
@@ -838,7 +839,26 @@ def _check_run_refusals():
     wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
     wrong += ["T = 2^53 refused"] if refused(T=2 ** 53) else []             # the largest exact integer is a T
     wrong += [] if refused(T=2 ** 53 + 2) else ["T = 2^53 + 2 accepted"]
-    return wrong + _constants_refusals() + _verdict_edge_errors()
+    return wrong + _constants_refusals() + _verdict_edge_errors() + _search_failure_errors()
+
+
+def _search_failure_errors():
+    """What the parameter search reports when nothing it tries meets every condition (small constants,
+    ρ = 0.01, q = 10, T = 100): per reason a count ≥ 1 of the 5 k × 200 γ points it searched; the
+    points where B's fixed point diverged and those that reached the conditions add up to 1000, and
+    each of the latter failed at least one named condition. The list of wrong answers."""
+    p, info = find_theorem_parameters(SMALL_CONSTANTS, 100, 10, 0.01)
+    if p is not None:
+        return ["the search found parameters on the small constants at rho 0.01, q 10 (expected none)"]
+    counts = info.get("failed_conditions_counts", {})
+    diverged = counts.get("B fixed point diverges (γ too small)", 0)
+    names = {r["name"] for r in theorem_conditions(SMALL_CONSTANTS, TheoremParams(1, 2, 1, 1, 1, 1e-3, 10, 1), 0.01)}
+    conds = {k: v for k, v in counts.items() if k != "B fixed point diverges (γ too small)"}
+    wrong = [f"reason {k!r} counted {v}" for k, v in counts.items() if not (isinstance(v, int) and v >= 1)]
+    wrong += [f"reason {k!r} is no condition of the theorem" for k in conds if k not in names]
+    if not (0 < diverged < 1000 and sum(conds.values()) >= 1000 - diverged):
+        wrong.append(f"{diverged} diverged and {sum(conds.values())} condition failures over 1000 points searched")
+    return wrong
 
 
 def _verdict_edge_errors():

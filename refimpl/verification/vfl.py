@@ -491,9 +491,10 @@ def _replayed_and_parsed_speed_errors():
                      embedded()).config
     errors["smoothness_given"] = float(not raises(lambda: _smoothness(short, None, None, None, 3), "--smoothness needs")
                                        or (smooth.get("L"), smooth.get("L_k")) != (2.0, [3.0, 4.0, 5.0]))
-    # the clipping note counts the values outside [0, 1] only (2 of 6), and says nothing when there are none
-    errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped"
-                                             not in (notes[0] or ""))
+    # the clipping note counts the values outside [0, 1] only (2 of 6) and gives their range, and says nothing
+    # when there are none
+    errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped "
+                                             "(range -0.2..1.5)" not in (notes[0] or ""))
     return errors
 
 
