@@ -1,5 +1,6 @@
 """The mutation catalogue and its runner (refimpl verify --mutations)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +255,23 @@ def test_a_catch_by_a_check_that_fails_unmutated_too_is_void(monkeypatch):
     assert list(broken) == ["planted.broken"] and "planted: broken" in broken["planted.broken"]
     assert [r.caught for r in rs] == [False, True, True, False]
     assert "fails on the unmutated package too" in rs[0].error and rs[1].error is None
+
+
+def test_a_crashed_catchers_unmutated_verdict_is_found_in_the_pool_and_used():
+    """The pool runs a catcher that ended in an error once on the unmutated copy (a child process,
+    as the mutations run), and :func:`void_broken_catchers` then uses that verdict instead of
+    running the check again: a check that holds is None, one broken on the copy names itself."""
+    space = MU.Workspace()
+    try:
+        assert MU._unmutated_verdict("grad.fd", None, space, 300, MU.PACKAGE) is None
+        model = Path(space.dir) / "refimpl" / "core" / "model.py"
+        model.write_text(model.read_text().replace("D1 *= dA", "D1 *= 0.34 * dA"))
+        assert MU._unmutated_verdict("grad.fd", None, space, 300, MU.PACKAGE) == \
+            "grad.fd does not hold on the unmutated package"
+    finally:
+        space.close()
+    rs = [MU.Outcome("a", "core", "e", caught_by=["grad.fd"], crashed=True),
+          MU.Outcome("b", "core", "e", caught_by=["planted.never-run"], crashed=True)]
+    broken = MU.void_broken_catchers(rs, {"grad.fd": "grad.fd does not hold on the unmutated package",
+                                          "planted.never-run": None})
+    assert list(broken) == ["grad.fd"] and [r.caught for r in rs] == [False, True]

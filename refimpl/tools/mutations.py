@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -527,12 +528,13 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     for _ in range(max(1, int(workers))):
         spaces.put(Workspace(package))
 
-    def one(i):
+    confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
+
+    def pooled(fn):
         z = zygotes.get() if forking else None
         space = spaces.get()
         try:
-            results[i] = run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
-                                      package=package, workspace=space)
+            return fn(z, space)
         finally:
             spaces.put(space)
             if z is not None:
@@ -540,6 +542,18 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
                     z.close()
                     z = Zygote(_mutation_env())
                 zygotes.put(z)
+
+    def one(i):
+        results[i] = pooled(lambda z, space: run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir,
+                                                          zygote=z, claims=claims, package=package, workspace=space))
+        r = results[i]
+        if package == PACKAGE and vectors_dir is None and r.crashed and r.caught_by:
+            with lock:                          # checked at once, while the pool still has work
+                first = r.caught_by[0] not in confirmed
+                confirmed.setdefault(r.caught_by[0], None)
+            if first:
+                confirmed[r.caught_by[0]] = pooled(lambda z, space: _unmutated_verdict(r.caught_by[0], z, space,
+                                                                                       timeout, package))
         if progress:
             r = results[i]
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
@@ -568,21 +582,37 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
         while not spaces.empty():
             spaces.get().close()
     if package == PACKAGE:
-        void_broken_catchers(results)
+        void_broken_catchers(results, confirmed)
     return results
 
 
-def void_broken_catchers(results):
+def _unmutated_verdict(cid, zygote, space, timeout, package):
+    """Check ``cid`` run alone on the worker's copy of the package with no mutation applied (as a
+    mutation's checks run): None when it holds there, else why not ("" when it could not be run:
+    :func:`void_broken_catchers` then runs it itself)."""
+    none = Mutation("unmutated", "core", "refimpl/__init__.py", "", "", "", (cid,))
+    out = Outcome(none.id, none.paper, none.equation)
+    with space.applied(none) as tmp:
+        _run_in(none, tmp, [cid], [], out, timeout, package, None, zygote)
+    if out.error:
+        return ""
+    return None if not out.caught_by else f"{cid} does not hold on the unmutated package"
+
+
+def void_broken_catchers(results, confirmed=None):
     """A catch by a check that ended in an error counts only if that check holds on the unmutated
-    package: each such check runs once here, in this process (the live tree, unmutated). A check
-    that does not hold there would "catch" every entry it is named first on; its catches become
-    NOT CAUGHT with the reason. Returns {check id: why it does not hold}."""
+    package. ``confirmed`` holds the verdicts the pool found (None: holds; a reason: does not; ""
+    or absent: not found); each other such check runs once here, in this process (the live tree,
+    unmutated). A check that does not hold there would "catch" every entry it is named first on;
+    its catches become NOT CAUGHT with the reason. Returns {check id: why it does not hold}."""
     from refimpl.tools.verify import load_checks, run_check
+    confirmed = confirmed or {}
     suspects = sorted({r.caught_by[0] for r in results if r is not None and r.crashed and r.caught_by})
-    broken = {}
-    if suspects:
+    broken = {cid: confirmed[cid] for cid in suspects if confirmed.get(cid)}
+    rerun = [cid for cid in suspects if confirmed.get(cid, "") == ""]
+    if rerun:
         load_checks()
-    for cid in suspects:
+    for cid in rerun:
         rec = run_check(cid, quick=True)
         if not rec.holds or rec.details.get("wrong"):
             broken[cid] = str(rec.details.get("error") or rec.details.get("wrong") or "it does not hold")[:160]
