@@ -102,6 +102,17 @@ def fit_plan(trainer, schedule, server_round):
     return fit_config(schedule, server_round)
 
 
+def fit_instructions(trainer, schedule, server_round, client_manager, K, make_ins):
+    """The strategy's ``configure_fit``: all K clients, sampled from Flower's client manager, get one
+    ``make_ins(config)`` (Flower's FitIns: ω^t and the round's :func:`fit_plan`); none once the run
+    has ended."""
+    cfg = fit_plan(trainer, schedule, server_round)
+    if cfg is None:
+        return []
+    ins = make_ins(cfg)
+    return [(c, ins) for c in client_manager.sample(num_clients=K, min_num_clients=K)]
+
+
 def client_reply(protocol: SampleBasedProtocol, pid, parameters, config):
     """What the client of partition ``pid`` answers to a fit request (ω^t as ``parameters[0]``, the
     round's batches as ``config["batches"]``): ([Σ_{n∈B_pid} ∇ℓ_n], |B_pid|, {"pid", "loss_sum"}),
@@ -168,12 +179,8 @@ def make_strategy(trainer, schedule, collection: FlowerCollection):
             return ndarrays_to_parameters([trainer.state.omega])
 
         def configure_fit(self, server_round, parameters, client_manager):
-            cfg = fit_plan(trainer, schedule, server_round)
-            if cfg is None:
-                return []
-            clients = client_manager.sample(num_clients=K, min_num_clients=K)
-            params = ndarrays_to_parameters([trainer.state.omega])
-            return [(c, FitIns(params, cfg)) for c in clients]
+            return fit_instructions(trainer, schedule, server_round, client_manager, K,
+                                    lambda cfg: FitIns(ndarrays_to_parameters([trainer.state.omega]), cfg))
 
         def aggregate_fit(self, server_round, results, failures):
             if failures:

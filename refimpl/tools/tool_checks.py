@@ -83,6 +83,13 @@ def _diagnose_cases():
                 six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
                 and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
     ours, theirs = _planted_dumps()
+    ours, theirs = {r: ours[r] for r in (3, 10)}, {r: theirs[r] for r in (3, 10)}   # {3, 10} iterates as 10, 3
+    for r in (3, 10):
+        theirs[r]["omega"] = theirs[r]["omega"] + 1.0
+    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
+    out.append(("rounds are walked in order whatever order a set holds them in: rounds 3 and 10 differ, 3 is named",
+                d is not None and d.round == 3))
+    ours, theirs = _planted_dumps()
     extra = ("q_f", "q_a", "q_e", "q_b", "q_d", "q_c")      # a set's order is the string hashes', not the names'
     for r in ours:
         ours[r].update({n: np.array(1.0) for n in extra})
@@ -159,7 +166,7 @@ def _replay_reader_cases():
     import os
     import tempfile
 
-    from refimpl.core.replay import numeric, one_based_hint, parse_dump_rounds, read_arrays
+    from refimpl.core.replay import index_table, numeric, one_based_hint, parse_dump_rounds, read_arrays, read_one
     with tempfile.TemporaryDirectory() as tmp:
         run_dir, empty = os.path.join(tmp, "run"), os.path.join(tmp, "empty")
         os.makedirs(run_dir)
@@ -179,6 +186,9 @@ def _replay_reader_cases():
                      and _raises(lambda: read_arrays(empty, "--batches"), "a directory without a trace.npz"))
         missing = _raises(lambda: read_arrays(os.path.join(tmp, "nowhere.npy"), "--batches"),
                           f"--batches {os.path.join(tmp, 'nowhere.npy')}: no such file")
+        named = _raises(lambda: read_one(run_dir, ("schedule",), "--batches"), "(found ['W1_0', 'batches'])")
+    ranged = _raises(lambda: index_table(np.array([[0, 5], [1, 2]]), "--batches", "", 2, 5),
+                     "is out of range: sample ids are 0..4")
     return [("a boolean array is refused as a replay input (not read as 0 and 1); so are text and complex arrays; "
              "integers are read as floats",
              _raises(lambda: numeric(np.array([True, False]), "x", "a"), "has dtype bool")
@@ -188,6 +198,8 @@ def _replay_reader_cases():
             ("a run's --out directory is read as its trace.npz (array_ names unprefixed); a directory without one "
              "is refused", directory),
             ("a path that does not exist is refused naming it (no such file), not left to open()", missing),
+            ("an array the file does not hold is refused naming the ones it does", named),
+            ("a sample id out of range is refused with the range of ids (0..n−1)", ranged),
             ("a text file and one starting with the DEL byte (0x7f) given as .npy are named as text and another "
              "format; an object .npy is refused unread (no pickle is ever loaded)", formats),
             ("the 1-based hint is given for ids 1..5 of n = 5, not when an id is 0",
@@ -370,7 +382,8 @@ def _replay_layout_cases():
 
 
 def _mat_refusal_cases(tmp, W1, W2):
-    """True when the .mat readers refuse --round 1.5 and --round True, refuse a --map naming a third
+    """True when the .mat readers refuse --round 1.5 and --round True, name which variables are numeric
+    in a file meant to hold one matrix, refuse a --map naming a third
     key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, read a
     one-entry variable and refuse an empty one, and add
     the hint about the authors' Theta1 (ω̄) to a missing
@@ -400,7 +413,21 @@ def _mat_refusal_cases(tmp, W1, W2):
             and not _raises(lambda: load_mat(v73), "not a readable .mat file")
             and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint
             and np.array_equal(numeric_matrix("x.mat", "s", np.array([[2.5]])), [[2.5]])
-            and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty"))
+            and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty")
+            and _two_variables_named(tmp))
+
+
+def _two_variables_named(tmp):
+    """A .mat meant to hold one matrix but holding two number matrices and a text is refused naming
+    which is which."""
+    import os
+
+    from scipy.io import savemat
+
+    from refimpl.core.matfiles import _single_array
+    two = os.path.join(tmp, "two.mat")
+    savemat(two, {"a": np.ones((2, 2)), "b": np.ones(3), "c": "text"})
+    return _raises(lambda: _single_array(two), "found a (numeric), b (numeric), c (not numeric)")
 
 
 def _replay_value_cases():
@@ -691,7 +718,8 @@ def _crosscheck_cli_cases():
         ("… and exit 0 with --metrics-only", "no-iterates", "a", dict(metrics_only=True), 0, "only metrics"),
         ("a metric of one trace only is not compared: exit 1", "extra", "a", {}, 1, "not compared: test_accuracy"),
         ("… and exit 0 when --allow-missing names it", "extra", "a", dict(allow_missing="test_accuracy"), 0, "ok"),
-        ("NaN on the second side is not compared: exit 1", "a", "nan", {}, 1, "train_cost at 1 round (NaN on one side"),
+        ("NaN on the second side is not compared: exit 1", "a", "nan", {}, 1,
+         "train_cost at 1 round (NaN on one side: not evaluated there)"),
         ("NaN on the first side as well", "nan", "a", {}, 1, "train_cost at 1 round (NaN on one side"),
         ("… and exit 0 when --allow-missing names the metric with the NaN", "a", "nan",
          dict(allow_missing="train_cost"), 0, "ok"),

@@ -1069,6 +1069,10 @@ def _registry_cases():
     old = ssca.load_data({"algorithm": "ssca", "data": "mnist-5k-embedded"})
     out.append(("an earlier release's record naming the embedded subset loads it",
                 old is not None and np.array_equal(old.y_train, embedded().y_train)))
+    out.append(("a record of a run that reads data but names none is refused (not run without data); one of an "
+                "MFCGD run, which reads none, needs none",
+                raises(lambda: ssca.load_data({"algorithm": "ssca"}), "the trace does not say which data it used")
+                and papers.get("mfcgd").load_data({"method": "mfcgd", "problem": "synthetic"}) is None))
     lengths = [getattr(p.with_length(p.make_config(next(iter(p.algorithms))), 7), p.length_field)
                for p in papers.papers()[:3]]
     out.append(("with_length(cfg, 7) gives 7 rounds (SSCA, Flex-VFL) and 7 steps (MFCGD)", lengths == [7, 7, 7]))

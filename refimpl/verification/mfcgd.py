@@ -389,7 +389,8 @@ def _literal_kwargs(par):
        "acts early (max relative difference of x̄_t ≤ 1e-12; Numba fastmath ≤ 1e-10, also for the recorded ||A_t|| "
        "(both runners) and the kernel's ||∇F(x̄_t)||, which Theorems 1 and 2 read); a run at --radius-scale 0.5 "
        "projects on half the a-priori radii and counts the client-steps each projection acted; a boolean, text or "
-       "NaN for a float option refused, naming it",
+       "NaN for a float option refused, naming it, and so is 0 for a baseline's step size or for ρ; the problem "
+       "instance recorded for another implementation",
        "[MFCGD] Algorithm 1, (6)–(11); docs/mfcgd.md")
 def algorithm1_literal_check(quick):
     T = 120 if quick else 400
@@ -452,7 +453,9 @@ def _radius_scale_record():
     """``refimpl run mfcgd --problem nonlinear --radius-scale 0.5``: the trace's radii are half the
     problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
-    boolean, text or NaN given for a float option is refused naming it; heterogeneity 0 is accepted."""
+    boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ;
+    heterogeneity 0 is accepted; the trace records the instance (its arrays' names, its scalars s_g,
+    r_g, r_f as the problem defines them)."""
     import os
     import tempfile
 
@@ -474,6 +477,14 @@ def _radius_scale_record():
     refused = all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"{name} must be a finite number")
                   for name, kw in (("eta", dict(eta=True)), ("k", dict(k="1")), ("gamma", dict(gamma=np.nan))))
     refused &= not raises(lambda: replace(cfg, heterogeneity=0.0).validate(), "")    # homogeneous clients: allowed
+    # 0 is no step size and no ρ (A_t ⪰ ρI with ρ > 0): refused, naming the option
+    refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), words)
+                   for words, kw in (("eta must be > 0", dict(eta=0.0)), ("alpha must be > 0", dict(alpha=0.0)),
+                                     ("Assumption 5) must be > 0, got 0.0", dict(rho=0.0))))
+    # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
+    inst = tr.config.get("problem_instance", {})
+    refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
+                and {k: inst.get(k) for k in ("s_g", "r_g", "r_f")} == {"s_g": 0.1, "r_g": 0.5, "r_f": 0.1})
     right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
     return {"radii": radii, "counts": counts, "on_surface_in_dumped_steps": surface, "right": bool(right)}

@@ -1141,7 +1141,8 @@ def _flower_round_misroutes(results):
     import json as _json
     from types import SimpleNamespace
 
-    from refimpl.ssca.flower import fit_config, fit_plan, partition_of, replies_by_partition, server_step
+    from refimpl.ssca.flower import (fit_config, fit_instructions, fit_plan, partition_of, replies_by_partition,
+                                     server_step)
     rows = np.arange(3 * 2 * 4).reshape(3, 2, 4)            # 3 rounds × 2 clients × batch 4
     wrong = sum(int(_json.loads(fit_config(SimpleNamespace(indices=rows), r)["batches"]) !=
                     {str(k): rows[r - 1, k].tolist() for k in range(2)}) for r in (1, 2, 3))
@@ -1149,6 +1150,13 @@ def _flower_round_misroutes(results):
     wrong += int(fit_plan(SimpleNamespace(running=True), SimpleNamespace(indices=rows), 2)
                  != fit_config(SimpleNamespace(indices=rows), 2)
                  or fit_plan(SimpleNamespace(running=False), SimpleNamespace(indices=rows), 2) is not None)
+    asked = []
+    manager = SimpleNamespace(sample=lambda num_clients, min_num_clients: asked.append((num_clients, min_num_clients))
+                              or ["c0", "c1"])
+    sent = [fit_instructions(SimpleNamespace(running=running), SimpleNamespace(indices=rows), 3, manager, 2,
+                             lambda cfg: ("ins", cfg)) for running in (True, False)]
+    wrong += int(sent != [[(c, ("ins", fit_config(SimpleNamespace(indices=rows), 3))) for c in ("c0", "c1")], []]
+                 or asked != [(2, 2)])
     wrong += sum(int(partition_of(SimpleNamespace(node_config={"partition-id": k, "num-partitions": 6})) != k)
                  for k in range(6))
     # the strategy's round r: the replies assembled, then the server step of round r on row r − 1

@@ -288,7 +288,9 @@ def _condition20_record_errors():
        "the number of parties refused, as are sync with Q = 0, a Flex-VFL timeout shorter than a party's mean step, "
        "markov:FAST alone and a --smoothness of the wrong length (a given one recorded as given); a text trace of one "
        "value read; the re-timing's initial point at the target (time 0); a zero latency accepted, --taus without "
-       "--speeds run on unit step times (said in a note), an asynchronous run's empty batch table refused",
+       "--speeds run on unit step times (said in a note), an asynchronous run's empty batch table refused; recorded "
+       "step times exactly as long as the run read; a τ table's first bad entry, --server-time −1 or NaN and a "
+       "feature-block file with a block fewer than parties refused, naming what is wrong",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     from refimpl.vfl.speeds import CPUTraceSpeed, Network
@@ -603,9 +605,42 @@ def _step_times_errors():
         np.savez(rec, array_step_times=times, array_step_time_means=np.array([1.0, 0.5, 4.0]))
         m_bare, m_rec = parse_speeds(f"steptimes:{bare}", 3), parse_speeds(f"steptimes:{rec}", 3)
         rows = m_bare.sample(2, np.random.default_rng(0))
+        every = m_bare.sample(3, np.random.default_rng(0))            # a run needing exactly the rows there are
     return {"step_times_bare_mean": float(np.max(np.abs(m_bare.mean() - [2.0, 3.0, 2.5]))),
             "step_times_recorded_mean": float(np.max(np.abs(m_rec.mean() - [1.0, 0.5, 4.0]))),
-            "step_times_rows": float(np.max(np.abs(rows - times[:2])))}
+            "step_times_rows": float(np.max(np.abs(rows - times[:2]))) + float(np.max(np.abs(every - times))),
+            **_input_refusal_errors()}
+
+
+def _input_refusal_errors():
+    """Inputs a run refuses, each naming what is wrong: a τ table's first bad entry (of two), a server
+    time below 0 or NaN, a feature-block file with one block fewer than parties (the right count
+    read)."""
+    import json
+    import os
+    import tempfile
+    from types import SimpleNamespace
+
+    from refimpl.vfl.experiment import network_of, vertical_data
+    from refimpl.vfl.policies import validate_taus
+    table = np.ones((3, 3))
+    table[1, 2], table[2, 0] = 0.0, 2.5
+    errors = {"taus_first_bad_entry_named": float(not raises(lambda: validate_taus(table, 3, 3),
+                                                              "τ[1, 2] = 0.0: local steps must be whole numbers"))}
+    errors["server_time_refusals"] = float(sum(not raises(lambda st=st: network_of(SimpleNamespace(server_time=st),
+                                                                                  None), "--server-time must be")
+                                               for st in (-1.0, float("nan"))))
+    ds = embedded()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "blocks.json")
+        d = ds.n_features
+        with open(path, "w") as fh:
+            json.dump([list(range(0, d // 3)), list(range(d // 3, 2 * d // 3)), list(range(2 * d // 3, d))], fh)
+        right = vertical_data(ds, 3, feature_blocks=path)
+        errors["feature_blocks_count"] = float(
+            not raises(lambda: vertical_data(ds, 4, feature_blocks=path), "holds 3 blocks but --parties is 4")
+            or [X.shape[1] for X in right.Xs_train] != [d // 3, 2 * d // 3 - d // 3, d - 2 * d // 3])
+    return errors
 
 
 def _regime_and_speed_errors():
@@ -698,10 +733,12 @@ def _authors_rule_replay_errors():
             + float(not np.array_equal(p_again.arrays["tau0"], p_first.arrays["tau0"])),
             # a run without the theory metric (theory_every 0) records no Σ_k ||∇_k F||², not even at round 0
             "theory_metric_recorded_unasked": float(bool(first.metrics.get("grad_sq"))),
-            # the authors' d_k = 10·max(1 − cpu) + 1 lies in [1, 11]: a replayed 0.5 is refused, 1 and 11 are not
+            # the authors' d_k = 10·max(1 − cpu) + 1 lies in [1, 11]: a replayed 0.5 is refused, 1 and 11 are not;
+            # without any, the refusal says how many values a --taus file must hold (server + 3 parties: 4)
             "authors_denominator_below_1_accepted": float(not raises(
                 lambda: authors_denominator([0.5, 2.0], 2), "lr_denominator entry 0 is 0.5"))
-            + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))}
+            + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))
+            + float(not raises(lambda: authors_denominator(None, 4), "'lr_denominator' (4 values: the server's, then"))}
 
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "

@@ -416,8 +416,8 @@ def authors_denominator(d, n_parties):
     if d is None:
         raise ValueError("--adaptive-rule authors starts each party at lr/(10·max(1 − cpu) + 1) over its machine's "
                          "utilisation row: give --speeds cputrace:FILE, or a --taus file holding array "
-                         "'lr_denominator' (K + 1 values, server first); --adaptive-rule authors-taumax starts at "
-                         "lr/τ^max of the run's τ table instead")
+                         f"'lr_denominator' ({n_parties} values: the server's, then one per party); --adaptive-rule "
+                         "authors-taumax starts at lr/τ^max of the run's τ table instead")
     d = np.asarray(d, dtype=np.float64).reshape(-1)
     if d.shape != (n_parties,):
         raise ValueError(f"lr_denominator has {d.size} values; expected {n_parties} (server + parties)")
