@@ -733,8 +733,9 @@ def tune_selection(quick):
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
-       "repeating one index alone refused, a feature-block file read as written; the checks' maximum keeps a NaN "
-       "wherever it stands (wrong answers: 0)",
+       "repeating one index alone or holding one below 0 refused, a feature-block file read as written, a quantity "
+       "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
+       "NaN wherever it stands (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
@@ -800,18 +801,24 @@ def _batch_schedule_refusals():
 
 
 def _cover_refusals():
-    """True when an index cover (feature blocks, partitions) is refused for one index missing alone
-    and for one repeated alone, and a file of index lists is read as written, as feature blocks and as
-    a partition of the samples."""
+    """True when an index cover (feature blocks, partitions) is refused for one index missing alone,
+    for one repeated alone and for one below 0 (named with the range), a file of index lists is read
+    as written, as feature blocks and as a partition of the samples, and a quantity law wide enough to
+    overflow exp still gives every client a sample."""
     import json
     import os
     import tempfile
 
-    from refimpl.core.partition import _check_exact_cover, read_feature_blocks, read_partition_file
+    from refimpl.core.partition import _check_exact_cover, read_feature_blocks, read_partition_file, sample_partition
     right = raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([3])], 4, "blocks", "cover"),
                    "cover: 1 missing (first [2]), 0 repeated")
     right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([1, 2, 3])], 4, "blocks", "cover"),
                     "cover: 0 missing (first []), 1 repeated (first [1])")
+    right &= raises(lambda: _check_exact_cover([np.array([-1, 1]), np.array([2, 3])], 4, "blocks", "cover"),
+                    "blocks must lie in 0..3, got -1..3")
+    # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
+    sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
+    right &= sum(sizes) == 1000 and min(sizes) >= 1
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "blocks.json")
         with open(path, "w") as fh:

@@ -159,8 +159,9 @@ def surrogate_assumption2(quick):
 @check("ssca.stepsize_conditions",
        "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged, and each "
        "condition's verdict at its edge by hand (exponent 1/2 fails Σρ² < ∞, exponent 1 meets Σγ = ∞, equal "
-       "exponents fail γ/ρ → 0, exponent 0 fails ρ → 0, a value 0 is outside (0, 1]), and a finite sequence's "
-       "tail exponent fitted on its last half (exact power laws: the exponent itself)",
+       "exponents fail γ/ρ → 0, exponent 0 fails ρ → 0, a value 0 is outside (0, 1], named by its t), and a finite "
+       "sequence's tail exponent fitted on its last half (exact power laws: the exponent itself); a sequence holding "
+       "NaN refused; refimpl run's default exponents the paper's (γ's = ρ's α + 0.05)",
        "[SSCA] (4), (6), Section VI; docs/ssca.md")
 def stepsize_conditions(quick):
     cases = {   # (ρ, γ, expected: meets every condition?)
@@ -208,6 +209,18 @@ def stepsize_conditions(quick):
     wrong += exact != ["tail exponent = 0.6"] or short != ["tail exponent ≈ 0 (estimated from a finite sequence)"]
     det["a power law's exponent stated, three values' estimated as 0"] = exact + short
     wrong += not all(raises(lambda a=a: PowerLaw(0.5, a), "must be finite and >= 0") for a in (-0.1, np.inf, np.nan))
+    wrong += not raises(lambda: Sequence(np.array([0.5, np.nan, 0.25])), "must be non-empty and finite")
+    # the value outside (0, 1] is named by its t (ρ_1 here, the first)
+    said = [c.reason for c in check_step_sizes(Sequence(np.r_[0.0, 1 / t[1:] ** 0.75], check_range=False),
+                                               Sequence(0.5 / t ** 0.8)) if c.name == "rho_in_(0,1]"]
+    wrong += not (len(said) == 1 and said[0].endswith("; rho_1 = 0 is outside (0, 1]"))
+    # refimpl run's defaults are the paper's pairs: γ_t's exponent is ρ_t's α + 0.05
+    from refimpl.ssca.experiment import RunConfig
+    pairs = [(c.rho_alpha, c.gamma_alpha)
+             for c in (RunConfig(setting=s, batch=10).resolved() for s in ("sample", "feature"))]
+    det["default exponents (alpha of rho, of gamma)"] = pairs
+    wrong += not all(abs(a - want[0]) <= 1e-12 and abs(g - want[1]) <= 1e-12
+                     for (a, g), want in zip(pairs, ((0.1, 0.15), (0.3, 0.35))))
     for name, (r, g, expect) in edges.items():
         failed = [c.name for c in check_step_sizes(r, g) if not c.met]
         det[name] = {"failed_conditions": failed, "expected_failed": expect}
@@ -914,6 +927,37 @@ def _command_cases():
     return 1 + len(verdicts) + len(shapes) + 2 + n_refusals + 1, wrong
 
 
+def _feature_block_refusals(ds):
+    """--feature-blocks FILE (two blocks): refused under --setting sample and with --clients 3, which it
+    contradicts; read as the clients without --clients; a flat ω^0 of the wrong size refused naming
+    W1's and W2's shapes. The wrong answers."""
+    import json
+    import os
+    import tempfile
+
+    from refimpl.core.model import TwoLayerNet
+    from refimpl.ssca.assembly import _initial_weights
+    wrong = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "blocks.json")
+        with open(path, "w") as fh:
+            json.dump([list(range(0, 400)), list(range(400, ds.n_features))], fh)
+        if not raises(lambda: RunConfig("ssca", setting="sample", feature_blocks=path).resolved(),
+                      "--feature-blocks applies to --setting feature only"):
+            wrong.append("--feature-blocks under --setting sample not refused")
+        if not raises(lambda: RunConfig("ssca", setting="feature", feature_blocks=path, clients=3).resolved(),
+                      "--clients 3 contradicts --feature-blocks"):
+            wrong.append("--clients 3 with a two-block --feature-blocks not refused")
+        if RunConfig("ssca", setting="feature", feature_blocks=path).resolved().clients != 2:
+            wrong.append("a two-block --feature-blocks not read as two clients")
+    model = TwoLayerNet(ds.n_features, 6, ds.n_classes)
+    shapes = (f"(W1 {model.shape_W1[0]}×{model.shape_W1[1]} then W2 {model.shape_W2[0]}×{model.shape_W2[1]}, "
+              "row-major), got shape (3,)")
+    if not raises(lambda: _initial_weights(model, np.ones(3)), shapes):
+        wrong.append("a flat ω^0 of 3 entries not refused naming W1's and W2's shapes")
+    return wrong
+
+
 def _command_refusals(command):
     """The two refusals ``refimpl run ssca`` makes before its first run, on a minimal toolbox written
     here (the data, comma lists, the Config): a bad second value of a --lam list, and 1-based
@@ -955,7 +999,8 @@ def _command_refusals(command):
        "pooled batches for SSCA, per-client for SGD); a pooled schedule ((T, K·B)) replayed as given and one of "
        "the wrong width refused; what the command adds (a trade-off row's data loss, the "
        "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
-       "step-size note); 0 wrong",
+       "step-size note); --feature-blocks refused under --setting sample and against a --clients it contradicts, "
+       "read as the clients otherwise; a flat ω^0 of the wrong size refused naming W1's and W2's shapes; 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
 def assembly_literal(quick):
     from refimpl.core.partition import sample_based_schedule, sample_partition
@@ -978,6 +1023,7 @@ def assembly_literal(quick):
         wrong.append(f"FedAvg E = 2, B = 4: batches of shape {np.shape(tr.batches)}, want (3, 3, 8) drawn from the "
                      "seed's second stream on the third stream's split")
     fcfg = RunConfig("ssca", setting="feature", batch=4, rounds=1, clients=3, hidden=6, designated=1)
+    wrong += _feature_block_refusals(ds)
     led = run_experiment(fcfg, ds).ledger_round1
     got = [m["receiver"] for m in led if m["sender"] == "server" and "W2" in m["payload"]]
     if got != ["client 1"]:

@@ -12,11 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def _check_eta(eta):
-    if not (np.isfinite(eta) and eta > 0):
-        raise ValueError(f"learning rate η must be finite and > 0, got {eta}")
-
-
 @dataclass(frozen=True)
 class SGD:
     """D = g; w = 1."""
