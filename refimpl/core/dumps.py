@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -74,9 +75,10 @@ class DumpWriter:
         """Round ``t`` is the first one dumped: announce (and check) the whole dump's size."""
         per_round = sum(np.asarray(v).nbytes for v in arrays.values())
         total = per_round * self.rounds
-        there = os.path.abspath(self.out_dir)
-        while not os.path.isdir(there):          # a run directory made only when the run is saved
-            there = os.path.dirname(there)
+        # the nearest existing directory on the way to it (a run directory is made only when the run is
+        # saved); a walk over the path's own parents ends at its root whatever the test
+        here = Path(os.path.abspath(self.out_dir))
+        there = next(p for p in (here, *here.parents) if p.is_dir())
         free = shutil.disk_usage(there).free
         line = (f"dump: {self.rounds} round(s) × {_human(per_round)} (round {t}'s quantities, uncompressed) ≈ "
                 f"{_human(total)}; {_human(free)} free at {self.out_dir}")

@@ -266,6 +266,14 @@ def _reading_cases():
     out.append(("an entry of the flat ω is named W1/W2[row, column]",
                 ssca.entry_words("omega", (2 * 4 + 1,), {"hidden": 2}, Data()) == "W2[0, 1]"
                 and ssca.entry_words("omega", (5,), {"hidden": 2}, Data()) == "W1[1, 1]"))
+    mf = papers.get("mfcgd")
+    # ω of 2·4 + 3·2 = 14 entries: entry 14 is no entry of it; MFCGD's x of client 1, coordinate 2, but an
+    # index without its client, or a quantity that is no client's, is named by its index alone
+    out.append(("an index beyond ω, a client's quantity without its coordinate, and a quantity of no client get no "
+                "words of the paper (their index alone)",
+                ssca.entry_words("omega", (14,), {"hidden": 2}, Data()) is None
+                and mf.entry_words("x", (1, 2), {}) == "client 1, coordinate 2"
+                and mf.entry_words("x", (1,), {}) is None and mf.entry_words("gamma", (1, 2), {}) is None))
     return out
 
 

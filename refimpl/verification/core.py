@@ -397,7 +397,8 @@ def _schedule_draws(z, det, T=3000, B=2):
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
        "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
-       "step 1 whose ||x̄_t||² does (the gradient-norm rule off); the rule itself at each edge by hand (a cost "
+       "step 1 whose ||x̄_t||² does (the gradient-norm rule off), a run evaluated every 4th round recording its last "
+       "good round all the same; the rule itself at each edge by hand (a cost "
        "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
        "limit that is not a finite number > 0 refused); 0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
@@ -454,7 +455,14 @@ def divergence_reference(quick):
         one = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=1, eval_every=1, hidden=8, batch=20,
                                        diverge_cost_factor=1e12, diverge_sq_norm=1e-9), ds)
         det["ssca-family/sgd one round"] = one.status
-        return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:"))
+        # evaluated every 4th round only, the stopped run still records its last good round, want − 1, with
+        # that round's cost
+        sparse = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=4, hidden=8, batch=20,
+                                          diverge_cost_factor=1e12, diverge_sq_norm=limit), ds)
+        last_good = (want is not None and sparse.metrics["round"] == [0, want - 1]
+                     and sparse.metrics["train_cost"][-1] == free.metrics["train_cost"][want - 1])
+        det["ssca-family/sgd ||omega||^2, every 4th round evaluated"] = sparse.metrics["round"]
+        return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:") or not last_good)
 
     def rule_case():
         det["rule_by_hand"] = _divergence_rule_errors()
@@ -997,15 +1005,18 @@ def _lookup_cases():
     warming no module when given none."""
     from refimpl import papers
     from refimpl.core.paper import CONFIG_DEFAULT
-    wrong = []
+    wrong, flags = [], []
     for p in papers.papers():
         defaults = p.config_defaults()
         for o, d in p.options_for():
             want = defaults[o.field] if o.default is CONFIG_DEFAULT else o.default
             if d is CONFIG_DEFAULT or not (d == want or d is want):
                 wrong.append(f"{p.key} {o.name}")
+            if isinstance(want, bool) != bool(o.flag):       # --keep-samples, --bias: given alone, no value
+                flags.append(f"{p.key} {o.name}")
     commands = [p.command().__name__ for p in papers.papers()[:3]]
     return [("every option's default is its Config field's, or its own where it names one", not wrong),
+            ("an option whose Config field is a boolean is a flag (given alone), and only those", not flags),
             ("the papers' command modules are their own; a description without one has none",
              commands == ["refimpl.ssca.command", "refimpl.vfl.command", "refimpl.mfcgd.command"]
              and _probe_paper("probe-command", {"probe-command-run": "nothing"}).command() is None),

@@ -834,7 +834,7 @@ def _theorem_report_errors():
 
 def _check_run_refusals():
     """The inputs of a bound evaluation Theorem 1 excludes (``refimpl bound`` refuses them): A_rms
-    below ρ (A_t ⪰ ρI gives A_rms ≥ ρ), ρ ≤ 0, T not a whole number ≥ 1 (0.5, 0 and 1.5); A_rms = ρ
+    below ρ (A_t ⪰ ρI gives A_rms ≥ ρ), ρ ≤ 0, T not a whole number ≥ 1 (0.5, 0 and 1.5), γ of ∞ or NaN; A_rms = ρ
     is allowed.
     The list of wrong answers."""
     def refused(**kw):
@@ -850,6 +850,10 @@ def _check_run_refusals():
     wrong += ["A_rms = rho 0.5 refused"] if refused(T=100, rho=0.5, A_rms=0.5) else []
     wrong += ["T = 2^53 refused"] if refused(T=2 ** 53) else []             # the largest exact integer is a T
     wrong += [] if refused(T=2 ** 53 + 2) else ["T = 2^53 + 2 accepted"]
+    # a parameter set with γ = ∞ or NaN is no parameter set (the theorems divide by γ and take its roots)
+    wrong += [f"gamma {g} accepted" for g in (np.inf, np.nan)
+              if not raises(lambda g=g: TheoremParams(1.0, 2.0, 1.0, 1.0, 1.0, g, 1, 1.0),
+                            "parameter gamma must be a finite number")]
     return wrong + _constants_refusals() + _verdict_edge_errors() + _search_failure_errors()
 
 

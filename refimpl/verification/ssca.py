@@ -830,7 +830,8 @@ def baselines_literal(quick):
        "2||ω|| + Σ_k ν_k ||∇f_k||; feasibility max_k (f_k − U_k)_+; complementary slackness max_k |ν_k (f_k − U_k)|, "
        "with a multiplier on an inactive constraint), the constraint value max_k f_k, the slack and multiplier "
        "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round; the "
-       "closed form refused where it does not apply (a norm ball, per-client constraints); 0 wrong",
+       "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
+       "or NaN refused; 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
     from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedState, kkt_residuals
@@ -867,6 +868,11 @@ def constrained_records(quick):
                                               0.5 if "ball" in what else U, 1e3, solver="closed-form", **kw),
                       "the closed form covers one constraint without extra constraints"):
             wrong.append(f"the closed form not refused, for the reason it does not apply, with {what}")
+    for bad in ([0.5, 0.0], [0.5, -1.0], [0.5, np.nan]):       # a loss bound is finite and > 0
+        if not raises(lambda bad=bad: ConstrainedSSCA(pr, PowerLaw(0.9, 0.3), PowerLaw(0.5, 0.4), 0.2, bad, 1e3,
+                                                      solver="cvxpy", per_client=True),
+                      "loss bound U must be finite and > 0"):
+            wrong.append(f"the loss bounds U = {bad} not refused")
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
             "note": f"{len(wrong)} records wrong" + (": " + "; ".join(wrong) if wrong else "")}
 

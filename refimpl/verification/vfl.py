@@ -1284,7 +1284,8 @@ def _q_and_timeout_errors():
        "(round-based and asynchronous); the recorded training loss, test accuracy and Σ_k ||∇_k F||² recomputed in "
        "plain NumPy from the stored blocks; the run loop's records by hand (floats up and down, with labels at the "
        "server too, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
-       "server's block, a stopped run's batches); --Q and --timeout refused exactly where they change nothing",
+       "server's block, a stopped run's batches); --Q and --timeout refused exactly where they change nothing; "
+       "`refimpl run vfl` on a finished run exits 0, its last line the final test accuracy",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.conventions import INIT_SCHEMES
@@ -1338,13 +1339,52 @@ def assembly_literal(quick):
     # the cheapest group first
     wrong = wrong_groups([options_wrong, blocks_wrong, initial_point_wrong, server_steps_wrong,
                           lambda: _recorded_metric_errors(ds), lambda: _run_loop_record_errors(ds),
-                          lambda: _target_stop_errors(ds)])
+                          lambda: _target_stop_errors(ds), lambda: _command_errors(ds)])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
                     f"--Q/--timeout in {found['options']} cases, --target stops, recorded metrics and the run loop's "
                     f"records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
+
+
+def _command_errors(ds):
+    """``refimpl run vfl`` on a minimal toolbox written here (config, data, a progress bar that keeps
+    nothing, no dump, the run saved nowhere): a run that finishes its rounds exits 0 and its last line
+    gives the run's final test accuracy, with no word of an early stop. The wrong answers."""
+    from types import SimpleNamespace
+
+    from refimpl.vfl import command
+    from refimpl.vfl.experiment import VFLConfig
+    said = []
+
+    class Bar:
+        bar_mode = False
+
+        def __call__(self, *a, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    kept = {}
+
+    def finish(args, tr, out, plot):
+        kept["trace"] = tr
+        return 0
+    ui = SimpleNamespace(config=lambda args, key, algorithm: VFLConfig(method=algorithm, parties=2, rounds=2, batch=8,
+                                                                       speeds="constant:1"),
+                         progress=lambda *a, **kw: Bar(), load_data=lambda args: ds, dump_writer=lambda args, cfg: None,
+                         say=said.append, finish_run=finish)
+    code = command.run(SimpleNamespace(algorithm="flexvfl", quiet=False, Q=None, timeout=None, eta=None, out=None), ui)
+    acc = kept["trace"].metrics["test_accuracy"][-1] if "trace" in kept else None
+    wrong = [] if code == 0 else [f"refimpl run vfl: a finished run exits {code}"]
+    if acc is None or not said or not said[-1].endswith(f"test accuracy {acc:.4f}") or \
+            any("before the time budget" in line for line in said):
+        wrong.append(f"refimpl run vfl: a finished run's lines {said}, final test accuracy {acc}")
+    return wrong
 
 
 @check("vfl.corollary1_rate", "equal τ, SGD, η = 1/sqrt(τR): the average squared gradient (1/R) Σ_r ||∇F(Θ^r)||² "
