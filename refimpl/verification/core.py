@@ -392,7 +392,8 @@ def _schedule_draws(z, det, T=3000, B=2):
 
 
 @check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
-       "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run and ComFedL run (MFCGD family, "
+       "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run, asynchronous VFL run (an event's "
+       "evaluations) and ComFedL run (MFCGD family, "
        "||∇F(x̄_t)|| against step 1), the run stops at the "
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
@@ -416,6 +417,9 @@ def divergence_reference(quick):
                                                                      diverge_sq_norm=1e300), ds), "train_cost"),
         "flexvfl": (500.0, lambda f: run_vfl(VFLConfig(method="flexvfl", rounds=6, eta="3", diverge_cost_factor=f,
                                                        diverge_sq_norm=1e300)), "train_loss"),
+        # the asynchronous baseline's evaluations (several an event; the loss grows at most 41× from one to the next)
+        "async-vfl": (500.0, lambda f: run_vfl(VFLConfig(method="async-vfl", time_budget=30, eta="1.5",
+                                                         diverge_cost_factor=f, diverge_sq_norm=1e300)), "train_loss"),
         # the MFCGD family's rule reads ||∇F(x̄_t)|| against its value at step 1 (unbounded on MAML)
         "mfcgd-family/comfedl": (1000.0, lambda f: run_mfcgd_config(MFCGDConfig(
             method="comfedl", problem="maml", steps=40, eta=2.0, eval_every=1, diverge_cost_factor=f,
@@ -431,7 +435,7 @@ def divergence_reference(quick):
         want = int(rounds[over[0]]) if over.size else None
         prev_rule = np.flatnonzero(c[1:] > factor * c[:-1])
         stopped = make(factor)
-        m = re.match(r"diverged: (?:round|step) (\d+):", stopped.status)
+        m = re.match(r"diverged: (?:round|step|event) (\d+):", stopped.status)
         got = int(m.group(1)) if m else None
         det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
@@ -470,7 +474,7 @@ def divergence_reference(quick):
     # the rule by hand first, then the runs (the cheapest first)
     run = {name: (lambda name=name, args=args: case(name, *args)) for name, args in cases.items()}
     mismatches = len(wrong_groups([rule_case, run["ssca-family/sgd"], sq_norm_case, run["flexvfl"],
-                                   run["mfcgd-family/comfedl"], lambda: _mfcgd_sq_norm_case(det)]))
+                                   run["mfcgd-family/comfedl"], lambda: _mfcgd_sq_norm_case(det), run["async-vfl"]]))
     stops = [det.get(k, {}).get("stopped_round") for k in ("ssca-family/sgd", "flexvfl", "mfcgd-family/comfedl")]
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
             "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(*stops)}
