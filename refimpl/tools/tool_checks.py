@@ -82,19 +82,7 @@ def _diagnose_cases():
     out.append(("a quantity on one side is named with the side that holds it; six rounds are listed, seven spanned",
                 six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
                 and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
-    ours, theirs = _planted_dumps()
-    ours, theirs = {r: ours[r] for r in (3, 10)}, {r: theirs[r] for r in (3, 10)}   # {3, 10} iterates as 10, 3
-    for r in (3, 10):
-        theirs[r]["omega"] = theirs[r]["omega"] + 1.0
-    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
-    out.append(("rounds are walked in order whatever order a set holds them in: rounds 3 and 10 differ, 3 is named",
-                d is not None and d.round == 3))
-    ours, theirs = _planted_dumps()
-    extra = ("q_f", "q_a", "q_e", "q_b", "q_d", "q_c")      # a set's order is the string hashes', not the names'
-    for r in ours:
-        ours[r].update({n: np.array(1.0) for n in extra})
-    out.append(("quantities one side alone dumps are listed by name, whatever order a set holds them in",
-                DG.compare_dumps(ours, theirs, 1e-12).uncompared() == [f"{n} (only in ours)" for n in sorted(extra)]))
+    out += _set_order_cases()
     ours, theirs = _planted_dumps()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "theirs.npz")
@@ -106,6 +94,26 @@ def _diagnose_cases():
     out.append(("a --map pair missing a side or its '=' is refused (omega=, =w, omega), not read as an empty name",
                 all(_raises(lambda t=t: DG.parse_map(t), "expected OURS=THEIRS pairs") for t in ("omega=", "=w", "omega"))
                 and DG.parse_map(" omega = w ,") == {"w": "omega"}))
+    return out
+
+
+def _set_order_cases():
+    """(what, right): what diagnose walks and lists comes in order, not in the order a set holds it
+    (rounds 3 and 10 iterate as 10, 3; six one-sided names in their string hashes' order)."""
+    from refimpl.tools import diagnose as DG
+    ours, theirs = _planted_dumps()
+    ours, theirs = {r: ours[r] for r in (3, 10)}, {r: theirs[r] for r in (3, 10)}
+    for r in (3, 10):
+        theirs[r]["omega"] = theirs[r]["omega"] + 1.0
+    d = DG.compare_dumps(ours, theirs, 1e-12).divergence
+    out = [("rounds are walked in order whatever order a set holds them in: rounds 3 and 10 differ, 3 is named",
+            d is not None and d.round == 3)]
+    ours, theirs = _planted_dumps()
+    extra = ("q_f", "q_a", "q_e", "q_b", "q_d", "q_c")
+    for r in ours:
+        ours[r].update({n: np.array(1.0) for n in extra})
+    out.append(("quantities one side alone dumps are listed by name, whatever order a set holds them in",
+                DG.compare_dumps(ours, theirs, 1e-12).uncompared() == [f"{n} (only in ours)" for n in sorted(extra)]))
     return out
 
 
