@@ -275,3 +275,51 @@ def test_a_crashed_catchers_unmutated_verdict_is_found_in_the_pool_and_used():
     broken = MU.void_broken_catchers(rs, {"grad.fd": "grad.fd does not hold on the unmutated package",
                                           "planted.never-run": None})
     assert list(broken) == ["grad.fd"] and [r.caught for r in rs] == [False, True]
+
+
+def _ends_with_its_runner(runner_code, tmp):
+    """Start ``runner_code`` (it starts a mutation run that loops for ever, which writes its pid to
+    ``tmp/pid``), kill the runner with SIGKILL, and tell whether the looping run ended within 10 s."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    runner = subprocess.Popen([sys.executable, "-c", runner_code])
+    pid_file = tmp / "pid"
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+
+    def running():
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().split(")")[-1].split()[0] not in ("Z", "X")
+        except OSError:
+            return False
+    deadline = time.monotonic() + 10
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = running()
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    return not alive
+
+
+LOOP = "import os; open('pid', 'w').write(str(os.getpid()))\nwhile True: pass\n"
+
+
+def test_a_mutation_run_ends_with_its_runner(tmp_path):
+    """A mutated copy that loops for ever does not outlive a runner killed from outside: neither in
+    a fresh interpreter (no zygote; a thread watches the parent) nor forked by a zygote (which stops
+    waiting and kills it when its runner is gone)."""
+    fresh = ("import subprocess, time\nfrom refimpl.tools.mutations import fallback_argv\n"
+             f"subprocess.Popen(fallback_argv({LOOP!r}), cwd={str(tmp_path)!r})\ntime.sleep(120)\n")
+    assert _ends_with_its_runner(fresh, tmp_path)
+    (tmp_path / "pid").unlink()
+    forked = ("import time\nfrom refimpl.tools.mutations import Zygote, _mutation_env\n"
+              f"Zygote(_mutation_env()).run({str(tmp_path)!r}, {LOOP!r}, 600)\n")
+    assert _ends_with_its_runner(forked, tmp_path)

@@ -257,6 +257,7 @@ import gc
 gc.collect()
 gc.freeze()
 print("ready", flush=True)
+runner = os.getppid()
 for line in sys.stdin:
     job = json.loads(line)
     pid = os.fork()
@@ -281,7 +282,7 @@ for line in sys.stdin:
         if done:
             status = st
             break
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or os.getppid() != runner:     # the timeout, or the runner gone
             os.kill(pid, 9)
             os.waitpid(pid, 0)
             break
@@ -468,6 +469,21 @@ class Workspace:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def fallback_argv(code, every=0.5):
+    """The command of a mutation run in a fresh interpreter (where no zygote can fork one): ``code``
+    after a daemon thread that ends the interpreter once this process, its parent, is gone — a
+    mutated copy may loop for ever, and a runner killed from outside must not leave it running.
+    The thread is written out here, importing nothing of refimpl (the copy may be the mutated one)."""
+    watch = ("import os as _os, threading as _th, time as _t\n"
+             f"def _watch(parent={os.getpid()}):\n"
+             "    while True:\n"
+             f"        _t.sleep({every})\n"
+             "        if _os.getppid() != parent:\n"
+             "            _os._exit(1)\n"
+             "_th.Thread(target=_watch, daemon=True).start()\n")
+    return [sys.executable, "-c", watch + code]
+
+
 def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
     """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
     modules = check_modules(order + claim_ids)
@@ -483,7 +499,7 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
             zygote = None                   # this mutation in a fresh interpreter instead
     if zygote is None:
         try:
-            proc = subprocess.run([sys.executable, "-c", code], env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
+            proc = subprocess.run(fallback_argv(code), env=dict(_mutation_env(), PYTHONPATH=tmp), cwd=tmp,
                                   capture_output=True, text=True, timeout=timeout)
             stdout, stderr, timed_out = proc.stdout, proc.stderr, False
             exit_note = f"exit {proc.returncode}"
