@@ -444,6 +444,17 @@ class Workspace:
         self.stash = self.dir + "-pycache"      # the mutated file's __pycache__ during a run
 
     @contextlib.contextmanager
+    def unmutated(self):
+        """The copy as it is, for a run of the unmutated package; afterwards whatever the run left at the
+        top level is removed."""
+        try:
+            yield self.dir
+        finally:
+            for name in set(os.listdir(self.dir)) - self.tops:
+                path = Path(self.dir) / name
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+    @contextlib.contextmanager
     def applied(self, m):
         target = Path(self.dir) / m.file
         pristine = source_file(m.file, self.package)
@@ -454,15 +465,13 @@ class Workspace:
             target.write_text(target.read_text().replace(m.find, m.replace))
             for pyc in cache.glob(f"{target.stem}.*.pyc"):     # never the unmutated bytecode: a mutation
                 pyc.unlink()                                    # of equal size in the same second would load it
-            yield self.dir
+            with self.unmutated() as where:                     # (its top-level leftovers removed after)
+                yield where
         finally:
             shutil.copy2(pristine, target)
             shutil.rmtree(cache, ignore_errors=True)
             if os.path.isdir(self.stash):
                 os.replace(self.stash, cache)
-            for name in set(os.listdir(self.dir)) - self.tops:
-                path = Path(self.dir) / name
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
 
     def close(self):
         shutil.rmtree(self.stash, ignore_errors=True)
@@ -606,9 +615,9 @@ def _unmutated_verdict(cid, zygote, space, timeout, package):
     """Check ``cid`` run alone on the worker's copy of the package with no mutation applied (as a
     mutation's checks run): None when it holds there, else why not ("" when it could not be run:
     :func:`void_broken_catchers` then runs it itself)."""
-    none = Mutation("unmutated", "core", "refimpl/__init__.py", "", "", "", (cid,))
+    none = Mutation("unmutated", "core", "refimpl/__init__.py", "", "", "", (cid,))    # no file is changed
     out = Outcome(none.id, none.paper, none.equation)
-    with space.applied(none) as tmp:
+    with space.unmutated() as tmp:
         _run_in(none, tmp, [cid], [], out, timeout, package, None, zygote)
     if out.error:
         return ""

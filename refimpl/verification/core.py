@@ -425,10 +425,16 @@ def divergence_reference(quick):
             method="comfedl", problem="maml", steps=40, eta=2.0, eval_every=1, diverge_cost_factor=f,
             diverge_sq_norm=1e300)), "grad_norm"),
     }
-    det = {}
+    det, unstopped = {}, {}
+
+    def free_run(name):
+        """The case's run with the cost rule off (factor 1e12), made once for every fact that reads it."""
+        if name not in unstopped:
+            unstopped[name] = cases[name][1](1e12)
+        return unstopped[name]
 
     def case(name, factor, make, metric):
-        free = make(1e12)
+        free = free_run(name)
         c = np.asarray(free.metrics[metric], dtype=float)
         rounds = np.asarray(free.metrics["step"] if len(free.metrics.get("step", [])) else free.metrics["round"])
         over = np.flatnonzero(c > factor * c[0])
@@ -445,7 +451,7 @@ def divergence_reference(quick):
     def sq_norm_case():
         """||ω||² on the same SGD run: a limit between the 3rd and 4th rounds' values stops it at the
         first round above."""
-        free = cases["ssca-family/sgd"][1](1e12)
+        free = free_run("ssca-family/sgd")
         sq = np.asarray(free.metrics["sq_norm"], dtype=float)
         limit = float(np.sort(sq)[3] + np.sort(sq)[4]) / 2
         want = int(free.metrics["round"][np.flatnonzero(sq > limit)[0]])

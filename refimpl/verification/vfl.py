@@ -596,7 +596,8 @@ def _availability_trace_errors():
     return {"availability_trace_cycled": float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf,
             "availability_trace_one_column": float(np.max(np.abs(got1 - want1))) if got1.shape == want1.shape
             else np.inf,
-            "availability_trace_mean": float(np.max(np.abs(mean - [0.625, 1.25, 15.0]))), **_step_times_errors()}
+            "availability_trace_mean": float(np.max(np.abs(mean - [0.625, 1.25, 15.0]))), **_step_times_errors(),
+            **_input_refusal_errors()}
 
 
 def _step_times_errors():
@@ -616,8 +617,7 @@ def _step_times_errors():
         every = m_bare.sample(3, np.random.default_rng(0))            # a run needing exactly the rows there are
     return {"step_times_bare_mean": float(np.max(np.abs(m_bare.mean() - [2.0, 3.0, 2.5]))),
             "step_times_recorded_mean": float(np.max(np.abs(m_rec.mean() - [1.0, 0.5, 4.0]))),
-            "step_times_rows": float(np.max(np.abs(rows - times[:2]))) + float(np.max(np.abs(every - times))),
-            **_input_refusal_errors()}
+            "step_times_rows": float(np.max(np.abs(rows - times[:2]))) + float(np.max(np.abs(every - times)))}
 
 
 def _input_refusal_errors():
@@ -1350,19 +1350,20 @@ def assembly_literal(quick):
 
 def _command_errors(ds):
     """``refimpl run vfl`` on a minimal toolbox written here (config, data, a progress bar that keeps
-    nothing, no dump, the run saved nowhere): a run that finishes its rounds exits 0 and its last line
-    gives the run's final test accuracy, with no word of an early stop. The wrong answers."""
+    its lines, no dump, the run saved nowhere): a run that finishes its rounds exits 0, its last
+    progress line and its closing line give the run's final test accuracy, and nothing speaks of an
+    early stop. The wrong answers."""
     from types import SimpleNamespace
 
     from refimpl.vfl import command
     from refimpl.vfl.experiment import VFLConfig
-    said = []
+    said, shown = [], []
 
     class Bar:
-        bar_mode = False
+        bar_mode = False                    # line mode: one progress line a round (2 rounds: every one)
 
-        def __call__(self, *a, **kw):
-            pass
+        def __call__(self, line, **kw):
+            shown.append(line)
 
         def __enter__(self):
             return self
@@ -1384,6 +1385,8 @@ def _command_errors(ds):
     if acc is None or not said or not said[-1].endswith(f"test accuracy {acc:.4f}") or \
             any("before the time budget" in line for line in said):
         wrong.append(f"refimpl run vfl: a finished run's lines {said}, final test accuracy {acc}")
+    if acc is None or not shown or not shown[-1].endswith(f"test acc {acc:.4f}"):
+        wrong.append(f"refimpl run vfl: the last progress line {shown[-1:]}, final test accuracy {acc}")
     return wrong
 
 
