@@ -427,8 +427,7 @@ def divergence_reference(quick):
     }
     det, unstopped = {}, {}
 
-    def free_run(name):
-        """The case's run with the cost rule off (factor 1e12), made once for every fact that reads it."""
+    def free_run(name):          # the case's run with the cost rule off (1e12), made once for every fact reading it
         if name not in unstopped:
             unstopped[name] = cases[name][1](1e12)
         return unstopped[name]
