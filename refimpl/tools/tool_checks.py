@@ -64,6 +64,7 @@ def _diagnose_cases():
     last = tuple(int(j) for j in np.unravel_index(w.size - 1, w.shape))
     out.append(("a NaN entry among differing ones is the entry named (at entry (last), vs nan)",
                 f"round 10, omega_next at entry {last}" in said and " vs nan" in said))
+    out += _scalar_against_vector_cases()
     out += _local_step_cases()
     ours, theirs = _planted_dumps()
     del theirs[12]
@@ -94,6 +95,20 @@ def _diagnose_cases():
     out.append(("a --map pair missing a side or its '=' is refused (omega=, =w, omega), not read as an empty name",
                 all(_raises(lambda t=t: DG.parse_map(t), "expected OURS=THEIRS pairs") for t in ("omega=", "=w", "omega"))
                 and DG.parse_map(" omega = w ,") == {"w": "omega"}))
+    return out
+
+
+def _scalar_against_vector_cases():
+    """(what, right): a scalar on one side and three entries on the other, either way round: the
+    divergence line names the two shapes (OURS's first)."""
+    from refimpl.tools import diagnose as DG
+    out = []
+    for side in (0, 1):
+        pair = _planted_dumps()
+        pair[side][5]["rho"] = np.full(3, float(pair[1 - side][5]["rho"]))
+        said = " ".join(DG.describe(DG.compare_dumps(*pair, 1e-8), 1e-8))
+        out.append((f"a scalar against three entries ({('OURS', 'THEIRS')[side]} the three) is named by its shapes",
+                    f"round 5, rho: shapes {((3,), ())[side]} vs {((), (3,))[side]}" in said))
     return out
 
 
@@ -1614,7 +1629,8 @@ def diagnose_report(quick):
 @check("tools.crosscheck", "refimpl's cross-check tools give the right answer on planted cases: diagnose finds a "
        "difference beyond the tolerance at its round and quantity (with the quantities before it that agree) and none "
        "within it, NaN never agrees (worst difference infinite), the first differing local step is named and a step on "
-       "either side only differs, a layout is never named from one entry, a round on one side only is named, two-digit "
+       "either side only differs, a layout is never named from one entry, a scalar against a vector is named by the "
+       "shapes, a round on one side only is named, two-digit "
        "rounds are read whole, --map renames THEIR names; layouts, an epoch schedule, another paper's dump, the replay "
        "inputs a per-round dump implies (under their own names only, and none from rounds with a gap or clients that "
        "start apart; a shorter batch padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay "
@@ -1711,8 +1727,10 @@ def reproduction_tables(quick):
 
 
 def _claims_line_right(VF, CheckRecord):
-    """A --claims run's records written (the cache in a temporary directory) and read back by the
-    main job's closing line: the first claim with its verdict, every other one not run yet."""
+    """A --claims run's records written (the cache in a temporary directory, named by
+    REFIMPL_CACHE_DIR: the file lands there) and read back by the main job's closing line: the first
+    claim with its verdict, every other one not run yet."""
+    import os
     import tempfile
 
     from refimpl.core.runtime import environ
@@ -1721,7 +1739,7 @@ def _claims_line_right(VF, CheckRecord):
     with tempfile.TemporaryDirectory() as tmp, environ({"REFIMPL_CACHE_DIR": tmp}):
         written = VF.record_claims([rec], quick=True)
         line = VF.claims_line()
-    return (written is not None and f"{ids[0]} yes" in line
+    return (written == os.path.join(tmp, "last_claims.json") and f"{ids[0]} yes" in line
             and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line)
 
 

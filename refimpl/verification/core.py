@@ -220,7 +220,8 @@ def kernels_exp_ulps(quick):
        "8,192, 5,000 and 999) equal one unchunked pass: the training loss of the two-layer network, the authors' "
        "one-vs-all cost, the full gradient ∇F of (32) and the Flex-VFL model's loss (worst relative difference); "
        "a screened rounds-to-target run, whose evaluations above the target read only the rows that show it, "
-       "meets the target in the round the unscreened run does, each screened lower bound in (target, cost]",
+       "meets the target in the round the unscreened run does, each screened lower bound in (target, cost]; "
+       "the loss and the one-vs-all cost unchanged when every logit is raised by 800 (softmax's shift invariance)",
        "refimpl/core/model.py (loss, one_vs_all_cost, full_gradient); refimpl/vfl/models.py (loss); "
        "refimpl/ssca/algorithms.py (Evaluator.cost_shown_above)")
 def chunked_evaluation(quick):
@@ -251,6 +252,15 @@ def chunked_evaluation(quick):
         for k, v in got.items():
             w = np.asarray(want[k])
             errors[f"{k}@{chunk}"] = float(np.max(np.abs(np.asarray(v) - w)) / np.max(np.abs(w)))
+    # softmax is unchanged by one constant added to every logit: with the output bias raised by 800
+    # (e^800 overflows a double) the loss and the one-vs-all cost stay those of the unshifted network
+    net = TwoLayerNet(D, 8, L, bias=True)
+    th = np.random.default_rng(90).standard_normal(net.n_params) * 0.3
+    shifted = th.copy()
+    net.unpack(shifted)[1][:, 0] += 800.0
+    for k, f in (("loss", net.loss), ("one_vs_all", net.one_vs_all_cost)):
+        base = f(th, X[:500], y[:500])
+        errors[f"{k}_logits_shifted_by_800"] = abs(f(shifted, X[:500], y[:500]) - base) / abs(base)
     screen = _screened_run(rng)
     errors["screened_run"] = 0.0 if screen["holds"] else 1.0
     worst = max_or_nan(*errors.values())
@@ -609,6 +619,46 @@ def _data_file_facts():
             read = False
         out.append(("IDX files with big-endian sizes, the training images gzip-compressed, read as 2 and 1 samples "
                     "of 6 pixels / 255", read))
+        out += _idx_type_facts(d)
+        one = os.path.join(d, "one_class.npz")
+        np.savez(one, X_train=Xtr, y_train=np.zeros(4, int), X_test=Xte, y_test=np.zeros(2, int), n_classes=1)
+        try:
+            single = load_npz_dataset(one).n_classes == 2
+        except ValueError:
+            single = False
+        out.append(("n_classes = 1 (every label 0), a whole number >= 1, is read (as 2 classes: a softmax has at "
+                    "least two outputs)", single))
+    return out
+
+
+def _idx_type_facts(d):
+    """(what, right): IDX type bytes 08, 09, 0B, 0C, 0D, 0E (unsigned and signed bytes, big-endian
+    int16, int32, float32, float64), each file written here byte by byte, read back as its values;
+    a magic number whose first or second byte is not 0 refused."""
+    import os
+
+    from refimpl.core.data import read_idx
+    out, wrong = [], []
+    vals = np.array([[1, -2, 3], [100, 0, -7]])
+    for code, fmt in ((0x08, "u1"), (0x09, "i1"), (0x0B, ">i2"), (0x0C, ">i4"), (0x0D, ">f4"), (0x0E, ">f8")):
+        arr = (np.abs(vals) if code == 0x08 else vals + 0.5 * (code >= 0x0D)).astype(fmt)
+        name = os.path.join(d, f"type-{code:02x}-idx2")
+        with open(name, "wb") as fh:
+            fh.write(bytes([0, 0, code, 2]) + (2).to_bytes(4, "big") + (3).to_bytes(4, "big") + arr.tobytes())
+        try:
+            got = read_idx(name)
+            if not (got.shape == (2, 3) and np.array_equal(got.astype(float), arr.astype(float))):
+                wrong.append(f"{code:02x}")
+        except (ValueError, TypeError):
+            wrong.append(f"{code:02x}")
+    out.append(("IDX type bytes 08, 09, 0B, 0C, 0D, 0E read as their big-endian values (wrong: "
+                f"{', '.join(wrong) or 'none'})", not wrong))
+    for head in ((1, 0), (0, 1)):
+        name = os.path.join(d, f"magic-{head[0]}{head[1]}")
+        with open(name, "wb") as fh:
+            fh.write(bytes([*head, 0x08, 1]) + (2).to_bytes(4, "big") + bytes([5, 6]))
+        out.append((f"an IDX magic number starting {head[0]:02x} {head[1]:02x} is refused",
+                    raises(lambda: read_idx(name), "bad IDX magic number")))
     return out
 
 
@@ -701,13 +751,17 @@ def _select_literal(finished, accuracy, cost):
         return None
     top = max(accuracy[i] for i in ok)
     ok = [i for i in ok if accuracy[i] == top]
-    low = min(cost[i] for i in ok)
+    costs = [cost[i] for i in ok if not np.isnan(cost[i])]
+    if not costs:               # a cost that is not a number loses every tie; among such, the first
+        return ok[0]
+    low = min(costs)
     return [i for i in ok if cost[i] == low][0]
 
 
 @check("core.tune_selection", "reproduce --tune's choice per method: the finished grid point with the highest final "
        "validation accuracy, ties broken by the lowest final training cost, then by grid order; a diverged run is "
-       "never chosen (not even with the best accuracy), and a grid of diverged runs has no choice: on hand-made "
+       "never chosen (not even with the best accuracy), and a grid of diverged runs has no choice; a finished run "
+       "whose training cost is not a number is chosen by its accuracy and loses a tie: on hand-made "
        "grids and on 5,000 random grids with ties and divergences, against the rule written out (mismatches: 0)",
        "refimpl reproduce --tune; docs/guide.md")
 def tune_selection(quick):
@@ -718,7 +772,10 @@ def tune_selection(quick):
         (["finished", "diverged: round 3", "finished"], [0.8, 0.95, 0.8], [1.0, 0.1, 0.7], 2),
         (["finished"] * 3, [0.9, 0.9, 0.9], [0.5, 0.3, 0.3], 1),
         (["diverged: round 2"] * 2, [0.9, 0.8], [1.0, 1.0], None),
-        (["finished", "finished"], [float("nan"), 0.1], [1.0, 2.0], 1))
+        (["finished", "finished"], [float("nan"), 0.1], [1.0, 2.0], 1),
+        # a finished run whose cost is not a number still counts by its accuracy, and loses a tie
+        (["finished", "finished"], [0.9, 0.8], [float("nan"), 1.0], 0),
+        (["finished", "finished"], [0.9, 0.9], [float("nan"), 1.0], 1))
     bad, cases, n_bad = [], 0, 0
     for st, acc, cost, want in hand:
         cases += 1
@@ -752,8 +809,9 @@ def tune_selection(quick):
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
        "repeating one index alone or holding one below 0 refused, a feature-block file read as written, a quantity "
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
-       "NaN wherever it stands (wrong answers: 0)",
-       "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan)")
+       "NaN wherever it stands; a plain run maps a check's parts in order (wrong answers: 0)",
+       "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
+       "map_parts)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
     from refimpl.core.schedules import Sequence
@@ -777,6 +835,8 @@ def boundary_refusals(quick):
               "first group with a wrong fact", _fact_group_modes()),
              ("the checks' NaN-keeping maximum: a NaN anywhere among the values is the answer (Python's max keeps "
               "its first argument against a NaN)", _max_or_nan_right()),
+             ("the checks' independent parts in a plain run: one after another here, in order",
+              _plain_map_parts_right()),
              ("a given batch schedule: its shape per client, ids in 0..n − 1 (0 read, −1 and n refused, naming round "
               "and position), the 1-based hint only when every client's ids minus 1 lie in its partition",
               _batch_schedule_refusals())]
@@ -849,6 +909,13 @@ def _max_or_nan_right():
     nan = float("nan")
     return (max_or_nan(0.0, 2.0, 1.0) == 2.0 and all(np.isnan(max_or_nan(*v)) for v in
                                                     ((0.0, nan), (nan, 0.0), (1.0, nan, 3.0), (np.float64(nan),))))
+
+
+def _plain_map_parts_right():
+    from refimpl.core.runtime import environ
+    from refimpl.verification.registry import PARTS_WORKERS_ENV, map_parts
+    with environ({PARTS_WORKERS_ENV: None}):
+        return map_parts(abs, [-3, 2, -1]) == [3, 2, 1]
 
 
 def _fact_group_modes():
@@ -1074,6 +1141,13 @@ def _registry_cases():
     finally:
         papers.unregister("probe-taken")
     out.append(("a description claiming SSCA's algorithm is refused", taken))
+    ssca, listed = papers.get("ssca"), papers.papers()
+    try:
+        key = raises(lambda: papers.register(_probe_paper("ssca", {"probe-key-run": "nothing"})),
+                     "a paper with key 'ssca' is already registered") and papers.papers() == listed
+    finally:
+        papers._PAPERS[:] = listed          # as found, in its order, whatever register did
+    out.append(("a second description under the key 'ssca' is refused", key and papers.get("ssca") is ssca))
     out.append(("a paper's key must be given whole ('ssc' is no key)",
                 raises(lambda: papers.get("ssc"), "unknown paper 'ssc'")
                 and papers.get(builtin[0]) is papers.papers()[0]))

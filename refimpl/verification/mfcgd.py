@@ -438,15 +438,59 @@ def algorithm1_literal_check(quick):
     def scaled_part():
         found["scaled"] = _radius_scale_record()
         return [] if found["scaled"]["right"] else ["--radius-scale"]
+
+    def draws_part():
+        found["draws"] = _kernel_draws_record(syn, par_nb, min(T, 60))
+        return [] if found["draws"]["right"] else ["the kernel's own draws"]
     syn, Cs = synthetic()
     par_nb = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
-    wrong_groups([numpy_part, numba_part, scaled_part])
+    found["draws"] = {"right": True}
+    wrong_groups([numpy_part, numba_part, scaled_part, draws_part])
     (worst_np, ok_np), (worst_nb, ok_nb), scaled = found["numpy"], found["numba"], found["scaled"]
     binds_ok = ok_np and ok_nb
-    det.update(steps=T, q=q, capped_steps=par_nb.capped_steps(T), numpy_worst=worst_np, numba_worst=worst_nb,
-               both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled)
+    det.update(steps=T, q=q, numpy_worst=worst_np, numba_worst=worst_nb,
+               both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled, kernel_draws=found["draws"])
+    right = scaled["right"] and found["draws"]["right"]
     return {"measured": max_or_nan(worst_np, worst_nb / 100), "bound": 1e-12,
-            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and scaled["right"], "details": det}
+            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and right, "details": det}
+
+
+def _kernel_draws_record(pr, par, T):
+    """The Numba kernel's own sampling (no samples given: the fast path of long runs) draws the
+    problem's noise law in a fixed order: with the seed the wrapper takes from ``rng`` (one integer
+    below 2^31), NumPy's legacy Mersenne-Twister stream (which Numba's ``np.random`` reproduces) is
+    read as, for each client, q vectors ζ = s_g N(0, I_p) and then q vectors ξ = r_f z/||z|| (z
+    standard normal: uniform on the sphere of radius r_f) for the initial estimators, then at every
+    step t, for each client, one ζ and one ξ. Transcribed here and handed to the same kernel as given
+    samples, the run must equal the kernel's own-draw run (x̄_t to 1e-10 relative). Also the steps
+    at which the cap α, β, ϱ ≤ 1 acts, counted from c η_t² > 1 step by step with η_t = k/(n + t)^(1/3)."""
+    M, p, q = pr.M, pr.p, int(par.q)
+    seed = int(np.random.default_rng(5).integers(2 ** 31))          # what run_mfcgd_synthetic_nb takes from rng
+    rs = np.random.RandomState(seed)
+
+    def xi():
+        z = rs.standard_normal(p)
+        return pr.r_f * z / np.sqrt(np.sum(z * z))
+    z0, xi0 = np.empty((M, q, p)), np.empty((M, q, p))
+    for m in range(M):
+        for j in range(q):
+            z0[m, j] = pr.s_g * rs.standard_normal(p)
+        for j in range(q):
+            xi0[m, j] = xi()
+    Z, Xi = np.empty((T, M, p)), np.empty((T, M, p))
+    for t in range(T):
+        for m in range(M):
+            Z[t, m] = pr.s_g * rs.standard_normal(p)
+            Xi[t, m] = xi()
+    x1, mat = np.zeros(pr.d), make_matrix("adam", 0.1, 0.9)
+    own = run_mfcgd_synthetic_nb(pr, x1, T, par, mat, np.random.default_rng(5))
+    given = run_mfcgd_synthetic_nb(pr, x1, T, par, mat, np.random.default_rng(5), noise=(z0, xi0, Z, Xi))
+    rel = float(np.max(np.abs(own.x_bar - given.x_bar)) / np.max(np.abs(given.x_bar)))
+    capped = {name: sum(1 for t in range(1, T + 1) if c * (par.k / (par.n + t) ** (1.0 / 3.0)) ** 2 > 1.0)
+              for name, c in (("alpha", par.c1), ("beta", par.c2), ("rho", par.c3))}
+    got = par.capped_steps(T)
+    return {"steps": T, "x_bar_max_rel_diff": rel, "capped_steps": got, "capped_steps_counted": capped,
+            "right": bool(rel <= 1e-10) and got == capped and capped["rho"] > 0}
 
 
 def _radius_scale_record():
