@@ -70,7 +70,8 @@ def run(args):
         return _verify_coverage(args, only)
     import time as _time
     from refimpl.tools.verify import cpu_seconds, peak_rss_mb
-    ids, quick, name = _verify_selection(args, only)
+    from refimpl.tools.verify import selection
+    ids, quick, name = selection(only, full=args.full, both=args.all, claims=args.claims)
     t0, c0 = _time.perf_counter(), cpu_seconds()
     from refimpl.tools.verify import recorded_cost
     total = recorded_cost(ids, quick)
@@ -88,9 +89,9 @@ def run(args):
                              None if only else TARGETS.get(name)))
     if args.json:
         write_json(records, args.json)
-    from refimpl.tools.verify import claims_line, failing, record_claims
+    from refimpl.tools.verify import claims_line, failing, record_claims, unreproduced
     record_claims(records, quick)
-    claims = [r.id for r in records if not r.holds and r.details.get("kind") == "claim"]
+    claims = unreproduced(records)
     if claims:
         say(f"claims of the papers not reproduced here (reported, see the table): {', '.join(claims)}")
     if only is None and not any(r.details.get("kind") == "claim" for r in records):
@@ -101,23 +102,6 @@ def run(args):
         say(f"checks not holding: {', '.join(fatal)}")
         return 1
     return 0
-
-
-def _verify_selection(args, only):
-    """(check ids, quick sizes?, command name) of a verify command: the theorem-kind tier by
-    default; ``--claims`` the papers' experimental claims; ``--all`` both tiers; ``--full`` both
-    tiers at full sizes; ``--only`` the ids given (at full sizes with ``--full``)."""
-    from refimpl.tools.verify import tier_ids
-    quick = not args.full
-    if only is not None:
-        return only, quick, "verify"
-    if args.full:
-        return tier_ids(), False, "verify --full"
-    if args.all:
-        return tier_ids(), True, "verify --all"
-    if args.claims:
-        return tier_ids(("claim",)), True, "verify --claims"
-    return tier_ids(("theorem",)), True, "verify"
 
 
 def _verify_coverage(args, only):

@@ -1743,6 +1743,18 @@ def _claims_line_right(VF, CheckRecord):
             and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line)
 
 
+def _tiers_right(VF):
+    theorems, claims = VF.tier_ids(("theorem",)), VF.tier_ids(("claim",))
+    every = VF.tier_ids()
+    return (theorems and claims and set(every) == set(theorems) | set(claims)
+            and VF.selection() == (theorems, True, "verify")
+            and VF.selection(claims=True) == (claims, True, "verify --claims")
+            and VF.selection(both=True) == (every, True, "verify --all")
+            and VF.selection(full=True) == (every, False, "verify --full")
+            and VF.selection(["grad.fd"], full=True) == (["grad.fd"], False, "verify")
+            and VF.selection(["grad.fd"]) == (["grad.fd"], True, "verify"))
+
+
 def _verdict_cases():
     """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
     written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
@@ -1795,7 +1807,14 @@ def _verdict_cases():
                and "=<" in recs["unknown-relation"].details.get("error", "")
                and "≈" in recs["approx-without-holds"].details.get("error", "")),
               ("the main job's closing line: a claim's verdict recorded by a --claims run, the others not run yet",
-               _claims_line_right(VF, CheckRecord))]
+               _claims_line_right(VF, CheckRecord)),
+              ("the tiers: verify runs the theorem-kind checks at quick sizes, --claims the claims, --all both, --full "
+               "both at full sizes, --only the ids given (full sizes with --full)", _tiers_right(VF)),
+              ("'claims not reproduced' names the failing claims only (not a failing theorem check, not a claim that "
+               "holds)", VF.unreproduced([CheckRecord(i, "p", "s", 1.0, 0.0, None, h, {"kind": k})
+                                          for i, h, k in (("a", False, "claim"), ("b", True, "claim"),
+                                                          ("c", False, "theorem"), ("d", False, "claim"))])
+               == ["a", "d"])]
 
     def rec(i, holds, kind, vacuous=False):
         return CheckRecord(i, "c", "s", 1.0, 1.0, 1.0, holds, {"kind": kind, **({"vacuous": True} if vacuous else {})})
@@ -1876,8 +1895,10 @@ def _report_table_cases(CheckRecord):
        "the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check is fatal "
        "unless --strict; the table's words yes, yes (vacuous), no (claim), NO; the closing line's claims; REPORT.md's "
        "count of the checks that hold and its rows, written out by hand; a check's seconds; the table's and "
-       "--profile's layout and number format; a reproduction's CSV as Markdown (wrong answers: 0)",
-       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict, format_table, format_profile); "
+       "--profile's layout and number format; a reproduction's CSV as Markdown; the tiers each of verify's flags "
+       "selects; the claims named as not reproduced (wrong answers: 0)",
+       "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict, format_table, format_profile, "
+       "selection, unreproduced); "
        "refimpl/tools/report.py (check_section, _csv_table)")
 def verdicts(quick):
     return _cases_result(_verdict_cases(), "planted ")

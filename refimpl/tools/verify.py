@@ -320,6 +320,29 @@ def _fmt(x):
     return f"{x:.4g}"
 
 
+def selection(only=None, full=False, both=False, claims=False):
+    """(check ids, quick sizes?, command name) of a verify command: the theorem-kind tier by
+    default; ``claims`` (--claims) the papers' experimental claims; ``both`` (--all) both tiers;
+    ``full`` (--full) both tiers at full sizes; ``only`` (--only) the ids given (at full sizes with
+    ``full``)."""
+    quick = not full
+    if only is not None:
+        return only, quick, "verify"
+    if full:
+        return tier_ids(), False, "verify --full"
+    if both:
+        return tier_ids(), True, "verify --all"
+    if claims:
+        return tier_ids(("claim",)), True, "verify --claims"
+    return tier_ids(("theorem",)), True, "verify"
+
+
+def unreproduced(records):
+    """Ids of the paper's claims among ``records`` that did not reproduce (reported, never fatal
+    unless --strict); a failing theorem-kind check is not one of them."""
+    return [r.id for r in records if not r.holds and r.details.get("kind") == "claim"]
+
+
 def failing(records, strict=False):
     """Ids that make ``refimpl verify`` exit 1: every failing check with ``strict``, otherwise the
     failing theorem-kind checks (a paper's claim that does not reproduce is reported, not fatal)."""

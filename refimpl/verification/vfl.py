@@ -93,19 +93,38 @@ def weights_momentum(quick):
     return out
 
 
+def _edge_zero_is_sgd(make, words):
+    """The optimizer's parameter at 0 gives SGD's weights (every one 1); inf, NaN and −0.5 refused."""
+    try:
+        zero = make(0.0).weights(5, 0.1).tolist() == [1.0] * 5
+    except ValueError:
+        zero = False
+    return zero and all(raises(lambda v=v: make(v), words) for v in (np.inf, np.nan, -0.5))
+
+
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
-       "(the paper prints exponent τ − t + 1)", "[FlexVFL] (8), proximal example; docs/flexvfl.md")
+       "(the paper prints exponent τ − t + 1); μ = 0 gives SGD's weights, μ infinite, NaN or negative is refused",
+       "[FlexVFL] (8), proximal example; docs/flexvfl.md")
 def weights_prox(quick):
     # also measured: the paper's printed exponent τ − t + 1, which does not reproduce the recursion
     def printed(opt, tau, eta):
         return (1.0 - eta * opt.mu) ** (tau - np.arange(tau) + 1)
-    return _weights_check(lambda rng: Proximal(float(rng.uniform(0.1, 2.0))), quick, printed)
+    out = _weights_check(lambda rng: Proximal(float(rng.uniform(0.1, 2.0))), quick, printed)
+    edges = _edge_zero_is_sgd(Proximal, "proximal μ must be finite and >= 0")
+    out["details"]["mu_0_is_sgd_and_inf_nan_negative_refused"] = edges
+    out["holds"] = bool(edges and out["measured"] <= out["bound"])
+    return out
 
 
 @check("vfl.weights_time_varying_lr", "time-varying learning rate η_t = η/(1 + a t) within the round: "
-       "θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = 1/(1 + a t)", "[FlexVFL] (8), time-varying example; docs/flexvfl.md")
+       "θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = 1/(1 + a t); a = 0 gives SGD's weights, a infinite, NaN or "
+       "negative is refused", "[FlexVFL] (8), time-varying example; docs/flexvfl.md")
 def weights_time_varying_lr(quick):
-    return _weights_check(lambda rng: TimeVaryingLR(float(rng.uniform(0.05, 1.0))), quick)
+    out = _weights_check(lambda rng: TimeVaryingLR(float(rng.uniform(0.05, 1.0))), quick)
+    edges = _edge_zero_is_sgd(TimeVaryingLR, "learning-rate decay must be finite and >= 0")
+    out["details"]["decay_0_is_sgd_and_inf_nan_negative_refused"] = edges
+    out["holds"] = bool(edges and out["measured"] <= out["bound"])
+    return out
 
 
 def _independent_tau(step_times, timeout):
@@ -470,6 +489,7 @@ def _replayed_and_parsed_speed_errors():
     # a zero latency accepted; --taus without --speeds for 2 parties: unit step times, said in a note; an
     # asynchronous run's empty batch table refused
     errors["zero_latency_refused"] = float(raises(lambda: VFLConfig(latency=0.0).check_numbers(), ""))
+    errors["target_or_budget_edges_wrong"] = _target_budget_edges_wrong()
     with tempfile.TemporaryDirectory() as tmp:
         taus, empty = os.path.join(tmp, "t.npy"), os.path.join(tmp, "b.npy")
         np.save(taus, np.array([[2, 3, 1], [1, 2, 2]]))
@@ -506,6 +526,18 @@ def _replayed_and_parsed_speed_errors():
     errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped "
                                              "(range -0.2..1.5)" not in (notes[0] or ""))
     return errors
+
+
+def _target_budget_edges_wrong():
+    """1.0 unless --target is a test accuracy in (0, 1] (0 and 1.5 refused, 1 accepted) and
+    --time-budget a finite time > 0 (0 and inf refused, 2.5 returned)."""
+    from refimpl.vfl.experiment import VFLConfig, _budget_and_target
+    return float(
+        not all(raises(lambda t=t: _budget_and_target(VFLConfig(target=t)), "--target is a test accuracy in (0, 1]")
+                for t in (0.0, 1.5))
+        or not all(raises(lambda b=b: _budget_and_target(VFLConfig(time_budget=b)), "--time-budget must be a finite")
+                   for b in (0.0, np.inf))
+        or _budget_and_target(VFLConfig(target=1.0, time_budget=2.5)) != 2.5)
 
 
 def _cpu_trace_errors(model, data):
