@@ -258,13 +258,18 @@ def _reading_cases():
     out.append(("an epoch-permutation schedule is named, independent draws and too few rounds are not",
                 DG.epoch_order_hint(perm, 500) is not None and DG.epoch_order_hint(draws, 500) is None
                 and DG.epoch_order_hint(perm[:2], 500) is None))
-    refused = False
+    refused, said = False, ""
     try:
         DG._same_paper("ssca", {"theta0", "grad0", "tau"})
     except ValueError:
         refused = True
-    out.append(("a dump of another paper is refused, one of the same paper is not",
-                refused and DG._same_paper("ssca", {"omega", "A"}) is None))
+    try:
+        DG._same_paper("vfl", {"omega", "omega_next", "rho", "A"})
+    except ValueError as exc:
+        said = str(exc)
+    out.append(("a dump of another paper is refused, one of the same paper is not; the refusal names the names "
+                "that mark it (SSCA's omega, omega_next, not rho or A)",
+                refused and DG._same_paper("ssca", {"omega", "A"}) is None and "(it holds omega, omega_next)" in said))
     ssca, mfcgd = papers.get("ssca"), papers.get("mfcgd")
     dump = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 3)}
     got = ssca.replay_from_dump(dump)
@@ -736,7 +741,8 @@ def _crosscheck_cli_cases():
               # their W_r = our W_{r-1}, then our W_{r+1}
               "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),
               "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost}),
-              "rounds-only": ({}, {})}
+              "rounds-only": ({}, {}),
+              "still": ({r: w[0] for r in range(4)}, {"train_cost": cost})}     # iterates that never move
     cases = [  # (what, first, second, flags, exit code, words its output holds)
         ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0,
          "compared 8 snapshot arrays and 1 metrics"),
@@ -769,6 +775,12 @@ def _crosscheck_cli_cases():
             with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
                 got = compare_runs(load_side(os.path.join(tmp, first)), load_side(os.path.join(tmp, second)), **flags)
             out.append((f"refimpl crosscheck: {what}", got == code and words in buf.getvalue()))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            got = compare_runs(load_side(os.path.join(tmp, "still")), load_side(os.path.join(tmp, "still")))
+        out.append(("refimpl crosscheck: snapshots that agree round by round are not said to agree under a shift, "
+                    "even when the iterates never move (W_r = W_{r+1})",
+                    got == 0 and "shift" not in buf.getvalue() and "equals the second trace" not in buf.getvalue()))
     a = Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]})
     b = Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]})
     buf = io.StringIO()

@@ -1110,7 +1110,8 @@ def assembly_literal(quick):
        "from one partition are refused, and nothing is sent once the run has ended; a round's ledger is ω down "
        "once and K × (dim ω + 1) up, the run starts "
        "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
-       "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not); a run "
+       "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not, nor is "
+       "a plain run handed to the engine; a stop at a cost is); a run "
        "Flower ends early is marked stopped, a finished or diverged one keeps its status",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
@@ -1187,12 +1188,12 @@ def _flower_engine_errors(ledger, n_params, K):
     class PastTheGuards(Exception):
         """Raised where the builder would import Flower: the run got past the refusals."""
 
-    def passes_the_guards(algo):
+    def passes_the_guards(call):
         def stop():
             raise PastTheGuards
         kept, F._flwr = F._flwr, stop      # Flower is neither needed nor imported here
         try:
-            flower_apps(algo, None, None, 3, None, None)
+            call()
         except PastTheGuards:
             return True
         except ValueError:
@@ -1200,8 +1201,15 @@ def _flower_engine_errors(ledger, n_params, K):
         finally:
             F._flwr = kept
         return False
-    wrong += sum(int(not passes_the_guards(run_inputs(c, embedded())[0]))
+    wrong += sum(int(not passes_the_guards(lambda c=c: flower_apps(run_inputs(c, embedded())[0], None, None, 3, None,
+                                                                   None)))
                  for c in (cfg, dataclasses.replace(cfg, algorithm="ssca"), dataclasses.replace(cfg, algorithm="sgdm")))
+    # the runner hands a plain run to the Flower engine; a stop at a cost it cannot watch is refused first
+    from refimpl.ssca.experiment import run_experiment
+    flower = dataclasses.replace(cfg, engine="flower")
+    wrong += int(not passes_the_guards(lambda: run_experiment(flower, embedded())))
+    wrong += int(not raises(lambda: run_experiment(flower, embedded(), stop_at_cost=1.0),
+                            "not available with the Flower engine"))
     return wrong + _flower_finish_errors()
 
 
