@@ -69,8 +69,7 @@ def run(args):
     if args.coverage:
         return _verify_coverage(args, only)
     import time as _time
-    from refimpl.tools.verify import cpu_seconds, peak_rss_mb
-    from refimpl.tools.verify import selection
+    from refimpl.tools.verify import cpu_seconds, peak_rss_mb, selection
     ids, quick, name = selection(only, full=args.full, both=args.all, claims=args.claims)
     t0, c0 = _time.perf_counter(), cpu_seconds()
     from refimpl.tools.verify import recorded_cost
