@@ -1071,7 +1071,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
        "kept); SCGD and STORM run on one machine whatever the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
-       "over the clients + 1), C_f = 1 (mismatches: 0)",
+       "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "
+       "out (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -1113,11 +1114,32 @@ def problem_evaluations(quick):
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors()
-              + _drfl_record_errors(sub))
+              + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples",
             "details": {"wrong": wrong[:5]}}
+
+
+def _post_adaptation_errors(pr):
+    """The meta-learning problem's held-out loss written out: for each new task a (in order, from the
+    generator given), its sampler's support batch (seed drawn from the generator, first 3 rows), one
+    inner gradient step x_a = x − η_in Zᵀ(Zx − Y)/3, then a fresh query batch of 20 rows
+    (Z_q standard normal, Y_q = Z_q a + noise·N(0, 1)) and ½ mean((Z_q x_a − Y_q)²); the mean over
+    the tasks. The wrong answers."""
+    rng = np.random.default_rng(14)
+    x, tasks = rng.standard_normal(pr.d), rng.standard_normal((2, pr.d))
+    got = pr.post_adaptation_loss(x, tasks, np.random.default_rng(15), support=3, query=20)
+    r, out = np.random.default_rng(15), []
+    for a in tasks:
+        Z, Y = pr._data(0, r.integers(2 ** 31), a)
+        Z, Y = Z[:3], Y[:3]
+        xa = x - pr.eta_in * Z.T @ (Z @ x - Y) / 3
+        Zq = r.standard_normal((20, pr.d))
+        Yq = Zq @ a + pr.noise * r.standard_normal(20)
+        out.append(0.5 * np.mean((Zq @ xa - Yq) ** 2))
+    want = float(np.mean(out))
+    return [] if abs(got - want) <= 1e-12 * abs(want) else [f"MAML post-adaptation loss {got:.12g}, by hand {want:.12g}"]
 
 
 def _fedavg_drfl_errors(pr, X, y):

@@ -868,7 +868,8 @@ def baselines_literal(quick):
        "unequal shards: the KKT residuals of (40) per client (stationarity ||2ω + Σ_k ν_k ∇f_k||, relative to "
        "2||ω|| + Σ_k ν_k ||∇f_k||; feasibility max_k (f_k − U_k)_+; complementary slackness max_k |ν_k (f_k − U_k)|, "
        "with a multiplier on an inactive constraint), the constraint value max_k f_k, the slack and multiplier "
-       "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round; the "
+       "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round, each client's "
+       "(ℓ̂_k, ĝ_k) its own batch's means; the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
        "or NaN refused; 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
@@ -902,6 +903,11 @@ def constrained_records(quick):
     by_hand = sum(len(p) / 300 * _plain_loss(theta, X[b], y[b], 5, ds.n_classes) for p, b in zip(parts, batch))
     if not abs(new.loss_hat - by_hand) <= 1e-12:
         wrong.append(f"per-client ℓ̂ {new.loss_hat:.12g}, by hand Σ_k (N_k/N) ℓ̂_k {by_hand:.12g}")
+    for k, ((l_k, g_k), b) in enumerate(zip(pr.collect_per_client(theta, batch)[0], batch)):
+        want_g = plain_objective_grad(5, ds.n_classes, theta, X[b], y[b], 0.0)     # client k's batch mean
+        rel = float(np.max(np.abs(g_k - want_g)) / np.max(np.abs(want_g)))
+        if not (rel <= 1e-12 and abs(l_k - _plain_loss(theta, X[b], y[b], 5, ds.n_classes)) <= 1e-12):
+            wrong.append(f"client {k}'s (ℓ̂_k, ĝ_k): ĝ_k off its batch mean by {rel:.3g} (relative)")
     for what, kw in (("a norm ball", dict(ball_radius=1.0)), ("per-client constraints", dict(per_client=True))):
         if not raises(lambda: ConstrainedSSCA(pr, PowerLaw(0.9, 0.3), PowerLaw(0.5, 0.4), 0.2,
                                               0.5 if "ball" in what else U, 1e3, solver="closed-form", **kw),

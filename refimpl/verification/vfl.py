@@ -653,7 +653,8 @@ def _step_times_errors():
 
 
 def _input_refusal_errors():
-    """Inputs a run refuses, each naming what is wrong: a τ table's first bad entry (of two), a server
+    """Inputs a run refuses, each naming what is wrong: a τ table's first bad entry (of two), a τ
+    table's rounds counted by its rows (5 rows serve 5 rounds, not 6), a server
     time below 0 or NaN, a feature-block file with one block fewer than parties (the right count
     read)."""
     import json
@@ -667,6 +668,10 @@ def _input_refusal_errors():
     table[1, 2], table[2, 0] = 0.0, 2.5
     errors = {"taus_first_bad_entry_named": float(not raises(lambda: validate_taus(table, 3, 3),
                                                               "τ[1, 2] = 0.0: local steps must be whole numbers"))}
+    # a table's rounds are its rows: 5 rows for 3 parties serve a 5-round run and refuse a 6-round one
+    five = np.ones((5, 3), dtype=int)
+    errors["taus_rows_not_rounds"] = float(validate_taus(five, 5, 3).shape != (5, 3) or not raises(
+        lambda: validate_taus(five, 6, 3), "τ table holds 5 rounds, the run needs 6"))
     errors["server_time_refusals"] = float(sum(not raises(lambda st=st: network_of(SimpleNamespace(server_time=st),
                                                                                   None), "--server-time must be")
                                                for st in (-1.0, float("nan"))))
