@@ -390,7 +390,9 @@ def _literal_kwargs(par):
        "(both runners) and the kernel's ||∇F(x̄_t)||, which Theorems 1 and 2 read); a run at --radius-scale 0.5 "
        "projects on half the a-priori radii and counts the client-steps each projection acted; a boolean, text or "
        "NaN for a float option refused, naming it, and so is 0 for a baseline's step size or for ρ; the problem "
-       "instance recorded for another implementation",
+       "instance recorded for another implementation; the kernel's own draws (no samples given) equal the seed's "
+       "stream read in the documented order and handed to it (ζ = s_g N(0, I), ξ on the sphere of radius r_f), and "
+       "the steps at which the cap acts are counted from c η_t² > 1",
        "[MFCGD] Algorithm 1, (6)–(11); docs/mfcgd.md")
 def algorithm1_literal_check(quick):
     T = 120 if quick else 400
