@@ -201,10 +201,13 @@ def _replay_reader_cases():
             with open(os.path.join(tmp, name), "wb") as fh:
                 fh.write(content)
         np.save(os.path.join(tmp, "objects.npy"), np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        np.savez(os.path.join(tmp, "objects.npz"), batches=np.array([{"a": 1}], dtype=object))
         formats = (_raises(lambda: read_arrays(os.path.join(tmp, "notes.npy"), "--batches"), "starts like text")
                    and _raises(lambda: read_arrays(os.path.join(tmp, "del.npy"), "--batches"),
                                "starts like another format")
                    and _raises(lambda: read_arrays(os.path.join(tmp, "objects.npy"), "--batches"),
+                               "holds pickled Python objects")
+                   and _raises(lambda: read_arrays(os.path.join(tmp, "objects.npz"), "--batches"),
                                "holds pickled Python objects"))
         directory = (sorted(got) == ["W1_0", "batches"] and got["batches"].shape == (2, 3)
                      and _raises(lambda: read_arrays(empty, "--batches"), "a directory without a trace.npz"))
@@ -259,6 +262,9 @@ def _reading_cases():
     out.append(("an epoch-permutation schedule is named, independent draws and too few rounds are not",
                 DG.epoch_order_hint(perm, 500) is not None and DG.epoch_order_hint(draws, 500) is None
                 and DG.epoch_order_hint(perm[:2], 500) is None))
+    out.append(("the epoch hint is offered only for a paper with a batch-order switch: Flex-VFL's, not SSCA's",
+                DG.their_schedule_hint({"batches": perm}, DG._paper("vfl"), {}, 500) is not None
+                and DG.their_schedule_hint({"batches": perm}, DG._paper("ssca"), {}, 500) is None))
     refused, said = False, ""
     try:
         DG._same_paper("ssca", {"theta0", "grad0", "tau"})
@@ -1351,18 +1357,19 @@ def _diagnose_edge_cases(tmp):
             and "with --server-time-unit" not in text)]
     short = dict(dump, r1_theta0=dump["r1_theta0"][:, :-1])             # THEIR head one parameter short
     np.savez(os.path.join(tmp, "vfl-short.npz"), **short)
-    code, text, _ = _diagnosis(ours, os.path.join(tmp, "vfl-short.npz"))
+    code, text, dg = _diagnosis(ours, os.path.join(tmp, "vfl-short.npz"))
+    report = "\n".join(dg.lines)           # the report itself, not the reruns' progress lines
     out.append(("THEIR initial point of the wrong size: the shape change is named and the baseline cannot rerun "
-                "(exit 5, with the reason)", code == 5 and "shapes (" in text
-                and "no switch (baseline): could not rerun" in text))
+                "(exit 5, with the reason, in the report)", code == 5 and "shapes (" in report
+                and "no switch (baseline): could not rerun" in report))
     adaptive = _run("vfl", "adaptive-flexvfl", os.path.join(tmp, "adaptive-edge"), rounds=2, batch=16, A=0.3,
                     dump_rounds="all", eval_every=2)
     dump = {f"r{t}_{k}": v for t, q in read_dump(adaptive).items() for k, v in q.items()}
     np.savez(os.path.join(tmp, "adaptive-bug.npz"), **dict(dump, r2_grad1=dump["r2_grad1"] * (1 + 1e-3)))
-    code, text, _ = _diagnosis(adaptive, os.path.join(tmp, "adaptive-bug.npz"))
+    code, text, dg = _diagnosis(adaptive, os.path.join(tmp, "adaptive-bug.npz"))
     out.append(("a bug no switch that ran explains, beside a switch that cannot rerun (--adaptive-rule authors "
-                "without a utilisation trace): exit 5, the reason named", code == 5
-                and "--adaptive-rule authors: could not rerun" in text
+                "without a utilisation trace): exit 5, the reason named in the report", code == 5
+                and "--adaptive-rule authors: could not rerun" in "\n".join(dg.lines)
                 and "no switch that ran explains the difference; the reruns above could not run" in text))
     return out
 
