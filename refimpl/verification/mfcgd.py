@@ -453,8 +453,13 @@ def algorithm1_literal_check(quick):
     det.update(steps=T, q=q, numpy_worst=worst_np, numba_worst=worst_nb,
                both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled, kernel_draws=found["draws"])
     right = scaled["right"] and found["draws"]["right"]
+    draws = found["draws"].get("x_bar_max_rel_diff")        # absent when an earlier group stopped the run
+    note = (f"x̄_t against the transcription, 4 matrices: NumPy runner {worst_np:.1e} (≤ 1e-12), Numba kernel "
+            f"{worst_nb:.1e} (≤ 1e-10); the kernel's own draws "
+            + ("not run" if draws is None else f"{draws:.1e} over {found['draws']['steps']} steps")
+            + f"; --radius-scale run {'right' if scaled['right'] else 'WRONG'}")
     return {"measured": max_or_nan(worst_np, worst_nb / 100), "bound": 1e-12,
-            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and right, "details": det}
+            "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and right, "details": det, "note": note}
 
 
 def _kernel_draws_record(pr, par, T):
@@ -1119,7 +1124,7 @@ def problem_evaluations(quick):
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
-                    "a longer run's samples",
+                    "a longer run's samples; the MAML held-out loss",
             "details": {"wrong": wrong[:5]}}
 
 

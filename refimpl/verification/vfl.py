@@ -77,29 +77,28 @@ def weights_sgd(quick):
     return out
 
 
+def _edge_zero_is_sgd(make, words, refused=(np.inf, np.nan, -0.5)):
+    """The optimizer's parameter at 0 gives SGD's weights (every one 1); each value of ``refused``
+    is refused with ``words``."""
+    try:
+        zero = make(0.0).weights(5, 0.1).tolist() == [1.0] * 5
+    except ValueError:
+        zero = False
+    return zero and all(raises(lambda v=v: make(v), words) for v in refused)
+
+
 @check("vfl.weights_momentum", "local momentum: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ρ^{τ−t})/(1 − ρ); "
        "ρ = 0 gives SGD's weights, ρ = 1 is refused",
        "[FlexVFL] (8), momentum example; docs/flexvfl.md")
 def weights_momentum(quick):
     out = _weights_check(lambda rng: LocalMomentum(float(rng.uniform(0.1, 0.95))), quick)
     # the edges of ρ ∈ [0, 1): ρ = 0 is plain SGD (every weight 1), ρ = 1 is refused
-    try:
-        zero = LocalMomentum(0.0).weights(5, 0.1).tolist() == [1.0] * 5
-    except ValueError:
-        zero = False
-    edges = zero and raises(lambda: LocalMomentum(1.0), "momentum ρ must be in [0, 1)")
+    edges = _edge_zero_is_sgd(LocalMomentum, "momentum ρ must be in [0, 1)", refused=(1.0,))
     out["details"]["rho_0_is_sgd_and_rho_1_refused"] = edges
     out["holds"] = bool(edges and out["measured"] <= out["bound"])
     return out
 
 
-def _edge_zero_is_sgd(make, words):
-    """The optimizer's parameter at 0 gives SGD's weights (every one 1); inf, NaN and −0.5 refused."""
-    try:
-        zero = make(0.0).weights(5, 0.1).tolist() == [1.0] * 5
-    except ValueError:
-        zero = False
-    return zero and all(raises(lambda v=v: make(v), words) for v in (np.inf, np.nan, -0.5))
 
 
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
