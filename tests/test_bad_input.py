@@ -644,6 +644,12 @@ def test_nested_partition_lists_and_overflowing_constants_are_one_line(tmp_path,
     assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json")]) == 2
     err = capsys.readouterr().err
     assert "overflow the float range" in err and "L_f = 1e+308" in err and "Traceback" not in err
+    # an overflow after the derived constants were computed still names a key of the file (L_f), never a
+    # derived one (L_fg = L_f·C_g = 3e150 is larger, and is no constant the user wrote)
+    (tmp_path / "c.json").write_text(json.dumps(dict(CONSTANTS, L_f=1e150)))
+    assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "largest: L_f = 1e+150" in err and "L_fg" not in err, err
     (tmp_path / "c.json").write_text(json.dumps(CONSTANTS))
     assert main(["bound", "mfcgd", "--constants", str(tmp_path / "c.json"), "--T", str(10 ** 21)]) == 2
     assert "beyond 2^53" in capsys.readouterr().err

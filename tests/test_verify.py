@@ -193,3 +193,18 @@ def test_a_check_without_its_own_holds_is_judged_by_its_relation(monkeypatch):
     recs = {cid: verify.run_check(cid) for cid in outs}
     assert {cid: r.holds for cid, r in recs.items()} == {cid: want for cid, (_, want) in outs.items()}
     assert "needs the check's own holds" in recs["t.approx"].details["error"]
+
+
+def test_a_check_run_twice_in_one_process_gives_the_same_record():
+    """A check's verdict does not depend on what ran before it in the process: the MFCGD statement
+    check copies constants whose derived values (L_fg, C_fg, L) are cached on first use; copied
+    from ``__dict__`` they were passed back as fields and the second run crashed. All 59 checks
+    were run twice in one process when this was found; this one was the only one that differed."""
+    verify.load_checks()
+    first = verify.run_check("mfcgd.theorem_statement_literal", quick=True)
+    second = verify.run_check("mfcgd.theorem_statement_literal", quick=True)
+    assert first.holds and second.holds, second.details.get("error")
+    timing = ("seconds", "cpu_seconds", "jit_seconds")
+    assert first.measured == second.measured
+    assert {k: v for k, v in first.details.items() if k not in timing} == \
+        {k: v for k, v in second.details.items() if k not in timing}

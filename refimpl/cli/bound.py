@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from refimpl.cli.common import EpilogFormatter
 
@@ -43,7 +44,7 @@ def run(args):
     try:
         return _bound_report(args, c)
     except (OverflowError, ZeroDivisionError) as exc:
-        big = max(c.__dict__.items(), key=lambda kv: abs(float(kv[1])))
+        big = max(asdict(c).items(), key=lambda kv: abs(float(kv[1])))
         raise ValueError(f"--constants {args.constants}: the theorem's constants overflow the float range "
                          f"(±1.8e308) with these values ({exc}; largest: {big[0]} = {big[1]:g}); "
                          "give constants whose squares and products stay below about 1e150")
@@ -78,7 +79,7 @@ def _bound_report(args, c):
     for r in conds:
         print(f"{'met    ' if r['met'] else 'NOT MET'}  {r['name']}:  {r['lhs']:.6g} {r['relation']} {r['rhs']:.6g}")
     report = bound_verdict(c, p, args.T, args.theorem, rho, A_rms, conds)
-    print(json.dumps({"theorem": args.theorem, "T": args.T, "params": {k: float(v) for k, v in p.__dict__.items()},
+    print(json.dumps({"theorem": args.theorem, "T": args.T, "params": {k: float(v) for k, v in asdict(p).items()},
                       **report}, indent=1, ensure_ascii=False))
     print(f"verdict: {report['verdict']}")
     return 0 if all(r["met"] for r in conds) else 1

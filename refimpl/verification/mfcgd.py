@@ -2,6 +2,7 @@
 complexity claim against ComFedL-style local SCGD and Local-SCGDM."""
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from functools import lru_cache
 
 import numpy as np
@@ -131,7 +132,7 @@ def _bound_instance(pr, C, T, adaptive):
     det = {"T": T, "q": q, "rho": rho, "seeds": seeds, "measured_mean": mean, "standard_error": se,
            "right_hand_side": bound, "ratio_measured_over_bound": mean / bound,
            "all_conditions_met_literal_transcription": lit["all_met"],
-           "params": {k: float(v) for k, v in p.__dict__.items()}, "sqrt_mean_A_norm_sq": A_rms if adaptive else 1.0,
+           "params": {k: float(v) for k, v in asdict(p).items()}, "sqrt_mean_A_norm_sq": A_rms if adaptive else 1.0,
            "a_priori_cap_C_f_C_g": cap, "bound_over_a_priori_cap": bound / cap, "vacuous": bool(bound >= cap),
            "sigma": c.sigma, "delta_f": c.delta_f, "delta_g": c.delta_g,
            "grad_norm_kernel_vs_literal_max_rel": eval_diff,
@@ -510,7 +511,6 @@ def _radius_scale_record():
     import os
     import tempfile
 
-    from dataclasses import replace
 
     from refimpl.core.replay import read_dump
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -751,11 +751,11 @@ def _boundary_candidates(c, p, rho):
     g_max = 3 * rho * p.q * LC / (4 * S)
     g_lemma1 = p.n ** (1 / 3) * rho / (2 * c.L * p.k)
     c12_max = 24 ** 4 * p.q ** 2 * p.gamma ** 4 * LC ** 4 / (9 * rho ** 4)
-    out = [type(p)(**{**p.__dict__, "gamma": g * f}) for g in (g_max, g_lemma1) for f in (0.995, 1.005)]
+    out = [replace(p, gamma=g * f) for g in (g_max, g_lemma1) for f in (0.995, 1.005)]
     if c.L > 0:       # n small enough that the Lemma 1 bound is half the other: γ = 0.75·g_max breaks it alone
-        out.append(type(p)(**{**p.__dict__, "n": float((g_max * c.L * p.k / rho) ** 3), "gamma": 0.75 * g_max}))
+        out.append(replace(p, n=float((g_max * c.L * p.k / rho) ** 3), gamma=0.75 * g_max))
     if c12_max > p.c2 ** 2:
-        out += [type(p)(**{**p.__dict__, "c1": float(np.sqrt((c12_max - p.c2 ** 2) * f))}) for f in (0.99, 1.01)]
+        out += [replace(p, c1=float(np.sqrt((c12_max - p.c2 ** 2) * f))) for f in (0.99, 1.01)]
     return out
 
 
@@ -799,7 +799,7 @@ def theorem_statement_literal(quick):
             cands += _boundary_candidates(c, p, rho)
             for f in ("k", "n", "c1", "c2", "c3", "gamma", "B"):
                 for fac in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0):     # near the boundaries too
-                    cands.append(type(p)(**{**p.__dict__, f: getattr(p, f) * fac}))
+                    cands.append(replace(p, **{f: getattr(p, f) * fac}))
         for _ in range(20 if quick else 200):
             cands.append(TheoremParams(
                 k=float(np.exp(rng.uniform(-2, 2))), n=float(np.exp(rng.uniform(0, 25))),
@@ -819,7 +819,7 @@ def theorem_statement_literal(quick):
             st["worst"] = max_or_nan(st["worst"], rel)
             if ours != lit["conditions"]:
                 st["disagree"].append({"problem": name, "rho": rho,
-                                       "params": {k: float(v) for k, v in cand.__dict__.items()},
+                                       "params": {k: float(v) for k, v in asdict(cand).items()},
                                        "refimpl_failed": sorted(k for k, v in ours.items() if not v),
                                        "literal_failed": sorted(k for k, v in lit["conditions"].items() if not v)})
             if p is not None and all(lit["conditions"].values()) and lit["G"] < info["G"] * (1 - 1e-9):
@@ -932,7 +932,7 @@ def _verdict_edge_errors():
     = 1e-6 (the planted set otherwise) Theorem 2's right side is below the cap from T = 1, and the
     smallest informative T is then 1 (T = 0 is no run); a condition whose left side is 0 has no
     ratio and is never the tightest. The list of wrong answers."""
-    c = Constants(**{**PLANTED_CONSTANTS.__dict__, "sigma": 1e-6, "delta_f": 1e-6, "delta_g": 1e-6, "F_gap": 1e-6})
+    c = replace(PLANTED_CONSTANTS, sigma=1e-6, delta_f=1e-6, delta_g=1e-6, F_gap=1e-6)
     p, _ = find_theorem_parameters(c, 2000, 10, 1.0)
     if p is None:
         return ["no parameters found for the near-noiseless planted constants"]
@@ -1117,7 +1117,6 @@ def problem_evaluations(quick):
         if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7] or not np.all(np.isfinite(tr.metrics["grad_norm"])):
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps records steps {tr.metrics['step']} "
                          f"(||∇F|| {tr.metrics['grad_norm']}), not 1, 3, 6, 7 each with its value")
-    from dataclasses import replace
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors()
