@@ -57,6 +57,15 @@ def register(paper):
     return paper
 
 
+def forget():
+    """Drop the loaded descriptions (built-in and ``REFIMPL_PAPERS``): the next call reads them
+    anew. The mutation runner's zygote calls it after importing the checks, so that each child
+    builds the descriptions from the modules it runs, mutated or not."""
+    global _LOADED_ENV
+    _PAPERS[:] = []
+    _LOADED_ENV = None
+
+
 def unregister(key):
     """Remove a registered paper (tests)."""
     _ensure()

@@ -323,3 +323,62 @@ def test_a_mutation_run_ends_with_its_runner(tmp_path):
     forked = ("import time\nfrom refimpl.tools.mutations import Zygote, _mutation_env\n"
               f"Zygote(_mutation_env()).run({str(tmp_path)!r}, {LOOP!r}, 600)\n")
     assert _ends_with_its_runner(forked, tmp_path)
+
+
+def test_module_references_and_what_a_mutation_makes_a_child_execute_afresh(tmp_path):
+    """The preloading zygote's dependency graph, on a planted package: absolute, relative and
+    submodule imports are references; a name imported by ``import_module`` while the module is
+    imported is one, inside a function it is not (the child runs it through ``sys.modules``), nor
+    is a docstring's mention; a mutation makes the child execute its module and every module
+    naming one of those again, to a fixed point, and re-execute a package among them in place."""
+    files = {"pk/__init__.py": '"""pk.c is documented here."""\nfrom pk.a import X\n',
+             "pk/a.py": "X = 1\n", "pk/b.py": "from . import a\n",
+             "pk/c.py": "import importlib\nM = importlib.import_module('pk.d')\n", "pk/d.py": "",
+             "pk/e.py": "def f():\n    import importlib\n    return importlib.import_module('pk.a')\n",
+             "pk/sub/__init__.py": "", "pk/sub/f.py": "from ..b import a as _a\n",
+             "pk/sub/g.py": "import pk.c as C\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    g = MU.module_references({"pk": tmp_path / "pk"})
+    assert g == {"pk": {"pk.a"}, "pk.a": set(), "pk.b": {"pk.a"}, "pk.c": {"pk.d"}, "pk.d": set(), "pk.e": set(),
+                 "pk.sub": set(), "pk.sub.f": {"pk.b"}, "pk.sub.g": {"pk.c"}}, g
+    assert MU.reloaded_with(g, "pk.a") == {"pk.a", "pk", "pk.b", "pk.sub.f"}
+    assert MU.reloaded_with(g, "pk.d") == {"pk.d", "pk.c", "pk.sub.g"}
+    assert MU.reloaded_with(g, "pk.e") == {"pk.e"}
+    code = MU._purging(MU.reloaded_with(g, "pk.a"), g)
+    assert "['pk.a', 'pk.b', 'pk.sub.f'], ['pk']" in code and MU._purging(set(), g) == ""
+    assert MU.module_name("refimpl/core/__init__.py") == "refimpl.core"
+    # refimpl itself: a paper's kernels are named by its runners, never by the cross-check tools
+    real = MU.package_graph()
+    assert "refimpl.vfl.flexvfl" in MU.reloaded_with(real, "refimpl.vfl.kernels")
+    assert "refimpl.tools.diagnose" not in MU.reloaded_with(real, "refimpl.vfl.kernels")
+
+
+def test_a_preloaded_zygote_gives_the_verdicts_of_a_bare_one():
+    """A zygote holding the copy's unmutated modules (and its kernels, loaded) runs each mutation
+    with the mutated module and every module naming it executed afresh: on entries in a tool, a
+    kernel file (run as Python), a transcription a check module imports (the check module, which
+    registers checks, is executed again), the check registry, the paper registry and a paper's
+    description (read anew in each child: ``papers.forget``), it gives the catches of a zygote that imports nothing of refimpl; it refuses another copy."""
+    ids = ("core-tune-last-of-equal", "vfl-numba-incoming-momentum-dropped", "mfcgd-literal-search-n",
+           "core-max-or-nan-drops-nan", "core-registry-env-papers-never-loaded",
+           "ssca-entry-words-w2-column-without-bias")
+    cat = {m.id: m for m in MU.load_catalogue(only=set(ids))}
+    space = MU.Workspace()
+    found = {}
+    try:
+        for preload in (space.dir, None):
+            z = MU.Zygote(MU._mutation_env(), preload=preload)
+            try:
+                assert z.preload == preload
+                found[preload] = {i: MU.run_mutation(cat[i], zygote=z, workspace=space).caught_by for i in ids}
+                if preload:
+                    with pytest.raises(ValueError, match="holds the modules of"):
+                        z.run(str(Path(space.dir).parent), "pass", 60)
+            finally:
+                z.close()
+    finally:
+        space.close()
+    assert found[space.dir] == found[None], found
+    assert all(found[None][i][:1] == [cat[i].checks[0]] for i in ids), found

@@ -5,9 +5,12 @@ each names the file, the exact text it replaces (which must occur exactly once),
 and the equation it breaks, and the checks expected to catch it. Each worker keeps one copy of
 the package (modification times kept, so Numba's on-disk cache is reused: it is filled first,
 ``engine.ensure_kernel_cache``; its bytecode compiled once); for every mutation the runner
-applies the replacement to that copy, runs, in a fresh interpreter on it (forked from one that has
-imported NumPy, SciPy, Numba and cvxpy, never refimpl), the theorem-kind checks of the mutation's paper in quick mode — the expected
-catchers first, then the others until one fails — and puts the file and its bytecode back. The
+applies the replacement to that copy, runs, in an interpreter forked from the worker's zygote (one
+that has imported NumPy, SciPy, Numba, cvxpy and the copy's unmutated checks, kernels loaded), the
+theorem-kind checks of the mutation's paper in quick mode — the expected catchers first, then the
+others until one fails — and puts the file and its bytecode back. The fork first executes afresh
+the mutated module and every module that names it, to a fixed point (``reloaded_with``): the
+modules it keeps cannot have run the mutated line. The
 mutated file's Numba kernels run as the Python they are written in (``KERNELS_ENV``). A mutation
 is *caught* when a theorem-kind check does not hold (a check that crashes on the mutated code
 counts: the runner reports it as failing); claim checks and tests never count.
@@ -220,10 +223,131 @@ def _vector_child(vectors_dir):
     print(json.dumps({"package": refimpl.__file__, "ran": ["vectors"], "caught_by": failed[:3]}))
 
 
+def module_name(file):
+    """The module a source file of the copy defines: ``refimpl/ssca/runner.py`` → ``refimpl.ssca.runner``,
+    a package's ``__init__.py`` → the package."""
+    parts = list(Path(file).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_references(tops):
+    """{module: the modules of ``tops`` ({top-level package: its directory}) its source names} for
+    every ``.py`` file of them: its ``import`` and ``from … import`` statements at any depth
+    (relative ones resolved; ``from P import sub`` names the submodule ``P.sub`` where there is
+    one, else ``P``). A module that imports by name while it is imported (``import_module`` or
+    ``__import__`` outside a function) also names every dotted name of a top in its strings other
+    than docstrings. Imports by name inside functions run in the child, through ``sys.modules``,
+    so they see the modules the child executes afresh. An over-approximation on purpose: a module
+    named here that is not imported costs a re-execution, a reference missed would let a child
+    run stale code."""
+    import ast
+    import re
+    files = {module_name(path.relative_to(Path(where).parent)): path for where in tops.values()
+             for path in Path(where).rglob("*.py") if "__pycache__" not in path.parts}
+    names = set(files)
+    dotted = re.compile(r"(?<![\w.])((?:%s)(?:\.\w+)+)" % "|".join(re.escape(t) for t in tops))
+    graph = {}
+    for name, path in files.items():
+        pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        refs = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                refs |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                refs |= {f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names}
+        if _imports_by_name_when_imported(tree):
+            bare = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in bare:
+                    refs |= {n for m in dotted.findall(node.value) for n in names
+                             if n == m.rstrip(".") or n.startswith(m.rstrip(".") + ".")}
+        graph[name] = (refs & names) - {name}
+    return graph
+
+
+def _imports_by_name_when_imported(tree):
+    """Whether a module's own execution calls ``import_module`` or ``__import__`` (a call outside
+    every function body: at the top level or in a class body)."""
+    import ast
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (getattr(f, "attr", None) or getattr(f, "id", None)) in ("import_module", "__import__"):
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+#: "0": the zygotes import no refimpl module (each child imports every module it runs afresh)
+PRELOAD_ENV = "REFIMPL_MUTATION_PRELOAD"
+
+
+def package_graph(package=PACKAGE):
+    """:func:`module_references` of refimpl and of the papers written outside it, read from their
+    sources once per process (a second for refimpl's hundred modules)."""
+    key = str(Path(package).resolve())
+    if key not in _GRAPHS:
+        _GRAPHS[key] = module_references({package.name: package, **outside_packages(package)})
+    return _GRAPHS[key]
+
+
+_GRAPHS = {}
+
+
+def _purging(drop, graph, registry="refimpl.verification.registry"):
+    """Code run first in a child of a preloading zygote (after :func:`_interpreting`'s): the
+    modules of ``drop`` (:func:`reloaded_with`) leave ``sys.modules`` and their parents'
+    attributes, so that the child's imports execute them afresh from the mutated copy; a package
+    among them is executed again in place (its submodules that are kept stay its attributes);
+    the checks they registered leave the registry (they register again on import). Nothing of
+    refimpl is imported here: the registry is read from ``sys.modules`` where the zygote put it."""
+    if not drop:
+        return ""
+    pkgs = sorted((n for n in drop if any(m.startswith(n + ".") for m in graph)), key=lambda n: n.count("."))
+    mods = sorted(set(drop) - set(pkgs))
+    return ("import sys as _s, importlib as _il\n"
+            f"_mods, _pkgs, _reg = {mods!r}, {pkgs!r}, _s.modules.get({registry!r})\n"
+            f"if _reg is not None and {registry!r} not in _mods:\n"
+            "    for _c in [c for c, e in _reg.REGISTRY.items() if e[2].__module__ in set(_mods) | set(_pkgs)]:\n"
+            "        del _reg.REGISTRY[_c]\n"
+            "        _reg.GROUPS.pop(_c, None)\n"
+            "for _n in _mods:\n"
+            "    if _s.modules.pop(_n, None) is not None:\n"
+            "        _p, _, _a = _n.rpartition('.')\n"
+            "        if _p in _s.modules and _a in vars(_s.modules[_p]):\n"
+            "            delattr(_s.modules[_p], _a)\n"
+            "for _n in _pkgs:\n"
+            "    if _n in _s.modules:\n"
+            "        _il.reload(_s.modules[_n])\n")
+
+
+def reloaded_with(graph, module):
+    """The modules a child must execute afresh when ``module`` is mutated: the module and every
+    module naming one of them (:func:`module_references`), to a fixed point. The rest, imported
+    unmutated by the zygote, cannot have run the mutated code."""
+    drop, grew = {module}, True
+    while grew:
+        more = {n for n, refs in graph.items() if refs & drop}
+        grew = not more <= drop
+        drop |= more
+    return drop
+
+
 #: the zygote: an interpreter that imports the heavy libraries once, then forks one child per
 #: mutation; the child puts the mutated copy first on sys.path and imports refimpl from it. Saves
-#: each mutation the libraries' import (about a second; matplotlib's, 0.5 s, where installed)
-#: without sharing any refimpl module. It also compiles one throw-away Numba function (not cached,
+#: each mutation the libraries' import (about a second; matplotlib's, 0.5 s, where installed).
+#: Given its worker's copy (``preload``), it also imports that copy's checks unmutated and loads
+#: its Numba kernels from the on-disk cache; a child then executes afresh only what the mutation
+#: reaches (``_purging``). It also compiles one throw-away Numba function (not cached,
 #: not refimpl's) touching what refimpl's kernels use: Numba's CPU target and its NumPy, math and
 #: random registries are then set up once here instead of in every child on its first cached
 #: kernel (0.15–0.4 s a mutation, measured).
@@ -253,10 +377,26 @@ def _warm(x, a, M):
 
 
 _warm(1.0, np.ones(3), np.ones((2, 3)))
+preload = sys.argv[1] if len(sys.argv) > 1 else ""
+if preload:                  # the worker's unmutated copy: its checks' modules, imported once here
+    sys.path.insert(0, preload)
+    try:
+        from refimpl.tools.verify import load_checks
+        load_checks()
+        import refimpl.tools.mutations
+        from refimpl import papers
+        papers.warm_kernels()    # from the copy's on-disk cache: a child whose kernels' modules are kept calls them ready
+        papers.forget()          # the one cache load_checks fills: each child reads the descriptions anew
+    except BaseException:    # the copy does not import: the children import it themselves
+        traceback.print_exc()
+        for name in [n for n in sys.modules if n == "refimpl" or n.startswith("refimpl.")]:
+            del sys.modules[name]
+        preload = ""
+    del sys.path[0]
 import gc
 gc.collect()
 gc.freeze()
-print("ready", flush=True)
+print("ready " + ("preloaded" if preload else "bare"), flush=True)
 runner = os.getppid()
 for line in sys.stdin:
     job = json.loads(line)
@@ -298,17 +438,22 @@ class ZygoteGone(RuntimeError):
 class Zygote:
     """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
 
-    def __init__(self, env, wait=True):
+    def __init__(self, env, wait=True, preload=None):
         env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
-        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE], env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.preload = None                     # the copy whose unmutated modules it holds, once ready
+        self._asked = preload
+        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE] + ([str(preload)] if preload else []), env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         if wait:
             self.wait_ready()
 
     def wait_ready(self):
-        """Block until the zygote has imported its libraries (``wait=False`` starts several at once)."""
-        if self.proc.stdout.readline().strip() != "ready":
+        """Block until the zygote has imported its libraries (``wait=False`` starts several at once),
+        and, where it was given a copy (``preload``), that copy's checks."""
+        line = self.proc.stdout.readline().split()
+        if not line or line[0] != "ready":
             raise RuntimeError("the mutation runner's zygote did not start")
+        self.preload = self._asked if line[1:] == ["preloaded"] else None
 
     @property
     def alive(self):
@@ -317,6 +462,8 @@ class Zygote:
     def run(self, tmp, code, timeout):
         """(stdout, stderr, timed_out, how the fork ended) of ``code`` run in a fork with ``tmp``
         first on sys.path; :class:`ZygoteGone` when the zygote itself has died."""
+        if self.preload is not None and os.path.realpath(tmp) != os.path.realpath(self.preload):
+            raise ValueError(f"this zygote holds the modules of {self.preload}, not of {tmp}")
         out, err = os.path.join(tmp, ".out"), os.path.join(tmp, ".err")
         try:
             self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err})
@@ -496,11 +643,15 @@ def fallback_argv(code, every=0.5):
 def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
     """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
     modules = check_modules(order + claim_ids)
-    code = (_interpreting(m, package) + "from refimpl.tools.mutations import _child; "
+    purge = ""
+    if zygote is not None and zygote.preload is not None:
+        graph = package_graph(package)
+        purge = _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
+    code = (_interpreting(m, package) + purge + "from refimpl.tools.mutations import _child; "
             f"_child({json.dumps(json.dumps(order))}, {json.dumps(json.dumps(claim_ids))}, "
             f"{json.dumps(json.dumps(modules))})")
     if vectors_dir is not None:
-        code = f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+        code = purge + f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
     if zygote is not None:
         try:
             stdout, stderr, timed_out, exit_note = zygote.run(tmp, code, timeout)
@@ -538,35 +689,36 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     results = [None] * len(mutations)
     import queue
     forking = hasattr(os, "fork")               # elsewhere: one fresh interpreter per mutation
-    zygotes = queue.Queue()
-    starting = [Zygote(_mutation_env(), wait=False) for _ in range(max(1, int(workers)) if forking else 0)]
+    spaces = [Workspace(package) for _ in range(max(1, int(workers)))]     # one copy per worker, reused
+    package_graph(package)                      # read once here, before the workers share it
+    # each worker: its copy and a zygote holding that copy's unmutated modules (started together,
+    # each setting up on its own core)
+    workers_ = queue.Queue()
+    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
+    starting = [(Zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None) if forking else None, sp)
+                for sp in spaces]
     try:
-        for z in starting:                      # started together, each setting up on its own core
-            z.wait_ready()
-            zygotes.put(z)
+        for z, sp in starting:
+            if z is not None:
+                z.wait_ready()
+            workers_.put((z, sp))
     except RuntimeError:
-        for z in starting:
-            z.close()
+        for z, sp in starting:
+            z.close() if z is not None else None
+            sp.close()
         raise
-
-    spaces = queue.Queue()                      # one copy of the package per worker, reused
-    for _ in range(max(1, int(workers))):
-        spaces.put(Workspace(package))
 
     confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
 
     def pooled(fn):
-        z = zygotes.get() if forking else None
-        space = spaces.get()
+        z, space = workers_.get()
         try:
             return fn(z, space)
         finally:
-            spaces.put(space)
-            if z is not None:
-                if not z.alive:                 # died under a mutation: the next one gets a new zygote
-                    z.close()
-                    z = Zygote(_mutation_env())
-                zygotes.put(z)
+            if z is not None and not z.alive:   # died under a mutation: the next one gets a new zygote
+                z.close()
+                z = Zygote(_mutation_env(), preload=space.dir if preload else None)
+            workers_.put((z, space))
 
     def one(i):
         results[i] = pooled(lambda z, space: run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir,
@@ -602,10 +754,10 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
         with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
             list(ex.map(one, order))
     finally:
-        while not zygotes.empty():
-            zygotes.get().close()
-        while not spaces.empty():
-            spaces.get().close()
+        while not workers_.empty():
+            z, space = workers_.get()
+            z.close() if z is not None else None
+            space.close()
     if package == PACKAGE:
         void_broken_catchers(results, confirmed)
     return results
