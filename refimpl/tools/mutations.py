@@ -224,7 +224,7 @@ def _vector_child(vectors_dir):
 
 
 def module_name(file):
-    """The module a source file of the copy defines: ``refimpl/ssca/runner.py`` → ``refimpl.ssca.runner``,
+    """The module a source file of the copy defines: ``refimpl/ssca/algorithms.py`` → ``refimpl.ssca.algorithms``,
     a package's ``__init__.py`` → the package."""
     parts = list(Path(file).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

@@ -871,7 +871,8 @@ def baselines_literal(quick):
        "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round, each client's "
        "(ℓ̂_k, ĝ_k) its own batch's means; the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
-       "or NaN refused; 0 wrong",
+       "or NaN refused; a failing solver (planted) replaced by the closed form where it applies, counted and named, "
+       "raised where it does not; 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
     from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedState, kkt_residuals
@@ -918,8 +919,52 @@ def constrained_records(quick):
                                                       solver="cvxpy", per_client=True),
                       "loss bound U must be finite and > 0"):
             wrong.append(f"the loss bounds U = {bad} not refused")
+    wrong += _solver_fallback_wrong(m, X, y, theta, parts)
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
             "note": f"{len(wrong)} records wrong" + (": " + "; ".join(wrong) if wrong else "")}
+
+
+def _solver_fallback_wrong(m, X, y, theta, parts):
+    """cvxpy failing on rounds 2 and 3 of four (a planted solver): with one constraint, where the
+    closed form applies, those rounds take ω^{t+1} = (1 − γ_t) ω^t + γ_t ω̄ with ω̄ the closed form
+    of that round's surrogate, the state counts 2 fallbacks and keeps the last failure's words
+    after round 4 succeeds; with per-client constraints, which have no closed form, the failure is
+    raised. The list of wrong answers."""
+    from refimpl.ssca.constrained import SolverError
+    rho, gamma = PowerLaw(0.9, 0.3), PowerLaw(0.5, 0.4)
+
+    def flaky(algo, failing):
+        real, calls = algo.qcqp.solve, []
+
+        def solve(surrogates, U):
+            calls.append(len(calls) + 1)
+            if calls[-1] in failing:
+                raise SolverError(f"planted failure on call {calls[-1]}")
+            return real(surrogates, U)
+        algo.qcqp.solve = solve
+        return algo
+    algo = flaky(ConstrainedSSCA(SampleBasedProtocol(m, X, y, [np.arange(X.shape[0])]), rho, gamma, 0.2, 0.5, 1e3,
+                                 solver="cvxpy"), (2, 3))
+    state, wrong = algo.init(theta), []
+    for t in range(1, 5):
+        new = algo.apply(state, t, [np.arange(20 * t, 20 * t + 16)])[0]
+        if t in (2, 3):
+            want = (1 - gamma(t)) * state.omega + gamma(t) * closed_form_step(new.surrogates[0], 0.5, 1e3).omega_bar
+            if not _rel(new.omega, want) <= 1e-12:
+                wrong.append(f"round {t}, the solver failing: ω^(t+1) off the closed form's step by "
+                             f"{_rel(new.omega, want):.2g}")
+        state = new
+    if (state.fallbacks, state.note) != (2, "planted failure on call 3; used the closed form"):
+        wrong.append(f"after 2 solver failures the state says {state.fallbacks} fallbacks, note {state.note!r}")
+    per_client = flaky(ConstrainedSSCA(SampleBasedProtocol(m, X, y, parts), rho, gamma, 0.2, [0.5, 0.5], 1e3,
+                                       solver="cvxpy", per_client=True), (1,))
+    try:
+        per_client.apply(per_client.init(theta), 1, [np.arange(8), np.arange(100, 108)])
+        wrong.append("a failing solver with per-client constraints (no closed form) not raised")
+    except SolverError as exc:
+        if "planted failure on call 1" not in str(exc):
+            wrong.append(f"a failing solver with per-client constraints raised {exc}")
+    return wrong
 
 
 def _command_cases():
