@@ -558,6 +558,7 @@ def _dump_writer_cases():
     --max-dump-gb is allowed and one byte over is refused; a second run into a directory that holds
     an earlier dump (--overwrite) replaces it; a round whose dump.mat append fails leaves neither
     its .npz nor a temporary file."""
+    import json
     import os
     import tempfile
 
@@ -583,6 +584,11 @@ def _dump_writer_cases():
         held.save(saved)                                       # saved again over itself (--overwrite)
         out.append(("a trace holding its dumps in memory is saved again over itself: the same round files",
                     sorted(os.listdir(os.path.join(saved, "dump"))) == ["r1.npz", "r2.npz"]))
+        snap = Trace(config={}, metrics={}, snapshots={300: (x, x), 0: (x, x), 10: (x, x)})   # a file's own order
+        snap.save(os.path.join(tmp, "snap"))
+        with open(os.path.join(tmp, "snap", "trace.json")) as fh:
+            out.append(("trace.json lists the snapshot rounds in increasing order, whatever order they came in",
+                        json.load(fh)["snapshot_rounds"] == [0, 10, 300]))
         np.savez(os.path.join(tmp, "at", "dump", "r6.npz"), x=np.array([{"a": 1}], dtype=object))
         out.append(("a round file holding Python objects is refused as damaged, never unpickled",
                     _raises(lambda: D.read_rounds(os.path.join(tmp, "at")), "r6.npz: a damaged dump round file")))
@@ -1119,7 +1125,23 @@ def _flag_cases():
     got = V.digest_problems({**docs, "partition": moved})
     out.append(("a generator that draws other labels for one case (partition-6's, shifted by one): its family's "
                 "digest differs, and only its family's", len(got) == 1 and got[0].startswith("partition: its cases")))
-    return out + _planted_flag_cases(records)
+    return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs)]
+
+
+def _schema_tolerance_case(docs):
+    """(what, right): each exported JSON Schema admits in a case's ``tol`` exactly the two kinds
+    the harness reads (``rel`` ≥ 0, a whole ``ulps`` ≥ 0) and no other key, so that a file the
+    schema accepts is one the harness can judge."""
+    from refimpl.conformance import vectors as V
+    wrong = []
+    for fam, doc in docs.items():
+        tol = V.schema(doc)["properties"]["cases"]["items"]["properties"]["tol"]
+        if (tol.get("additionalProperties"), sorted(tol.get("properties", {})), tol["properties"]["rel"],
+                tol["properties"]["ulps"]) != (False, ["rel", "ulps"], {"type": "number", "minimum": 0},
+                                               {"type": "integer", "minimum": 0}):
+            wrong.append(fam)
+    return (f"every family's schema admits exactly rel and ulps in a tolerance (not: {wrong[:3]})"
+            if wrong else "every family's schema admits exactly rel and ulps in a tolerance", not wrong)
 
 
 def _planted_flag_cases(records):
@@ -1197,7 +1219,8 @@ def _planted_flag_cases(records):
        "pinned cases (a SHA-256 of ids, flags, tolerances and inputs to 12 digits); planted "
        "families — a tie that is no longer one, an argument above the underflow threshold, C ≤ U in the active "
        "case, a projection that binds, an inf state, a case drawn differently, a flag without a witness, a witness "
-       "true everywhere, made looser or raising — get the sentence they must (wrong answers: 0)",
+       "true everywhere, made looser or raising — get the sentence they must; each family's JSON Schema admits "
+       "exactly the tolerance kinds the harness reads (wrong answers: 0)",
        "refimpl vectors; docs/conformance.md")
 def vector_flags(quick):
     return _cases_result(_flag_cases(), "")

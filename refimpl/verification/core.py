@@ -874,6 +874,9 @@ def _batch_schedule_refusals():
     twice = np.array([[[0, 1], [3, 4]], [[0, 2], [5, 5]]])
     right &= raises(lambda: BatchSchedule(twice).validate_sample_based(parts, 2, 2),
                     "round 2, client 1, sample 5 appears twice")
+    # repeats in rounds 2 and 3: the first one is named
+    right &= raises(lambda: BatchSchedule(np.array([[0, 1], [2, 2], [4, 4]])).validate_feature_based(6, 3, 2),
+                    "round 2, sample 2 appears twice")
     return bool(right) and _cover_refusals()
 
 
@@ -902,6 +905,10 @@ def _cover_refusals():
             json.dump([[0, 1, 2], [3, 4]], fh)
         right &= read_feature_blocks(path) == [[0, 1, 2], [3, 4]]
         right &= [b.tolist() for b in read_partition_file(path, 5)] == [[0, 1, 2], [3, 4]]
+        for doc in (5, {"0": [0, 1]}, "01", [[0, 1], []]):     # no list of non-empty index lists: refused, words
+            with open(path, "w") as fh:
+                json.dump(doc, fh)
+            right &= raises(lambda: read_partition_file(path, 2), "expected a JSON list of non-empty index lists")
     return bool(right)
 
 

@@ -569,7 +569,9 @@ def _cpu_trace_errors(model, data):
                 raises(lambda: Network(bandwidth=0.0), "network bandwidth must be finite and > 0"),
                 raises(lambda: LogNormalSpeed((1.0, 2.0), -0.5).sample(2, np.random.default_rng(0)), "σ must be finite"),
                 raises(lambda: LogNormalSpeed((1.0, 2.0), np.nan).sample(2, np.random.default_rng(0)),
-                       "σ must be finite")]
+                       "σ must be finite"),
+                raises(lambda: CPUTraceSpeed(np.array([0.5, 0.2]), 1.0).note, "expected a matrix (rows: machines"),
+                raises(lambda: CPUTraceSpeed(cpu, np.inf).note, "CPU trace speeds need a timeout > 0")]
     try:
         Network(latency=0.0)
         refusals.append(np.array_equal(LogNormalSpeed((1.0, 2.0), 0.0).sample(2, np.random.default_rng(0)),
