@@ -899,6 +899,13 @@ def _cover_refusals():
     # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
     sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
     right &= sum(sizes) == 1000 and min(sizes) >= 1
+    # a Dirichlet split of concentration 0, or with a minimum size no split can give (3 × 4 > 10), is refused
+    labels = np.arange(10) % 2
+    right &= raises(lambda: sample_partition(10, 4, "dirichlet:0", np.random.default_rng(0), labels),
+                    "the Dirichlet concentration α must be finite and > 0, got 0.0")
+    right &= raises(lambda: sample_partition(10, 4, "dirichlet:0.5:3", np.random.default_rng(0), labels),
+                    "MIN_SIZE 3 x 4 clients exceeds the 10 samples; allowed: MIN_SIZE <= 2")
+    right &= min(len(p) for p in sample_partition(10, 4, "dirichlet:0.5:2", np.random.default_rng(0), labels)) >= 2
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "blocks.json")
         with open(path, "w") as fh:

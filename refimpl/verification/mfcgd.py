@@ -1145,7 +1145,13 @@ def _post_adaptation_errors(pr):
         Yq = Zq @ a + pr.noise * r.standard_normal(20)
         out.append(0.5 * np.mean((Zq @ xa - Yq) ** 2))
     want = float(np.mean(out))
-    return [] if abs(got - want) <= 1e-12 * abs(want) else [f"MAML post-adaptation loss {got:.12g}, by hand {want:.12g}"]
+    wrong = [] if abs(got - want) <= 1e-12 * abs(want) else [f"MAML post-adaptation loss {got:.12g}, by hand {want:.12g}"]
+    # the tasks' generator: a_m = c + spread · z_m / √d, with c and then the z_m standard normal from the seed
+    r = np.random.default_rng(16)
+    c = r.standard_normal(3)
+    a = c + 0.7 * r.standard_normal((4, 3)) / np.sqrt(3)
+    got_a = type(pr).random(M=4, d=3, spread=0.7, rng=np.random.default_rng(16)).a
+    return wrong + ([] if np.allclose(got_a, a, rtol=1e-14, atol=0) else ["MAML tasks a_m not c + spread·z_m/√d"])
 
 
 def _fedavg_drfl_errors(pr, X, y):
