@@ -479,7 +479,8 @@ def divergence_reference(quick):
         sparse = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=4, hidden=8, batch=20,
                                           diverge_cost_factor=1e12, diverge_sq_norm=limit), ds)
         last_good = (want is not None and sparse.metrics["round"] == [0, want - 1]
-                     and sparse.metrics["train_cost"][-1] == free.metrics["train_cost"][want - 1])
+                     and sparse.metrics["train_cost"][-1] == free.metrics["train_cost"][want - 1]
+                     and max(sparse.snapshots) == want - 1)        # its iterate kept under that round
         det["ssca-family/sgd ||omega||^2, every 4th round evaluated"] = sparse.metrics["round"]
         return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:") or not last_good)
 
@@ -815,9 +816,12 @@ def tune_selection(quick):
 def boundary_refusals(quick):
     from refimpl.core import validate as V
     from refimpl.core.schedules import Sequence
-    cases = [("a class index equal to L = 10 is refused; 9 is read",
-              raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9")
+    from refimpl.core.schedules import PowerLaw
+    cases = [("a class index equal to L = 10 is refused (the range of the labels named); 9 is read",
+              raises(lambda: V.labels("y_train", np.array([3, 10, -1]), 10), "must lie in 0..9, got range -1..10")
               and V.labels("y_train", np.array([0, 9]), 10).tolist() == [0, 9]),
+             ("a power law s_t = a/t^α with a = 0 is refused (s_1 must lie in (0, 1]); a = 1 is read",
+              raises(lambda: PowerLaw(0.0, 0.5), "must be in (0, 1]") and PowerLaw(1.0, 0.5).a == 1.0),
              ("ρ_t = 0 is refused, ρ_t = 1 accepted ((4): ρ_t ∈ (0, 1])",
               raises(lambda: V.unit_interval("rho_t", 0.0), "outside (0, 1]") and V.unit_interval("rho_t", 1.0) == 1.0),
              ("inf is refused as NaN is, naming the first entry",

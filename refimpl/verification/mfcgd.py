@@ -521,6 +521,8 @@ def _radius_scale_record():
         tr.save(os.path.join(tmp, "r"))
         dump = read_dump(os.path.join(tmp, "r"))
     radii, counts = tr.config["projection_radii"], tr.config["projected_client_steps"]
+    # each dumped step says whether it communicates: t a multiple of q
+    said = [bool(dump[t]["communication"]) for t in range(1, 13)]
     surface = {n: sum(int(np.sum(np.linalg.norm(dump[t][n].reshape(3, -1), axis=1) >= R * (1 - 1e-12)))
                       for t in range(2, 13)) for n, R in (("u", radii["C_g"]), ("v", radii["C_f"]))}
     want = (0.5 * whole["C_g"], 0.5 * whole["C_f"])
@@ -536,6 +538,7 @@ def _radius_scale_record():
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
                 and {k: inst.get(k) for k in ("s_g", "r_g", "r_f")} == {"s_g": 0.1, "r_g": 0.5, "r_f": 0.1})
+    refused &= said == [t % cfg.q == 0 for t in range(1, 13)] and any(said)
     right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
     return {"radii": radii, "counts": counts, "on_surface_in_dumped_steps": surface, "right": bool(right)}
@@ -645,7 +648,8 @@ def lemma2(quick):
 
 @check("mfcgd.lemma8_descent", "the one-step descent inequality of the proof, evaluated from the recorded states "
        "at every step with γ ≤ ρ/(2Lη_t): F(x̄_{t+1}) ≤ F(x̄_t) + (γη_t/ρ)(1/M) Σ_m (2C_f²||u − ∇g(x̄)||² + "
-       "4C_g²||v − ∇f(h)||² + 4C_g²L_f²||h − g(x̄)||²) − ρ/(2η_tγ) ||x̄_{t+1} − x̄_t||² (MFCGD and Adam type)",
+       "4C_g²||v − ∇f(h)||² + 4C_g²L_f²||h − g(x̄)||²) − ρ/(2η_tγ) ||x̄_{t+1} − x̄_t||² (MFCGD and Adam type); the "
+       "recorded states chain (step t's x_{t+1} is step t+1's x_t)",
        "[MFCGD] appendix, Lemma 8 (28); docs/mfcgd.md")
 def lemma8_descent(quick):
     pr, C = nonlinear()
@@ -661,6 +665,7 @@ def lemma8_descent(quick):
         r = run_mfcgd(pr, np.zeros(pr.d), T, par, make_matrix(kind, rho, 0.9), np.random.default_rng(58),
                       noise=draw_noise(pr, T, q, 58), record_states=True)
         st = r.states
+        chained = bool(np.array_equal(st["X_next"][:-1], st["X"][1:]))     # step t's x_{t+1} is step t+1's x
         _, rhs2 = lemma2_outside(pr, st, C_f, C_g, 1.0)
         viol = []
         for t in range(1, T):
@@ -670,9 +675,10 @@ def lemma8_descent(quick):
             rhs = pr.F(xb) + gamma * eta / rho * rhs2[t - 1] - rho / (2 * eta * gamma) * np.sum((xn - xb) ** 2)
             viol.append((lhs - rhs) / max(abs(pr.F(xb)), 1e-12))
         det[kind] = {"gamma": gamma, "rho": rho, "max_relative_excess": float(np.max(viol)),
-                     "steps_checked": T - 1}
+                     "steps_checked": T - 1, "states_chained": chained}
         worst = max_or_nan(worst, float(np.max(viol)))
-    return {"measured": worst, "bound": 0.0, "holds": worst <= 1e-12, "details": det}
+    chained = all(det[kind]["states_chained"] for kind in ("identity", "adam"))
+    return {"measured": worst, "bound": 0.0, "holds": worst <= 1e-12 and chained, "details": det}
 
 
 @check("mfcgd.lemma9_tracking", "the tracking-error recursions of the proof, one step at a time from recorded "
