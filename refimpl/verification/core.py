@@ -818,7 +818,8 @@ def boundary_refusals(quick):
     from refimpl.core.schedules import Sequence
     from refimpl.core.schedules import PowerLaw
     cases = [("a class index equal to L = 10 is refused (the range of the labels named); 9 is read",
-              raises(lambda: V.labels("y_train", np.array([3, 10, -1]), 10), "must lie in 0..9, got range -1..10")
+              raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9, got range 0..10")
+              and raises(lambda: V.labels("y_train", np.array([3, 12, 1]), 10), "got range 1..12")
               and V.labels("y_train", np.array([0, 9]), 10).tolist() == [0, 9]),
              ("a power law s_t = a/t^α with a = 0 is refused (s_1 must lie in (0, 1]); a = 1 is read",
               raises(lambda: PowerLaw(0.0, 0.5), "must be in (0, 1]") and PowerLaw(1.0, 0.5).a == 1.0),
