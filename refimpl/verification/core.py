@@ -474,13 +474,12 @@ def divergence_reference(quick):
         one = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=1, eval_every=1, hidden=8, batch=20,
                                        diverge_cost_factor=1e12, diverge_sq_norm=1e-9), ds)
         det["ssca-family/sgd one round"] = one.status
-        # evaluated every 4th round only, the stopped run still records its last good round, want − 1, with
-        # that round's cost
+        # evaluated every 4th round only, a stopped run records its last good round want − 1 (cost and iterate)
         sparse = run_experiment(RunConfig("sgd", lr=20.0, lr_decay=0.0, rounds=8, eval_every=4, hidden=8, batch=20,
                                           diverge_cost_factor=1e12, diverge_sq_norm=limit), ds)
         last_good = (want is not None and sparse.metrics["round"] == [0, want - 1]
                      and sparse.metrics["train_cost"][-1] == free.metrics["train_cost"][want - 1]
-                     and max(sparse.snapshots) == want - 1)        # its iterate kept under that round
+                     and max(sparse.snapshots) == want - 1)
         det["ssca-family/sgd ||omega||^2, every 4th round evaluated"] = sparse.metrics["round"]
         return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:") or not last_good)
 
