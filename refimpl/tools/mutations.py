@@ -291,6 +291,9 @@ def _imports_by_name_when_imported(tree):
 PRELOAD_ENV = "REFIMPL_MUTATION_PRELOAD"
 
 
+_GRAPHS = {}       # package directory -> module_references, read once per process
+
+
 def package_graph(package=PACKAGE):
     """:func:`module_references` of refimpl and of the papers written outside it, read from their
     sources once per process (a second for refimpl's hundred modules)."""
@@ -298,9 +301,6 @@ def package_graph(package=PACKAGE):
     if key not in _GRAPHS:
         _GRAPHS[key] = module_references({package.name: package, **outside_packages(package)})
     return _GRAPHS[key]
-
-
-_GRAPHS = {}
 
 
 def _purging(drop, graph, registry="refimpl.verification.registry"):

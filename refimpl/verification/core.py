@@ -814,8 +814,7 @@ def tune_selection(quick):
        "map_parts)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
-    from refimpl.core.schedules import Sequence
-    from refimpl.core.schedules import PowerLaw
+    from refimpl.core.schedules import PowerLaw, Sequence
     cases = [("a class index equal to L = 10 is refused (the range of the labels named); 9 is read",
               raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9, got range 0..10")
               and raises(lambda: V.labels("y_train", np.array([3, 12, 1]), 10), "got range 1..12")

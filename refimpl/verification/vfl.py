@@ -99,8 +99,6 @@ def weights_momentum(quick):
     return out
 
 
-
-
 @check("vfl.weights_prox", "proximal steps: θ^τ − θ^0 = −η Σ_t w^t g^t with w^t = (1 − ημ)^{τ−1−t} "
        "(the paper prints exponent τ − t + 1); μ = 0 gives SGD's weights, μ infinite, NaN or negative is refused",
        "[FlexVFL] (8), proximal example; docs/flexvfl.md")
