@@ -46,6 +46,39 @@ checks = [{checks}]
     assert main(["verify", "--only-paper", "ssca"]) == 2            # --only-paper needs --mutations
 
 
+def test_a_mutated_source_is_compiled_once_a_process_and_a_failure_every_time(tmp_path, monkeypatch, capsys):
+    """Loading the catalogue compiles each mutated file (most of a load's time): a text that
+    compiled is not compiled again in the process; one that does not compile is refused at every
+    load. ``verify --mutations --only`` validates just the entries named, and names an unknown id
+    or one outside ``--only-paper``."""
+    entry = '''[[mutation]]
+id = "x"
+paper = "mfcgd"
+file = "refimpl/mfcgd/algorithm.py"
+find = "def storm_update("
+replace = "{replace}"
+equation = "e"
+checks = ["mfcgd.lemma9_tracking"]
+'''
+    calls = []
+    real = compile
+    monkeypatch.setattr(MU, "compile", lambda *a: calls.append(a[1]) or real(*a), raising=False)
+    good = _write(tmp_path, entry.format(replace="def storm_update_(") )
+    assert [m.id for m in MU.load_catalogue(good)] == ["x"] and calls == ["refimpl/mfcgd/algorithm.py"]
+    assert [m.id for m in MU.load_catalogue(good)] == ["x"] and len(calls) == 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text(entry.format(replace="def storm_update(("))
+    for _ in range(2):
+        with pytest.raises(SyntaxError):
+            MU.load_catalogue(bad)
+    assert len(calls) == 3
+    assert main(["verify", "--mutations", "--only", "no-such-entry"]) == 2
+    assert "--only: unknown mutation ids ['no-such-entry']" in capsys.readouterr().err
+    first_core = next(m.id for m in MU.load_catalogue() if m.paper == "core")
+    assert main(["verify", "--mutations", "--only-paper", "ssca", "--only", first_core]) == 2
+    assert f"--only: mutation ids ['{first_core}'] are not of --only-paper ssca" in capsys.readouterr().err
+
+
 def test_a_catalogued_mutation_is_caught_on_a_copy():
     m = next(m for m in MU.load_catalogue() if m.id == "mfcgd-u-momentum-sign")
     out = MU.run_mutation(m)

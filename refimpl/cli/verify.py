@@ -128,19 +128,22 @@ def _verify_coverage(args, only):
 
 def cmd_mutations(args):
     from refimpl.tools import mutations as MU
-    cat = MU.load_catalogue(args.catalogue) if args.catalogue else MU.load_catalogue()
+    ids = [i.strip() for i in args.only.split(",")] if args.only else None
+    try:       # --only: just those entries are validated against the source
+        cat = MU.load_catalogue(args.catalogue or MU.CATALOGUE, only=None if ids is None else set(ids))
+    except ValueError as exc:
+        if ids is not None and ": no mutation [" in str(exc):
+            raise ValueError(f"--only: unknown mutation ids {str(exc).split(': no mutation ')[1]}") from None
+        raise
     if args.only_paper:
         papers = [p.strip() for p in args.only_paper.split(",")]
         bad = [p for p in papers if p not in MU.PAPERS]
         if bad:
             raise ValueError(f"--only-paper {args.only_paper}: unknown {bad}; allowed {', '.join(MU.PAPERS)}")
         cat = [m for m in cat if m.paper in papers]
-    if args.only:
-        ids = [i.strip() for i in args.only.split(",")]
-        unknown = sorted(set(ids) - {m.id for m in cat})
-        if unknown:
-            raise ValueError(f"--only: unknown mutation ids {unknown}")
-        cat = [m for m in cat if m.id in ids]
+        outside = sorted(set(ids or ()) - {m.id for m in cat})
+        if outside:
+            raise ValueError(f"--only: mutation ids {outside} are not of --only-paper {args.only_paper}")
     from refimpl.tools.engine import resolve_workers
     args.workers = resolve_workers(args.workers, len(cat), "mutations")
     if not args.quiet:

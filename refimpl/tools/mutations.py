@@ -111,6 +111,20 @@ def theorem_checks(paper):
     return [cid for cid, (_, _, _, kind) in reg.items() if kind == "theorem" and cid.startswith(prefixes)]
 
 
+#: hashes of mutated sources that compiled, in this process (a compile is most of a catalogue's load:
+#: 3 s for 775 entries; the tests load it several times in one process)
+_COMPILED = set()
+
+
+def _compiles(text, file):
+    """Raises SyntaxError unless ``text`` compiles; each distinct text is compiled once a process."""
+    import hashlib
+    key = (file, hashlib.sha256(text.encode()).hexdigest())
+    if key not in _COMPILED:
+        compile(text, file, "exec")
+        _COMPILED.add(key)
+
+
 def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
     """Read and validate the catalogue: unique ids, known papers and check ids, each ``find`` text
     present exactly once in its file, and the mutated file still compiles. ``only``: the ids to
@@ -147,7 +161,7 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
             raise ValueError(f"{where}: the text to replace occurs {count} times in {m.file} (must be once): {m.find!r}")
         if m.find == m.replace:
             raise ValueError(f"{where}: replacement equals the original")
-        compile(src.replace(m.find, m.replace), m.file, "exec")
+        _compiles(src.replace(m.find, m.replace), m.file)
         out.append(m)
     unknown = sorted(set(only or ()) - seen)
     if unknown:
@@ -352,7 +366,7 @@ def reloaded_with(graph, module):
 #: random registries are then set up once here instead of in every child on its first cached
 #: kernel (0.15–0.4 s a mutation, measured).
 _ZYGOTE = r"""
-import json, os, sys, time, traceback
+import json, os, select, sys, time, traceback
 import math
 import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba, cvxpy
 try:
@@ -417,6 +431,10 @@ for line in sys.stdin:
             sys.stderr.flush()
             os._exit(0)
     deadline, status = time.monotonic() + job["timeout"], None
+    try:                     # woken the moment the fork ends (Linux), else polled every 10 ms
+        ended = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        ended = None
     while True:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -426,7 +444,12 @@ for line in sys.stdin:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
             break
-        time.sleep(0.01)
+        if ended is None:
+            time.sleep(0.01)
+        else:
+            select.select([ended], [], [], 0.5)
+    if ended is not None:
+        os.close(ended)
     print(json.dumps({"status": status}), flush=True)
 """
 
@@ -606,8 +629,10 @@ class Workspace:
         target = Path(self.dir) / m.file
         pristine = source_file(m.file, self.package)
         cache = target.parent / "__pycache__"
-        if cache.is_dir():
-            shutil.copytree(cache, self.stash, copy_function=shutil.copy2)
+        own = f"{target.stem}."                 # the module's bytecode and Numba cache files (a run writes only these:
+        os.makedirs(self.stash, exist_ok=True)  # every other module's are valid copies, kept as they are)
+        for f in (cache.glob(own + "*") if cache.is_dir() else ()):
+            shutil.copy2(f, self.stash)
         try:
             target.write_text(target.read_text().replace(m.find, m.replace))
             for pyc in cache.glob(f"{target.stem}.*.pyc"):     # never the unmutated bytecode: a mutation
@@ -616,9 +641,10 @@ class Workspace:
                 yield where
         finally:
             shutil.copy2(pristine, target)
-            shutil.rmtree(cache, ignore_errors=True)
-            if os.path.isdir(self.stash):
-                os.replace(self.stash, cache)
+            for f in (cache.glob(own + "*") if cache.is_dir() else ()):
+                f.unlink()
+            for f in os.listdir(self.stash):
+                os.replace(os.path.join(self.stash, f), cache / f)
 
     def close(self):
         shutil.rmtree(self.stash, ignore_errors=True)
