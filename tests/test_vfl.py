@@ -296,3 +296,31 @@ def test_async_evaluates_each_state_once(model, vdata, monkeypatch):
     assert loss[0] == real(model, thetas, vdata.Xs_train, vdata.y_train)
     for a, b, la, lb in zip(events, events[1:], loss, loss[1:]):
         assert a != b or la == lb
+
+
+def test_a_datasets_split_is_made_once_read_only_and_forgotten_with_the_dataset():
+    """``VerticalData.from_dataset`` gives the same split again for the same blocks of the same
+    arrays (its feature arrays read-only, so no run can change what the next one reads), a new one
+    for other blocks or another array, and keeps nothing once the dataset is gone."""
+    import dataclasses
+    import gc
+
+    from refimpl.core.data import Dataset
+    from refimpl.vfl import flexvfl
+    rng = np.random.default_rng(0)
+    ds = Dataset(rng.standard_normal((30, 6)), rng.integers(0, 3, 30), rng.standard_normal((10, 6)),
+                 rng.integers(0, 3, 10), n_classes=3, name="probe")
+    a = VerticalData.from_dataset(ds, [[0, 2, 4], [1, 3, 5]])
+    assert VerticalData.from_dataset(ds, [np.array([0, 2, 4]), [1, 3, 5]]) is a
+    np.testing.assert_array_equal(a.Xs_train[1], ds.X_train[:, [1, 3, 5]])
+    with pytest.raises(ValueError, match="read-only"):
+        a.Xs_train[0][0, 0] = 1.0
+    b = VerticalData.from_dataset(ds, [[0, 1, 2], [3, 4, 5]])
+    assert b is not a and VerticalData.from_dataset(ds, [[0, 1, 2], [3, 4, 5]]) is b
+    other = dataclasses.replace(ds, X_train=ds.X_train * 2)
+    c = VerticalData.from_dataset(other, [[0, 1, 2], [3, 4, 5]])
+    np.testing.assert_array_equal(c.Xs_train[0], 2 * b.Xs_train[0])
+    key = id(ds)
+    del ds, a, b
+    gc.collect()
+    assert key not in flexvfl._SPLITS and id(other) in flexvfl._SPLITS
