@@ -361,3 +361,27 @@ def test_repeated_batch_rows_are_gathered_once_and_give_the_same_estimates(setti
     assert seen[0] is seen[1] and seen[2] is not seen[1] and seen[3] is not seen[2]
     ids = np.concatenate(full) if setting == "sample" else full
     assert np.array_equal(seen[3], X[ids])
+
+
+def test_an_initial_point_is_evaluated_once_for_the_same_model_data_and_options(monkeypatch):
+    """``initial_metrics``: a second run from the same ω^0 on the same data arrays reads the first
+    one's metrics (the same numbers); another ω^0, another λ or another array (even with equal
+    values) is evaluated again."""
+    from refimpl.core.model import TwoLayerNet
+    from refimpl.ssca import algorithms as A
+    rng = np.random.default_rng(3)
+    X, Xt = rng.standard_normal((40, 6)), rng.standard_normal((10, 6))
+    y, yt = rng.integers(0, 3, 40), rng.integers(0, 3, 10)
+    model = TwoLayerNet(6, 4, 3)
+    calls = []
+    real = A.objective
+    monkeypatch.setattr(A, "objective", lambda *a: calls.append(1) or real(*a))
+    ev = A.Evaluator(model, X, y, Xt, yt, lam=1e-3)
+    theta = model.init_params(np.random.default_rng(0))
+    first = A.initial_metrics(ev, theta)
+    assert A.initial_metrics(A.Evaluator(model, X, y, Xt, yt, lam=1e-3, every=5), theta.copy()) == first == ev(theta)
+    assert len(calls) == 2                                           # the first call and ev(theta) itself
+    A.initial_metrics(ev, theta + 1e-12)
+    A.initial_metrics(A.Evaluator(model, X, y, Xt, yt, lam=2e-3), theta)
+    A.initial_metrics(A.Evaluator(model, X.copy(), y, Xt, yt, lam=1e-3), theta)
+    assert len(calls) == 5

@@ -7,6 +7,7 @@ explicit state out; the round's batch comes from a :class:`~refimpl.core.partiti
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -259,6 +260,41 @@ class Evaluator:
         return out
 
 
+#: (what the metrics depend on) -> (weak references to the data arrays, the metrics) of the last
+#: few initial points evaluated in this process (:func:`initial_metrics`)
+_INITIAL = OrderedDict()
+_INITIAL_KEPT = 8
+
+
+def initial_metrics(evaluator, theta):
+    """``evaluator(theta)`` at a run's initial point ω^0, remembered for the last few: the runs of a
+    tuning grid, or a reproduction's methods, start from one ω^0 on one data set, and each would
+    evaluate it on the full data again (0.6 s on Fashion-MNIST) for the same numbers (an
+    evaluation is deterministic). Remembered by the model, the data arrays (by identity, each held
+    by a weak reference: a freed array is never mistaken for a new one at its address), λ, the
+    options and ω^0's bytes; only the plain :class:`Evaluator` (a constrained one reads the state)."""
+    if type(evaluator) is not Evaluator:
+        return evaluator(theta)
+    import hashlib
+    import weakref
+    arrays = (evaluator.X_train, evaluator.y_train, evaluator.X_test, evaluator.y_test)
+    key = (evaluator.model, tuple(id(a) for a in arrays), evaluator.lam, evaluator.authors_cost, evaluator.test_accuracy,
+           theta.dtype.str, theta.shape, hashlib.sha256(np.ascontiguousarray(theta).tobytes()).hexdigest())
+    hit = _INITIAL.get(key)
+    if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)):
+        _INITIAL.move_to_end(key)
+        return dict(hit[1])
+    out = evaluator(theta)
+    try:
+        refs = tuple(weakref.ref(a) for a in arrays)
+    except TypeError:
+        return out
+    _INITIAL[key] = (refs, dict(out))
+    while len(_INITIAL) > _INITIAL_KEPT:
+        _INITIAL.popitem(last=False)
+    return out
+
+
 class Trainer:
     """The round loop of :func:`train`, one round at a time, so that another engine (the Flower
     adapter) can drive it: ``start()``, then ``step(t, batch)`` for t = 1..rounds (False once the
@@ -303,7 +339,7 @@ class Trainer:
         trace = self.trace
         m = self._screened(st) if self.screen and trace.metrics["round"] else None
         if m is None:
-            m = self.evaluator(st.omega, st)
+            m = initial_metrics(self.evaluator, st.omega) if t == 0 else self.evaluator(st.omega, st)
             if self.screen:
                 m["train_cost_lower_bound"] = m["train_cost"]
         if trace.metrics["round"]:        # a screened evaluation: the rule reads the lower bound
