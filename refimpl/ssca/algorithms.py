@@ -266,7 +266,7 @@ _INITIAL = OrderedDict()
 _INITIAL_KEPT = 8
 
 
-def initial_metrics(evaluator, theta):
+def initial_metrics(evaluator, theta, state=None):
     """``evaluator(theta)`` at a run's initial point ω^0, remembered for the last few: the runs of a
     tuning grid, or a reproduction's methods, start from one ω^0 on one data set, and each would
     evaluate it on the full data again (0.6 s on Fashion-MNIST) for the same numbers (an
@@ -274,7 +274,7 @@ def initial_metrics(evaluator, theta):
     by a weak reference: a freed array is never mistaken for a new one at its address), λ, the
     options and ω^0's bytes; only the plain :class:`Evaluator` (a constrained one reads the state)."""
     if type(evaluator) is not Evaluator:
-        return evaluator(theta)
+        return evaluator(theta, state)
     import hashlib
     import weakref
     arrays = (evaluator.X_train, evaluator.y_train, evaluator.X_test, evaluator.y_test)
@@ -339,7 +339,7 @@ class Trainer:
         trace = self.trace
         m = self._screened(st) if self.screen and trace.metrics["round"] else None
         if m is None:
-            m = initial_metrics(self.evaluator, st.omega) if t == 0 else self.evaluator(st.omega, st)
+            m = initial_metrics(self.evaluator, st.omega, st) if t == 0 else self.evaluator(st.omega, st)
             if self.screen:
                 m["train_cost_lower_bound"] = m["train_cost"]
         if trace.metrics["round"]:        # a screened evaluation: the rule reads the lower bound
