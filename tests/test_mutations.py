@@ -247,7 +247,9 @@ def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_ru
     order given, so the runner's evaluation is the first part of the plain one and its verdict the
     plain one's. On the unmutated code each such check holds either way."""
     from refimpl.tools.verify import run_checks
-    from refimpl.verification.registry import FIRST_WRONG_ENV, fact_groups, wrong_groups
+    import numpy as np
+
+    from refimpl.verification.registry import FIRST_WRONG_ENV, error_groups, fact_groups, wrong_groups
     calls = []
 
     def group(name, right):
@@ -261,13 +263,21 @@ def test_a_check_of_fact_groups_stops_at_its_first_wrong_group_only_under_the_ru
     assert fact_groups(groups) == [("a", True), ("b", False)] and calls == ["a", "b"]
     assert wrong_groups([lambda: [], lambda: ["x"], lambda: calls.append("late") or ["y"]]) == ["x"]
     assert "late" not in calls
+    # {what: error} groups: stopped after the first with an error above the bound or NaN
+    assert error_groups([lambda: {"a": 0.0}, lambda: {"b": 2.0}, lambda: calls.append("late") or {"c": 0.0}], 1.0) \
+        == {"a": 0.0, "b": 2.0} and "late" not in calls
+    assert list(error_groups([lambda: {"a": np.nan}, lambda: {"b": 0.0}], 1.0)) == ["a"]
+    assert error_groups([lambda: {"a": 1.0}, lambda: {"b": 0.5}], 1.0) == {"a": 1.0, "b": 0.5}
+    monkeypatch.delenv(FIRST_WRONG_ENV)
+    assert error_groups([lambda: {"a": 0.0}, lambda: {"b": 2.0}, lambda: {"c": 0.0}], 1.0) == {"a": 0.0, "b": 2.0, "c": 0.0}
+    monkeypatch.setenv(FIRST_WRONG_ENV, "1")
     import inspect
 
     from refimpl.tools.verify import load_checks
     ids = [cid for cid, (_, _, fn, _) in load_checks().items()
-           if any(f"{name}(" in inspect.getsource(fn) for name in ("fact_groups", "wrong_groups", "_cases_in_a_directory"))]
+           if any(f"{name}(" in inspect.getsource(fn) for name in ("fact_groups", "wrong_groups", "error_groups", "_cases_in_a_directory"))]
     assert {"tools.diagnose", "tools.diagnose_steps", "core.paper_descriptions", "vfl.assembly_literal",
-            "mfcgd.algorithm1_literal"} <= set(ids)
+            "mfcgd.algorithm1_literal", "vfl.clock"} <= set(ids)
     recs = run_checks(ids)
     assert all(r.holds for r in recs), [(r.id, r.details.get("wrong"), r.details.get("error")) for r in recs if not r.holds]
 

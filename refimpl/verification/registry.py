@@ -121,6 +121,17 @@ def wrong_groups(groups):
     return _groups(groups, bool)
 
 
+def error_groups(groups, bound):
+    """As :func:`fact_groups` for groups that return {what: error} (a check whose verdict is every
+    error ≤ ``bound``): the dicts merged, in the order given; under the mutation runner, up to the
+    first group with an error above ``bound`` or NaN."""
+    merged = {}
+    for found in _groups([lambda g=g: [g()] for g in groups],
+                         lambda found: any(not float(v) <= bound for d in found for v in d.values())):
+        merged.update(found)
+    return merged
+
+
 def _groups(groups, is_wrong):
     if not first_wrong():
         return [item for group in groups for item in group()]
