@@ -69,9 +69,13 @@ checks = ["mfcgd.lemma9_tracking"]
     bad = tmp_path / "bad.toml"
     bad.write_text(entry.format(replace="def storm_update(("))
     for _ in range(2):
-        with pytest.raises(SyntaxError):
+        with pytest.raises(ValueError, match=r"mutation #1 x: the mutated refimpl/mfcgd/algorithm.py does not compile"):
             MU.load_catalogue(bad)
     assert len(calls) == 3
+    # the command leaves the compiling to the runner, which does it while its workers start: refused all the same
+    assert main(["verify", "--mutations", "--catalogue", str(bad), "--quiet"]) == 2
+    assert "mutation x: the mutated refimpl/mfcgd/algorithm.py does not compile" in capsys.readouterr().err
+    assert len(calls) == 4
     assert main(["verify", "--mutations", "--only", "no-such-entry"]) == 2
     assert "--only: unknown mutation ids ['no-such-entry']" in capsys.readouterr().err
     first_core = next(m.id for m in MU.load_catalogue() if m.paper == "core")

@@ -130,7 +130,7 @@ def cmd_mutations(args):
     from refimpl.tools import mutations as MU
     ids = [i.strip() for i in args.only.split(",")] if args.only else None
     try:       # --only: just those entries are validated against the source
-        cat = MU.load_catalogue(args.catalogue or MU.CATALOGUE, only=None if ids is None else set(ids))
+        cat = MU.load_catalogue(args.catalogue or MU.CATALOGUE, only=None if ids is None else set(ids), compiled=False)
     except ValueError as exc:
         if ids is not None and ": no mutation [" in str(exc):
             raise ValueError(f"--only: unknown mutation ids {str(exc).split(': no mutation ')[1]}") from None

@@ -125,11 +125,22 @@ def _compiles(text, file):
         _COMPILED.add(key)
 
 
-def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
+def compile_mutated(mutations, package=PACKAGE, where=None):
+    """Raises ValueError for the first of ``mutations`` whose mutated file does not compile."""
+    for m in mutations:
+        try:
+            _compiles(source_file(m.file, package).read_text().replace(m.find, m.replace), m.file)
+        except SyntaxError as exc:
+            raise ValueError(f"{where or 'mutation'} {m.id}: the mutated {m.file} does not compile "
+                             f"({exc.msg}, line {exc.lineno})") from None
+
+
+def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None, compiled=True):
     """Read and validate the catalogue: unique ids, known papers and check ids, each ``find`` text
     present exactly once in its file, and the mutated file still compiles. ``only``: the ids to
     read (the others are not validated against the source: an edit to a line another entry
-    mutates does not stop these); an id not in the catalogue is an error."""
+    mutates does not stop these); an id not in the catalogue is an error. ``compiled=False``
+    leaves the compiling to the caller (:func:`run_catalogue` does it while its workers start)."""
     from refimpl.tools.verify import load_checks
     reg = load_checks()
     from refimpl.tools.sweep import read_document
@@ -161,7 +172,8 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None):
             raise ValueError(f"{where}: the text to replace occurs {count} times in {m.file} (must be once): {m.find!r}")
         if m.find == m.replace:
             raise ValueError(f"{where}: replacement equals the original")
-        _compiles(src.replace(m.find, m.replace), m.file)
+        if compiled:
+            compile_mutated([m], package, where=f"{path}: mutation #{i + 1}")
         out.append(m)
     unknown = sorted(set(only or ()) - seen)
     if unknown:
@@ -724,11 +736,12 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
     starting = [(Zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None) if forking else None, sp)
                 for sp in spaces]
     try:
+        compile_mutated(mutations, package)     # while the zygotes start (once a process: see _compiles)
         for z, sp in starting:
             if z is not None:
                 z.wait_ready()
             workers_.put((z, sp))
-    except RuntimeError:
+    except BaseException:
         for z, sp in starting:
             z.close() if z is not None else None
             sp.close()
