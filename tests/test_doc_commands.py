@@ -213,7 +213,8 @@ def test_the_documents_hold_commands_and_the_exceptions_are_exact():
                                                        or "runs/own" in c or c in walkthrough) and c not in NOT_RUN}
     # the other tests run the same commands (plus the reduced sizes and --out they add)
     src = (ROOT / "tests" / "test_verify.py").read_text()
-    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1", "--rounds", "2"])' in src
+    assert 'main(["report", "--quick", "--quiet", "--out", str(tmp_path), "--seeds", "1", "--rounds", "2",\n' \
+           '                 "--workers", "1"])' in src
     from test_flower import README_FLOWER
     assert {f"refimpl {c}" for c in README_FLOWER} == {c for c in RUN_ELSEWHERE if "test_flower" in RUN_ELSEWHERE[c]}
     from test_reproduce import TUNE_ARGV
