@@ -24,16 +24,20 @@ def _write(tmp_path, body):
     return p
 
 
-def test_bad_catalogues_are_refused(tmp_path):
-    entry = '''[[mutation]]
+#: one catalogue entry on the MFCGD algorithm, its text to find, replacement and checks left open
+ENTRY = '''[[mutation]]
 id = "x"
 paper = "mfcgd"
 file = "refimpl/mfcgd/algorithm.py"
 find = "{find}"
-replace = "y"
+replace = "{replace}"
 equation = "e"
 checks = [{checks}]
 '''
+
+
+def test_bad_catalogues_are_refused(tmp_path):
+    entry = ENTRY.replace("{replace}", "y")
     with pytest.raises(ValueError, match="occurs 0 times"):
         MU.load_catalogue(_write(tmp_path, entry.format(find="no such text anywhere", checks="")))
     with pytest.raises(ValueError, match="not theorem-kind"):
@@ -51,19 +55,11 @@ def test_a_mutated_source_is_compiled_once_a_process_and_a_failure_every_time(tm
     compiled is not compiled again in the process; one that does not compile is refused at every
     load. ``verify --mutations --only`` validates just the entries named, and names an unknown id
     or one outside ``--only-paper``."""
-    entry = '''[[mutation]]
-id = "x"
-paper = "mfcgd"
-file = "refimpl/mfcgd/algorithm.py"
-find = "def storm_update("
-replace = "{replace}"
-equation = "e"
-checks = ["mfcgd.lemma9_tracking"]
-'''
+    entry = ENTRY.replace("{find}", "def storm_update(").replace("{checks}", '"mfcgd.lemma9_tracking"')
     calls = []
     real = compile
     monkeypatch.setattr(MU, "compile", lambda *a: calls.append(a[1]) or real(*a), raising=False)
-    good = _write(tmp_path, entry.format(replace="def storm_update_(") )
+    good = _write(tmp_path, entry.format(replace="def storm_update_("))
     assert [m.id for m in MU.load_catalogue(good)] == ["x"] and calls == ["refimpl/mfcgd/algorithm.py"]
     assert [m.id for m in MU.load_catalogue(good)] == ["x"] and len(calls) == 1
     bad = tmp_path / "bad.toml"
