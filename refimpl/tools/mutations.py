@@ -720,23 +720,21 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
         out.crashed = bool(res.get("crashed"))
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
-    """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
-    from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
-    first failing vector ids."""
-    results = [None] * len(mutations)
+def _started_workers(mutations, workers, package, preload):
+    """A queue of (zygote, its copy of the package) per worker, each zygote started as soon as its
+    copy exists (holding the copy's unmutated modules when ``preload``): the zygotes set up on
+    their own cores while this process copies, reads the module graph and compiles the mutated
+    files. Without os.fork the zygote is None (one fresh interpreter per mutation)."""
     import queue
-    forking = hasattr(os, "fork")               # elsewhere: one fresh interpreter per mutation
-    spaces = [Workspace(package) for _ in range(max(1, int(workers)))]     # one copy per worker, reused
-    package_graph(package)                      # read once here, before the workers share it
-    # each worker: its copy and a zygote holding that copy's unmutated modules (started together,
-    # each setting up on its own core)
-    workers_ = queue.Queue()
-    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
-    starting = [(Zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None) if forking else None, sp)
-                for sp in spaces]
+    forking = hasattr(os, "fork")
+    workers_, starting = queue.Queue(), []
     try:
-        compile_mutated(mutations, package)     # while the zygotes start (once a process: see _compiles)
+        for _ in range(max(1, int(workers))):
+            sp = Workspace(package)
+            starting.append((Zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None)
+                             if forking else None, sp))
+        package_graph(package)                  # read once here, before the workers share it
+        compile_mutated(mutations, package)     # once a process: see _compiles
         for z, sp in starting:
             if z is not None:
                 z.wait_ready()
@@ -746,7 +744,16 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
             z.close() if z is not None else None
             sp.close()
         raise
+    return workers_
 
+
+def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
+    """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
+    from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
+    first failing vector ids."""
+    results = [None] * len(mutations)
+    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
+    workers_ = _started_workers(mutations, workers, package, preload)
     confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
 
     def pooled(fn):
