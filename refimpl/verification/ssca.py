@@ -818,7 +818,8 @@ def _baseline_literal(ds, cfg, tr):
 
 @check("ssca.baselines_literal",
        "the Section VI baselines written out, on each run's own batches from its initial point, over 3 rounds "
-       "(λ = 0.01, unequal shards of 400, 1,200 and 2,400 samples given by file): sample-based SGD and SGD-m with "
+       "(λ = 0.01, unequal shards of 400, 1,200 and 2,400 samples given by file; SGD once more with λ = 0 from "
+       "the same initial point): sample-based SGD and SGD-m with "
        "one local step (ĝ = Σ_k (N_k/N) ĝ_k) and FedAvg with two (each client's two halves of its batch in turn; "
        "models and momentum buffers averaged with weights N_k/N), feature-based SGD and SGD-m; momentum "
        "v ← m v + (1 − m) g; η_t = η0/t^β. The runs' records by hand: the evaluated rounds (every second and "
@@ -835,12 +836,16 @@ def baselines_literal(quick):
         pfile = os.path.join(tmp, "parts.json")
         with open(pfile, "w") as fh:
             _json.dump([list(range(lo, hi)) for lo, hi in _BASELINE_PARTS], fh)
-        for algorithm, setting, E in (("sgd", "sample", 1), ("sgdm", "sample", 1), ("sgd", "sample", 2),
-                                      ("sgdm", "sample", 2), ("sgd", "feature", 1), ("sgdm", "feature", 1)):
-            cfg = RunConfig(algorithm, setting=setting, batch=5, rounds=3, clients=3, hidden=6, lam=0.01, lr=0.4,
+        # the last run: SGD again from the same initial point on the same data with λ = 0, whose cost at
+        # round 0 is not the first run's (a remembered ω^0 evaluation must tell the two apart)
+        for algorithm, setting, E, lam in (("sgd", "sample", 1, 0.01), ("sgdm", "sample", 1, 0.01),
+                                           ("sgd", "sample", 2, 0.01), ("sgdm", "sample", 2, 0.01),
+                                           ("sgd", "feature", 1, 0.01), ("sgdm", "feature", 1, 0.01),
+                                           ("sgd", "sample", 1, 0.0)):
+            cfg = RunConfig(algorithm, setting=setting, batch=5, rounds=3, clients=3, hidden=6, lam=lam, lr=0.4,
                             lr_decay=0.3, momentum=0.8, local_steps=E, eval_every=2, seed=11, snapshots=[1, 2, 3],
                             partition_file=pfile if setting == "sample" else None,
-                            dump_rounds="all" if (setting, E) == ("sample", 1) else "")
+                            dump_rounds="all" if (setting, E, lam) == ("sample", 1, 0.01) else "")
             tr = run_experiment(cfg, ds)
             w, bad = _baseline_literal(ds, cfg, tr)
             worst, runs = max_or_nan(worst, w), runs + 1
