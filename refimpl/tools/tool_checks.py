@@ -110,6 +110,17 @@ def _scalar_against_vector_cases():
         said = " ".join(DG.describe(DG.compare_dumps(*pair, 1e-8), 1e-8))
         out.append((f"a scalar against three entries ({('OURS', 'THEIRS')[side]} the three) is named by its shapes",
                     f"round 5, rho: shapes {((3,), ())[side]} vs {((), (3,))[side]}" in said))
+        # a per-step quantity (one row per local step: Flex-VFL's grad1) held as a scalar on one side is
+        # not walked step by step (a scalar has no steps): the round's shapes are named, nothing crashes
+        steps = {2: {"tau": np.array([4, 4]), "grad1": np.arange(4.0), "theta1": np.ones((4, 3))}}
+        other = {2: dict(steps[2], grad1=np.array(1.0))}
+        pair = (steps, other) if side == 0 else (other, steps)
+        try:
+            said = " ".join(DG.describe(DG.compare_dumps(*pair, 1e-9), 1e-9))
+        except Exception as exc:            # noqa: BLE001 - the crash is the wrong answer, named
+            said = f"a crash ({type(exc).__name__}: {exc})"
+        out.append((f"a per-step quantity as a scalar on {('THEIRS', 'OURS')[side]} side is named by its shapes, "
+                    "not walked by step", f"round 2, grad1: shapes {((4,), ())[side]} vs {((), (4,))[side]}" in said))
     return out
 
 
@@ -428,7 +439,8 @@ def _mat_refusal_cases(tmp, W1, W2):
     """True when the .mat readers refuse --round 1.5 and --round True, name which variables are numeric
     in a file meant to hold one matrix, refuse a --map naming a third
     key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, read a
-    one-entry variable and refuse an empty one, and add
+    one-entry variable and refuse an empty one, a cell array and a file of no variables (each
+    refusal in full), and add
     the hint about the authors' Theta1 (ω̄) to a missing
     variable only for the default map Theta1a over files holding Theta1_<r>."""
     import os
@@ -442,6 +454,8 @@ def _mat_refusal_cases(tmp, W1, W2):
         fh.write(b"MATLAB 7.3 MAT-file, HDF5 schema 1.00 .".ljust(116) + bytes(8) + b"\x00\x02IM"
                  + b"\x89HDF\r\n\x1a\n" + bytes(64))
     savemat(numbered, {"Theta1_3": W1, "Theta2_3": W2})
+    empty = os.path.join(tmp, "empty.mat")
+    savemat(empty, {})
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
     try:
@@ -457,6 +471,10 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint
             and np.array_equal(numeric_matrix("x.mat", "s", np.array([[2.5]])), [[2.5]])
             and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty")
+            and _raises(lambda: numeric_matrix("x.mat", "c", np.array([np.ones(2), "a"], dtype=object)),
+                        "x.mat: variable 'c' holds a cell array or struct; expected a real numeric matrix")
+            and _raises(lambda: list(mat_snapshots(empty, default)), "the .mat file holds no variables; expected the "
+                        "iterates 'Theta1a', 'Theta2a' (or <name>_<round>)")
             and _two_variables_named(tmp))
 
 
@@ -655,6 +673,11 @@ def _crosscheck_cases():
     out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
                 "and not compared", "x" not in rows and rows.get("y", {}).get("skipped") is True
                 and "the second trace has 1 values for 2 rounds" in rows.get("y", {}).get("note", "")))
+    extra = ("m_f", "m_a", "m_e", "m_b", "m_d", "m_c")          # six names: in a set's order, sorted 1 time in 720
+    rows = crosscheck(Trace(config={}, metrics={"round": [0], **{n: [1.0] for n in extra}}),
+                      Trace(config={}, metrics={"round": [0]}))
+    out.append(("metrics one trace alone records are listed by name, whatever order a set holds them in",
+                [r["what"] for r in rows if r.get("only")] == sorted(extra)))
     return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
 
 

@@ -786,7 +786,7 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "0, T of 0, 0.5 or 1.5) and constants it cannot use (L_f = L_g = 0, C_g = 0, σ < 0, F_gap = ∞) are refused, one "
        "Lipschitz constant 0 accepted, q = 0 refused (q = 1 searched), a constants file read as given and one with "
        "text, a boolean, a missing or unknown key refused; the tightest condition it names is the closest (planted; a "
-       "left side 0 never), informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
+       "left side 0 never) and it says all conditions are met only when each is, informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
        "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
        "each point it tried under a named condition or a diverged B",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
@@ -1021,7 +1021,8 @@ def _verdict_disagreements(name, c, p, T, rho):
     """``refimpl bound``'s verdict (refimpl.mfcgd.bounds.bound_verdict) against the literal
     transcription: the cap is C_f·C_g, vacuous exactly when the literal right side reaches it, and
     the smallest informative T is below the cap while the T before it is not; the tightest condition
-    named is the one whose sides are closest (planted sides)."""
+    named is the one whose sides are closest, and every condition is met only when each one is
+    (planted sides)."""
     conds = theorem_conditions(c, p, rho)
     v = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, conds)
     cap = c.C_f * c.C_g
@@ -1039,6 +1040,11 @@ def _verdict_disagreements(name, c, p, T, rho):
     tight = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, planted)["tight_condition"]
     if tight != "b":
         wrong.append(f"tightest of planted conditions with ratios 0.5, 0.9, 0.67: {tight}, not b")
+    # every condition met only when each is: the planted three, then with c not met
+    unmet = planted[:2] + [dict(planted[2], met=False)]
+    met = [bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, x)["all_conditions_met"] for x in (planted, unmet)]
+    if met != [True, False]:
+        wrong.append(f"all conditions met: {met[0]} with all three met, {met[1]} with one not met; want True, False")
     if v["cap"] != cap:
         wrong.append(f"cap {v['cap']} vs C_f·C_g = {cap}")
     if v["vacuous"] != (lit(T) >= cap):

@@ -1274,7 +1274,8 @@ def _flower_engine_errors(ledger, n_params, K):
 def _flower_finish_errors():
     """How a Flower run closes its trace: one that stopped before its last round is marked stopped
     (naming that round), a finished or diverged one keeps its status; the engine is recorded and the
-    algorithm's own protocol given back. The number of wrong answers."""
+    algorithm's own protocol given back; without Flower installed the engine is refused naming the
+    extra. The number of wrong answers."""
     from types import SimpleNamespace
 
     from refimpl.core.trace import Trace
@@ -1287,6 +1288,18 @@ def _flower_finish_errors():
         tr.status = status
         FlowerRun(None, None, None, SimpleNamespace(rounds=5), tr, lambda: restored.append(1)).finish()
         wrong += int(tr.status != want or tr.config.get("engine") != "flower" or restored != [1])
+    # without Flower installed (its import fails) the engine is refused with the extra to install
+    import sys
+
+    from refimpl.ssca.flower import _flwr
+    kept = {m: sys.modules.pop(m) for m in list(sys.modules) if m == "flwr" or m.startswith("flwr.")}
+    sys.modules["flwr"] = None                  # what an absent package is to the import system
+    try:
+        wrong += int(not raises(_flwr, "the Flower engine needs the flower extra: pip install 'refimpl[flower]' "
+                                       "(Python >= 3.11) ("))
+    finally:
+        del sys.modules["flwr"]
+        sys.modules.update(kept)
     return wrong
 
 

@@ -313,8 +313,11 @@ def _condition20_record_errors():
        "markov:FAST alone and a --smoothness of the wrong length (a given one recorded as given); a text trace of one "
        "value read; the re-timing's initial point at the target (time 0); a zero latency accepted, --taus without "
        "--speeds run on unit step times (said in a note), an asynchronous run's empty batch table refused; recorded "
-       "step times exactly as long as the run read; a τ table's first bad entry, --server-time −1 or NaN and a "
-       "feature-block file with a block fewer than parties refused, naming what is wrong",
+       "step times exactly as long as the run read; a τ table's first bad entry, a fractional or NaN one alone, a "
+       "table with a column fewer than parties or of one row, --server-time −1 or NaN and a "
+       "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
+       "number of parties, a CPU trace with fewer machines than parties and recorded step times shorter than the run "
+       "refused with their reasons in full",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     rng = np.random.default_rng(0)
@@ -325,7 +328,8 @@ def clock(quick):
     shown = {}
     # the groups cheapest first: the runs on the embedded data (the replays, the parsed inputs)
     # last, where the mutation runner reaches them only when nothing before was wrong
-    errors = error_groups([lambda: _durations_errors(model, data, shown), lambda: _cpu_trace_errors(model, data),
+    errors = error_groups([_speed_refusal_errors, lambda: _durations_errors(model, data, shown),
+                           lambda: _cpu_trace_errors(model, data),
                            _replayed_and_parsed_speed_errors, _authors_rule_replay_errors], 1e-9)
     worst = max_or_nan(*errors.values())
     return {"measured": worst, "bound": 1e-9,
@@ -452,6 +456,21 @@ def _async_events_by_hand(s, msg, S, horizon):
         parties.append(k)
         free = now + s[0]
         arrive[k] = free + S + msg[k] + s[k] + msg[k]
+
+
+def _speed_refusal_errors():
+    """Speed inputs refused with their reason in full: --speeds with 2 values for 3 parties (give 3, or
+    one for all), a CPU trace of 3 machines for 5 parties (each needs its own), recorded step times
+    of 2 rows for a run needing 4 (rounds + 1: row 0 is the dummy round)."""
+    from refimpl.vfl.speeds import CPUTraceSpeed, StepTimes, parse_speeds
+    cases = [(lambda: parse_speeds("constant:1,2", 3), "speed model 'constant:1,2': 2 values for 3 parties "
+              "(server + K); give --speeds with 3 values, server first, or one value for all"),
+             (lambda: CPUTraceSpeed(np.full((3, 4), 0.5), 10.0).taus(4, np.random.default_rng(0), 5),
+              "CPU trace array has 3 machines for 5 parties (server + K); each party needs its own machine"),
+             (lambda: StepTimes(np.ones((2, 3)), np.ones(3), "t.npz").sample(4, np.random.default_rng(0)),
+              "--speeds steptimes:t.npz: 2 rows of step times, but the run needs 4 (rounds + 1: row 0 is the dummy "
+              "round of Adaptive Flex-VFL and the async clock's first cycle)")]
+    return {"speed_refusals_misworded": float(sum(not raises(f, words) for f, words in cases))}
 
 
 def _replayed_and_parsed_speed_errors():
@@ -660,7 +679,8 @@ def _step_times_errors():
 
 
 def _input_refusal_errors():
-    """Inputs a run refuses, each naming what is wrong: a τ table's first bad entry (of two), a τ
+    """Inputs a run refuses, each naming what is wrong: a τ table's first bad entry (of two), a
+    fractional or NaN entry alone, a table with a column fewer than parties or of one row, a τ
     table's rounds counted by its rows (5 rows serve 5 rounds, not 6), a server
     time below 0 or NaN, a feature-block file with one block fewer than parties (the right count
     read)."""
@@ -675,6 +695,14 @@ def _input_refusal_errors():
     table[1, 2], table[2, 0] = 0.0, 2.5
     errors = {"taus_first_bad_entry_named": float(not raises(lambda: validate_taus(table, 3, 3),
                                                               "τ[1, 2] = 0.0: local steps must be whole numbers"))}
+    # a fractional or NaN entry alone (no entry below 1 beside it) is named; so is a table of the wrong
+    # shape: a column fewer than parties, or one row of numbers
+    errors["taus_fraction_and_nan_named"] = float(sum(
+        not raises(lambda v=v: validate_taus(np.where(np.arange(9).reshape(3, 3) == 6, v, 1.0), 3, 3),
+                   f"τ[2, 0] = {v!r}: local steps must be whole numbers") for v in (2.5, float("nan"))))
+    errors["taus_shape_refused"] = float(sum(
+        not raises(lambda t=t: validate_taus(t, 3, 3), f"τ table must have shape (rounds, 3) (server first), got {s}")
+        for t, s in ((np.ones((3, 2)), "(3, 2)"), (np.ones(3), "(3,)"))))
     # a table's rounds are its rows: 5 rows for 3 parties serve a 5-round run and refuse a 6-round one
     five = np.ones((5, 3), dtype=int)
     errors["taus_rows_not_rounds"] = float(validate_taus(five, 5, 3).shape != (5, 3) or not raises(
