@@ -172,6 +172,37 @@ def test_the_zygote_runs_the_mutated_copy_and_reports_a_crash(tmp_path):
         z.close()
 
 
+def test_a_copy_that_does_not_import_loops_or_grows_is_caught_by_the_check_it_stops(monkeypatch):
+    """A mutation that makes the package raise as it imports is the first check's crash (refimpl
+    verify could not start); one that makes a check loop, or grow without end, is stopped by the
+    runner (its time, its memory) and caught by the check that was running, crashed — each then
+    confirmed against the unmutated package as every crash is."""
+    import os
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork on this platform: the runner starts one interpreter per mutation")
+    m = next(m for m in MU.load_catalogue() if m.id == "core-tune-last-of-equal")
+    line = "if best is None or s > scores[best]:"
+
+    def planted(mid, before, at=line):
+        return MU.Mutation(mid, "core", m.file, at, before + at, "none", ("core.tune_selection",))
+    monkeypatch.setattr(MU, "MAX_RSS_BYTES", 2 ** 30)
+    z = MU.Zygote(MU._mutation_env())
+    try:
+        raising = planted("raises-on-import", "raise ValueError('planted')\n", "def select(scores):")
+        out = MU.run_mutation(raising, zygote=z)
+        assert out.caught_by and out.crashed and "did not import (ValueError: planted)" in out.ended, out
+        loops = MU.run_mutation(planted("loops", "while s == s:\n            pass\n        "), zygote=z, timeout=5)
+        assert loops.caught_by == ["core.tune_selection"] and loops.crashed, loops
+        assert loops.ended == "stopped: timed out after 5 s", loops
+        grows = MU.run_mutation(planted("grows", "_g = [__import__('time').sleep(0.01) or b'x' * 2 ** 22 "
+                                                 "for _ in iter(int, 1)]\n        "), zygote=z)
+        assert grows.caught_by == ["core.tune_selection"] and grows.ended == "stopped: above 1 GiB of memory", grows
+        results = [out, loops, grows]
+        assert MU.void_broken_catchers(results) == {} and all(r.caught for r in results), results
+    finally:
+        z.close()
+
+
 def test_loading_some_entries_ignores_edits_under_the_others(tmp_path):
     """``load_catalogue(only=…)`` validates just those entries: a catalogue whose other entry no
     longer matches the source still yields them; an unknown id is an error."""

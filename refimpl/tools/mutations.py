@@ -47,6 +47,14 @@ def __getattr__(name):          # PAPERS, computed from the registry when asked
     raise AttributeError(name)
 CATALOGUE = Path(__file__).resolve().parent.parent / "verification" / "mutations.toml"
 PACKAGE = Path(__file__).resolve().parent.parent
+#: a mutation's run is stopped after this many seconds (the slowest entry takes about 20 s running
+#: every check of its paper) or above this much resident memory (a run takes about 0.3 GiB): a
+#: mutation that makes a check loop, or grow without end, is then caught by the check that was
+#: running (:data:`RUNNING_FILE`), as one that makes it crash is
+TIMEOUT = 300
+MAX_RSS_BYTES = 4 * 2 ** 30
+RUNNING_FILE = ".running-check"
+CLAIMS_RUNNING = "(the claims)"
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,7 @@ class Outcome:
     error: str | None = None
     claims: dict | None = None      # with claims: claim id → reproduces (run when no theorem check caught it)
     crashed: bool = False           # the catching check ended in an error, not in a verdict
+    ended: str | None = None        # a catch by a check that never gave a verdict: how it ended
 
     @property
     def caught(self):
@@ -197,12 +206,21 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     verdicts (and named wrong facts) are read, so a check made of fact groups stops at its first
     group with a wrong fact (``registry.fact_groups``: the same verdict, sooner). ``modules_json``
     maps a check id to the module registering it: only the modules of the checks that run are imported (all of them for
-    an id it does not map, or one its module does not register)."""
+    an id it does not map, or one its module does not register). A check whose module does not
+    import on the mutated copy (an exception other than a SyntaxError) ends there, caught and
+    crashed; the check running is kept in :data:`RUNNING_FILE`, so that a run the runner stops
+    (its time or memory) is that check's crash too."""
     import importlib
 
     import refimpl
-    from refimpl.tools.verify import REGISTRY, load_checks, run_check
-    from refimpl.verification.registry import FIRST_WRONG_ENV
+    try:
+        from refimpl.tools.verify import REGISTRY, load_checks, run_check
+        from refimpl.verification.registry import FIRST_WRONG_ENV
+    except SyntaxError:
+        raise
+    except Exception as exc:                    # refimpl verify itself could not start: see _run_in
+        print(json.dumps({"package_error": f"{type(exc).__name__}: {exc}"[:200]}))
+        return
     os.environ[FIRST_WRONG_ENV] = "1"       # only verdicts are read here: a check may stop at its first wrong group
     modules = json.loads(modules_json)
 
@@ -215,7 +233,17 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     ids = json.loads(ids_json)
     ran, caught, crashed = [], [], False
     for cid in ids:
-        rec = run(cid)
+        with open(RUNNING_FILE, "w") as fh:     # read by the runner when this process is stopped
+            fh.write(cid)
+        try:
+            rec = run(cid)
+        except SyntaxError:                     # not a runnable copy (the catalogue refuses such entries)
+            raise
+        except Exception as exc:                # the check's module does not import: the check crashes
+            print(json.dumps({"package": refimpl.__file__, "ran": ran + [cid], "caught_by": [cid], "claims": None,
+                              "crashed": True, "ended": f"its module did not import ({type(exc).__name__}: "
+                                                        f"{str(exc)[:160]})"}))
+            return
         ran.append(cid)
         crashed = bool(rec.details.get("error"))
         # a wrong fact the check names counts as well: the verdict machinery may be the mutated file
@@ -224,6 +252,8 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
             caught.append(cid)
             break
     claims = None
+    with open(RUNNING_FILE, "w") as fh:         # a claim that never ends is no theorem-kind catch
+        fh.write(CLAIMS_RUNNING)
     if not caught and json.loads(claims_json):
         claims = {cid: bool(run(cid).holds) for cid in json.loads(claims_json)}
     print(json.dumps({"package": refimpl.__file__, "ran": ran, "caught_by": caught, "claims": claims,
@@ -390,6 +420,14 @@ except ImportError:          # no plot extra: the children run without matplotli
 np = numpy
 
 
+def _resident_bytes(pid):      # the fork's resident memory (Linux's /proc); 0 where unreadable (no watch)
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 @numba.njit
 def _warm(x, a, M):
     numpy.random.seed(1)
@@ -442,7 +480,7 @@ for line in sys.stdin:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-    deadline, status = time.monotonic() + job["timeout"], None
+    deadline, status, why = time.monotonic() + job["timeout"], None, None
     try:                     # woken the moment the fork ends (Linux), else polled every 10 ms
         ended = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -452,9 +490,11 @@ for line in sys.stdin:
         if done:
             status = st
             break
-        if time.monotonic() > deadline or os.getppid() != runner:     # the timeout, or the runner gone
+        over = _resident_bytes(pid) > job["max_rss"]
+        if time.monotonic() > deadline or os.getppid() != runner or over:   # timeout, runner gone, memory
             os.kill(pid, 9)
             os.waitpid(pid, 0)
+            why = "over memory" if over else "timed out"
             break
         if ended is None:
             time.sleep(0.01)
@@ -462,7 +502,7 @@ for line in sys.stdin:
             select.select([ended], [], [], 0.5)
     if ended is not None:
         os.close(ended)
-    print(json.dumps({"status": status}), flush=True)
+    print(json.dumps({"status": status, "why": why}), flush=True)
 """
 
 
@@ -501,18 +541,20 @@ class Zygote:
             raise ValueError(f"this zygote holds the modules of {self.preload}, not of {tmp}")
         out, err = os.path.join(tmp, ".out"), os.path.join(tmp, ".err")
         try:
-            self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err})
-                                  + "\n")
+            self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err,
+                                              "max_rss": MAX_RSS_BYTES}) + "\n")
             self.proc.stdin.flush()
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError) as exc:
             raise ZygoteGone(str(exc))
         if not line:
             raise ZygoteGone(f"the zygote exited ({self.proc.poll()})")
-        status = json.loads(line)["status"]
+        reply = json.loads(line)
+        status = reply["status"]
         read = (lambda p: open(p).read() if os.path.exists(p) else "")
         if status is None:
-            how = "timed out"
+            how = (f"above {MAX_RSS_BYTES / 2 ** 30:g} GiB of memory" if reply.get("why") == "over memory"
+                   else f"timed out after {timeout:g} s")
         elif os.WIFSIGNALED(status):
             how = f"the fork was killed by signal {os.WTERMSIG(status)}"
         else:
@@ -582,7 +624,7 @@ def claim_checks(paper):
     return [cid for cid, (_, _, _, kind) in load_checks().items() if kind == "claim" and cid.startswith(prefixes)]
 
 
-def run_mutation(m: Mutation, timeout=900, package=PACKAGE, vectors_dir=None, zygote=None, claims=False,
+def run_mutation(m: Mutation, timeout=TIMEOUT, package=PACKAGE, vectors_dir=None, zygote=None, claims=False,
                  workspace=None):
     # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
     order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
@@ -685,11 +727,19 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
     if zygote is not None and zygote.preload is not None:
         graph = package_graph(package)
         purge = _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
-    code = (_interpreting(m, package) + purge + "from refimpl.tools.mutations import _child; "
+    # the package itself may not import on the mutated copy (a module raising as it runs): that is
+    # the first check's crash (refimpl verify could not start), told apart from a SyntaxError
+    importing = "".join("    " + ln + "\n" for ln in (purge + "from refimpl.tools.mutations import _child\n").splitlines())
+    code = (_interpreting(m, package) + "try:\n" + importing + "except SyntaxError:\n    raise\n"
+            "except Exception as _exc:\n    import json as _json\n"
+            "    print(_json.dumps({'package_error': f'{type(_exc).__name__}: {_exc}'[:200]}))\n    raise SystemExit(0)\n"
             f"_child({json.dumps(json.dumps(order))}, {json.dumps(json.dumps(claim_ids))}, "
             f"{json.dumps(json.dumps(modules))})")
     if vectors_dir is not None:
         code = purge + f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+    running = os.path.join(tmp, RUNNING_FILE)
+    if os.path.exists(running):
+        os.remove(running)
     if zygote is not None:
         try:
             stdout, stderr, timed_out, exit_note = zygote.run(tmp, code, timeout)
@@ -702,9 +752,18 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
             stdout, stderr, timed_out = proc.stdout, proc.stderr, False
             exit_note = f"exit {proc.returncode}"
         except subprocess.TimeoutExpired:
-            timed_out = True
-    if timed_out:
-        out.error = f"timed out after {timeout} s"
+            timed_out, exit_note = True, f"timed out after {timeout:g} s"
+    if timed_out:        # stopped inside a check (that check never gave a verdict), or before the first
+        where = ""
+        if os.path.exists(running):
+            with open(running) as fh:
+                cid = fh.read().strip()
+        else:
+            cid, where = (order[0] if order else ""), " while the package was imported"
+        if cid and cid != CLAIMS_RUNNING and vectors_dir is None:
+            out.caught_by, out.crashed, out.ended = [cid], True, f"stopped{where}: {exit_note}"
+        else:
+            out.error = exit_note
         return
     last = stdout.strip().splitlines()[-1:] if stdout.strip() else []
     try:
@@ -713,11 +772,14 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
         tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
         out.error = f"the checks did not run ({exit_note}): {tail}"
         return
-    if not res["package"].startswith(tmp):
+    if "package_error" in res:
+        out.caught_by, out.crashed = order[:1], True
+        out.ended = f"the package did not import ({res['package_error']})"
+    elif not res["package"].startswith(tmp):
         out.error = f"the child imported {res['package']}, not the mutated copy"
     else:
         out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
-        out.crashed = bool(res.get("crashed"))
+        out.crashed, out.ended = bool(res.get("crashed")), res.get("ended")
 
 
 def _started_workers(mutations, workers, package, preload):
@@ -747,7 +809,7 @@ def _started_workers(mutations, workers, package, preload):
     return workers_
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=None, package=PACKAGE, claims=False):
+def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_dir=None, package=PACKAGE, claims=False):
     """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
     first failing vector ids."""
@@ -780,7 +842,7 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=900, vectors_dir=
         if progress:
             r = results[i]
             progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
-                     f"{'caught by ' + ', '.join(r.caught_by) if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
+                     f"{'caught by ' + ', '.join(r.caught_by) + (' (' + r.ended + ')' if r.ended else '') if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
                      f" ({r.seconds:.0f} s)")
     # by their first expected catcher's recorded seconds, longest first, so that the pool does not
     # end on a long one; a file whose Numba kernels recompile (KERNELS_ENV=compile: the copy's
