@@ -286,8 +286,9 @@ def _reading_cases():
     except ValueError as exc:
         said = str(exc)
     out.append(("a dump of another paper is refused, one of the same paper is not; the refusal names the names "
-                "that mark it (SSCA's omega, omega_next, not rho or A)",
-                refused and DG._same_paper("ssca", {"omega", "A"}) is None and "(it holds omega, omega_next)" in said))
+                "that mark it (SSCA's omega, omega_next, not rho or A) and both papers by their short names",
+                refused and DG._same_paper("ssca", {"omega", "A"}) is None and "THEIRS is a dump of SSCA (it holds "
+                "omega, omega_next), OURS one of Flex-VFL:" in said))
     ssca, mfcgd = papers.get("ssca"), papers.get("mfcgd")
     dump = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 3)}
     got = ssca.replay_from_dump(dump)
@@ -537,6 +538,12 @@ def _replay_value_cases():
         refused = _raises(lambda: writer.put(1, {"x": np.zeros(10)}), "about 800 bytes (10 rounds × 80 bytes)")
     out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
                 refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
+    with tempfile.TemporaryDirectory() as tmp:           # 10 rounds of 1.24 GB (a broadcast view: no memory)
+        big = DumpWriter(tmp, rounds=10, max_bytes=5e9, say=None)
+        out.append(("a dump of about 12.4 GB beyond a limit of 5 GB names the limit that admits it, rounded up "
+                    "(--max-dump-gb 13)", _raises(lambda: big.put(1, {"x": np.broadcast_to(np.zeros(1), (155_000_000,))}),
+                                                  "beyond the limit of 5.0 GB; dump fewer rounds or raise the limit "
+                                                  "with --max-dump-gb 13")))
     out.append(_dump_record_case())
     out += _dump_writer_cases()
     return out
@@ -676,8 +683,13 @@ def _crosscheck_cases():
     extra = ("m_f", "m_a", "m_e", "m_b", "m_d", "m_c")          # six names: in a set's order, sorted 1 time in 720
     rows = crosscheck(Trace(config={}, metrics={"round": [0], **{n: [1.0] for n in extra}}),
                       Trace(config={}, metrics={"round": [0]}))
-    out.append(("metrics one trace alone records are listed by name, whatever order a set holds them in",
-                [r["what"] for r in rows if r.get("only")] == sorted(extra)))
+    out.append(("metrics one trace alone records are listed by name, whatever order a set holds them in, each "
+                "'not compared: only the first trace records it'",
+                [r["what"] for r in rows if r.get("only")] == sorted(extra)
+                and all(r.get("note") == "not compared: only the first trace records it" for r in rows)))
+    both = {"round": [0], **{n: [1.0] for n in extra}}
+    rows = crosscheck(Trace(config={}, metrics=both), Trace(config={}, metrics=dict(both)))
+    out.append(("metrics both traces record are compared in name order", [r["what"] for r in rows] == sorted(extra)))
     return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
 
 
@@ -1306,10 +1318,11 @@ def _diagnose_reason_cases(tmp):
                 md.count("| --curvature fixed | True | True | True |") == 1))
     rows = [dict(switch="--a 1", ran=True, agrees=False, changes=True, worst=0.000123, first="round 2, A"),
             dict(switch="--b 2", ran=False, agrees=False, changes=None, worst=None, first=None)]
-    DG.write_report(os.path.join(tmp, "report-rows"), dg.comparison, dg.lines, rows)
-    with open(os.path.join(tmp, "report-rows", "diagnose.md")) as fh:
+    DG.write_report(report, dg.comparison, dg.lines, rows)          # a report directory that exists: rewritten
+    with open(os.path.join(report, "diagnose.md")) as fh:
         md = fh.read()
-    out.append(("the report's rows: a worst difference to 2 digits, '-' for a rerun that did not run",
+    out.append(("the report's rows, rewritten in the same directory: a worst difference to 2 digits, '-' for a "
+                "rerun that did not run",
                 "| --a 1 | True | False | True | 0.00012 | round 2, A |" in md and "| --b 2 | False | False | - | - | - |"
                 in md))
     code, text, _ = _diagnosis(own, theirs["recursive"], tol=1e-9)

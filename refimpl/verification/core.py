@@ -807,7 +807,8 @@ def tune_selection(quick):
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
-       "repeating one index alone or holding one below 0 refused, a feature-block file read as written, a quantity "
+       "repeating one index alone or holding one below 0 refused, a client's empty feature block refused, a "
+       "feature-block file read as written, a quantity "
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
        "NaN wherever it stands; a plain run maps a check's parts in order (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
@@ -885,20 +886,26 @@ def _batch_schedule_refusals():
 
 def _cover_refusals():
     """True when an index cover (feature blocks, partitions) is refused for one index missing alone,
-    for one repeated alone and for one below 0 (named with the range), a file of index lists is read
+    for one repeated alone and for one below 0 (named with the range), a client with an empty
+    feature block refused (given blocks read as written), a file of index lists is read
     as written, as feature blocks and as a partition of the samples, and a quantity law wide enough to
     overflow exp still gives every client a sample."""
     import json
     import os
     import tempfile
 
-    from refimpl.core.partition import _check_exact_cover, read_feature_blocks, read_partition_file, sample_partition
+    from refimpl.core.partition import (_check_exact_cover, feature_partition, read_feature_blocks, read_partition_file,
+                                        sample_partition)
     right = raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([3])], 4, "blocks", "cover"),
                    "cover: 1 missing (first [2]), 0 repeated")
     right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([1, 2, 3])], 4, "blocks", "cover"),
                     "cover: 0 missing (first []), 1 repeated (first [1])")
     right &= raises(lambda: _check_exact_cover([np.array([-1, 1]), np.array([2, 3])], 4, "blocks", "cover"),
                     "blocks must lie in 0..3, got -1..3")
+    # a client given no feature, beside blocks that cover the rest: refused, and given blocks read as written
+    right &= raises(lambda: feature_partition(4, blocks=[[0, 1, 2, 3], []]), "every client's feature block must be "
+                    "non-empty")
+    right &= [b.tolist() for b in feature_partition(4, blocks=[[3, 1], [0, 2]])] == [[3, 1], [0, 2]]
     # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
     sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
     right &= sum(sizes) == 1000 and min(sizes) >= 1

@@ -316,8 +316,9 @@ def _condition20_record_errors():
        "step times exactly as long as the run read; a τ table's first bad entry, a fractional or NaN one alone, a "
        "table with a column fewer than parties or of one row, --server-time −1 or NaN and a "
        "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
-       "number of parties, a CPU trace with fewer machines than parties and recorded step times shorter than the run "
-       "refused with their reasons in full",
+       "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
+       "an unknown speed model and a switching probability above 1 refused with their reasons in full; the two-state "
+       "model at p = 1 (switching every round) and p = 0 (never)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     rng = np.random.default_rng(0)
@@ -461,7 +462,9 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _speed_refusal_errors():
     """Speed inputs refused with their reason in full: --speeds with 2 values for 3 parties (give 3, or
     one for all), a CPU trace of 3 machines for 5 parties (each needs its own), recorded step times
-    of 2 rows for a run needing 4 (rounds + 1: row 0 is the dummy round)."""
+    of 2 rows for a run needing 4 (rounds + 1: row 0 is the dummy round), an unknown model (the
+    forms listed) and a switching probability of 1.1; the two-state model at its edges p = 1
+    (switching every round) and p = 0 (never)."""
     from refimpl.vfl.speeds import CPUTraceSpeed, StepTimes, parse_speeds
     cases = [(lambda: parse_speeds("constant:1,2", 3), "speed model 'constant:1,2': 2 values for 3 parties "
               "(server + K); give --speeds with 3 values, server first, or one value for all"),
@@ -469,8 +472,16 @@ def _speed_refusal_errors():
               "CPU trace array has 3 machines for 5 parties (server + K); each party needs its own machine"),
              (lambda: StepTimes(np.ones((2, 3)), np.ones(3), "t.npz").sample(4, np.random.default_rng(0)),
               "--speeds steptimes:t.npz: 2 rows of step times, but the run needs 4 (rounds + 1: row 0 is the dummy "
-              "round of Adaptive Flex-VFL and the async clock's first cycle)")]
-    return {"speed_refusals_misworded": float(sum(not raises(f, words) for f, words in cases))}
+              "round of Adaptive Flex-VFL and the async clock's first cycle)"),
+             (lambda: parse_speeds("fast:1", 2), "unknown speed model 'fast:1'; use constant:…, lognormal:…[:σ], "
+              "markov:FAST:SLOW[:p_slow[:p_fast]], trace:FILE[:BASE], cputrace:FILE or steptimes:FILE"),
+             (lambda: MarkovSpeed((1.0,), (3.0,), 1.1, 0.5).sample(2, np.random.default_rng(0)),
+              "switching probabilities must be in [0, 1], got 1.1")]
+    # the two-state model's edges: p = 1 switches every round (slow, fast, slow, …), p = 0 never
+    edges = [MarkovSpeed((1.0, 2.0), (3.0, 5.0), p, p).sample(4, np.random.default_rng(0)) for p in (1.0, 0.0)]
+    return {"speed_refusals_misworded": float(sum(not raises(f, words) for f, words in cases)),
+            "markov_edges_wrong": float(np.sum(edges[0] != np.array([[3.0, 5.0], [1.0, 2.0]] * 2))
+                                        + np.sum(edges[1] != np.array([[1.0, 2.0]] * 4)))}
 
 
 def _replayed_and_parsed_speed_errors():

@@ -311,5 +311,5 @@ def parse_speeds(spec, n_parties, timeout=10.0):
         return StepTimes.from_file(rest, n_parties)
     if kind == "trace" and len(parts) in (1, 2):
         return TraceSpeed.from_file(parts[0], vec(parts[1]) if len(parts) == 2 else (1.0,) * n_parties)
-    raise ValueError(f"unknown speed model {spec!r}; use constant:…, lognormal:…[:σ], markov:FAST:SLOW[:p_slow[:p_fast]] "
+    raise ValueError(f"unknown speed model {spec!r}; use constant:…, lognormal:…[:σ], markov:FAST:SLOW[:p_slow[:p_fast]], "
                      "trace:FILE[:BASE], cputrace:FILE or steptimes:FILE")
