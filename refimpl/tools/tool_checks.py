@@ -213,7 +213,10 @@ def _replay_reader_cases():
                 fh.write(content)
         np.save(os.path.join(tmp, "objects.npy"), np.array([{"a": 1}], dtype=object), allow_pickle=True)
         np.savez(os.path.join(tmp, "objects.npz"), batches=np.array([{"a": 1}], dtype=object))
-        formats = (_raises(lambda: read_arrays(os.path.join(tmp, "notes.npy"), "--batches"), "starts like text")
+        notes = os.path.join(tmp, "notes.npy")
+        formats = (_raises(lambda: read_arrays(notes, "--batches"), f"--batches {notes}: not a .npy/.npz/.mat file (it "
+                           "starts like text, not NumPy's header or a zip archive); write arrays with numpy.save / "
+                           "numpy.savez or scipy.io.savemat")
                    and _raises(lambda: read_arrays(os.path.join(tmp, "del.npy"), "--batches"),
                                "starts like another format")
                    and _raises(lambda: read_arrays(os.path.join(tmp, "objects.npy"), "--batches"),
@@ -690,6 +693,11 @@ def _crosscheck_cases():
     both = {"round": [0], **{n: [1.0] for n in extra}}
     rows = crosscheck(Trace(config={}, metrics=both), Trace(config={}, metrics=dict(both)))
     out.append(("metrics both traces record are compared in name order", [r["what"] for r in rows] == sorted(extra)))
+    snaps = {r: (w1 * r, w2) for r in (130, 3, 64, 7)}          # a set of these iterates 64, 130, 3, 7
+    rows = crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots=snaps),
+                      Trace(config={}, metrics={"round": [0]}, snapshots=dict(snaps)))
+    out.append(("snapshots both traces hold are compared in round order (W1, W2 at each)",
+                [r["what"] for r in rows if "@" in r["what"]] == [f"{w}@{r}" for r in sorted(snaps) for w in ("W1", "W2")]))
     return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
 
 
@@ -1070,7 +1078,7 @@ def _harness_cases():
         ("a transposed output fails on its shape", "loss_grad", grad, 1, lambda a: a.T, "fail", "shape (7, 5)"),
         ("a flattened output fails on its shape", "loss_grad", grad, 2, lambda a: a.ravel(), "fail", "shape (20,)"),
         ("a relative error of 1e-9 fails a 1e-12 tolerance", "loss_grad", grad, 1,
-         lambda a: a * (1 + 1e-9), "fail", "rel tolerance 1e-12"),
+         lambda a: a * (1 + 1e-9), "fail", " > rel tolerance 1e-12 × max|expected| "),
         ("a relative error of 1e-14 passes a 1e-12 tolerance", "loss_grad", grad, 1,
          lambda a: a * (1 + 1e-14), "pass", ""),
         ("2 ulps fail a 1-ulp tolerance", "exp_nonpos", docs["exp_nonpos"]["cases"][0], 0,
@@ -1726,7 +1734,10 @@ def diagnose_report(quick):
        "the tolerance relative to the snapshot's size, a round not kept refused, a full disk named (other write errors "
        "unchanged, no file left), the settings two runs set apart noted; a run directory read as its trace, text, "
        "DEL-led files and pickles refused, --round 1.5, a third --map key and W1 alone refused, a v7.3 .mat named, the "
-       "authors' Theta1 hint only where it applies (wrong answers: 0)",
+       "authors' Theta1 hint only where it applies; a per-step quantity held as a scalar named by its shapes; "
+       "crosscheck's metrics (on both sides, or one) and snapshots in order; refusals in full: another paper's dump "
+       "(both papers named), a dump beyond its limit (the limit that admits it), no array format, a cell array and a "
+       ".mat of no variables (wrong answers: 0)",
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups

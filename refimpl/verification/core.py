@@ -887,7 +887,8 @@ def _batch_schedule_refusals():
 def _cover_refusals():
     """True when an index cover (feature blocks, partitions) is refused for one index missing alone,
     for one repeated alone and for one below 0 (named with the range), a client with an empty
-    feature block refused (given blocks read as written), a file of index lists is read
+    feature block or one that is no list refused (given blocks read as written), a batch schedule
+    beyond memory refused before it is built, a file of index lists is read
     as written, as feature blocks and as a partition of the samples, and a quantity law wide enough to
     overflow exp still gives every client a sample."""
     import json
@@ -906,6 +907,13 @@ def _cover_refusals():
     right &= raises(lambda: feature_partition(4, blocks=[[0, 1, 2, 3], []]), "every client's feature block must be "
                     "non-empty")
     right &= [b.tolist() for b in feature_partition(4, blocks=[[3, 1], [0, 2]])] == [[3, 1], [0, 2]]
+    right &= raises(lambda: feature_partition(4, blocks=[[0, 1], 2, [3]]), "feature blocks must be a list of index "
+                    "lists, one per client, e.g. [[0, 1], [2, 3]]")
+    # a batch schedule too large for memory is refused before it is built, saying what to lower
+    from refimpl.core.partition import sample_based_schedule
+    right &= raises(lambda: sample_based_schedule([np.arange(10 ** 6)] * 100, 10 ** 4, 1000, np.random.default_rng(0)),
+                    "the batch schedule (10,000 × 100 × 1,000 sample ids) would need 7.5 GiB of memory, above the "
+                    "4 GiB allowed: fewer --rounds, clients or a smaller --batch")
     # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
     sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
     right &= sum(sizes) == 1000 and min(sizes) >= 1

@@ -479,7 +479,13 @@ def _speed_refusal_errors():
               "switching probabilities must be in [0, 1], got 1.1")]
     # the two-state model's edges: p = 1 switches every round (slow, fast, slow, …), p = 0 never
     edges = [MarkovSpeed((1.0, 2.0), (3.0, 5.0), p, p).sample(4, np.random.default_rng(0)) for p in (1.0, 0.0)]
-    return {"speed_refusals_misworded": float(sum(not raises(f, words) for f, words in cases)),
+    # lognormal:M without σ is the model's documented σ = 0.5; markov:FAST:SLOW:p_slow:p_fast as written
+    # (markov without its SLOW speeds is no model)
+    parsed = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5)) + float(
+        parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0), 0.2, 0.6)
+        or not raises(lambda: parse_speeds("markov:1,2", 2), "unknown speed model"))
+    return {"lognormal_and_markov_misparsed": parsed,
+            "speed_refusals_misworded": float(sum(not raises(f, words) for f, words in cases)),
             "markov_edges_wrong": float(np.sum(edges[0] != np.array([[3.0, 5.0], [1.0, 2.0]] * 2))
                                         + np.sum(edges[1] != np.array([[1.0, 2.0]] * 4)))}
 
@@ -487,7 +493,8 @@ def _speed_refusal_errors():
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
-    written (``markov:FAST`` alone refused), a text trace of one value read; a timeout shorter than a
+    written (``markov:FAST`` alone refused), ``trace:FILE`` without BASE on base steps of 1, a text
+    trace of one value read; a timeout shorter than a
     party's mean step refused naming it; a CPU trace's clipping note counts only the values outside
     [0, 1]; ``--smoothness`` recorded as given, a list of the wrong length refused."""
     import os
@@ -514,6 +521,9 @@ def _replayed_and_parsed_speed_errors():
         one = os.path.join(tmp, "one.csv")                               # a text trace of one value
         with open(one, "w") as fh:
             fh.write("0.4\n")
+        # without BASE, every party's base step is 1: step = 1 / (a + 0.1)
+        errors["trace_default_base"] = float(not np.allclose(parse_speeds(f"trace:{avail}", 2).sample(
+            2, np.random.default_rng(0)), 1.0 / (np.array([[0.9, 0.4], [0.0, 1.0]]) + 0.1)))
         errors["one_value_trace"] = float(not np.array_equal(
             parse_speeds(f"trace:{one}:2,3", 2).sample(3, np.random.default_rng(0)), np.tile([4.0, 6.0], (3, 1))))
         cpu = os.path.join(tmp, "cpu.npy")
@@ -541,14 +551,9 @@ def _replayed_and_parsed_speed_errors():
     errors["timeout_below_a_step_accepted"] = float(not raises(
         lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
                      embedded()), "shorter than one local step of party 2 (mean step time 5)"))
-    errors["lognormal_default_sigma"] = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5))
-    # the other parsed forms: trace:FILE:BASE (a base per party) and markov:FAST:SLOW:p_slow:p_fast
-    # (markov without its SLOW speeds is no model)
+    # the other parsed form: trace:FILE:BASE (a base per party)
     errors["trace_with_base_parsed"] = float(not np.allclose(based.sample(2, np.random.default_rng(0)),
                                                              [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
-    errors["markov_parsed"] = float(parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0),
-                                                                                          0.2, 0.6)
-                                    or not raises(lambda: parse_speeds("markov:1,2", 2), "unknown speed model"))
     # --smoothness L,L_0,…,L_K: K + 2 positive values (4 for two parties), recorded as given; a short list refused
     from types import SimpleNamespace
 
