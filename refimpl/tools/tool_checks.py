@@ -693,6 +693,11 @@ def _crosscheck_cases():
     both = {"round": [0], **{n: [1.0] for n in extra}}
     rows = crosscheck(Trace(config={}, metrics=both), Trace(config={}, metrics=dict(both)))
     out.append(("metrics both traces record are compared in name order", [r["what"] for r in rows] == sorted(extra)))
+    rows = crosscheck(Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0]}),
+                      Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0, 2.0]}))
+    out.append(("a series short on both sides is named by the first trace's count",
+                [r.get("note") for r in rows] == ["not compared: the first trace has 1 values for 3 rounds (write one "
+                                                  "value per metric_round entry, NaN where it was not evaluated)"]))
     snaps = {r: (w1 * r, w2) for r in (130, 3, 64, 7)}          # a set of these iterates 64, 130, 3, 7
     rows = crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots=snaps),
                       Trace(config={}, metrics={"round": [0]}, snapshots=dict(snaps)))
@@ -1106,7 +1111,9 @@ def _harness_cases():
                                                          json.dumps(docs[f], sort_keys=True, default=str) for f in docs)))
         out.append(_npz_export_case(docs))
         damages = [("an edited vector file", "loss_grad.json", lambda t: t.replace('"tol"', '"tol" ', 1), "SHA-256"),
-                   ("a file the manifest does not list", "extra.json", None, "not listed in manifest.json"),
+                   ("a file the manifest does not list", "extra.json", None, "extra.json not listed in manifest.json "
+                    "(vectors of another export, or added by hand); export again into an empty directory or with "
+                    "--overwrite"),
                    ("an NPZ file the manifest does not list", "extra.npz", None, "not listed in manifest.json"),
                    ("a damaged manifest", "manifest.json", lambda t: t[:-20], "damaged manifest")]
         for what, name, edit, words in damages:

@@ -317,7 +317,8 @@ def _condition20_record_errors():
        "table with a column fewer than parties or of one row, --server-time −1 or NaN and a "
        "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
-       "an unknown speed model and a switching probability above 1 refused with their reasons in full; the two-state "
+       "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
+       "A_k of 0 and one party's η below 0; the two-state "
        "model at p = 1 (switching every round) and p = 0 (never)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
@@ -329,7 +330,8 @@ def clock(quick):
     shown = {}
     # the groups cheapest first: the runs on the embedded data (the replays, the parsed inputs)
     # last, where the mutation runner reaches them only when nothing before was wrong
-    errors = error_groups([_speed_refusal_errors, lambda: _durations_errors(model, data, shown),
+    errors = error_groups([lambda: {**_speed_refusal_errors(), **_method_refusal_errors(model, data)},
+                           lambda: _durations_errors(model, data, shown),
                            lambda: _cpu_trace_errors(model, data),
                            _replayed_and_parsed_speed_errors, _authors_rule_replay_errors], 1e-9)
     worst = max_or_nan(*errors.values())
@@ -457,6 +459,17 @@ def _async_events_by_hand(s, msg, S, horizon):
         parties.append(k)
         free = now + s[0]
         arrive[k] = free + S + msg[k] + s[k] + msg[k]
+
+
+def _method_refusal_errors(model, data):
+    """A run's own constants refused naming the one that is wrong: adaptive Flex-VFL with one A_k of
+    0 among positive ones, Flex-VFL with one party's η below 0."""
+    def run(method, eta, **kw):
+        return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, 8, np.ones((4, 3)), timeout=10.0,
+                                           **kw)
+    cases = [(run("adaptive", 0.1, A=[1.0, 0.0, 1.0]), "A_k must be > 0, got [1.0, 0.0, 1.0]"),
+             (run("flex", [0.1, -0.1, 0.1]), "learning rate η of party 1 is -0.1; must be > 0")]
+    return {"method_refusals_wrong": float(sum(not raises(f, words) for f, words in cases))}
 
 
 def _speed_refusal_errors():
