@@ -318,7 +318,7 @@ def _condition20_record_errors():
        "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
        "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
-       "A_k of 0 and one party's η below 0; the two-state "
+       "A_k of 0, one party's η below 0 and a Q of 2.5; the two-state "
        "model at p = 1 (switching every round) and p = 0 (never)",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
@@ -463,12 +463,14 @@ def _async_events_by_hand(s, msg, S, horizon):
 
 def _method_refusal_errors(model, data):
     """A run's own constants refused naming the one that is wrong: adaptive Flex-VFL with one A_k of
-    0 among positive ones, Flex-VFL with one party's η below 0."""
+    0 among positive ones, Flex-VFL with one party's η below 0, synchronous VFL with Q = 2.5 (no
+    whole number of local steps)."""
     def run(method, eta, **kw):
         return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, 8, np.ones((4, 3)), timeout=10.0,
                                            **kw)
     cases = [(run("adaptive", 0.1, A=[1.0, 0.0, 1.0]), "A_k must be > 0, got [1.0, 0.0, 1.0]"),
-             (run("flex", [0.1, -0.1, 0.1]), "learning rate η of party 1 is -0.1; must be > 0")]
+             (run("flex", [0.1, -0.1, 0.1]), "learning rate η of party 1 is -0.1; must be > 0"),
+             (run("sync", 0.1, Q=2.5), "Q must be an integer >= 1 (synchronous VFL's local steps), got 2.5")]
     return {"method_refusals_wrong": float(sum(not raises(f, words) for f, words in cases))}
 
 
@@ -613,7 +615,7 @@ def _cpu_trace_errors(model, data):
     errors["cputrace_tau_clipped_mismatches"] = float(np.sum(got != np.array([11, 1])))
     # a step time of 0 (or below) is refused, not taken as an infinitely fast party
     errors["sync_without_steps_accepted"] = float(not raises(
-        lambda: FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, np.ones((2, 3)), Q=0), "Q must be >= 1"))
+        lambda: FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, np.ones((2, 3)), Q=0), "Q must be an integer >= 1"))
     errors["zero_step_time_accepted"] = float(not raises(
         lambda: ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0)), "step times must be finite and > 0"))
     # the network's and the log-normal model's numbers: a negative latency or server time, a zero

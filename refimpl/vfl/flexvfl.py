@@ -293,8 +293,8 @@ class FlexVFL:
                 if taus is None and timeout < mean[slow]:
                     raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
                                      f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
-        if method == "sync" and int(Q) < 1:
-            raise ValueError(f"Q must be >= 1, got {Q}")
+        if method == "sync" and (isinstance(Q, bool) or int(Q) != Q or Q < 1):
+            raise ValueError(f"Q must be an integer >= 1 (synchronous VFL's local steps), got {Q!r}")
         if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
         taus, tau0, batches = _replay_schedules(taus, tau0, batches, K1, data.n)
