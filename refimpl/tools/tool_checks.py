@@ -66,6 +66,7 @@ def _diagnose_cases():
                 f"round 10, omega_next at entry {last}" in said and " vs nan" in said))
     out += _scalar_against_vector_cases()
     out += _local_step_cases()
+    out.append(_differing_inputs_case())
     ours, theirs = _planted_dumps()
     del theirs[12]
     c = DG.compare_dumps(ours, theirs, 1e-12)
@@ -142,6 +143,24 @@ def _set_order_cases():
     out.append(("quantities one side alone dumps are listed by name, whatever order a set holds them in",
                 DG.compare_dumps(ours, theirs, 1e-12).uncompared() == [f"{n} (only in ours)" for n in sorted(extra)]))
     return out
+
+
+def _differing_inputs_case():
+    """(what, right): the replay inputs two Flex-VFL runs hold and that differ are listed in name
+    order (three: in a set's order, sorted 1 time in 6)."""
+    import os
+    import tempfile
+
+    from refimpl.tools import diagnose as DG
+    ours = {"init_theta0": np.ones(3), "init_theta1": np.ones(2), "batches": np.arange(6).reshape(2, 3),
+            "tau": np.ones((2, 3), dtype=int)}
+    theirs = {"init_theta0": np.zeros(3), "init_theta1": np.ones(2), "batches": np.arange(6).reshape(2, 3)[::-1],
+              "tau": 2 * np.ones((2, 3), dtype=int)}
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(os.path.join(tmp, "trace.npz"), **ours)
+        got = DG.differing_inputs(tmp, theirs, "vfl")
+    return ("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
+            got == (["batch schedule", "initial point", "τ table"], []))
 
 
 def _local_step_cases():
@@ -443,8 +462,8 @@ def _mat_refusal_cases(tmp, W1, W2):
     """True when the .mat readers refuse --round 1.5 and --round True, name which variables are numeric
     in a file meant to hold one matrix, refuse a --map naming a third
     key (W3) with the expected form and one naming W1 alone, name a v7.3 (HDF5) file as such, read a
-    one-entry variable and refuse an empty one, a cell array and a file of no variables (each
-    refusal in full), and add
+    one-entry variable and refuse an empty one, a cell array, a file of no variables and iterates
+    without a round (each refusal in full), and add
     the hint about the authors' Theta1 (ω̄) to a missing
     variable only for the default map Theta1a over files holding Theta1_<r>."""
     import os
@@ -458,8 +477,9 @@ def _mat_refusal_cases(tmp, W1, W2):
         fh.write(b"MATLAB 7.3 MAT-file, HDF5 schema 1.00 .".ljust(116) + bytes(8) + b"\x00\x02IM"
                  + b"\x89HDF\r\n\x1a\n" + bytes(64))
     savemat(numbered, {"Theta1_3": W1, "Theta2_3": W2})
-    empty = os.path.join(tmp, "empty.mat")
+    empty, unnumbered = os.path.join(tmp, "empty.mat"), os.path.join(tmp, "unnumbered.mat")
     savemat(empty, {})
+    savemat(unnumbered, {"Theta1a": W1, "Theta2a": W2})
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
     try:
@@ -479,6 +499,8 @@ def _mat_refusal_cases(tmp, W1, W2):
                         "x.mat: variable 'c' holds a cell array or struct; expected a real numeric matrix")
             and _raises(lambda: list(mat_snapshots(empty, default)), "the .mat file holds no variables; expected the "
                         "iterates 'Theta1a', 'Theta2a' (or <name>_<round>)")
+            and _raises(lambda: list(mat_snapshots(unnumbered, default)), "variable 'Theta1a' has no round in its "
+                        "name; give --round R (or name the variables Theta1a_<round>)")
             and _two_variables_named(tmp))
 
 
@@ -605,6 +627,12 @@ def _dump_writer_cases():
         left = sorted(os.listdir(os.path.join(tmp, "at", "dump")))
         out.append(("a second run into a directory with an earlier dump replaces it (round 1's file removed)",
                     again.written == [5] and left == ["r5.npz"]))
+        shuffled = DumpWriter(os.path.join(tmp, "order"), rounds=6)
+        for t in (100, 2, 30, 7, 12, 1):
+            shuffled.put(t, {"x": np.full(2, float(t))})
+        back = D.read_rounds(os.path.join(tmp, "order"))
+        out.append(("round files read back in round order, whatever order the directory lists them in",
+                    list(back) == [1, 2, 7, 12, 30, 100] and all(float(q["x"][0]) == t for t, q in back.items())))
         from refimpl.core.trace import Trace
         held = Trace(config={}, metrics={"round": [0, 1]}, arrays={"r1_x": np.ones(3), "r2_x": np.zeros(3)})
         saved = os.path.join(tmp, "saved")
@@ -771,7 +799,8 @@ def _snapshot_edge_cases(w1, w2):
                 TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b"{}")) for n in names])
                 kinds.append(None)
             except (OSError, RuntimeError) as exc:
-                kinds.append((type(exc).__name__, "they need" in str(exc)))
+                kinds.append((type(exc).__name__, "they need" in str(exc) and str(exc).endswith(
+                    " MB are free; nothing was replaced (free space, or choose another --out)")))
             finally:
                 del TR.open
         left = sorted(os.listdir(tmp))

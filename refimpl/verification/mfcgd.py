@@ -1017,12 +1017,20 @@ def _constants_file_errors(base):
     return wrong
 
 
+#: the conditions of Theorems 1-2 as refimpl bound names them, in the statement's order (the
+#: names a user reads beside each NOT MET; the values are checked against the literal transcription)
+CONDITION_NAMES = ["n >= max(2, k³, (c1k)³, (c2k)³, (c3k)³, (24kγqL_fgC_fg)³/ρ³)", "k > 0", "c1 >= 2/(3k³) + B",
+                   "c2 >= 2/(3k³) + 5C_f²", "c1² + c2² <= 24⁴q²γ⁴L_fg⁴C_fg⁴/(9ρ⁴)", "c3 >= 2/(3k³) + 5C_g²",
+                   "γ >= ρ(c1² + c3²)^{1/4}/(12 sqrt(5q) L_fg C_fg)", "γ <= 3ρqL_fgC_fg/(4(C_g² + L_g² + 2L_f²C_g²))",
+                   "γ <= n^{1/3}ρ/(2Lk)", "B >= 20C_g²L_f² + … (Θ term)", "Θ + BC_g²ρ²/(24²L_fg²C_fg²) <= 5ρ²/48"]
+
+
 def _verdict_disagreements(name, c, p, T, rho):
     """``refimpl bound``'s verdict (refimpl.mfcgd.bounds.bound_verdict) against the literal
     transcription: the cap is C_f·C_g, vacuous exactly when the literal right side reaches it, and
     the smallest informative T is below the cap while the T before it is not; the tightest condition
     named is the one whose sides are closest, and every condition is met only when each one is
-    (planted sides)."""
+    (planted sides); the conditions carry their names (:data:`CONDITION_NAMES`)."""
     conds = theorem_conditions(c, p, rho)
     v = bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, conds)
     cap = c.C_f * c.C_g
@@ -1045,6 +1053,10 @@ def _verdict_disagreements(name, c, p, T, rho):
     met = [bound_verdict(c, p, T, 2 if rho == 1.0 else 1, rho, 1.0, x)["all_conditions_met"] for x in (planted, unmet)]
     if met != [True, False]:
         wrong.append(f"all conditions met: {met[0]} with all three met, {met[1]} with one not met; want True, False")
+    named = [r["name"] for r in conds]
+    if named != CONDITION_NAMES:
+        wrong.append(f"conditions named {[n for n in named if n not in CONDITION_NAMES][:2]} where the statement's "
+                     f"names are {[n for n in CONDITION_NAMES if n not in named][:2]}")
     if v["cap"] != cap:
         wrong.append(f"cap {v['cap']} vs C_f·C_g = {cap}")
     if v["vacuous"] != (lit(T) >= cap):

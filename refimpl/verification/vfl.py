@@ -883,7 +883,9 @@ def regime_one_run(quick):
         return ([f"{meth}/{protocol} at S = {a['server_time']:g} ({seeds} seed(s), evaluated every {c.eval_every}): "
                  f"one run gives {a}, a run at S {b}" for a, b in zip(rows, each) if a != b]
                 + [f"{meth}/{protocol} at S = {r['server_time']:g}: budget {r['time_budget']}"
-                   for r in each if r["time_budget"] != 30.0 * (1.0 + r["server_time"])])
+                   for r in each if r["time_budget"] != 30.0 * (1.0 + r["server_time"])]
+                + [f"{meth}/{protocol} at S = {r['server_time']:g}: η grid recorded as {list(r['grid'])}, not increasing"
+                   for r in rows + each if "grid" in r and [float(e) for e in r["grid"]] != sorted(map(float, r["grid"]))])
 
     def mixed_seeds_wrong():
         """Seeds 0, 1, 2 and a target of 0.56: only seed 2 reaches it (0.57 at round 6; the others
