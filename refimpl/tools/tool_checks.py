@@ -66,7 +66,7 @@ def _diagnose_cases():
                 f"round 10, omega_next at entry {last}" in said and " vs nan" in said))
     out += _scalar_against_vector_cases()
     out += _local_step_cases()
-    out.append(_differing_inputs_case())
+    out += _differing_inputs_cases()
     ours, theirs = _planted_dumps()
     del theirs[12]
     c = DG.compare_dumps(ours, theirs, 1e-12)
@@ -145,9 +145,9 @@ def _set_order_cases():
     return out
 
 
-def _differing_inputs_case():
+def _differing_inputs_cases():
     """(what, right): the replay inputs two Flex-VFL runs hold and that differ are listed in name
-    order (three: in a set's order, sorted 1 time in 6)."""
+    order (three: in a set's order, sorted 1 time in 6); a span of rounds reads in order."""
     import os
     import tempfile
 
@@ -159,8 +159,10 @@ def _differing_inputs_case():
     with tempfile.TemporaryDirectory() as tmp:
         np.savez(os.path.join(tmp, "trace.npz"), **ours)
         got = DG.differing_inputs(tmp, theirs, "vfl")
-    return ("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
-            got == (["batch schedule", "initial point", "τ table"], []))
+    return [("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
+             got == (["batch schedule", "initial point", "τ table"], [])),
+            ("a span of rounds given out of order reads from the least to the greatest (1..30 (7); 2, 5)",
+             DG._span([30, 2, 1, 9, 7, 3, 12]) == "1..30 (7)" and DG._span({5, 2}) == "2, 5")]
 
 
 def _local_step_cases():
@@ -1209,18 +1211,23 @@ def _flag_cases():
 
 def _schema_tolerance_case(docs):
     """(what, right): each exported JSON Schema admits in a case's ``tol`` exactly the two kinds
-    the harness reads (``rel`` ≥ 0, a whole ``ulps`` ≥ 0) and no other key, so that a file the
-    schema accepts is one the harness can judge."""
+    the harness reads (``rel`` ≥ 0, a whole ``ulps`` ≥ 0) and no other key, and in an array value
+    exactly ``shape`` and ``data``, so that a file the schema accepts is one the harness can judge."""
     from refimpl.conformance import vectors as V
     wrong = []
     for fam, doc in docs.items():
-        tol = V.schema(doc)["properties"]["cases"]["items"]["properties"]["tol"]
+        case = V.schema(doc)["properties"]["cases"]["items"]["properties"]
+        tol = case["tol"]
+        arrays = [v for part in ("inputs", "expected") for v in case[part]["additionalProperties"]["anyOf"]
+                  if v.get("type") == "object"]
         if (tol.get("additionalProperties"), sorted(tol.get("properties", {})), tol["properties"]["rel"],
                 tol["properties"]["ulps"]) != (False, ["rel", "ulps"], {"type": "number", "minimum": 0},
-                                               {"type": "integer", "minimum": 0}):
+                                               {"type": "integer", "minimum": 0}) \
+                or len(arrays) != 2 or any((a.get("additionalProperties"), a.get("required")) != (False, ["shape", "data"])
+                                           for a in arrays):
             wrong.append(fam)
-    return (f"every family's schema admits exactly rel and ulps in a tolerance (not: {wrong[:3]})"
-            if wrong else "every family's schema admits exactly rel and ulps in a tolerance", not wrong)
+    what = "every family's schema admits exactly rel and ulps in a tolerance, and exactly shape and data in an array"
+    return (f"{what} (not: {wrong[:3]})" if wrong else what, not wrong)
 
 
 def _planted_flag_cases(records):

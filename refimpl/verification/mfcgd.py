@@ -390,7 +390,8 @@ def _literal_kwargs(par):
        "acts early (max relative difference of x̄_t ≤ 1e-12; Numba fastmath ≤ 1e-10, also for the recorded ||A_t|| "
        "(both runners) and the kernel's ||∇F(x̄_t)||, which Theorems 1 and 2 read); a run at --radius-scale 0.5 "
        "projects on half the a-priori radii and counts the client-steps each projection acted; a boolean, text or "
-       "NaN for a float option refused, naming it, and so is 0 for a baseline's step size or for ρ; the problem "
+       "NaN for a float option refused, naming it, and so is 0 for a baseline's step size, for ρ or for the matrices' "
+       "ϑ (1 accepted); the problem "
        "instance recorded for another implementation; the kernel's own draws (no samples given) equal the seed's "
        "stream read in the documented order and handed to it (ζ = s_g N(0, I), ξ on the sphere of radius r_f), and "
        "the steps at which the cap acts are counted from c η_t² > 1",
@@ -533,6 +534,8 @@ def _radius_scale_record():
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), words)
                    for words, kw in (("eta must be > 0", dict(eta=0.0)), ("alpha must be > 0", dict(alpha=0.0)),
                                      ("Assumption 5) must be > 0, got 0.0", dict(rho=0.0))))
+    # the adaptive matrices' ϑ lies in (0, 1]: 0 (no moment update) refused, 1 accepted
+    refused &= raises(lambda: AdamType(0.1, 0.0), "ϑ must be in (0, 1], got 0.0") and AdamType(0.1, 1.0).theta == 1.0
     # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
@@ -546,7 +549,8 @@ def _radius_scale_record():
 @check("mfcgd.baselines_literal", "the baselines' periodic averaging: ComFedL-style local SCGD (the server averages "
        "x every q steps) and Local-SCGDM (x, y and the momentum m), through the NumPy runner on the nonlinear and "
        "the synthetic problem with q = 1, 3 and 4, equal to a per-client transcription of their update rules on the "
-       "same samples: x̄_t at every step (max relative difference ≤ 1e-12), and the samples and communication "
+       "same samples: x̄_t at every step and the clients' dumped x, y and m at steps 1, q + 1 and T (max relative "
+       "difference ≤ 1e-12), and the samples and communication "
        "rounds counted after every step, by the runner and by the Numba kernel, equal to the transcription's; the "
        "Numba kernel's ||x̄_t||² and ||∇F(x̄_t)|| on the same samples equal the transcription's (≤ 1e-10, fastmath)",
        "[MFCGD] Table 1 baselines (ComFedL, Local-SCGDM); docs/mfcgd.md")
@@ -559,9 +563,16 @@ def baselines_literal(quick):
         samples = draw_scgd_samples(pr, T, np.random.default_rng(82))
         for q in (1, 3, 4):
             for name, alpha in (("ComFedL", None), ("Local-SCGDM", 0.3)):
-                r = run_local_scgd(pr, x1, T, q, 0.2, 0.6, alpha, samples=samples)
-                traj, used, comms = local_scgd_literal(pr, x1, T, q, 0.2, 0.6, alpha, samples)
+                r = run_local_scgd(pr, x1, T, q, 0.2, 0.6, alpha, samples=samples, dump_steps=(1, q + 1, T))
+                states = []
+                traj, used, comms = local_scgd_literal(pr, x1, T, q, 0.2, 0.6, alpha, samples, states)
                 rel = float(np.max(np.abs(r.x_bar - traj)) / np.max(np.abs(traj)))
+                # the dumped clients' states (x, the tracked y, the momentum m) at steps 1, q + 1 and T: each
+                # the state before that step, as the transcription holds it
+                for t, dump in r.dumps.items():
+                    for key in ("x", "y") if alpha is None else ("x", "y", "m"):
+                        rel = max_or_nan(rel, float(np.max(np.abs(dump[key] - states[t - 1][key]))
+                                                    / max(float(np.max(np.abs(states[t - 1][key]))), 1e-300)))
                 bad = int(np.sum(r.samples != used) + np.sum(r.rounds != comms))
                 nb_rel = None
                 if pname == "synthetic":
@@ -1057,6 +1068,10 @@ def _verdict_disagreements(name, c, p, T, rho):
     if named != CONDITION_NAMES:
         wrong.append(f"conditions named {[n for n in named if n not in CONDITION_NAMES][:2]} where the statement's "
                      f"names are {[n for n in CONDITION_NAMES if n not in named][:2]}")
+    # each condition's relation, as its name writes it (k > 0 the one strict one)
+    relations = [r["relation"] for r in conds]
+    if relations != [next(w for w in n.split(" ") if w in (">=", "<=", ">", "<")) for n in CONDITION_NAMES]:
+        wrong.append(f"the conditions' relations {relations} differ from their names'")
     if v["cap"] != cap:
         wrong.append(f"cap {v['cap']} vs C_f·C_g = {cap}")
     if v["vacuous"] != (lit(T) >= cap):

@@ -107,7 +107,7 @@ def algorithm1_literal(problem, x1, T, *, k, n, c1, c2, c3, gamma, q, C_g, C_f, 
 
 # ----------------------------------------------------------------------------- Theorems 1–2
 
-def local_scgd_literal(problem, x1, T, q, eta, beta, alpha, samples):
+def local_scgd_literal(problem, x1, T, q, eta, beta, alpha, samples, states=None):
     """The baselines' update rules one line at a time, per client in a dictionary: ComFedL-style
     local SCGD (``alpha`` None) and Local-SCGDM. Client m keeps x_m, y_m (the tracked inner value)
     and, with momentum, m_m. At step t it reads ζ_{t,m}, ζ'_{t,m}, ξ_{t,m} and sets
@@ -120,7 +120,8 @@ def local_scgd_literal(problem, x1, T, q, eta, beta, alpha, samples):
     y_m starts at g_m(x^1; ζ_{0,m}); m_m at 0. ``samples`` = (ζ_0 (M, …), ζ (T, M, …), ζ' (T, M, …),
     ξ (T, M, …)). Returns (x̄_1 … x̄_T, samples used after each step, communication rounds after
     each step); x̄_t is the clients' mean before step t, one sample each for the y_m start and three
-    per client and step."""
+    per client and step. ``states``: a list that receives, before each step, every client's x, y
+    and m stacked ({"x": (M, d), …})."""
     zeta0, zeta, zeta2, xi = samples
     M = problem.M
     x1 = np.asarray(x1, dtype=np.float64)
@@ -133,6 +134,8 @@ def local_scgd_literal(problem, x1, T, q, eta, beta, alpha, samples):
         for c in clients:
             total = total + c["x"]
         traj.append(total / M)
+        if states is not None:
+            states.append({key: np.stack([c[key] for c in clients]) for key in ("x", "y", "m")})
         for m, c in enumerate(clients):
             c["y"] = (1.0 - beta) * c["y"] + beta * problem.g(m, c["x"], zeta[t - 1][m])
             direction = problem.jac_g(m, c["x"], zeta2[t - 1][m]).T @ problem.grad_f(m, c["y"], xi[t - 1][m])

@@ -963,14 +963,19 @@ def _regime_helper_errors(cfg, ds):
 
 def _regime_table_errors(cfg, ds):
     """The regime table's by-products: the traces it is asked to keep ({S: {method: trace}}, the
-    trace of the row's run) and, with η tuned and a target no η reaches (1.0: every test sample right
+    trace of the row's run), its progress lines (each row's time to one decimal) and, with η tuned and a target no η reaches (1.0: every test sample right
     within 8 rounds), no η, no time and no claim that the best η is interior."""
     from dataclasses import replace
 
     from refimpl.vfl.regime import regime_table, tuned_eta
     wrong = []
-    kept = {}
-    rows = regime_table(cfg, ds, [0.0, 2.0], "authors", methods=("flexvfl",), target=0.35, traces=kept)
+    kept, said = {}, []
+    rows = regime_table(cfg, ds, [0.0, 2.0], "authors", methods=("flexvfl",), target=0.35, traces=kept,
+                        progress=said.append)
+    want = [f"S = {r['server_time']:g}, flexvfl: time to 0.35 = "
+            f"{None if r['time_to_target'] is None else round(r['time_to_target'], 1)}" for r in rows]
+    if said != want:
+        wrong.append(f"regime_table's progress lines {said}, want {want} (the time to one decimal)")
     if sorted(kept) != [0.0, 2.0] or any(sorted(v) != ["flexvfl"] or v["flexvfl"] is None for v in kept.values()):
         wrong.append(f"regime_table kept traces {kept} for S = 0, 2 and Flex-VFL")
     elif time_to_target(kept[0.0]["flexvfl"], 0.35) is None or rows[0]["time_to_target"] is None:
@@ -994,6 +999,10 @@ ROUND_CASES = (
     ("flex/server-steps=2", dict(method="flex", server_steps=2), dict(method="flex", server_steps=2)),
     ("adaptive/paper/momentum", dict(method="adaptive", opt="momentum:0.5", A=0.4),
      dict(method="adaptive", opt="momentum", param=0.5, A=[0.4] * 3)),
+    # a proximal optimizer's weights (1 − ημ)^j depend on η: the dummy round's w̄ is taken at η = A_k/τ^0
+    # (with μ = 0.9, at η = A_k·τ^0 instead 1 − ημ < −1 and w̄ > 1: another first rate)
+    ("adaptive/paper/proximal", dict(method="adaptive", opt="proximal:0.9", A=0.4),
+     dict(method="adaptive", opt="proximal", param=0.9, A=[0.4] * 3)),
     ("adaptive/authors-taumax", dict(method="adaptive", adaptive_rule="authors-taumax", A=0.4),
      dict(method="adaptive", rule="authors-taumax", A=[0.4] * 3)),
     # d_k whose floors (10, 8, 11) differ from the schedule's τ^max (9, 7, 9)
