@@ -245,7 +245,9 @@ def _replay_reader_cases():
                    and _raises(lambda: read_arrays(os.path.join(tmp, "objects.npz"), "--batches"),
                                "holds pickled Python objects"))
         directory = (sorted(got) == ["W1_0", "batches"] and got["batches"].shape == (2, 3)
-                     and _raises(lambda: read_arrays(empty, "--batches"), "a directory without a trace.npz"))
+                     and _raises(lambda: read_arrays(empty, "--batches"), f"--batches {empty}: a directory without a "
+                                 "trace.npz; give a refimpl run's --out directory, its trace.npz, or a .npy/.npz/.mat "
+                                 "file"))
         missing = _raises(lambda: read_arrays(os.path.join(tmp, "nowhere.npy"), "--batches"),
                           f"--batches {os.path.join(tmp, 'nowhere.npy')}: no such file")
         named = _raises(lambda: read_one(run_dir, ("schedule",), "--batches"), "(found ['W1_0', 'batches'])")
@@ -265,7 +267,8 @@ def _replay_reader_cases():
             ("a text file and one starting with the DEL byte (0x7f) given as .npy are named as text and another "
              "format; an object .npy is refused unread (no pickle is ever loaded)", formats),
             ("the 1-based hint is given for ids 1..5 of n = 5, not when an id is 0",
-             "1-based ids" in one_based_hint(np.array([1, 3, 5]), 5) and one_based_hint(np.array([0, 3, 5]), 5) == ""),
+             one_based_hint(np.array([1, 3, 5]), 5) == " (no id is 0 and one is 5: 1-based ids, as MATLAB writes them? "
+             "give --index-base 1 to read them as such)" and one_based_hint(np.array([0, 3, 5]), 5) == ""),
             ("--dump-rounds 3,1,3 of 5 rounds is rounds 1 and 3; round 0 is refused",
              parse_dump_rounds("3,1,3", 5) == [1, 3] and parse_dump_rounds("all", 3) == [1, 2, 3]
              and _raises(lambda: parse_dump_rounds("0,2", 5), "round 0 is outside the run (rounds 1..5)"))]
@@ -494,7 +497,9 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")
             and _raises(lambda: load_mat(v73), "a MATLAB v7.3 (HDF5) file, which scipy.io cannot read")
             and not _raises(lambda: load_mat(v73), "not a readable .mat file")
-            and _raises(lambda: mat_snapshots(numbered, default), "surrogate minimiser") and no_hint
+            and _raises(lambda: mat_snapshots(numbered, default), " (in the authors' scripts Theta1/Theta2 hold the "
+                        "surrogate minimiser ω̄ and Theta1a/Theta2a the iterate ω; to compare ω̄ anyway, give --map "
+                        "W1=Theta1,W2=Theta2)") and no_hint
             and np.array_equal(numeric_matrix("x.mat", "s", np.array([[2.5]])), [[2.5]])
             and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty")
             and _raises(lambda: numeric_matrix("x.mat", "c", np.array([np.ones(2), "a"], dtype=object)),
@@ -571,6 +576,10 @@ def _replay_value_cases():
                     "(--max-dump-gb 13)", _raises(lambda: big.put(1, {"x": np.broadcast_to(np.zeros(1), (155_000_000,))}),
                                                   "beyond the limit of 5.0 GB; dump fewer rounds or raise the limit "
                                                   "with --max-dump-gb 13")))
+        roomless = DumpWriter(tmp, rounds=10, max_bytes=float("inf"), say=None)       # 10 × 8 PB: no disk holds it
+        out.append(("a dump larger than the free disk is refused, saying what to do",
+                    _raises(lambda: roomless.put(1, {"x": np.broadcast_to(np.zeros(1), (10 ** 15,))}),
+                            "free; dump fewer rounds or choose another --out")))
     out.append(_dump_record_case())
     out += _dump_writer_cases()
     return out
@@ -601,7 +610,7 @@ def _dump_record_case():
             w.record(tr)
             on_disk = sum(os.path.getsize(os.path.join(tmp, "dump", f"r{t}.npz")) for t in rounds if t != fail_at)
             right &= (tr.config["dump_files"] == {"rounds": len(rounds) - 1, "bytes": on_disk}
-                      and words in tr.config.get("dump_stopped", ""))
+                      and f"{words} {os.path.join(tmp, 'dump')} and dump.mat" in tr.config.get("dump_stopped", ""))
     return ("a dump's record sums its round files' bytes; after a failed write it names the rounds it holds", right)
 
 

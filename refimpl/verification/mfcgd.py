@@ -923,7 +923,7 @@ def _check_run_refusals():
     # a parameter set with γ = ∞ or NaN is no parameter set (the theorems divide by γ and take its roots)
     wrong += [f"gamma {g} accepted" for g in (np.inf, np.nan)
               if not raises(lambda g=g: TheoremParams(1.0, 2.0, 1.0, 1.0, 1.0, g, 1, 1.0),
-                            "parameter gamma must be a finite number")]
+                            "parameter gamma must be a finite number > 0 (the theorems divide by it or take its roots)")]
     return wrong + _constants_refusals() + _verdict_edge_errors() + _search_failure_errors()
 
 

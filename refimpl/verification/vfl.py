@@ -487,7 +487,8 @@ def _speed_refusal_errors():
               "CPU trace array has 3 machines for 5 parties (server + K); each party needs its own machine"),
              (lambda: StepTimes(np.ones((2, 3)), np.ones(3), "t.npz").sample(4, np.random.default_rng(0)),
               "--speeds steptimes:t.npz: 2 rows of step times, but the run needs 4 (rounds + 1: row 0 is the dummy "
-              "round of Adaptive Flex-VFL and the async clock's first cycle)"),
+              "round of Adaptive Flex-VFL and the async clock's first cycle); give a trace of a run at least as long, "
+              "or fewer --rounds"),
              (lambda: parse_speeds("fast:1", 2), "unknown speed model 'fast:1'; use constant:…, lognormal:…[:σ], "
               "markov:FAST:SLOW[:p_slow[:p_fast]], trace:FILE[:BASE], cputrace:FILE or steptimes:FILE"),
              (lambda: MarkovSpeed((1.0,), (3.0,), 1.1, 0.5).sample(2, np.random.default_rng(0)),
