@@ -570,15 +570,16 @@ def _replay_value_cases():
         refused = _raises(lambda: writer.put(1, {"x": np.zeros(10)}), "about 800 bytes (10 rounds × 80 bytes)")
     out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
                 refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
-    with tempfile.TemporaryDirectory() as tmp:           # 10 rounds of 1.24 GB (a broadcast view: no memory)
-        big = DumpWriter(tmp, rounds=10, max_bytes=5e9, say=None)
+    # sizes from many rounds of a small array: a mutant that lets the dump through writes one small round
+    with tempfile.TemporaryDirectory() as tmp:           # 1000 rounds of 12.4 MB
+        big = DumpWriter(tmp, rounds=1000, max_bytes=5e9, say=None)
         out.append(("a dump of about 12.4 GB beyond a limit of 5 GB names the limit that admits it, rounded up "
-                    "(--max-dump-gb 13)", _raises(lambda: big.put(1, {"x": np.broadcast_to(np.zeros(1), (155_000_000,))}),
+                    "(--max-dump-gb 13)", _raises(lambda: big.put(1, {"x": np.zeros(1_550_000)}),
                                                   "beyond the limit of 5.0 GB; dump fewer rounds or raise the limit "
                                                   "with --max-dump-gb 13")))
-        roomless = DumpWriter(tmp, rounds=10, max_bytes=float("inf"), say=None)       # 10 × 8 PB: no disk holds it
+        roomless = DumpWriter(tmp, rounds=10 ** 8, max_bytes=float("inf"), say=None)     # 10^8 × 8 MB: no disk
         out.append(("a dump larger than the free disk is refused, saying what to do",
-                    _raises(lambda: roomless.put(1, {"x": np.broadcast_to(np.zeros(1), (10 ** 15,))}),
+                    _raises(lambda: roomless.put(1, {"x": np.zeros(10 ** 6)}),
                             "free; dump fewer rounds or choose another --out")))
     out.append(_dump_record_case())
     out += _dump_writer_cases()
