@@ -162,7 +162,11 @@ def _differing_inputs_cases():
     return [("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
              got == (["batch schedule", "initial point", "τ table"], [])),
             ("a span of rounds given out of order reads from the least to the greatest (1..30 (7); 2, 5)",
-             DG._span([30, 2, 1, 9, 7, 3, 12]) == "1..30 (7)" and DG._span({5, 2}) == "2, 5")]
+             DG._span([30, 2, 1, 9, 7, 3, 12]) == "1..30 (7)" and DG._span({5, 2}) == "2, 5"),
+            ("THEIR file without any replay input: the reruns use OURS's, and a difference in them cannot be told "
+             "apart from a convention", DG.sources_line([], ["initial point", "batch schedule"]) ==
+             "THEIR file holds none of the replay inputs (initial point, batch schedule): the reruns use OURS's, so a "
+             "difference in them is not told apart from a convention")]
 
 
 def _local_step_cases():
@@ -485,6 +489,8 @@ def _mat_refusal_cases(tmp, W1, W2):
     empty, unnumbered = os.path.join(tmp, "empty.mat"), os.path.join(tmp, "unnumbered.mat")
     savemat(empty, {})
     savemat(unnumbered, {"Theta1a": W1, "Theta2a": W2})
+    unsorted = os.path.join(tmp, "unsorted.mat")
+    savemat(unsorted, {"Zeta": W1, "Alpha": W2, "Mid": W1})
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
     try:
@@ -508,6 +514,8 @@ def _mat_refusal_cases(tmp, W1, W2):
                         "iterates 'Theta1a', 'Theta2a' (or <name>_<round>)")
             and _raises(lambda: list(mat_snapshots(unnumbered, default)), "variable 'Theta1a' has no round in its "
                         "name; give --round R (or name the variables Theta1a_<round>)")
+            and _raises(lambda: list(mat_snapshots(unsorted, other)), "no variable 'Foo', 'Bar' or <name>_<round> "
+                        "among ['Alpha', 'Mid', 'Zeta']; map them with --map W1=NAME,W2=NAME")
             and _two_variables_named(tmp))
 
 
@@ -717,7 +725,7 @@ def _crosscheck_cases():
                                              Trace(config={}, metrics={"round": [0, 1], "z": [np.nan, np.nan]}))}
     out.append(("a metric NaN in every round on one side is skipped, naming why (no round where both are finite)",
                 rows.get("z", {}).get("skipped") is True
-                and "no round where both" in rows.get("z", {}).get("note", "")))
+                and rows.get("z", {}).get("note") == "not compared: no round where both traces have a finite value"))
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "x": [], "y": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "y": [1.0]}))}
     out.append(("a metric with no values is not recorded (no row), and a series shorter than its rounds is named "
@@ -1480,8 +1488,9 @@ def _diagnose_edge_cases(tmp):
     code, text, dg = _diagnosis(ours, os.path.join(tmp, "vfl-short.npz"))
     report = "\n".join(dg.lines)           # the report itself, not the reruns' progress lines
     out.append(("THEIR initial point of the wrong size: the shape change is named and the baseline cannot rerun "
-                "(exit 5, with the reason, in the report)", code == 5 and "shapes (" in report
-                and "no switch (baseline): could not rerun" in report))
+                "(exit 5, with the reason, in the report; a rerun that did not run agrees with nothing)",
+                code == 5 and "shapes (" in report and "no switch (baseline): could not rerun" in report
+                and any(not r["ran"] for r in dg.rows) and not any(r["agrees"] for r in dg.rows if not r["ran"])))
     adaptive = _run("vfl", "adaptive-flexvfl", os.path.join(tmp, "adaptive-edge"), rounds=2, batch=16, A=0.3,
                     dump_rounds="all", eval_every=2)
     dump = {f"r{t}_{k}": v for t, q in read_dump(adaptive).items() for k, v in q.items()}

@@ -401,6 +401,14 @@ def _schedule_draws(z, det, T=3000, B=2):
     return bad
 
 
+def _held_wrong(status, got):
+    """True unless a stopped run's status names what its trace holds: everything before the
+    stopping round, step or event ``got`` ("trace holds events 0..16" for event 17)."""
+    import re
+    held = re.search(r"trace holds (?:rounds|steps|events) \d+\.\.(\d+)$", status)
+    return held is None or got is None or int(held.group(1)) != got - 1
+
+
 @check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
        "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run, asynchronous VFL run (an event's "
        "evaluations) and ComFedL run (MFCGD family, "
@@ -455,7 +463,7 @@ def divergence_reference(quick):
         det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
                      int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
-        return [name] * int(got != want or want is None or len(stopped.metrics[metric]) != over[0])
+        return [name] * int(got != want or len(stopped.metrics[metric]) != over[0] or _held_wrong(stopped.status, got))
 
     def sq_norm_case():
         """||ω||² on the same SGD run: a limit between the 3rd and 4th rounds' values stops it at the

@@ -293,7 +293,9 @@ def _cases_theorem_rhs(rng):
     for kw, flags, comment in (
             ({}, [], "heterogeneous clients, Adam-type ρ = 0.5"),
             (dict(delta_f=0.0, delta_g=0.0, rho=1.0, A_rms=1.0), ["homogeneous"], "δ_f = δ_g = 0, ρ = 1"),
-            (dict(T=10 ** 6, q=1), ["log-n-plus-T"], "a long horizon: the ln(n + T) term")):
+            (dict(T=10 ** 6, q=1), ["log-n-plus-T"], "a long horizon: the ln(n + T) term"),
+            (dict(L_f=1.6), [], "L_f ≠ 1: Lemma 1's L = sqrt(2C_f²L_g² + 2C_g⁴L_f²) reads L_f² (the other cases "
+                                "have L_f = 1)")):
         out.append(dict(id=f"theorem_rhs-{len(out)}", comment=comment, flags=flags, inputs={**base, **kw},
                         tol={"rel": 1e-13}))
     return out
