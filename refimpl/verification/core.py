@@ -463,11 +463,11 @@ def divergence_reference(quick):
         det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
                      int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
-        return [name] * int(got != want or len(stopped.metrics[metric]) != over[0] or _held_wrong(stopped.status, got))
+        return [name] * int(want is None or got != want or len(stopped.metrics[metric]) != over[0]
+                            or _held_wrong(stopped.status, got))
 
     def sq_norm_case():
-        """||ω||² on the same SGD run: a limit between the 3rd and 4th rounds' values stops it at the
-        first round above."""
+        """||ω||² on the same SGD run: a limit between its 3rd and 4th values stops it at the first above."""
         free = free_run("ssca-family/sgd")
         sq = np.asarray(free.metrics["sq_norm"], dtype=float)
         limit = float(np.sort(sq)[3] + np.sort(sq)[4]) / 2
