@@ -285,11 +285,7 @@ def initial_metrics(evaluator, theta, state=None):
         _INITIAL.move_to_end(key)
         return dict(hit[1])
     out = evaluator(theta)
-    try:
-        refs = tuple(weakref.ref(a) for a in arrays)
-    except TypeError:
-        return out
-    _INITIAL[key] = (refs, dict(out))
+    _INITIAL[key] = (tuple(weakref.ref(a) for a in arrays), dict(out))      # NumPy arrays are weakly referable
     while len(_INITIAL) > _INITIAL_KEPT:
         _INITIAL.popitem(last=False)
     return out

@@ -213,14 +213,8 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     import importlib
 
     import refimpl
-    try:
-        from refimpl.tools.verify import REGISTRY, load_checks, run_check
-        from refimpl.verification.registry import FIRST_WRONG_ENV
-    except SyntaxError:
-        raise
-    except Exception as exc:                    # refimpl verify itself could not start: see _run_in
-        print(json.dumps({"package_error": f"{type(exc).__name__}: {exc}"[:200]}))
-        return
+    from refimpl.tools.verify import REGISTRY, load_checks, run_check
+    from refimpl.verification.registry import FIRST_WRONG_ENV
     os.environ[FIRST_WRONG_ENV] = "1"       # only verdicts are read here: a check may stop at its first wrong group
     modules = json.loads(modules_json)
 
@@ -729,7 +723,8 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
         purge = _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
     # the package itself may not import on the mutated copy (a module raising as it runs): that is
     # the first check's crash (refimpl verify could not start), told apart from a SyntaxError
-    importing = "".join("    " + ln + "\n" for ln in (purge + "from refimpl.tools.mutations import _child\n").splitlines())
+    importing = "".join("    " + ln + "\n" for ln in (purge + "from refimpl.tools.mutations import _child\n"
+                                                         "import refimpl.tools.verify\n").splitlines())
     code = (_interpreting(m, package) + "try:\n" + importing + "except SyntaxError:\n    raise\n"
             "except Exception as _exc:\n    import json as _json\n"
             "    print(_json.dumps({'package_error': f'{type(_exc).__name__}: {_exc}'[:200]}))\n    raise SystemExit(0)\n"
