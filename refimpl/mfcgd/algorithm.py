@@ -284,8 +284,8 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_ever
     for name, v in (("eta", eta), ("beta", beta)):
         if not (np.isfinite(v) and v > 0):
             raise ValueError(f"{name} must be > 0, got {v}")
-    if int(q) < 1:
-        raise ValueError(f"q must be >= 1, got {q}")
+    if isinstance(q, bool) or not float(q).is_integer() or q < 1:
+        raise ValueError(f"q (communication period) must be an integer >= 1, got {q!r}")
     X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
     if samples is None:
         Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])

@@ -1513,7 +1513,9 @@ def _report_cases(tmp):
     refusals = [_raises(lambda: DG.diagnose(ours, os.path.join(tmp, "nowhere.npz")), "no such file or directory"),
                 _raises(lambda: DG.diagnose(ours, bug, map_text="omega"), "expected OURS=THEIRS pairs")]
     np.savez(os.path.join(tmp, "complex.npz"), r1_tau=np.ones(5, dtype=complex))
-    refusals.append(_raises(lambda: DG.load_side(os.path.join(tmp, "complex.npz")), "holds complex values"))
+    path = os.path.join(tmp, "complex.npz")
+    refusals.append(_raises(lambda: DG.load_side(path), f"{path}: r1_tau holds complex values (dtype complex128); a "
+                            "dump holds real numbers (refused, not cast)"))
     out = [("a missing file, a --map without '=' and complex values are refused, naming the reason", all(refusals))]
     shown = dict(dump, r1_batch=dump["r1_batch"] + 1, r2_eta=np.full_like(dump["r2_eta"], np.nan))
     np.savez(os.path.join(tmp, "vfl-shown.npz"), **shown)

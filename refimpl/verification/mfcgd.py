@@ -394,7 +394,9 @@ def _literal_kwargs(par):
        "ϑ (1 accepted); the problem "
        "instance recorded for another implementation; the kernel's own draws (no samples given) equal the seed's "
        "stream read in the documented order and handed to it (ζ = s_g N(0, I), ξ on the sphere of radius r_f), and "
-       "the steps at which the cap acts are counted from c η_t² > 1",
+       "the steps at which the cap acts are counted from c η_t² > 1; the NumPy runner's dumps at steps 1, 2 and T "
+       "hold the samples ζ_t, ξ_t that step consumed; a problem whose ∇f or ∇g has the wrong shape is refused before "
+       "a step, naming all three shapes",
        "[MFCGD] Algorithm 1, (6)–(11); docs/mfcgd.md")
 def algorithm1_literal_check(quick):
     T = 120 if quick else 400
@@ -405,7 +407,11 @@ def algorithm1_literal_check(quick):
         x1 = np.zeros(pr.d)
         worst, binds_ok = 0.0, True
         for kind in MATRICES:
-            r = runner(pr, x1, T, par, make_matrix(kind, 0.1, 0.9), np.random.default_rng(0), noise=noise)
+            dumped = {"dump_steps": (1, 2, T)} if runner is run_mfcgd else {}
+            r = runner(pr, x1, T, par, make_matrix(kind, 0.1, 0.9), np.random.default_rng(0), noise=noise, **dumped)
+            # each dumped step's samples are those step t consumed: ζ_t and ξ_t, the t-th of the given
+            stale = [t for t in dumped.get("dump_steps", ()) if not (np.array_equal(r.dumps[t]["zeta"], noise[2][t - 1])
+                                                                     and np.array_equal(r.dumps[t]["xi"], noise[3][t - 1]))]
             norms = []
             lit, binds = algorithm1_literal(pr, x1, T, matrix=kind, rho=0.1, theta=0.9, noise=noise, a_norms=norms,
                                             **_literal_kwargs(par))
@@ -420,7 +426,8 @@ def algorithm1_literal_check(quick):
                 rec["grad_norm_max_rel_diff"] = float(np.max(np.abs(r.grad_norm - gn)) / np.max(gn))
                 rel = max_or_nan(rel, rec["grad_norm_max_rel_diff"])
             worst = max_or_nan(worst, rel)
-            binds_ok &= binds["u"] > 0 and binds["v"] > 0
+            binds_ok &= binds["u"] > 0 and binds["v"] > 0 and not stale
+            rec.update({"dumped_samples_not_of_their_step": stale} if stale else {})
             det[f"{label}_{kind}"] = rec
         return worst, binds_ok
 
@@ -433,7 +440,8 @@ def algorithm1_literal_check(quick):
         par = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.8 * C["sup_exact_jacobian"],
                           C_f=1.0)
         found["numpy"] = worst, ok = compare(pr, run_mfcgd, par, 55, "numpy_nonlinear")
-        return [] if worst <= 1e-12 and ok else ["the NumPy runner"]
+        found["shapes"] = _oracle_shape_errors(pr, par)
+        return ([] if worst <= 1e-12 and ok else ["the NumPy runner"]) + found["shapes"]
 
     def numba_part():
         found["numba"] = worst, ok = compare(syn, run_mfcgd_synthetic_nb, par_nb, 56, "numba_synthetic")
@@ -448,13 +456,14 @@ def algorithm1_literal_check(quick):
         return [] if found["draws"]["right"] else ["the kernel's own draws"]
     syn, Cs = synthetic()
     par_nb = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
-    found["draws"] = {"right": True}
+    found["draws"], found["shapes"] = {"right": True}, []
     wrong_groups([numpy_part, numba_part, scaled_part, draws_part])
     (worst_np, ok_np), (worst_nb, ok_nb), scaled = found["numpy"], found["numba"], found["scaled"]
     binds_ok = ok_np and ok_nb
     det.update(steps=T, q=q, numpy_worst=worst_np, numba_worst=worst_nb,
                both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled, kernel_draws=found["draws"])
-    right = scaled["right"] and found["draws"]["right"]
+    right = scaled["right"] and found["draws"]["right"] and not found["shapes"]
+    det["oracle_shapes_not_refused"] = found["shapes"]
     draws = found["draws"].get("x_bar_max_rel_diff")        # absent when an earlier group stopped the run
     note = (f"x̄_t against the transcription, 4 matrices: NumPy runner {worst_np:.1e} (≤ 1e-12), Numba kernel "
             f"{worst_nb:.1e} (≤ 1e-10); the kernel's own draws "
@@ -462,6 +471,30 @@ def algorithm1_literal_check(quick):
             + f"; --radius-scale run {'right' if scaled['right'] else 'WRONG'}")
     return {"measured": max_or_nan(worst_np, worst_nb / 100), "bound": 1e-12,
             "holds": worst_np <= 1e-12 and worst_nb <= 1e-10 and binds_ok and right, "details": det, "note": note}
+
+
+def _oracle_shape_errors(pr, par):
+    """A problem whose one oracle has the wrong shape is refused before a step, naming all three
+    shapes: ∇f of p + 1 entries (g and ∇g right), then ∇g of d − 1 columns. The list of wrong answers."""
+    class Off:
+        def __init__(self, which):
+            self.which = which
+
+        def __getattr__(self, name):
+            return getattr(pr, name)
+
+        def grad_f(self, m, y, xi):
+            out = pr.grad_f(m, y, xi)
+            return np.append(out, 0.0) if self.which == "f" else out
+
+        def jac_g(self, m, x, zeta):
+            out = pr.jac_g(m, x, zeta)
+            return out[:, :-1] if self.which == "g" else out
+    p, d = pr.p, pr.d
+    want = {"f": f"g ({p},), ∇g ({p}, {d}) (need (p, d)), ∇f ({p + 1},)", "g": f"g ({p},), ∇g ({p}, {d - 1}) (need (p, d)), ∇f ({p},)"}
+    return [f"∇{w} of the wrong shape not refused as {want[w]!r}" for w in ("f", "g")
+            if not raises(lambda w=w: run_mfcgd(Off(w), np.zeros(d), 2, par, Identity(), np.random.default_rng(0)),
+                          f"oracle shapes do not match p = {p}, d = {d}: {want[w]}")]
 
 
 def _kernel_draws_record(pr, par, T):
@@ -592,6 +625,11 @@ def baselines_literal(quick):
                                                 "numba_kernel_iterates_max_rel_diff": nb_rel,
                                                 "rounds": int(comms[-1]), "samples": int(used[-1])}
     det["numba_kernel_iterates_worst"] = worst_nb
+    # a period that is no whole number of steps (2.5, True) or none (0) is refused, not truncated
+    refused = [q for q in (2.5, 0, True) if not raises(
+        lambda q=q: run_local_scgd(syn, np.zeros(syn.d), 2, q, 0.2, 0.6, None, np.random.default_rng(0)),
+        f"q (communication period) must be an integer >= 1, got {q!r}")]
+    det["q_accepted_or_refused_otherwise"], count_bad = refused, count_bad + len(refused)
     return {"measured": max_or_nan(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
             "holds": worst <= 1e-12 and count_bad == 0 and worst_nb <= 1e-10,
             "note": f"{T} steps; counts: {count_bad} mismatches; Numba kernel on the same samples: {worst_nb:.1e} "
@@ -943,6 +981,18 @@ def _search_failure_errors():
     wrong += [f"reason {k!r} is no condition of the theorem" for k in conds if k not in names]
     if not (0 < diverged < 1000 and sum(conds.values()) >= 1000 - diverged):
         wrong.append(f"{diverged} diverged and {sum(conds.values())} condition failures over 1000 points searched")
+    wrong += [f"search with q = {q!r} not refused as no whole period" for q in (2.5, True)
+              if not raises(lambda q=q: find_theorem_parameters(SMALL_CONSTANTS, 100, q),
+                            f"q (communication period) must be an integer >= 1, got {q!r}")]
+    # what was searched: the five k and γ from 1e-4 of its largest admissible value 3ρqL_fg C_fg/(4S) up to it
+    c = SMALL_CONSTANTS
+    L_fg, C_fg = np.sqrt(c.L_f ** 2 * c.C_g ** 2 + c.L_g ** 2), max(c.C_f, c.C_g)       # Lemma 1's notation
+    gmax = 3 * 0.01 * 10 * L_fg * C_fg / (4 * (c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2))
+    want = {"k": [0.25, 0.5, 1.0, 2.0, 4.0], "gamma_range": [gmax * 1e-4, gmax]}
+    got = info.get("searched")
+    if not (got is not None and got["k"] == want["k"] and np.allclose(got["gamma_range"], want["gamma_range"],
+                                                                        rtol=1e-12, atol=0)):
+        wrong.append(f"the search reports it searched {got}; want {want}")
     return wrong
 
 
@@ -968,7 +1018,29 @@ def _verdict_edge_errors():
         tight = f"a crash ({exc})"
     if tight != "b":
         wrong.append(f"a condition with left side 0 beside one of ratio 0.9: tightest {tight}, want b")
-    return wrong
+    return wrong + _never_informative_errors()
+
+
+def _never_informative_errors():
+    """The verdict's search for an informative T stops at 2^53: on the planted constants with
+    F(x̄_1) − F* = 1.7e11 and T = 2048 (a power of two, so the doubling lands on 2^53 itself) the
+    literal right side is above the cap at 2^53 and below it at 2^54, so no T is named and the
+    verdict says the right side stays at or above the cap up to 2^53. The list of wrong answers."""
+    c = replace(PLANTED_CONSTANTS, F_gap=1.7e11)
+    p, _ = find_theorem_parameters(c, 2048, 10, 1.0)
+    if p is None:
+        return ["no parameters found for the planted constants at F_gap 1.7e11"]
+    lit = [theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=1.0, T=t, A_rms=1.0,
+                           **{f: getattr(p, f) for f in ("k", "n", "c1", "c2", "c3", "gamma", "q", "B")})["bound"]
+           for t in (2 ** 53, 2 ** 54)]
+    cap = c.C_f * c.C_g
+    if not lit[0] >= cap > lit[1]:
+        return [f"the instance no longer straddles the cap {cap:.4g} between 2^53 and 2^54: {lit[0]:.4g}, {lit[1]:.4g}"]
+    v = bound_verdict(c, p, 2048, 2, 1.0, 1.0, theorem_conditions(c, p, 1.0))
+    said = "; with these parameters it stays at or above the cap for every T up to 2^53; tightest condition: "
+    return ([] if v["informative_from_T"] is None and said in v["verdict"] else
+            [f"right side above the cap up to 2^53: informative from T = {v['informative_from_T']}, verdict "
+             f"{v['verdict']!r}"])
 
 
 def _constants_refusals():

@@ -366,6 +366,8 @@ def _durations_errors(model, data, shown):
     miss = 0
     for i, at in enumerate(e for e in events if e < 39.5):
         miss += int(n[np.argmin(np.abs(t - (at - 0.25)))] != i) + int(n[np.argmin(np.abs(t - (at + 0.25)))] != i + 1)
+        # every event falls on the 0.25 grid: the evaluation at its own time sees the events before it only
+        miss += int(list(n[t == at]) != [i])
     errors["async_event_count_mismatches"] = float(miss)
     # server contention, by hand (S = 0 unless named): a slow server (s_0 = 2, parties 1 and 1) is the
     # bottleneck, so events come every s_0 and each party waits; with S = 1 and s_0 = 0.5 the second
@@ -464,13 +466,15 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _method_refusal_errors(model, data):
     """A run's own constants refused naming the one that is wrong: adaptive Flex-VFL with one A_k of
     0 among positive ones, Flex-VFL with one party's η below 0, synchronous VFL with Q = 2.5 (no
-    whole number of local steps)."""
-    def run(method, eta, **kw):
-        return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, 8, np.ones((4, 3)), timeout=10.0,
+    whole number of local steps), a batch of 2.5 or 0.6 rows (none truncated), or of one more row than the data."""
+    def run(method, eta, batch=8, **kw):
+        return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, batch, np.ones((4, 3)), timeout=10.0,
                                            **kw)
     cases = [(run("adaptive", 0.1, A=[1.0, 0.0, 1.0]), "A_k must be > 0, got [1.0, 0.0, 1.0]"),
              (run("flex", [0.1, -0.1, 0.1]), "learning rate η of party 1 is -0.1; must be > 0"),
              (run("sync", 0.1, Q=2.5), "Q must be an integer >= 1 (synchronous VFL's local steps), got 2.5")]
+    cases += [(run("flex", 0.1, batch=b), f"batch must be an integer in 1..{data.n}, got {b!r}")
+              for b in (2.5, 0.6, data.n + 1)]
     return {"method_refusals_wrong": float(sum(not raises(f, words) for f, words in cases))}
 
 
@@ -850,7 +854,10 @@ def _authors_rule_replay_errors():
             "authors_denominator_below_1_accepted": float(not raises(
                 lambda: authors_denominator([0.5, 2.0], 2), "lr_denominator entry 0 is 0.5"))
             + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))
-            + float(not raises(lambda: authors_denominator(None, 4), "'lr_denominator' (4 values: the server's, then"))}
+            + float(not raises(lambda: authors_denominator(None, 4), "--adaptive-rule authors starts each party at "
+                               "lr/(10·max(1 − cpu) + 1) over its machine's utilisation row: give --speeds cputrace:FILE, "
+                               "or a --taus file holding array 'lr_denominator' (4 values: the server's, then one per "
+                               "party); --adaptive-rule authors-taumax starts at lr/τ^max of the run's τ table instead"))}
 
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "
@@ -907,6 +914,10 @@ def regime_one_run(quick):
         r = ratios(rows, "sync-vfl")
         if r != {0.0: 0.5, 1.0: 1.5, 2.0: np.inf, 3.0: None} or crossover(r) != (0.0, 1.0):
             wrong.append(f"ratios {r}, crossover {crossover(r)}")
+        # the ratios listed in order of S, whatever order the rows and a set of them give (0.05 after 2)
+        fine = [{"server_time": S, "method": "flexvfl", "time_to_target": 1.0} for S in (10.0, 2.0, 0.05, 0.5, 0.0)]
+        if list(ratios(fine, "sync-vfl")) != [0.0, 0.05, 0.5, 2.0, 10.0]:
+            wrong.append(f"ratios listed at S = {list(ratios(fine, 'sync-vfl'))}, not in increasing order")
         if crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5}) != (0.0, 1.0):       # given out of order: read in order of S
             wrong.append(f"crossover of ratios given as S = 3, 0, 1: {crossover({3.0: 2.0, 0.0: 0.5, 1.0: 1.5})}")
         # time to target by hand: the first evaluation whose accuracy reaches the target (equality counts)

@@ -251,8 +251,7 @@ class FlexVFL:
         self.speeds = np.asarray(speeds, dtype=np.float64)
         if self.speeds.ndim != 2 or self.speeds.shape[1] != K1:
             raise ValueError(f"speeds must have shape (R, {K1}), got {self.speeds.shape}")
-        if not 1 <= int(batch) <= data.n:
-            raise ValueError(f"batch must be in 1..{data.n}, got {batch}")
+        _batch_size(batch, data.n)
         self.model, self.data, self.policy, self.opts = model, data, policy, list(optimizers)
         self.batch, self.labels, self.net = int(batch), labels, policy.clock.network
         self.smoothness, self.use_numba = smoothness, use_numba
@@ -497,6 +496,13 @@ class FlexVFL:
 
 # ----------------------------------------------------------------------------- asynchronous VFL
 
+def _batch_size(batch, n):
+    """A mini-batch size as an int: a whole number of rows in 1..n (2.5 or 0.6 refused, not truncated)."""
+    if isinstance(batch, bool) or int(batch) != batch or not 1 <= batch <= n:
+        raise ValueError(f"batch must be an integer in 1..{n}, got {batch!r}")
+    return int(batch)
+
+
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
               eval_every_time=None, progress=None, stop_at_accuracy=None, divergence=None, server_free=False,
               batches=None, loss_every=1):
@@ -510,6 +516,8 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     are served in order of arrival, each for the server's step time, and wait while it is busy.
     A party's cycle: its step time, the upload, the wait and the server's step, the reply, then the
     next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled).
+    Evaluations fall every ``eval_every_time`` of simulated time; one at time s records the state
+    after the events before s, so an event at exactly s counts towards the next evaluation.
     Staleness = simulated-time age of the other parties' rows used, averaged per event.
     ``eta``: K + 1 SGD learning rates. Every event also pays the network's ``server_time`` (the
     round trip, before the reply); ``server_free``: the server's step takes no time (the authors'
@@ -523,7 +531,7 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     """
     loss_every = V.positive_int("loss_every", loss_every)
     m, d = model, data
-    K, B = m.K, int(batch)
+    K, B = m.K, _batch_size(batch, d.n)
     eta, speeds = _async_inputs(K, eta, speeds)
     eval_dt = eval_every_time or time_budget / 50
     thetas = [t.copy() for t in thetas]
