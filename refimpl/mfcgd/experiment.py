@@ -10,8 +10,8 @@ from refimpl.core import dumps as dump_files
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import data_record, load_embedded_mnist
-from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, make_matrix, run_local_scgd,
-                                     run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
+from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, evaluation_steps, make_matrix,
+                                     run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
 from refimpl.core.partition import sample_partition
 from refimpl.core.trace import Trace
 
@@ -170,7 +170,7 @@ def _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps):
     mat = make_matrix(cfg.matrix if cfg.method == "adamfcgd" else "identity", cfg.rho, cfg.theta)
     if numba:
         r = run_mfcgd_synthetic_nb(pr, x1, cfg.steps, par, mat, rng_run, noise=samples)
-        for t in range(cfg.eval_every, cfg.steps + 1, cfg.eval_every):
+        for t in evaluation_steps(cfg.steps, cfg.eval_every):       # where the NumPy runner calls it
             on_eval(t, r.x_bar[t - 1])
     else:
         r = run_mfcgd(pr, x1, cfg.steps, par, mat, rng_run, noise=samples, eval_every=cfg.eval_every,
@@ -180,7 +180,8 @@ def _run_storm(cfg, pr, x1, start, samples, numba, rng_run, on_eval, dumps):
 
 def _run_scgd(cfg, pr, x1, samples, numba, rng_run, on_eval, dumps):
     """ComFedL-style SCGD, Local-SCGDM or SCGD: ((grad_norm, samples, rounds, ||x̄_t||² or None), the
-    result (None from the kernel))."""
+    result (None from the kernel)). The kernel returns no x̄_t, so it calls no ``on_eval``: on the
+    synthetic problem, the only one it runs, that is the progress bar alone, which then moves at the end."""
     q = 1 if cfg.method == "scgd" else cfg.q
     alpha = cfg.alpha if cfg.method == "local-scgdm" else None
     if numba:

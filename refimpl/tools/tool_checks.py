@@ -1198,6 +1198,75 @@ def conformance_harness(quick):
     return _cases_result(_harness_cases(), "planted ")
 
 
+@check("tools.command_line", "the command line's own decisions, through refimpl's entry point: refimpl diagnose "
+       "refuses a --tol below 0 or NaN before reading a dump (exit 2, naming the option) and takes --tol 0 to the "
+       "dumps; refimpl vectors export refuses a directory that is not empty unless --overwrite and says how many "
+       "vector files it wrote (counted here from the directory: its .npz files, not their schemas and metadata); "
+       "refimpl run mfcgd and refimpl compare mfcgd run T = 2000 steps evaluated every 20 unless told, and every T/100 "
+       "(at least 1) for a given T; a run whose cap c η_t² ≥ 1 acts says in which steps, per weight (wrong answers: 0)",
+       "refimpl --help; docs/guide.md")
+def command_line(quick):
+    return _cases_result(_command_line_cases())
+
+
+def _command_line(argv):
+    """``refimpl ARGV`` in this process: (exit code, what it wrote to stdout and stderr)."""
+    import contextlib
+    import io
+
+    from refimpl.cli import main
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+        code = main(list(argv))
+    return code, said.getvalue()
+
+
+def _command_line_cases():
+    import os
+    import tempfile
+
+    from refimpl.cli import build_parser, common
+    from refimpl.mfcgd.command import mfcgd_config
+    out = []
+    for tol in ("-1", "nan"):
+        code, said = _command_line(["diagnose", "no-ours", "no-theirs", "--tol", tol])
+        out.append((f"refimpl diagnose --tol {tol}: exit 2, refused naming --tol", code == 2 and said ==
+                    f"refimpl: error: --tol must be a finite number >= 0 (a relative difference), got {float(tol)}\n"))
+    code, said = _command_line(["diagnose", "no-ours", "no-theirs", "--tol", "0"])
+    out.append(("refimpl diagnose --tol 0 reads the dumps (here: none there)",
+                code == 2 and said == "refimpl: error: no-ours: no such file or directory\n"))
+    with tempfile.TemporaryDirectory() as tmp:
+        full = os.path.join(tmp, "full")
+        os.makedirs(full)
+        open(os.path.join(full, "kept.txt"), "w").close()
+        code, said = _command_line(["vectors", "export", full, "--paper", "core"])
+        out.append(("refimpl vectors export into a directory that is not empty: refused without --overwrite",
+                    code == 2 and said == f"refimpl: error: {full} is not empty; give --overwrite to replace its "
+                                          "vectors\n" and os.listdir(full) == ["kept.txt"]))
+        empty = os.path.join(tmp, "empty")
+        code, said = _command_line(["vectors", "export", empty, "--paper", "core", "--format", "npz"])
+        n = len([f for f in os.listdir(empty) if f.endswith(".npz")])
+        out.append((f"refimpl vectors export --format npz says it wrote the {n} vector files the directory holds "
+                    "(not their schemas and metadata)",
+                    code == 0 and n > 0 and said == f"{n} vector files (npz) with schemas and manifest.json written "
+                                                    f"to {empty}\n"))
+        code, said = _command_line(["run", "mfcgd", "--steps", "4", "--c", "1000", "--out",
+                                    os.path.join(tmp, "capped")])
+        out.append(("refimpl run mfcgd with c = 1000 over 4 steps: the cap acted in steps 1..4 of each weight",
+                    code == 0 and "note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps 1..4 "
+                    "(alpha), 1..4 (beta), 1..4 (rho) (outside the theorems' n >= (c k)^3)\n" in said))
+    for argv, want in ((["run", "mfcgd"], (2000, 20)), (["compare", "mfcgd"], (2000, 20)),
+                       (["run", "mfcgd", "--steps", "300"], (300, 3)),
+                       (["run", "mfcgd", "--steps", "50"], (50, 1)),
+                       (["run", "mfcgd", "--steps", "50", "--eval-every", "7"], (50, 7))):
+        args = build_parser().parse_args(argv)
+        args.argv = argv
+        cfg = mfcgd_config(args, common, "mfcgd")
+        out.append((f"refimpl {' '.join(argv)}: T = {want[0]}, evaluated every {want[1]}",
+                    (cfg.steps, cfg.eval_every) == want))
+    return out
+
+
 def _flag_cases():
     """(what, right) for the vectors' flags: the real vectors show exactly the flags they carry and
     publish the pinned cases, and planted families get the sentence they must."""
@@ -1221,7 +1290,27 @@ def _flag_cases():
     got = V.digest_problems({**docs, "partition": moved})
     out.append(("a generator that draws other labels for one case (partition-6's, shifted by one): its family's "
                 "digest differs, and only its family's", len(got) == 1 and got[0].startswith("partition: its cases")))
-    return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs)]
+    return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
+
+
+def _witness_edge_case(records):
+    """(what, right): witnesses at their edges, on cases written out here: the smallest normal double
+    is no subnormal result and the double below it is; a free server with no step time of its own
+    is not 'server-free' (freeness changes nothing) and one with 0.5 is; N_k/N weights shown when
+    the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1)."""
+    tiny = 2.2250738585072014e-308
+    aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
+    edges = [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
+             ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
+             ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
+             ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
+             ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.75}}, True),
+             ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False)]
+    wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
+             if bool(records[fam].witnesses[flag](case)) != want]
+    what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
+            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below")
+    return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 
 def _schema_tolerance_case(docs):

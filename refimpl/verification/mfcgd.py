@@ -391,7 +391,7 @@ def _literal_kwargs(par):
        "(both runners) and the kernel's ||∇F(x̄_t)||, which Theorems 1 and 2 read); a run at --radius-scale 0.5 "
        "projects on half the a-priori radii and counts the client-steps each projection acted; a boolean, text or "
        "NaN for a float option refused, naming it, and so is 0 for a baseline's step size, for ρ or for the matrices' "
-       "ϑ (1 accepted); the problem "
+       "ϑ (1 accepted), and a seed that is no whole number >= 0; the problem "
        "instance recorded for another implementation; the kernel's own draws (no samples given) equal the seed's "
        "stream read in the documented order and handed to it (ζ = s_g N(0, I), ξ on the sphere of radius r_f), and "
        "the steps at which the cap acts are counted from c η_t² > 1; the NumPy runner's dumps at steps 1, 2 and T "
@@ -563,6 +563,10 @@ def _radius_scale_record():
     refused = all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"{name} must be a finite number")
                   for name, kw in (("eta", dict(eta=True)), ("k", dict(k="1")), ("gamma", dict(gamma=np.nan))))
     refused &= not raises(lambda: replace(cfg, heterogeneity=0.0).validate(), "")    # homogeneous clients: allowed
+    # a seed is a whole number >= 0: 1.5, True and -1 refused, naming the option
+    refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"--{opt} must be a whole number >= 0, got {v!r}")
+                   for opt, kw, v in (("seed", dict(seed=1.5), 1.5), ("problem-seed", dict(problem_seed=True), True),
+                                      ("seed", dict(seed=-1), -1)))
     # 0 is no step size and no ρ (A_t ⪰ ρI with ρ > 0): refused, naming the option
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), words)
                    for words, kw in (("eta must be > 0", dict(eta=0.0)), ("alpha must be > 0", dict(alpha=0.0)),
@@ -1186,7 +1190,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems (DRFL also with u0 at the clients' losses, in f's "
        "bend); DRFL's client accuracy reads the model as its loss "
        "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
-       "loss); a run's trace records step 1, every eval_every-th step and the last one (Numba and NumPy); the DRFL "
+       "loss); a run's trace records step 1, every eval_every-th step and the last one, and tells its progress at "
+       "the same steps (Numba and NumPy); the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
        "kept); SCGD and STORM run on one machine whatever the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
@@ -1225,11 +1230,15 @@ def problem_evaluations(quick):
         wrong.append(f"DRFL accuracy {acc}: on zero features with bias on class 7 it must be 1, on data {least} "
                      "(the class of least loss)")
     for backend in ("numba", "numpy"):                    # the kernel's and the NumPy runner's evaluations
+        told = []                                          # and the steps each tells its progress at
         tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3,
-                                          backend=backend))
+                                          backend=backend), progress=lambda t, xb: told.append(t))
         if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7] or not np.all(np.isfinite(tr.metrics["grad_norm"])):
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps records steps {tr.metrics['step']} "
                          f"(||∇F|| {tr.metrics['grad_norm']}), not 1, 3, 6, 7 each with its value")
+        if told != [1, 3, 6, 7]:
+            wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps tells its progress at steps {told}, "
+                         "not 1, 3, 6, 7")
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors()
