@@ -799,7 +799,8 @@ def _snapshot_edge_cases(w1, w2):
     except KeyError as exc:
         refused = str(exc)
     out.append(("a kept round's iterate is read back; a round not kept is refused naming the kept ones",
-                a.iterate(2)[1] is big[2][1] and "snapshots at rounds [0, 1, 2]" in refused))
+                a.iterate(2)[1] is big[2][1] and refused == "'round 7 was not kept; snapshots at rounds [0, 1, 2] "
+                "(choose them with Config.snapshots / --snapshots)'"))
     import builtins
     kinds = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -813,10 +814,14 @@ def _snapshot_edge_cases(w1, w2):
                 return builtins.open(path, *args, **kw)
             TR.open = planted_open
             try:
-                TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b"{}")) for n in names])
+                TR._atomic_all([(os.path.join(tmp, f"{n}.json"), lambda buf: buf.write(b" " * 250_000))
+                                for n in names])
                 kinds.append(None)
             except (OSError, RuntimeError) as exc:
-                kinds.append((type(exc).__name__, "they need" in str(exc) and str(exc).endswith(
+                need = f"{0.25 * len(names):.2f}"      # 250,000 bytes a file, in MB
+                kinds.append((type(exc).__name__, str(exc).startswith(
+                    f"no space left on the device to write {', '.join(os.path.join(tmp, n + '.json') for n in names)}: "
+                    f"they need {need} MB, ") and str(exc).endswith(
                     " MB are free; nothing was replaced (free space, or choose another --out)")))
             finally:
                 del TR.open

@@ -1098,12 +1098,15 @@ def _command_refusals(command):
        "ids per client and round; the designated client of the feature-based protocol receiving W2; the authors' "
        "preset (their a1, a2, α, τ by batch, γ's exponent α + 0.05, A^t = τ, ReLU with bias columns, their cost; "
        "pooled batches for SSCA, per-client for SGD); a pooled schedule ((T, K·B)) replayed as given and one of "
-       "the wrong width refused; what the command adds (a trade-off row's data loss, the "
+       "the wrong width refused; a pooled round's dumped clients hold the batch's K·B ids between them and their "
+       "means, weighed by those counts, give the aggregate; what the command adds (a trade-off row's data loss, the "
        "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
        "step-size note); --feature-blocks refused under --setting sample and against a --clients it contradicts, "
        "read as the clients otherwise; a flat ω^0 of the wrong size refused naming W1's and W2's shapes; 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
 def assembly_literal(quick):
+    from dataclasses import replace
+
     from refimpl.core.partition import sample_based_schedule, sample_partition
     from refimpl.ssca.assembly import client_partition
     ds = embedded()
@@ -1139,8 +1142,16 @@ def assembly_literal(quick):
             wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
     # a pooled run's schedule, (T, K·B) ids from all samples, replays as given; a (T, B) one is refused
     pcfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, sampling="pooled", eval_every=2)
-    pooled = run_experiment(pcfg, ds)
+    pooled = run_experiment(replace(pcfg, dump_rounds="1"), ds)
     again = run_experiment(pcfg, ds, batches=pooled.batches)
+    # its dumped clients: each the ids of the pooled batch it holds, K·B = 12 in all, and their means
+    # weighed by those counts over K·B give the aggregate (ℓ̂, ĝ)
+    d = {k[3:]: v for k, v in pooled.arrays.items() if k.startswith("r1_")}
+    count = d.get("client_count", np.zeros(3))
+    if count.sum() != 12 or not (np.allclose(count @ d["client_loss"] / 12, d["loss_hat"], rtol=1e-12, atol=0)
+                                 and np.allclose(count @ d["client_grad"] / 12, d["grad_hat"], rtol=1e-12, atol=0)):
+        wrong.append(f"--sampling pooled, K = 3, B = 4: round 1's clients hold {count.tolist()} of the 12 ids, and "
+                     "their means weighed by those counts are not the aggregate (ℓ̂, ĝ)")
     if np.shape(pooled.batches) != (2, 12) or not np.array_equal(again.snapshots[2][0], pooled.snapshots[2][0]):
         wrong.append(f"--sampling pooled, K = 3, B = 4: batches of shape {np.shape(pooled.batches)} (want (2, 12)), "
                      "or their replay ends elsewhere")
@@ -1148,8 +1159,8 @@ def assembly_literal(quick):
         wrong.append("--sampling pooled: a (T, B) schedule is not refused naming (T, K·B) = (T, 12)")
     n_command, command_wrong = _command_cases()
     wrong += command_wrong
-    n = 8 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
-    #                       a pooled schedule replayed and one of the wrong width refused
+    n = 9 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
+    #                       a pooled schedule replayed, its dumped clients, and one of the wrong width refused
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"

@@ -1106,7 +1106,8 @@ def _protocol_convention_errors():
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
        "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k, "
-       "the step-size rule the trace records, a run from its own τ table given, a timeout below 1 accepted; "
+       "the step-size rule the trace records (with the authors' d_k exactly when it reads them), a run from its own "
+       "τ table given, a timeout below 1 accepted; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
        "returns) and floats sent (worst relative difference ≤ 1e-12)",
        "[FlexVFL] Algorithms 1–2, (5)–(8); docs/flexvfl.md")
@@ -1141,6 +1142,10 @@ def round_literal(quick):
         want_rule = f"{lit.get('rule', 'paper')}-adaptive" if lit["method"] == "adaptive" else "fixed"
         if rule != want_rule:
             wrong.append(f"the trace records step-size rule {rule!r}, want {want_rule!r}")
+        # the authors' d_k recorded with the rule that reads them, and no d_k for a rule without them
+        want_d = kw.get("lr_denominator")
+        if tr.config["policy"]["step_size"].get("denominator") != (None if want_d is None else list(map(float, want_d))):
+            wrong.append(f"the trace records d_k {tr.config['policy']['step_size'].get('denominator')}, want {want_d}")
         if label == "flex/sgd":
             wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
