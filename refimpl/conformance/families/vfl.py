@@ -111,6 +111,11 @@ def _cases_condition14(rng):
                  inputs=dict(eta=np.array([1e-3, 0.2, 1.0 / (16 * 2.0 * 4 * 1.0), 1.5 / (16 * 2.0 * 4 * 1.0)]),
                              tau=np.array([4.0, 4.0, 4.0, 4.0]), w_bar=np.array([1.0, 1.0, 1.0, 1.0]), L=2.0,
                              L_k=np.array([1.0, 1.5, 0.5, 1.0])),
+                 tol={"rel": 0.0}),
+            dict(id="condition14-1", comment="τ_k and w̄_k differ across parties and w̄_k ≠ 1: the bound's product "
+                 "τ_k w̄_k, told from τ_k / w̄_k and from τ_k alone", flags=["constant-16", "tau-times-w_bar"],
+                 inputs=dict(eta=np.array([0.03, 0.005, 0.02]), tau=np.array([2.0, 8.0, 3.0]),
+                             w_bar=np.array([0.5, 2.0, 1.25]), L=1.0, L_k=np.array([1.0, 2.0, 1.0])),
                  tol={"rel": 0.0})]
 
 
@@ -125,6 +130,10 @@ _W_CONDITION14 = {
     "constant-16": lambda c: bool(np.any((c["inputs"]["eta"] > _bound14(c["inputs"], 16))
                                          & (c["inputs"]["eta"] <= _bound14(c["inputs"], 8))
                                          & (c["expected"]["holds"] == 0))),
+    # the verdicts differ from those of τ_k / w̄_k and from those of τ_k alone
+    "tau-times-w_bar": lambda c: all(bool(np.any((c["inputs"]["eta"] <= _bound14(dict(c["inputs"], w_bar=w), 16))
+                                                 != (c["expected"]["holds"] == 1)))
+                                     for w in (1.0 / c["inputs"]["w_bar"], 1.0)),
 }
 
 
