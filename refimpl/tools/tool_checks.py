@@ -1404,6 +1404,12 @@ def _planted_flag_cases(records):
     out.append(("a witness made looser ('shards-by-label' holding on any non-IID split): each case it now holds on "
                 "without the flag reported", len(got) == 5 and all(g.endswith("the case does not carry the flag")
                                                                    for g in got)))
+    got = planted("move", lambda cases: None,
+                  witnesses={**records["move"].witnesses, **{f: (lambda c: True) for f in "edcba"}})
+    told = [g.split("'")[1] for g in got]
+    out.append(("five witnesses that hold on both cases without their flags: reported flag by flag in sorted order "
+                "(a set's order would put them otherwise in 119 processes of 120)",
+                told == sorted(told) and set(told) == set("abcde") and len(got) == 10))
     got = planted("move", lambda cases: None, witnesses={"gamma=1": lambda c: c["inputs"]["no such input"]})
     out.append(("a witness that raises shows nothing: reported with its error",
                 got == ["move-1: flag 'gamma=1' is not shown (KeyError: 'no such input')"]))

@@ -1190,8 +1190,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems (DRFL also with u0 at the clients' losses, in f's "
        "bend); DRFL's client accuracy reads the model as its loss "
        "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
-       "loss); a run's trace records step 1, every eval_every-th step and the last one, and tells its progress at "
-       "the same steps (Numba and NumPy); the DRFL "
+       "loss); a run's trace records step 1, every eval_every-th step and the last one, with the samples and "
+       "rounds counted after each, and tells its progress at the same steps (Numba and NumPy); the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
        "kept); SCGD and STORM run on one machine whatever the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
@@ -1232,7 +1232,13 @@ def problem_evaluations(quick):
     for backend in ("numba", "numpy"):                    # the kernel's and the NumPy runner's evaluations
         told = []                                          # and the steps each tells its progress at
         tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=7, eval_every=3,
-                                          backend=backend), progress=lambda t, xb: told.append(t))
+                                          q=2, backend=backend), progress=lambda t, xb: told.append(t))
+        # after step t: 2q samples per client for the initial estimators, then 2 per client per step;
+        # t // q communication rounds
+        counts = ([2 * 2 * 2 + 2 * 2 * t for t in (1, 3, 6, 7)], [t // 2 for t in (1, 3, 6, 7)])
+        if (list(tr.metrics["samples"]), list(tr.metrics["rounds"])) != counts:
+            wrong.append(f"a 7-step run ({backend}, M = 2, q = 2) records samples {tr.metrics['samples']} and rounds "
+                         f"{tr.metrics['rounds']} at steps 1, 3, 6, 7, not {counts[0]} and {counts[1]}")
         if [int(s) for s in tr.metrics["step"]] != [1, 3, 6, 7] or not np.all(np.isfinite(tr.metrics["grad_norm"])):
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps records steps {tr.metrics['step']} "
                          f"(||∇F|| {tr.metrics['grad_norm']}), not 1, 3, 6, 7 each with its value")
