@@ -1179,7 +1179,8 @@ def assembly_literal(quick):
        "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
        "SSCA or two local steps are refused before Flower is needed (SGD, SGD-m and SSCA with one are not, nor is "
        "a plain run handed to the engine; a stop at a cost is); a run "
-       "Flower ends early is marked stopped, a finished or diverged one keeps its status",
+       "Flower ends early is marked stopped, a finished or diverged one keeps its status; Flower's simulation gets "
+       "one SuperNode per client (one CPU each) and its logger is set to WARNING unless verbose (off by default)",
        "[SSCA] Algorithm 1 steps 2–3; refimpl/ssca/flower.py")
 def flower_aggregation(quick):
     import json as _json
@@ -1279,7 +1280,41 @@ def _flower_engine_errors(ledger, n_params, K):
     wrong += int(not passes_the_guards(lambda: run_experiment(flower, embedded())))
     wrong += int(not passes_the_guards(lambda: run_experiment(flower, embedded(), stop_at_cost=1.0),
                                        "not available with the Flower engine"))
-    return wrong + _flower_finish_errors()
+    return wrong + _flower_finish_errors() + _flower_logging_errors()
+
+
+def _flower_logging_errors():
+    """How :func:`refimpl.ssca.flower.run_flower` hands a run to Flower's ``run_simulation``, with
+    planted Flower modules (the real one is neither needed nor imported): one SuperNode per client,
+    one CPU and no GPU each; unless ``verbose`` (False by default) Flower's logger is set to WARNING
+    and its verbose logging is off, and with it the level is left as it was. The number of wrong answers."""
+    import logging
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from refimpl.ssca import flower as F
+    logger, calls = logging.getLogger("refimpl.planted-flower"), []
+    planted = {name: ModuleType(name) for name in ("flwr", "flwr.common", "flwr.common.logger", "flwr.simulation")}
+    planted["flwr.common.logger"].FLOWER_LOGGER = logger
+    planted["flwr.simulation"].run_simulation = lambda server_app, client_app, num_supernodes, backend_config, \
+        verbose_logging: calls.append((logger.level, num_supernodes, backend_config, verbose_logging))
+    run = SimpleNamespace(server_app="server", client_app="client", finish=lambda: None, state="state",
+                          trainer=SimpleNamespace(algorithm=SimpleNamespace(protocol=SimpleNamespace(parts=[0] * 3))))
+    kept = {m: sys.modules.pop(m) for m in list(sys.modules) if m == "flwr" or m.startswith("flwr.")}
+    kept_fns = F._flwr, F.flower_apps
+    sys.modules.update(planted)
+    F._flwr, F.flower_apps = (lambda: None), (lambda *a, **kw: run)
+    try:
+        for kw in ({}, {"verbose": True}):
+            logger.setLevel(logging.INFO)
+            F.run_flower(None, None, None, 3, None, None, **kw)
+    finally:
+        F._flwr, F.flower_apps = kept_fns
+        for m in planted:
+            del sys.modules[m]
+        sys.modules.update(kept)
+    resources = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}
+    return int(calls != [(logging.WARNING, 3, resources, False), (logging.INFO, 3, resources, True)])
 
 
 def _flower_finish_errors():
