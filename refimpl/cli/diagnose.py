@@ -29,10 +29,9 @@ def run(args):
     baseline rerun from THEIR inputs, then each convention switch (and pairs). Exit codes:
     refimpl.tools.diagnose.EXIT (0 everything compared agrees, 1 differ or left uncompared,
     3 explained by a switch, 4 by the inputs, 5 reruns that could not run; 2 bad input)."""
-    import math
+    from refimpl.core.validate import relative_tolerance
     from refimpl.tools import diagnose as DG
-    if not (isinstance(args.tol, float) and math.isfinite(args.tol) and args.tol >= 0):
-        raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {args.tol}")
+    relative_tolerance(args.tol)          # before a report directory is made (diagnose refuses it too)
     allowed = tuple(n.strip() for n in (args.allow_missing or "").split(",") if n.strip())
     if args.report:        # checked (and created) before any rerun: a report that cannot be written is refused now
         prepare_out(args.report, args.overwrite, holds=("diagnose.md", "diagnose.png"), flag="--report")

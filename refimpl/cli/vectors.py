@@ -1,8 +1,6 @@
 """``refimpl vectors export DIR``: the conformance vectors, a JSON Schema per file and a checksummed manifest."""
 from __future__ import annotations
 
-import os
-
 from refimpl.cli.common import info
 
 
@@ -50,9 +48,7 @@ def run(args):
         bad = [p for p in papers if p not in VX.PAPERS]
         if bad:
             raise ValueError(f"--paper {args.paper}: unknown {bad}; allowed {', '.join(VX.PAPERS)}")
-    if os.path.exists(args.dir) and os.listdir(args.dir) and not args.overwrite:
-        raise ValueError(f"{args.dir} is not empty; give --overwrite to replace its vectors")
-    manifest = VX.export(args.dir, papers, args.format)
-    n = sum(1 for f in manifest["files"] if not f.endswith((".schema.json", ".meta.json")))
-    info(args, f"{n} vector files ({args.format}) with schemas and manifest.json written to {args.dir}")
+    manifest = VX.export(args.dir, papers, args.format, overwrite=args.overwrite)
+    info(args, f"{len(VX.vector_files(manifest))} vector files ({args.format}) with schemas and manifest.json "
+               f"written to {args.dir}")
     return 0

@@ -214,12 +214,20 @@ def _dump(obj):
     return (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode()
 
 
-def export(directory, papers=None, fmt="json"):
+def vector_files(manifest):
+    """The vector files a manifest lists: not the schemas, not the metadata beside an array file."""
+    return [f for f in manifest["files"] if not f.endswith((".schema.json", ".meta.json"))]
+
+
+def export(directory, papers=None, fmt="json", overwrite=False):
     """Write ``<family>.json`` (or ``.npz`` / ``.mat``: one array per case quantity, the case
     metadata in ``<family>.meta.json``), ``<family>.schema.json`` and ``manifest.json``
-    (SHA-256 of every file). Returns the manifest."""
+    (SHA-256 of every file). Returns the manifest. A directory that is not empty is refused
+    unless ``overwrite``."""
     if fmt not in ("json", "npz", "mat"):
         raise ValueError(f"--format must be json, npz or mat, got {fmt!r}")
+    if os.path.exists(directory) and os.listdir(directory) and not overwrite:
+        raise ValueError(f"{directory} is not empty; give --overwrite to replace its vectors")
     os.makedirs(directory, exist_ok=True)
     files = {}
 

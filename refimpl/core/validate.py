@@ -33,6 +33,15 @@ def positive(name, v, allow_zero=False):
     return v
 
 
+def relative_tolerance(tol):
+    """``--tol`` of the cross-check tools (a relative difference that still agrees): a finite
+    number >= 0 (0: exact agreement), refused otherwise, before any file is read."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating, np.integer)) \
+            or not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {tol}")
+    return float(tol)
+
+
 def positive_int(name, v):
     try:
         ok = not isinstance(v, bool) and int(v) == v and int(v) > 0

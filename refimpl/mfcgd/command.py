@@ -18,6 +18,16 @@ def mfcgd_config(args, ui, method):
     return ui.config(args, KEY, method, eval_every=int(eval_every) if eval_every else max(1, steps // 100))
 
 
+def run_notes(tr):
+    """What a finished run adds below its theorem note: the steps in which the cap min(1, c η_t²)
+    of each of α, β, ϱ acted (none: no line)."""
+    capped = {k: v for k, v in tr.config.get("capped_steps", {}).items() if v}
+    if not capped:
+        return []
+    return ["note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps "
+            + ", ".join(f"1..{v} ({k})" for k, v in capped.items()) + " (outside the theorems' n >= (c k)^3)"]
+
+
 def run(args, ui):
     """One run of a compositional method; the theorems' conditions it breaks are noted."""
     from refimpl import mfcgd
@@ -40,10 +50,8 @@ def run(args, ui):
         if th and not th["all_met"]:
             ui.say(f"note: these parameters violate {len(th['failed'])} condition(s) of Theorem {th['theorem']}: "
                  + "; ".join(th["failed"]))
-        capped = {k: v for k, v in tr.config.get("capped_steps", {}).items() if v}
-        if capped:
-            ui.say("note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps "
-                 + ", ".join(f"1..{v} ({k})" for k, v in capped.items()) + " (outside the theorems' n >= (c k)^3)")
+        for line in run_notes(tr):
+            ui.say(line)
         for k in ("grad_norm", "worst_client_accuracy", "average_accuracy", "post_adaptation_loss"):
             if tr.metrics.get(k):
                 ui.say(f"[{cfg.method}/{cfg.problem}] final {k} = {tr.metrics[k][-1]:.5g}")

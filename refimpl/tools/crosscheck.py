@@ -2,7 +2,6 @@
 iterate snapshots and metrics — with a verdict in which nothing left uncompared passes silently."""
 from __future__ import annotations
 
-import math
 import sys
 
 #: the .mat variables holding W1 and W2 by default: the authors' iterate (their Theta1/Theta2 are
@@ -32,14 +31,14 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     uncompared (no common snapshot without ``metrics_only``; a metric of one trace only or NaN on one
     side, unless ``allow_missing`` names it); 2 when nothing at all was compared (whatever the flags)."""
     from refimpl.core.trace import crosscheck, shifted_agreement
+    from refimpl.core.validate import relative_tolerance
     differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
               ("algorithm", "method", "setting", "batch", "clients", "seed", "activation", "bias", "hidden")
               if k in a.config and k in b.config and a.config[k] != b.config[k]]
     if differ:
         _say("note: the two runs were configured differently (" + "; ".join(differ) + "); differences below may "
              "come from that")
-    if not (math.isfinite(tol) and tol >= 0):
-        raise ValueError(f"--tol must be a finite number >= 0 (a relative difference), got {tol}")
+    tol = relative_tolerance(tol)
     rows = crosscheck(a, b)
     if all(r.get("skipped") for r in rows):         # nothing compared: never an agreement
         for r in rows:

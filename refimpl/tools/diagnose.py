@@ -630,6 +630,8 @@ def diagnose(ours_path, theirs_path, *, tol=1e-10, map_text="", allowed=(), reru
     ``note(line)``: where the reruns' inputs and data come from; ``progress(line)``: each rerun;
     ``index_base`` 1: THEIR sample ids start at 1 (MATLAB), read as each id minus 1."""
     from refimpl import papers
+    from refimpl.core.validate import relative_tolerance
+    tol = relative_tolerance(tol)
     ours = load_side(ours_path)
     theirs = load_side(theirs_path, parse_map(map_text))
     cmp_ = compare_dumps(ours, theirs, tol)

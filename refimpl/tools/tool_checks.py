@@ -1155,7 +1155,7 @@ def _harness_cases():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "stale_family.json"), "w") as fh:       # an earlier export's file
             fh.write("{}")
-        V.export(tmp)
+        V.export(tmp, overwrite=True)
         out.append(("an earlier export's file that the new manifest does not list is removed",
                     not os.path.exists(os.path.join(tmp, "stale_family.json"))))
         back = V.load(tmp)
@@ -1205,72 +1205,60 @@ def conformance_harness(quick):
     return _cases_result(_harness_cases(), "planted ")
 
 
-@check("tools.command_line", "the command line's own decisions, through refimpl's entry point: refimpl diagnose "
-       "refuses a --tol below 0 or NaN before reading a dump (exit 2, naming the option) and takes --tol 0 to the "
-       "dumps; refimpl vectors export refuses a directory that is not empty unless --overwrite and says how many "
-       "vector files it wrote (counted here from the directory: its .npz files, not their schemas and metadata); "
-       "refimpl run mfcgd and refimpl compare mfcgd run T = 2000 steps evaluated every 20 unless told, and every T/100 "
-       "(at least 1) for a given T; a run whose cap c η_t² ≥ 1 acts says in which steps, per weight (wrong answers: 0)",
-       "refimpl --help; docs/guide.md")
-def command_line(quick):
-    return _cases_result(_command_line_cases())
+@check("tools.command_decisions", "what refimpl's commands decide, through the functions they call: the cross-check "
+       "tools (diagnose, crosscheck) refuse a --tol below 0, NaN or a boolean before reading a file, naming the option, "
+       "and take --tol 0 (exact agreement) to the files; vectors export refuses a directory that is not empty unless "
+       "told to overwrite, and counts as its vector files the ones it wrote (here: the .npz files, not their schemas "
+       "and metadata); run and compare mfcgd evaluate every T/100 steps (at least 1; T = 2000 unless given) unless "
+       "told; a run whose cap c η_t² ≥ 1 acted says in which steps, per weight (wrong answers: 0)",
+       "refimpl diagnose / crosscheck / vectors export / run mfcgd; docs/guide.md")
+def command_decisions(quick):
+    return _cases_result(_command_decision_cases())
 
 
-def _command_line(argv):
-    """``refimpl ARGV`` in this process: (exit code, what it wrote to stdout and stderr)."""
-    import contextlib
-    import io
-
-    from refimpl.cli import main
-    said = io.StringIO()
-    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-        code = main(list(argv))
-    return code, said.getvalue()
-
-
-def _command_line_cases():
+def _command_decision_cases():
     import os
     import tempfile
+    from types import SimpleNamespace
 
-    from refimpl.cli import build_parser, common
-    from refimpl.mfcgd.command import mfcgd_config
+    from refimpl.conformance import vectors as V
+    from refimpl.core.trace import Trace
+    from refimpl.mfcgd.command import mfcgd_config, run_notes
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    from refimpl.tools import diagnose as DG
+    from refimpl.tools.crosscheck import compare_runs
     out = []
-    for tol in ("-1", "nan"):
-        code, said = _command_line(["diagnose", "no-ours", "no-theirs", "--tol", tol])
-        out.append((f"refimpl diagnose --tol {tol}: exit 2, refused naming --tol", code == 2 and said ==
-                    f"refimpl: error: --tol must be a finite number >= 0 (a relative difference), got {float(tol)}\n"))
-    code, said = _command_line(["diagnose", "no-ours", "no-theirs", "--tol", "0"])
-    out.append(("refimpl diagnose --tol 0 reads the dumps (here: none there)",
-                code == 2 and said == "refimpl: error: no-ours: no such file or directory\n"))
+    some = Trace(config={}, metrics={"round": [0], "train_cost": [1.0]})
+    for tol in (-1.0, np.nan, True):
+        words = f"--tol must be a finite number >= 0 (a relative difference), got {tol}"
+        out.append((f"diagnose and crosscheck refuse --tol {tol}, naming it",
+                    _raises(lambda t=tol: DG.diagnose("no-ours", "no-theirs", tol=t), words)
+                    and _raises(lambda t=tol: compare_runs(some, some, tol=t), words)))
+    out.append(("diagnose --tol 0 reads the dumps (here: none there)",
+                _raises(lambda: DG.diagnose("no-ours", "no-theirs", tol=0.0), "no-ours: no such file or directory")))
     with tempfile.TemporaryDirectory() as tmp:
         full = os.path.join(tmp, "full")
         os.makedirs(full)
         open(os.path.join(full, "kept.txt"), "w").close()
-        code, said = _command_line(["vectors", "export", full, "--paper", "core"])
-        out.append(("refimpl vectors export into a directory that is not empty: refused without --overwrite",
-                    code == 2 and said == f"refimpl: error: {full} is not empty; give --overwrite to replace its "
-                                          "vectors\n" and os.listdir(full) == ["kept.txt"]))
+        out.append(("vectors export into a directory that is not empty: refused unless told to overwrite",
+                    _raises(lambda: V.export(full, ("core",)), f"{full} is not empty; give --overwrite to replace its "
+                                                            "vectors") and os.listdir(full) == ["kept.txt"]))
         empty = os.path.join(tmp, "empty")
-        code, said = _command_line(["vectors", "export", empty, "--paper", "core", "--format", "npz"])
-        n = len([f for f in os.listdir(empty) if f.endswith(".npz")])
-        out.append((f"refimpl vectors export --format npz says it wrote the {n} vector files the directory holds "
-                    "(not their schemas and metadata)",
-                    code == 0 and n > 0 and said == f"{n} vector files (npz) with schemas and manifest.json written "
-                                                    f"to {empty}\n"))
-        code, said = _command_line(["run", "mfcgd", "--steps", "4", "--c", "1000", "--out",
-                                    os.path.join(tmp, "capped")])
-        out.append(("refimpl run mfcgd with c = 1000 over 4 steps: the cap acted in steps 1..4 of each weight",
-                    code == 0 and "note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps 1..4 "
-                    "(alpha), 1..4 (beta), 1..4 (rho) (outside the theorems' n >= (c k)^3)\n" in said))
-    for argv, want in ((["run", "mfcgd"], (2000, 20)), (["compare", "mfcgd"], (2000, 20)),
-                       (["run", "mfcgd", "--steps", "300"], (300, 3)),
-                       (["run", "mfcgd", "--steps", "50"], (50, 1)),
-                       (["run", "mfcgd", "--steps", "50", "--eval-every", "7"], (50, 7))):
-        args = build_parser().parse_args(argv)
-        args.argv = argv
-        cfg = mfcgd_config(args, common, "mfcgd")
-        out.append((f"refimpl {' '.join(argv)}: T = {want[0]}, evaluated every {want[1]}",
-                    (cfg.steps, cfg.eval_every) == want))
+        manifest = V.export(empty, ("core",), "npz")
+        npz = sorted(f for f in os.listdir(empty) if f.endswith(".npz"))
+        out.append((f"vectors export --format npz counts as vector files the {len(npz)} .npz files it wrote",
+                    len(npz) > 0 and sorted(V.vector_files(manifest)) == npz))
+    tr = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=4, c=1000.0))
+    out.append(("a 4-step MFCGD run with c = 1000: the cap acted in steps 1..4 of each weight",
+                run_notes(tr) == ["note: α_t, β_t, ϱ_t = c η_t² are capped at 1; the cap was active in steps 1..4 "
+                                  "(alpha), 1..4 (beta), 1..4 (rho) (outside the theorems' n >= (c k)^3)"]))
+    out.append(("… and none with c = 10 over 4 steps (c η_t² < 1)", run_notes(run_mfcgd_config(
+        MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=4))) == []))
+    ui = SimpleNamespace(config=lambda args, key, method, **given: given)      # what the command hands on
+    for steps, every, want in ((None, None, 20), (300, None, 3), (50, None, 1), (50, 7, 7)):
+        got = mfcgd_config(SimpleNamespace(steps=steps, eval_every=every), ui, "mfcgd")
+        out.append((f"mfcgd's options --steps {steps} --eval-every {every}: evaluated every {want}",
+                    got == {"eval_every": want}))
     return out
 
 

@@ -515,9 +515,8 @@ def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_b
     ∂l/∂h_k; the party takes one SGD step on θ_k with it. The server is one resource: embeddings
     are served in order of arrival, each for the server's step time, and wait while it is busy.
     A party's cycle: its step time, the upload, the wait and the server's step, the reply, then the
-    next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled).
-    Evaluations fall every ``eval_every_time`` of simulated time; one at time s records the state
-    after the events before s, so an event at exactly s counts towards the next evaluation.
+    next cycle. ``speeds`` (R, K+1): row i is used for each party's i-th cycle (cycled). An
+    evaluation (every ``eval_every_time``) at time s sees the events before s, not one at s.
     Staleness = simulated-time age of the other parties' rows used, averaged per event.
     ``eta``: K + 1 SGD learning rates. Every event also pays the network's ``server_time`` (the
     round trip, before the reply); ``server_free``: the server's step takes no time (the authors'
