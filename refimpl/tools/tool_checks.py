@@ -437,14 +437,15 @@ def _replay_layout_cases():
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
         savemat(os.path.join(tmp, "plain.mat"), {"Theta1a": W1, "Theta2a": W2})
         at7 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=7)
+        at0 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=0)
         savemat(os.path.join(tmp, "initial_Theta1.mat"), {"Theta1": W1})
         savemat(os.path.join(tmp, "initial_Theta2.mat"), {"Theta2": W2})
         init = mat_initial_point(os.path.join(tmp, "initial_Theta1.mat"))
         mat_words = _mat_refusal_cases(tmp, W1, W2)
     out = [("--round 1.5 and True are refused, --map naming W3 is refused as such, and the authors' Theta1 hint "
             "comes only for the default map over Theta1_<r> variables", mat_words),
-           ("--round 7 places plain (unnumbered) .mat variables at round 7",
-            list(at7) == [7] and np.array_equal(at7[7][0], W1) and np.array_equal(at7[7][1], W2)),
+           ("--round 7 places plain (unnumbered) .mat variables at round 7, and --round 0 at the initial point",
+            list(at7) == [7] and np.array_equal(at7[7][0], W1) and np.array_equal(at7[7][1], W2) and list(at0) == [0]),
            ("--init initial_Theta1.mat reads W1 from it and W2 from its sibling initial_Theta2.mat",
             np.array_equal(init[0], W1) and np.array_equal(init[1], W2)),
            ("a Flex-VFL --init matrix (out, in + 1) is read row-major, as the flat θ_k it stands for; a column of "
@@ -1874,7 +1875,7 @@ def diagnose_report(quick):
        "start apart; a shorter batch padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay "
        "array (padded batches too) and a τ table's 0, a run's round files and dump.mat (a vector as a vector), the "
        "dump's size estimate (exactly at the limit allowed), a dump over an earlier one, no file left by a failed "
-       "write, a Flex-VFL --init matrix (row-major), --map's W1 and W2, --round for unnumbered .mat iterates, --init's "
+       "write, a Flex-VFL --init matrix (row-major), --map's W1 and W2, --round for unnumbered .mat iterates (0 included), --init's "
        "initial_Theta2.mat sibling, MFCGD's initial estimators, and an entry's name (SSCA's W2 past its bias column) "
        "are read right; a round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot "
        "of another shape, and measures a relative difference (of a metric, of a snapshot) as such, against the first "

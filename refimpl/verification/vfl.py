@@ -1109,7 +1109,7 @@ def _protocol_convention_errors():
        "the step-size rule the trace records (with the authors' d_k exactly when it reads them), a run from its own "
        "τ table given, a timeout below 1 accepted; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
-       "returns) and floats sent (worst relative difference ≤ 1e-12)",
+       "returns), floats sent and mini-batches (B distinct samples each) (worst relative difference ≤ 1e-12)",
        "[FlexVFL] Algorithms 1–2, (5)–(8); docs/flexvfl.md")
 def round_literal(quick):
     from refimpl.verification.vfl_literal import run_literal
@@ -1224,8 +1224,11 @@ def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
     W, floats = async_literal([t.reshape(sh) for t, sh in zip(thetas, shapes)], list(Xs), y, parties, tr.batches,
                               [0.15, 0.2, 0.1])
     got = int(tr.metrics["comm_floats"][-1])
+    # each event's own draw: B distinct samples (n = 40, B = 8: with replacement about half would repeat one)
+    repeats = sum(int(len(set(map(int, b))) != B or not all(0 <= i < data.n for i in b)) for b in tr.batches)
     return {"events": len(parties), "parties": sorted(set(parties)), "blocks_relative": _blocks_relative(tr, W),
-            "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats)}
+            "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats) + repeats,
+            "batches_with_a_repeated_or_foreign_id": repeats}
 
 
 def _init_literal(seed, scheme, D, kinds, O, H, L):
