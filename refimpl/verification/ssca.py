@@ -1293,7 +1293,7 @@ def _flower_logging_errors():
     from types import ModuleType, SimpleNamespace
 
     from refimpl.ssca import flower as F
-    logger, calls = logging.getLogger("refimpl.planted-flower"), []
+    logger, calls = logging.getLogger("planted-flower"), []
     planted = {name: ModuleType(name) for name in ("flwr", "flwr.common", "flwr.common.logger", "flwr.simulation")}
     planted["flwr.common.logger"].FLOWER_LOGGER = logger
     planted["flwr.simulation"].run_simulation = lambda server_app, client_app, num_supernodes, backend_config, \
