@@ -552,7 +552,10 @@ def _replay_value_cases():
                 _raises(lambda: sample_ids(np.array([[1.0, 2.5], [np.nan, 3.0]]), "--batches"),
                         "entry (0, 1) = 2.5 is not a whole number")
                 and _raises(lambda: from_index_base(np.array([[2, 0], [1, -1]]), 1, "--batches"),
-                            "entry (0, 1) = 0 is below 1")))
+                            "entry (0, 1) = 0 is below 1")
+                # an id of exactly 1 (the first sample) before it is no bad id
+                and _raises(lambda: from_index_base(np.array([[1, 2], [0, 3]]), 1, "--batches"),
+                            "entry (1, 0) = 0 is below 1")))
     apart = np.array([[3, 1, 3], [0, 1, 2]])             # the repeated 3s are not neighbours
     same = np.array([[0, 1, 2], [0, 1, 2]])              # the same batch in two rounds is allowed
     out.append(("a batch repeating an id (not side by side) is refused; the same batch in two rounds is read",
