@@ -142,10 +142,12 @@ PINNED_PAPERS = ("core", "ssca", "vfl", "mfcgd")
 
 
 def case_digests(docs=None):
-    """{family: SHA-256} of what a family publishes besides its expected values: each case's id,
-    flags, tolerance and inputs, floats written with 12 significant digits (so a last-bit difference
-    of another machine's libm or BLAS does not count, and a changed generator does). The expected
-    values are left out: ``tools.conformance`` checks them against an independent transcription."""
+    """{family: SHA-256} of what a family publishes besides its expected values: its words (the
+    equation, function, input and output names and description) and each case's id, equation,
+    comment, flags, tolerance and inputs, floats written with 12 significant digits (so a last-bit
+    difference of another machine's libm or BLAS does not count, and a changed generator or a
+    changed word does). The expected values are left out: ``tools.conformance`` checks them
+    against an independent transcription."""
     docs = generate() if docs is None else docs
 
     def canon(v):
@@ -156,9 +158,10 @@ def case_digests(docs=None):
         return f"{v:.12g}" if isinstance(v, float) else v
     out = {}
     for fam, doc in docs.items():
-        cases = [{"id": c["id"], "flags": c["flags"], "tol": c["tol"], "inputs": canon(c["inputs"])}
-                 for c in doc["cases"]]
-        out[fam] = hashlib.sha256(json.dumps(cases, sort_keys=True).encode()).hexdigest()
+        words = {k: doc.get(k) for k in ("equation", "function", "inputs", "outputs", "description")}
+        cases = [{"id": c["id"], "equation": c.get("equation"), "comment": c.get("comment"), "flags": c["flags"],
+                  "tol": c["tol"], "inputs": canon(c["inputs"])} for c in doc["cases"]]
+        out[fam] = hashlib.sha256(json.dumps({"words": words, "cases": cases}, sort_keys=True).encode()).hexdigest()
     return out
 
 
@@ -169,8 +172,9 @@ def digest_problems(docs=None, pinned=None):
     docs = generate() if docs is None else docs
     got = case_digests({f: d for f, d in docs.items() if d["paper"] in PINNED_PAPERS})
     pinned = json.loads(DIGESTS_FILE.read_text()) if pinned is None else pinned
-    out = [f"{fam}: its cases (ids, flags, tolerances, inputs) differ from the pinned ones (digest {got[fam][:12]}…, "
-           f"pinned {pinned[fam][:12]}…)" for fam in got if fam in pinned and pinned[fam] != got[fam]]
+    out = [f"{fam}: what it publishes (its words; its cases' ids, comments, flags, tolerances, inputs) differs from "
+           f"the pinned (digest {got[fam][:12]}…, pinned {pinned[fam][:12]}…)"
+           for fam in got if fam in pinned and pinned[fam] != got[fam]]
     out += [f"{fam}: no pinned digest" for fam in got if fam not in pinned]
     out += [f"{fam}: pinned, but no such family" for fam in pinned if fam not in got]
     return out

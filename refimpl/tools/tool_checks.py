@@ -1281,14 +1281,23 @@ def _flag_cases():
             + (f" ({'; '.join(problems[:3])})" if problems else ""), not problems)]
 
     digests = V.digest_problems(docs)
-    out.append((f"every family of refimpl's papers publishes the pinned cases (ids, flags, tolerances, inputs)"
+    out.append((f"every family of refimpl's papers publishes the pinned words and cases (ids, comments, flags, "
+                f"tolerances, inputs)"
                 + (f" ({'; '.join(digests[:3])})" if digests else ""), not digests))
     moved = V.document(replace(records["partition"], cases=lambda rng, _c=records["partition"].cases: [
         {**c, "inputs": {**c["inputs"], "labels": c["inputs"]["labels"] + (c["id"] == "partition-6")}}
         for c in _c(rng)]))
     got = V.digest_problems({**docs, "partition": moved})
     out.append(("a generator that draws other labels for one case (partition-6's, shifted by one): its family's "
-                "digest differs, and only its family's", len(got) == 1 and got[0].startswith("partition: its cases")))
+                "digest differs, and only its family's",
+                len(got) == 1 and got[0].startswith("partition: what it publishes")))
+    # one sign in a description: adaptive_matrix's "A = sqrt(a) + ρ" published as "A = sqrt(a) − ρ"
+    rec = records["adaptive_matrix"]
+    worded = V.document(replace(rec, description=rec.description.replace("sqrt(a) + ρ", "sqrt(a) − ρ", 1)))
+    got = V.digest_problems({**docs, "adaptive_matrix": worded})
+    out.append(("a description with one sign changed (adaptive_matrix's A = sqrt(a) − ρ): its family's digest differs",
+                worded["description"] != docs["adaptive_matrix"]["description"] and len(got) == 1
+                and got[0].startswith("adaptive_matrix: what it publishes")))
     return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
 
 
@@ -1299,16 +1308,30 @@ def _witness_edge_case(records):
     the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1)."""
     tiny = 2.2250738585072014e-308
     aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
+    # q(ω̄) = ||ω̄||² = 1 = U: on the constraint, with ν in (0, c) or not
+    active, on_u = {"A": 1.0, "B": np.zeros(2), "C": 0.0, "U": 1.0, "c": 1.0}, {"slack": 0.0, "omega_bar": np.array([1.0, 0.0])}
+    # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
+    split = {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet": np.array([0.9, 0.1, 0.9, 0.1])}
     edges = [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.75}}, True),
-             ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False)]
+             ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False),
+             # each part of a witness is needed: one part true, another false
+             ("adaptive_matrix", "scalar-state", {"inputs": {"kind": "adam"}, "expected": {"a": np.ones(3)}}, False),
+             ("adaptive_matrix", "scalar-state", {"inputs": {"kind": "norm"}, "expected": {"a": np.arange(3.0)}}, False),
+             ("closed_form_step", "constraint-active", {"inputs": active, "expected": dict(on_u, nu=0.0)}, False),
+             ("closed_form_step", "constraint-active", {"inputs": active, "expected": dict(on_u, nu=0.5)}, True),
+             ("partition", "min-size-redraw", {"inputs": dict(split, kind="iid"), "expected": {"draws": 4}}, False),
+             ("partition", "min-size-redraw", {"inputs": dict(split, kind="dirichlet:1:3"), "expected": {"draws": 4}},
+              True)]
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below")
+            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; each part of a "
+            "witness needed ('scalar-state' of an adam state, 'constraint-active' with ν = 0 on the constraint, "
+            "'min-size-redraw' of an IID split)")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 
@@ -1411,7 +1434,8 @@ def _planted_flag_cases(records):
 @check("tools.vector_flags", "every flag a conformance case carries is shown by its family's witness (plain NumPy "
        "from the flag's meaning) on the case's inputs and expected values, a case carries every flag whose witness "
        "holds on it, and only cases flagged not-finite or nan-accuracy hold NaN or inf; every family publishes the "
-       "pinned cases (a SHA-256 of ids, flags, tolerances and inputs to 12 digits); planted "
+       "pinned words and cases (a SHA-256 of its description, equation and names, and of each case's id, comment, "
+       "flags, tolerance and inputs to 12 digits; a family with one word of its description changed fails); planted "
        "families — a tie that is no longer one, an argument above the underflow threshold, C ≤ U in the active "
        "case, a projection that binds, an inf state, a case drawn differently, a flag without a witness, a witness "
        "true everywhere, made looser or raising — get the sentence they must; each family's JSON Schema admits "
@@ -1965,10 +1989,31 @@ def _reproduction_table_cases(tmp):
        "default target (the largest final cost of the batch sizes, reached with equality) and the floats, sample "
        "gradients and rounds at the first evaluation reaching it, averaged over seeds; Fig. 4's data loss (the cost "
        "less λ||ω||²) and ||ω||², mean and spread; the time to a target averaged over the seeds reaching it; "
-       "time-axis curves on the time every seed reaches, round-axis curves per round (wrong answers: 0)",
+       "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
+       "every reproduction to 7 rounds (steps), each run a valid configuration (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
-    return _cases_in_a_directory(_reproduction_table_cases)
+    return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())
+
+
+def _plan_cases():
+    """(what, right): ``reproduce --rounds 7`` (and ``report --rounds 7``) cuts every run of every
+    paper's reproductions to 7 rounds (steps for mfcgd-rates), each a configuration its paper
+    accepts; without it, quick runs are longer than that."""
+    from refimpl import papers
+    out = []
+    for paper in papers.papers():
+        for name in paper.reproductions:
+            runs, _ = paper.plan(name, quick=True, rounds=7)
+            lengths = sorted({getattr(cfg, paper.length_field) for _, _, cfg in runs})
+            try:
+                valid = all(paper.validated(cfg) is not None for _, _, cfg in runs)
+            except ValueError:
+                valid = False
+            longer = all(getattr(cfg, paper.length_field) > 7 for _, _, cfg in paper.plan(name, quick=True)[0])
+            out.append((f"reproduce {name} --rounds 7: every run {paper.length_field} 7 and valid; without it longer",
+                        lengths == [7] and valid and longer))
+    return out
 
 
 def _claims_line_right(VF, CheckRecord):
