@@ -18,6 +18,14 @@ def mfcgd_config(args, ui, method):
     return ui.config(args, KEY, method, eval_every=int(eval_every) if eval_every else max(1, steps // 100))
 
 
+def check_data_options(data, data_dir, problem):
+    """--data and --data-dir are read by --problem drfl only: refused, naming them, for another problem."""
+    given = [f for f, v in (("--data", data), ("--data-dir", data_dir)) if v]
+    if given and problem != "drfl":
+        raise ValueError(f"{' and '.join(given)} change(s) nothing for --problem {problem}: only --problem drfl "
+                         "(the distributionally robust classifier) reads data; the other problems are drawn from --seed")
+
+
 def run_notes(tr):
     """What a finished run adds below its theorem note: the steps in which the cap min(1, c η_t²)
     of each of α, β, ϱ acted (none: no line)."""
@@ -33,10 +41,7 @@ def run(args, ui):
     from refimpl import mfcgd
     from refimpl.core.plots import plot_mfcgd
     cfg = mfcgd_config(args, ui, args.algorithm)
-    given = [f for f, v in (("--data", args.data), ("--data-dir", args.data_dir)) if v]
-    if given and cfg.problem != "drfl":
-        raise ValueError(f"{' and '.join(given)} change(s) nothing for --problem {cfg.problem}: only --problem drfl "
-                         "(the distributionally robust classifier) reads data; the other problems are drawn from --seed")
+    check_data_options(args.data, args.data_dir, cfg.problem)
     bar = ui.progress(args, cfg.steps, cfg.method, "step")
 
     def progress(t, xb):
@@ -68,17 +73,22 @@ def add_compare_arguments(parser, ui):
                                                                  "diverge_sq_norm"})
 
 
+def compared_configs(base):
+    """``[(method, Config)]`` of ``refimpl compare mfcgd``: each federated method on ``base``, AdaMFCGD's
+    γ scaled by ρ (its step is γη A_t^{-1} with A_t ⪰ ρI: γρ gives it MFCGD's step where A_t ≈ ρI)."""
+    from dataclasses import replace
+    return [(meth, replace(base, method=meth, gamma=base.gamma * base.rho if meth == "adamfcgd" else base.gamma))
+            for meth in FEDERATED]
+
+
 def compare(args, ui):
     """``refimpl compare mfcgd``: MFCGD, AdaMFCGD and the two federated baselines from one configuration."""
-    from dataclasses import replace
     from refimpl.mfcgd.experiment import run_mfcgd_config
     from refimpl.core.plots import plot_mfcgd
     from refimpl.core.trace import write_csv
-    base = mfcgd_config(args, ui, "mfcgd")
     traces, rows = {}, []
-    for meth in FEDERATED:
-        # AdaMFCGD's step is γη A_t^{-1} with A_t ⪰ ρI: γρ gives it MFCGD's step where A_t ≈ ρI
-        tr = run_mfcgd_config(replace(base, method=meth, gamma=base.gamma * base.rho if meth == "adamfcgd" else base.gamma))
+    for meth, cfg in compared_configs(mfcgd_config(args, ui, "mfcgd")):
+        tr = run_mfcgd_config(cfg)
         traces[meth] = tr
         for st, g, smp, rnd in zip(*(tr.series(k) for k in ("step", "grad_norm", "samples", "rounds"))):
             rows.append({"method": meth, "step": int(st), "grad_norm": float(g), "samples": int(smp), "rounds": int(rnd)})

@@ -1214,7 +1214,8 @@ def conformance_harness(quick):
        "and take --tol 0 (exact agreement) to the files; vectors export refuses a directory that is not empty unless "
        "told to overwrite, and counts as its vector files the ones it wrote (here: the .npz files, not their schemas "
        "and metadata); run and compare mfcgd evaluate every T/100 steps (at least 1; T = 2000 unless given) unless "
-       "told; a run whose cap c η_t² ≥ 1 acted says in which steps, per weight (wrong answers: 0)",
+       "told, and compare mfcgd gives AdaMFCGD γρ for γ; run mfcgd refuses --data for a problem that reads none; a run whose cap c η_t² ≥ 1 acted says in which steps, per "
+       "weight (wrong answers: 0)",
        "refimpl diagnose / crosscheck / vectors export / run mfcgd; docs/guide.md")
 def command_decisions(quick):
     return _cases_result(_command_decision_cases())
@@ -1227,7 +1228,7 @@ def _command_decision_cases():
 
     from refimpl.conformance import vectors as V
     from refimpl.core.trace import Trace
-    from refimpl.mfcgd.command import mfcgd_config, run_notes
+    from refimpl.mfcgd.command import check_data_options, compared_configs, mfcgd_config, run_notes
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     from refimpl.tools import diagnose as DG
     from refimpl.tools.crosscheck import compare_runs
@@ -1258,6 +1259,17 @@ def _command_decision_cases():
                                   "(alpha), 1..4 (beta), 1..4 (rho) (outside the theorems' n >= (c k)^3)"]))
     out.append(("… and none with c = 10 over 4 steps (c η_t² < 1)", run_notes(run_mfcgd_config(
         MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=4))) == []))
+    base = MFCGDConfig(gamma=0.5, rho=0.2)
+    got = [(m, c.method, c.gamma) for m, c in compared_configs(base)]
+    out.append(("compare mfcgd runs MFCGD, AdaMFCGD (γ scaled by ρ: 0.5 × 0.2), ComFedL and Local-SCGDM on one "
+                "configuration", got == [("mfcgd", "mfcgd", 0.5), ("adamfcgd", "adamfcgd", 0.5 * 0.2),
+                                         ("comfedl", "comfedl", 0.5), ("local-scgdm", "local-scgdm", 0.5)]))
+    out.append(("run mfcgd refuses --data and --data-dir for a problem that reads none, and takes them for drfl",
+                _raises(lambda: check_data_options("d.npz", "dir", "synthetic"), "--data and --data-dir change(s) "
+                        "nothing for --problem synthetic: only --problem drfl (the distributionally robust classifier) "
+                        "reads data; the other problems are drawn from --seed")
+                and not _raises(lambda: check_data_options(None, None, "synthetic"), "")
+                and not _raises(lambda: check_data_options("d.npz", None, "drfl"), "")))
     ui = SimpleNamespace(config=lambda args, key, method, **given: given)      # what the command hands on
     for steps, every, want in ((None, None, 20), (300, None, 3), (50, None, 1), (50, 7, 7)):
         got = mfcgd_config(SimpleNamespace(steps=steps, eval_every=every), ui, "mfcgd")
