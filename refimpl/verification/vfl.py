@@ -318,8 +318,9 @@ def _condition20_record_errors():
        "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
        "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
-       "A_k of 0, one party's η below 0 and a Q of 2.5; the two-state "
-       "model at p = 1 (switching every round) and p = 0 (never)",
+       "A_k of 0, one party's η below 0, a Q of 2.5, a batch of 2.5, 0.6 or n + 1 rows and the authors' rule without "
+       "its d_k; the two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
+       "at an event's own time sees the events before it only",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
     rng = np.random.default_rng(0)
@@ -868,7 +869,7 @@ def _authors_rule_replay_errors():
        "mean of one run per seed, and none when a seed misses the target (3 seeds, one reaching it); rows evaluated "
        "every second round (a run per S); the traces the table keeps; no η for a target none reaches; --server-time "
        "accepting 0; each protocol's configuration per method as "
-       "documented (mismatches: 0)",
+       "documented; the time-to-target ratios listed in order of S (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
 def regime_one_run(quick):
     from refimpl.vfl.experiment import VFLConfig
