@@ -1450,7 +1450,8 @@ def _planted_flag_cases(records):
        "flags, tolerance and inputs to 12 digits; a family with one word of its description changed fails); planted "
        "families — a tie that is no longer one, an argument above the underflow threshold, C ≤ U in the active "
        "case, a projection that binds, an inf state, a case drawn differently, a flag without a witness, a witness "
-       "true everywhere, made looser or raising — get the sentence they must; each family's JSON Schema admits "
+       "true everywhere, made looser or raising — get the sentence they must, flag by flag in sorted order; "
+       "witnesses at their edges and with each part needed, on cases written out; each family's JSON Schema admits "
        "exactly the tolerance kinds the harness reads (wrong answers: 0)",
        "refimpl vectors; docs/conformance.md")
 def vector_flags(quick):

@@ -589,7 +589,8 @@ def _radius_scale_record():
        "same samples: x̄_t at every step and the clients' dumped x, y and m at steps 1, q + 1 and T (max relative "
        "difference ≤ 1e-12), and the samples and communication "
        "rounds counted after every step, by the runner and by the Numba kernel, equal to the transcription's; the "
-       "Numba kernel's ||x̄_t||² and ||∇F(x̄_t)|| on the same samples equal the transcription's (≤ 1e-10, fastmath)",
+       "Numba kernel's ||x̄_t||² and ||∇F(x̄_t)|| on the same samples equal the transcription's (≤ 1e-10, fastmath); "
+       "a period q of 2.5, 0 or True refused",
        "[MFCGD] Table 1 baselines (ComFedL, Local-SCGDM); docs/mfcgd.md")
 def baselines_literal(quick):
     T = 24
@@ -841,7 +842,9 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "text, a boolean, a missing or unknown key refused; the tightest condition it names is the closest (planted; a "
        "left side 0 never) and it says all conditions are met only when each is, informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
        "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
-       "each point it tried under a named condition or a diverged B",
+       "each point it tried under a named condition or a diverged B and reports the k and γ range it searched, and "
+       "refuses q of 2.5; a right side above the cap up to 2^53 (crossing it only between 2^53 and 2^54) names no "
+       "informative T and says so",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
