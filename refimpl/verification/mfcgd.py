@@ -573,6 +573,7 @@ def _radius_scale_record():
                                      ("Assumption 5) must be > 0, got 0.0", dict(rho=0.0))))
     # the adaptive matrices' ϑ lies in (0, 1]: 0 (no moment update) refused, 1 accepted
     refused &= raises(lambda: AdamType(0.1, 0.0), "ϑ must be in (0, 1], got 0.0") and AdamType(0.1, 1.0).theta == 1.0
+    refused &= not raises(lambda: replace(cfg, theta=1.0).validate(), "")       # … and so does a run's configuration
     # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
@@ -1197,7 +1198,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "rounds counted after each, and tells its progress at the same steps (Numba and NumPy); the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
-       "kept); SCGD and STORM run on one machine whatever the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
+       "kept); --init's initial estimators start a run, all three or none; SCGD and STORM run on one machine whatever "
+       "the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "
        "out (mismatches: 0)",
@@ -1250,12 +1252,34 @@ def problem_evaluations(quick):
                          "not 1, 3, 6, 7")
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
-    wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors()
+    wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples; the MAML held-out loss",
             "details": {"wrong": wrong[:5]}}
+
+
+def _init_errors():
+    """--init with initial estimators: all of h1, u1, v1 start the run (its step-1 dump holds them),
+    one of them alone is refused naming what was found. The wrong answers."""
+    import os
+    import tempfile
+
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2, dump_rounds="1")
+    first = run_mfcgd_config(cfg).arrays
+    given = {"x1": np.full(4, 0.1), **{f"{n}1": first[f"r1_{n}"] * 1.5 for n in ("h", "u", "v")}}
+    with tempfile.TemporaryDirectory() as tmp:
+        full, alone = os.path.join(tmp, "full.npz"), os.path.join(tmp, "h1.npz")
+        np.savez(full, **given)
+        np.savez(alone, x1=given["x1"], h1=given["h1"])
+        started = run_mfcgd_config(replace(cfg, init=full)).arrays
+        wrong = [f"--init with h1, u1, v1: the run starts from {n} = {started[f'r1_{n}'].ravel()[:2]}…, not the given"
+                 for n in ("h", "u", "v") if not np.array_equal(started[f"r1_{n}"], given[f"{n}1"])]
+        wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, init=alone)),
+                              "give all of h1, u1, v1 or none (found ['h1'])") else ["--init with h1 alone accepted"]
+    return wrong
 
 
 def _post_adaptation_errors(pr):

@@ -312,7 +312,8 @@ def _condition20_record_errors():
        "the number of parties refused, as are sync with Q = 0, a Flex-VFL timeout shorter than a party's mean step, "
        "markov:FAST alone and a --smoothness of the wrong length (a given one recorded as given); a text trace of one "
        "value read; the re-timing's initial point at the target (time 0); a zero latency accepted, --taus without "
-       "--speeds run on unit step times (said in a note), an asynchronous run's empty batch table refused; recorded "
+       "--speeds run on unit step times (said in a note), with --speeds on those, and without --taus the default "
+       "model refused for 2 parties, an asynchronous run's empty batch table refused; recorded "
        "step times exactly as long as the run read; a τ table's first bad entry, a fractional or NaN one alone, a "
        "table with a column fewer than parties or of one row, --server-time −1 or NaN and a "
        "feature-block file with a block fewer than parties refused, naming what is wrong; speeds for the wrong "
@@ -565,6 +566,15 @@ def _replayed_and_parsed_speed_errors():
         unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
         errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
                                               or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
+        # … but given --speeds, the run keeps them (no note); without --taus the default model, written
+        # for 4 parties, is refused for 2
+        kept = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus, speeds="constant:1,2,3"),
+                       embedded())
+        errors["taus_with_speeds_not_kept"] = float("speeds_note" in kept.config
+                                                    or kept.arrays["step_time_means"].tolist() != [1.0, 2.0, 3.0])
+        errors["default_speeds_for_2_parties_accepted"] = float(not raises(
+            lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8), embedded()),
+            "5 values for 3 parties (server + K)"))
         errors["empty_async_batches_accepted"] = float(not raises(
             lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
                               speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
