@@ -512,6 +512,20 @@ def _speed_refusal_errors():
                                         + np.sum(edges[1] != np.array([[1.0, 2.0]] * 4)))}
 
 
+def _given_speeds_errors(taus):
+    """--taus FILE with --speeds: the run keeps the given speeds (no unit-step note); without --taus
+    the default speed model, written for 4 parties, is refused for 2. {what: 0 right, 1 wrong}."""
+    from refimpl.vfl import run as run_vfl
+    from refimpl.vfl.experiment import VFLConfig
+    kept = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus, speeds="constant:1,2,3"),
+                   embedded())
+    return {"taus_with_speeds_not_kept": float("speeds_note" in kept.config
+                                               or kept.arrays["step_time_means"].tolist() != [1.0, 2.0, 3.0]),
+            "default_speeds_for_2_parties_accepted": float(not raises(
+                lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8), embedded()),
+                "5 values for 3 parties (server + K)"))}
+
+
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
@@ -566,15 +580,7 @@ def _replayed_and_parsed_speed_errors():
         unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
         errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
                                               or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
-        # … but given --speeds, the run keeps them (no note); without --taus the default model, written
-        # for 4 parties, is refused for 2
-        kept = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus, speeds="constant:1,2,3"),
-                       embedded())
-        errors["taus_with_speeds_not_kept"] = float("speeds_note" in kept.config
-                                                    or kept.arrays["step_time_means"].tolist() != [1.0, 2.0, 3.0])
-        errors["default_speeds_for_2_parties_accepted"] = float(not raises(
-            lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8), embedded()),
-            "5 values for 3 parties (server + K)"))
+        errors.update(_given_speeds_errors(taus))
         errors["empty_async_batches_accepted"] = float(not raises(
             lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
                               speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
