@@ -1324,6 +1324,7 @@ def _witness_edge_case(records):
     active, on_u = {"A": 1.0, "B": np.zeros(2), "C": 0.0, "U": 1.0, "c": 1.0}, {"slack": 0.0, "omega_bar": np.array([1.0, 0.0])}
     # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
     split = {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet": np.array([0.9, 0.1, 0.9, 0.1])}
+    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
     edges = [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
@@ -1337,13 +1338,22 @@ def _witness_edge_case(records):
              ("closed_form_step", "constraint-active", {"inputs": active, "expected": dict(on_u, nu=0.5)}, True),
              ("partition", "min-size-redraw", {"inputs": dict(split, kind="iid"), "expected": {"draws": 4}}, False),
              ("partition", "min-size-redraw", {"inputs": dict(split, kind="dirichlet:1:3"), "expected": {"draws": 4}},
-              True)]
+              True),
+             # shares 0.1/0.9 of two samples a class: client 1 gets none (MIN 1)
+             ("partition", "min-size-redraw", {"inputs": dict(split, kind="dirichlet:1:1", dirichlet=np.array(
+                 [0.1, 0.9, 0.1, 0.9])), "expected": {"draws": 4}}, True),
+             # a negative initial cost: the limits are factor × |cost_0|
+             ("divergence_stop", "iterate-norm", {"inputs": dict(falling, sq_norms=np.array([0.0, 0.0, 5.0])),
+                                                  "expected": {"index": 2}}, True),
+             ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
+                                                       "expected": {"index": 2}}, True)]
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; each part of a "
             "witness needed ('scalar-state' of an adam state, 'constraint-active' with ν = 0 on the constraint, "
-            "'min-size-redraw' of an IID split)")
+            "'min-size-redraw' of an IID split); a Dirichlet split whose first client gets none; the divergence "
+            "limits of a negative initial cost")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 
