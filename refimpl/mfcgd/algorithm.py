@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from refimpl.core import validate as V
 from refimpl.mfcgd.kernels import (MATRIX_KIND, run_local_scgd_synthetic_nb,  # noqa: F401  (beside their NumPy twins)
                                    run_mfcgd_synthetic_nb)
 from refimpl.mfcgd.types import MFCGDParams, MFCGDResult  # noqa: F401  (re-exported)
@@ -290,8 +291,7 @@ def run_local_scgd(problem, x1, T, q, eta, beta, alpha=None, rng=None, eval_ever
     for name, v in (("eta", eta), ("beta", beta)):
         if not (np.isfinite(v) and v > 0):
             raise ValueError(f"{name} must be > 0, got {v}")
-    if isinstance(q, bool) or not float(q).is_integer() or q < 1:
-        raise ValueError(f"q (communication period) must be an integer >= 1, got {q!r}")
+    V.positive_int("q (communication period)", q)
     X = np.tile(np.asarray(x1, dtype=np.float64), (M, 1))
     if samples is None:
         Y = np.stack([problem.g(m, X[m], problem.draw_zeta(rng, ())) for m in range(M)])

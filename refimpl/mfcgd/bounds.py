@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from refimpl.core import validate as V
+
 FIELDS = ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap")
 
 
@@ -210,9 +212,7 @@ def find_theorem_parameters(c: Constants, T, q, rho=1.0, ks=(0.25, 0.5, 1.0, 2.0
     For each k and γ on a log grid: c2, c3 at their lower bounds; B and c1 by fixed-point
     iteration of B's lower bound and c1 = 2/(3k³) + B; n at its smallest admissible value
     (also n ≥ (2Lkγ/ρ)³ from γ ≤ n^{1/3}ρ/(2Lk)); then every condition is checked."""
-    if isinstance(q, bool) or not float(q).is_integer() or q < 1:
-        raise ValueError(f"q (communication period) must be an integer >= 1, got {q!r}")
-    q = int(q)
+    q = V.positive_int("q (communication period)", q)
     LC = c.L_fg * c.C_fg
     S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
     gmax = 3 * rho * q * LC / (4 * S)

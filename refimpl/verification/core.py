@@ -450,17 +450,17 @@ def divergence_reference(quick):
             unstopped[name] = cases[name][1](1e12)
         return unstopped[name]
 
-    def case(name, factor, make, metric):
+    def case(name, factor, make, metric, label=None):
         free = free_run(name)
         c = np.asarray(free.metrics[metric], dtype=float)
         rounds = np.asarray(free.metrics["step"] if len(free.metrics.get("step", [])) else free.metrics["round"])
-        over = np.flatnonzero(c > factor * c[0])
+        over = 1 + np.flatnonzero(c[1:] > factor * c[0])          # the first evaluation is the reference itself
         want = int(rounds[over[0]]) if over.size else None
         prev_rule = np.flatnonzero(c[1:] > factor * c[:-1])
         stopped = make(factor)
         m = re.match(r"diverged: (?:round|step|event) (\d+):", stopped.status)
         got = int(m.group(1)) if m else None
-        det[name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
+        det[label or name] = {"factor": factor, "costs_unstopped": c.tolist(), "expected_round": want, "stopped_round": got,
                      "status": stopped.status, "previous_evaluation_rule_would_stop_at":
                      int(rounds[prev_rule[0] + 1]) if prev_rule.size else None}
         return [name] * int(want is None or got != want or len(stopped.metrics[metric]) != over[0]
@@ -496,26 +496,11 @@ def divergence_reference(quick):
     mf = "mfcgd-family/comfedl"
     mismatches = len(wrong_groups([lambda: det.setdefault("rule_by_hand", _divergence_rule_errors()),
                                    run["ssca-family/sgd"], sq_norm_case, run["flexvfl"], run[mf],
-                                   lambda: _below_one_case(det, free_run(mf), cases[mf][1]),
+                                   lambda: case(mf, 0.5, cases[mf][1], "grad_norm", f"{mf} factor 0.5"),
                                    lambda: _mfcgd_sq_norm_case(det), run["async-vfl"]]))
     stops = [det.get(k, {}).get("stopped_round") for k in ("ssca-family/sgd", "flexvfl", "mfcgd-family/comfedl")]
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
             "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(*stops)}
-
-
-def _below_one_case(det, free, make):
-    """A factor of 0.5 on the ComFedL run (``free``: its run with the rule off; ``make(factor)``: the
-    run at a factor): step 1 is the reference itself, never compared, so the run stops at the first
-    later step whose ||∇F(x̄_t)|| exceeds half of step 1's."""
-    import re
-    c, steps = np.asarray(free.metrics["grad_norm"], dtype=float), free.metrics["step"]
-    over = 1 + np.flatnonzero(c[1:] > 0.5 * c[0])
-    want = int(steps[over[0]]) if over.size else None
-    stopped = make(0.5)
-    m = re.match(r"diverged: step (\d+):", stopped.status)
-    got = int(m.group(1)) if m else None
-    det["mfcgd-family/comfedl factor 0.5"] = {"expected_step": want, "stopped_step": got, "status": stopped.status}
-    return ["factor 0.5"] * int(want is None or got != want)
 
 
 def _mfcgd_sq_norm_case(det):

@@ -634,7 +634,7 @@ def baselines_literal(quick):
     # a period that is no whole number of steps (2.5, True) or none (0) is refused, not truncated
     refused = [q for q in (2.5, 0, True) if not raises(
         lambda q=q: run_local_scgd(syn, np.zeros(syn.d), 2, q, 0.2, 0.6, None, np.random.default_rng(0)),
-        f"q (communication period) must be an integer >= 1, got {q!r}")]
+        f"q (communication period) must be a positive integer, got {q!r}")]
     det["q_accepted_or_refused_otherwise"], count_bad = refused, count_bad + len(refused)
     return {"measured": max_or_nan(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
             "holds": worst <= 1e-12 and count_bad == 0 and worst_nb <= 1e-10,
@@ -991,7 +991,7 @@ def _search_failure_errors():
         wrong.append(f"{diverged} diverged and {sum(conds.values())} condition failures over 1000 points searched")
     wrong += [f"search with q = {q!r} not refused as no whole period" for q in (2.5, True)
               if not raises(lambda q=q: find_theorem_parameters(SMALL_CONSTANTS, 100, q),
-                            f"q (communication period) must be an integer >= 1, got {q!r}")]
+                            f"q (communication period) must be a positive integer, got {q!r}")]
     # what was searched: the five k and γ from 1e-4 of its largest admissible value 3ρqL_fg C_fg/(4S) up to it
     c = SMALL_CONSTANTS
     L_fg, C_fg = np.sqrt(c.L_f ** 2 * c.C_g ** 2 + c.L_g ** 2), max(c.C_f, c.C_g)       # Lemma 1's notation

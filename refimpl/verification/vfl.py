@@ -474,9 +474,9 @@ def _method_refusal_errors(model, data):
                                            **kw)
     cases = [(run("adaptive", 0.1, A=[1.0, 0.0, 1.0]), "A_k must be > 0, got [1.0, 0.0, 1.0]"),
              (run("flex", [0.1, -0.1, 0.1]), "learning rate η of party 1 is -0.1; must be > 0"),
-             (run("sync", 0.1, Q=2.5), "Q must be an integer >= 1 (synchronous VFL's local steps), got 2.5")]
-    cases += [(run("flex", 0.1, batch=b), f"batch must be an integer in 1..{data.n}, got {b!r}")
-              for b in (2.5, 0.6, data.n + 1)]
+             (run("sync", 0.1, Q=2.5), "Q (synchronous VFL's local steps) must be a positive integer, got 2.5")]
+    cases += [(run("flex", 0.1, batch=b), f"batch must be a positive integer, got {b!r}") for b in (2.5, 0.6)]
+    cases.append((run("flex", 0.1, batch=data.n + 1), f"batch must be at most the {data.n} samples, got {data.n + 1}"))
     return {"method_refusals_wrong": float(sum(not raises(f, words) for f, words in cases))}
 
 
@@ -637,7 +637,7 @@ def _cpu_trace_errors(model, data):
     errors["cputrace_tau_clipped_mismatches"] = float(np.sum(got != np.array([11, 1])))
     # a step time of 0 (or below) is refused, not taken as an infinitely fast party
     errors["sync_without_steps_accepted"] = float(not raises(
-        lambda: FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, np.ones((2, 3)), Q=0), "Q must be an integer >= 1"))
+        lambda: FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, np.ones((2, 3)), Q=0), "Q (synchronous VFL's local steps) must be a positive integer, got 0"))
     errors["zero_step_time_accepted"] = float(not raises(
         lambda: ConstantSpeed((0.0, 1.0)).sample(2, np.random.default_rng(0)), "step times must be finite and > 0"))
     # the network's and the log-normal model's numbers: a negative latency or server time, a zero

@@ -251,9 +251,8 @@ class FlexVFL:
         self.speeds = np.asarray(speeds, dtype=np.float64)
         if self.speeds.ndim != 2 or self.speeds.shape[1] != K1:
             raise ValueError(f"speeds must have shape (R, {K1}), got {self.speeds.shape}")
-        _batch_size(batch, data.n)
         self.model, self.data, self.policy, self.opts = model, data, policy, list(optimizers)
-        self.batch, self.labels, self.net = int(batch), labels, policy.clock.network
+        self.batch, self.labels, self.net = _batch_size(batch, data.n), labels, policy.clock.network
         self.smoothness, self.use_numba = smoothness, use_numba
 
     @classmethod
@@ -292,8 +291,8 @@ class FlexVFL:
                 if taus is None and timeout < mean[slow]:
                     raise ValueError(f"timeout {timeout:g} is shorter than one local step of party {slow} "
                                      f"(mean step time {mean[slow]:.3g}); τ must be ≥ 1 for every party")
-        if method == "sync" and (isinstance(Q, bool) or int(Q) != Q or Q < 1):
-            raise ValueError(f"Q must be an integer >= 1 (synchronous VFL's local steps), got {Q!r}")
+        if method == "sync":
+            V.positive_int("Q (synchronous VFL's local steps)", Q)
         if server_steps is not None and (int(server_steps) != server_steps or server_steps < 1):
             raise ValueError(f"server steps must be an integer >= 1 (or None: from the timeout), got {server_steps!r}")
         taus, tau0, batches = _replay_schedules(taus, tau0, batches, K1, data.n)
@@ -498,9 +497,10 @@ class FlexVFL:
 
 def _batch_size(batch, n):
     """A mini-batch size as an int: a whole number of rows in 1..n (2.5 or 0.6 refused, not truncated)."""
-    if isinstance(batch, bool) or int(batch) != batch or not 1 <= batch <= n:
-        raise ValueError(f"batch must be an integer in 1..{n}, got {batch!r}")
-    return int(batch)
+    B = V.positive_int("batch", batch)
+    if B > n:
+        raise ValueError(f"batch must be at most the {n} samples, got {B}")
+    return B
 
 
 def run_async(model, data: VerticalData, thetas, eta, batch, speeds, rng, time_budget, network=Network(),
