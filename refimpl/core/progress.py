@@ -9,6 +9,12 @@ from __future__ import annotations
 import sys
 
 
+def line_due(t, total, last=True):
+    """Whether step ``t`` of a ``total``-step run prints a plain progress line (no terminal): step 0,
+    every max(1, total // 20)-th step and, with ``last``, step ``total`` itself."""
+    return t % max(1, total // 20) == 0 or (last and t == total)
+
+
 class Progress:
     """``progress(msg, n=None)``: report a message; ``n`` the absolute position (rounds done),
     otherwise one more unit. ``close()`` ends the bar."""

@@ -19,11 +19,14 @@ def mfcgd_config(args, ui, method):
 
 
 def check_data_options(data, data_dir, problem):
-    """--data and --data-dir are read by --problem drfl only: refused, naming them, for another problem."""
+    """Whether the run reads the data the options name: --data and --data-dir are read by --problem
+    drfl only (refused, naming them, for another problem); a drfl run without them uses its default
+    data (False)."""
     given = [f for f, v in (("--data", data), ("--data-dir", data_dir)) if v]
     if given and problem != "drfl":
         raise ValueError(f"{' and '.join(given)} change(s) nothing for --problem {problem}: only --problem drfl "
                          "(the distributionally robust classifier) reads data; the other problems are drawn from --seed")
+    return bool(given)
 
 
 def run_notes(tr):
@@ -41,15 +44,15 @@ def run(args, ui):
     from refimpl import mfcgd
     from refimpl.core.plots import plot_mfcgd
     cfg = mfcgd_config(args, ui, args.algorithm)
-    check_data_options(args.data, args.data_dir, cfg.problem)
+    reads = check_data_options(args.data, args.data_dir, cfg.problem)
     bar = ui.progress(args, cfg.steps, cfg.method, "step")
 
     def progress(t, xb):
         if bar.bar_mode:            # without a terminal the MFCGD runs print no per-step lines
             bar("", n=t)
     with bar:
-        tr = mfcgd.run(cfg, ui.load_data(args) if cfg.problem == "drfl" and (args.data or args.data_dir) else None,
-                       progress=progress, dump_writer=ui.dump_writer(args, cfg))
+        tr = mfcgd.run(cfg, ui.load_data(args) if reads else None, progress=progress,
+                       dump_writer=ui.dump_writer(args, cfg))
     if not args.quiet:
         th = tr.config.get("theorem_conditions")
         if th and not th["all_met"]:

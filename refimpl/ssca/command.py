@@ -150,29 +150,43 @@ def run_one(args, ui, cfg, data, init, batches, out_dir):
     """One run of a resolved configuration; returns (exit code, trace)."""
     from refimpl import ssca
     from refimpl.core.plots import plot_trace
-    step = max(1, cfg.rounds // 20)
     if cfg.algorithm in ("ssca", "ssca-constrained") and not args.quiet:
         note = step_size_note(cfg)
         if note:
             ui.say(note)
     bar = ui.progress(args, cfg.rounds, f"{cfg.algorithm}/{cfg.setting}", "round")
-
-    def progress(t, m):
-        if bar.bar_mode:
-            bar(f"cost {m['train_cost']:.4f} acc {m['test_accuracy']:.4f}", n=t)
-        elif t % step == 0 or t in (0, cfg.rounds):
-            extra = (f"  constraint {m['constraint_value']:.4f} (U {cfg.U:g})  slack {m['slack']:.3g}  "
-                     f"ν {m['multiplier']:.4g}" if "slack" in m else "")
-            bar(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
-                f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
-
     with bar:
-        trace = ssca.run(cfg, data, init=init, batches=batches, progress=progress,
+        trace = ssca.run(cfg, data, init=init, batches=batches, progress=round_reporter(cfg, bar),
                          dump_writer=ui.dump_writer(args, cfg, out_dir))
     if cfg.algorithm == "ssca-constrained" and trace.metrics.get("constraint_value"):
         report_constraint(args, ui, cfg, trace)
     title = f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}"
     code = ui.finish_run(args, trace, out_dir, lambda path: plot_trace(trace, path, title))
-    if code == 0 and "solver note" in trace.status:
-        ui.say(f"note: {trace.status}")
+    for line in status_notes(code, trace):
+        ui.say(line)
     return code, trace
+
+
+def round_reporter(cfg, bar):
+    """The ``progress(t, metrics)`` of one run, reporting to ``bar``
+    (:class:`refimpl.core.progress.Progress`): on a terminal each evaluation moves the bar, cost and
+    accuracy its postfix; otherwise one line at round 0, every max(1, rounds // 20) rounds and at
+    the last round (:func:`refimpl.core.progress.line_due`), with the constraint, slack and ν of a
+    constrained run."""
+    from refimpl.core.progress import line_due
+
+    def progress(t, m):
+        if bar.bar_mode:
+            bar(f"cost {m['train_cost']:.4f} acc {m['test_accuracy']:.4f}", n=t)
+        elif line_due(t, cfg.rounds):
+            extra = (f"  constraint {m['constraint_value']:.4f} (U {cfg.U:g})  slack {m['slack']:.3g}  "
+                     f"ν {m['multiplier']:.4g}" if "slack" in m else "")
+            bar(f"[{cfg.algorithm}/{cfg.setting}] round {t:>5}/{cfg.rounds}  "
+                f"cost {m['train_cost']:.4f}  test acc {m['test_accuracy']:.4f}{extra}")
+    return progress
+
+
+def status_notes(code, trace):
+    """The lines a run adds after it is saved: its status when a solver note qualifies a run that
+    otherwise finished (exit code 0); none for a run that exits 3, which says why instead."""
+    return [f"note: {trace.status}"] if code == 0 and "solver note" in trace.status else []

@@ -1214,9 +1214,12 @@ def conformance_harness(quick):
        "and take --tol 0 (exact agreement) to the files; vectors export refuses a directory that is not empty unless "
        "told to overwrite, and counts as its vector files the ones it wrote (here: the .npz files, not their schemas "
        "and metadata); run and compare mfcgd evaluate every T/100 steps (at least 1; T = 2000 unless given) unless "
-       "told, and compare mfcgd gives AdaMFCGD γρ for γ; run mfcgd refuses --data for a problem that reads none; a run whose cap c η_t² ≥ 1 acted says in which steps, per "
-       "weight (wrong answers: 0)",
-       "refimpl diagnose / crosscheck / vectors export / run mfcgd; docs/guide.md")
+       "told, and compare mfcgd gives AdaMFCGD γρ for γ; run mfcgd refuses --data for a problem that reads none and "
+       "reads it for drfl; a run whose cap c η_t² ≥ 1 acted says in which steps, per weight; run ssca and run vfl "
+       "print a progress line at round 0 and every max(1, R // 20) rounds (SSCA also at round R), and on a terminal "
+       "move the bar to each round; run ssca says a finished run's solver note; compare vfl --server-time refuses "
+       "--seeds below 1 or fractional (wrong answers: 0)",
+       "refimpl diagnose / crosscheck / vectors export / run / compare vfl; docs/guide.md")
 def command_decisions(quick):
     return _cases_result(_command_decision_cases())
 
@@ -1275,7 +1278,79 @@ def _command_decision_cases():
         got = mfcgd_config(SimpleNamespace(steps=steps, eval_every=every), ui, "mfcgd")
         out.append((f"mfcgd's options --steps {steps} --eval-every {every}: evaluated every {want}",
                     got == {"eval_every": want}))
+    out.append(("run mfcgd --problem drfl reads the data named by --data or --data-dir, and its default data without "
+                "them", check_data_options("d.npz", None, "drfl") is True and check_data_options(None, "d", "drfl") is True
+                and check_data_options(None, None, "drfl") is False and check_data_options(None, None, "synthetic") is False))
+    return out + _progress_line_cases() + _run_ending_cases()
+
+
+class _KeptLines:
+    """A progress display written here: line mode keeps each line, bar mode each (postfix, position)."""
+
+    def __init__(self, bar_mode):
+        self.bar_mode, self.kept = bar_mode, []
+
+    def __call__(self, msg="", n=None):
+        self.kept.append((msg, n) if self.bar_mode else msg)
+
+
+def _progress_line_cases():
+    """(what, right): the progress of `refimpl run` for SSCA and Flex-VFL, rule and lines written out:
+    without a terminal one line at round 0 and every max(1, R // 20) rounds (R = 45: every 2nd), SSCA's
+    also at round R; on a terminal every report moves the bar to its round."""
+    from types import SimpleNamespace
+
+    from refimpl.ssca.command import round_reporter as ssca_reporter
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.command import round_reporter as vfl_reporter
+    from refimpl.vfl.experiment import VFLConfig
+    out = []
+    m = {"train_cost": 0.5, "test_accuracy": 0.75}
+    lines = _KeptLines(False)
+    report = ssca_reporter(RunConfig("ssca", rounds=45), lines)
+    for t in range(46):
+        report(t, m)
+    out.append(("run ssca, 45 rounds, no terminal: lines at rounds 0, 2, …, 44 and 45",
+                [int(x.split("round")[1].split("/")[0]) for x in lines.kept] == list(range(0, 45, 2)) + [45]
+                and lines.kept[5] == "[ssca/sample] round    10/45  cost 0.5000  test acc 0.7500"))
+    lines = _KeptLines(False)
+    ssca_reporter(RunConfig("ssca-constrained", rounds=45, U=0.2), lines)(
+        45, dict(m, constraint_value=0.1, slack=0.01, multiplier=1.5))
+    out.append(("a constrained round's line adds its constraint, U, slack and ν",
+                lines.kept == ["[ssca-constrained/sample] round    45/45  cost 0.5000  test acc 0.7500  constraint 0.1000 "
+                               "(U 0.2)  slack 0.01  ν 1.5"]))
+    bar = _KeptLines(True)
+    for t in (0, 1, 7):
+        ssca_reporter(RunConfig("ssca", rounds=45), bar)(t, m)
+    out.append(("on a terminal every SSCA report moves the bar to its round", bar.kept == [
+        ("cost 0.5000 acc 0.7500", 0), ("cost 0.5000 acc 0.7500", 1), ("cost 0.5000 acc 0.7500", 7)]))
+    for method, unit in (("flexvfl", "round"), ("async-vfl", "event")):
+        lines, bar = _KeptLines(False), _KeptLines(True)
+        tr = SimpleNamespace(metrics={"time": [0.0, 12.5], "test_accuracy": [0.1, 0.625]})
+        for r in range(46):
+            vfl_reporter(VFLConfig(method=method, rounds=45), lines)(r, tr)
+        vfl_reporter(VFLConfig(method=method, rounds=45), bar)(3, tr)
+        out.append((f"run {method}, 45 {unit}s, no terminal: lines at {unit}s 0, 2, …, 44 (a time budget may end it "
+                    "first); on a terminal the bar moves to the report's", [int(x.split()[2]) for x in lines.kept]
+                    == list(range(0, 45, 2)) and lines.kept[1] == f"[{method}] {unit}     2  time     12.50  test acc "
+                    "0.6250" and bar.kept == [("time 12.5 acc 0.6250", 3)]))
     return out
+
+
+def _run_ending_cases():
+    """(what, right): what a run says when it ends, and the regime table's --seeds."""
+    from refimpl.core.trace import Trace
+    from refimpl.ssca.command import status_notes
+    from refimpl.vfl.regime import check_seeds
+    noted = Trace(config={}, metrics={}, status="finished: 5 rounds; solver note: inaccurate (2 rounds)")
+    plain = Trace(config={}, metrics={}, status="finished: 5 rounds")
+    return [("run ssca says a finished run's solver note, and not after an exit 3 or without one",
+             status_notes(0, noted) == ["note: finished: 5 rounds; solver note: inaccurate (2 rounds)"]
+             and status_notes(3, noted) == [] and status_notes(0, plain) == []),
+            ("compare vfl --server-time takes --seeds 1 and 3, and refuses 0 and 2.5 naming --seeds",
+             check_seeds(1) == 1 and check_seeds(3) == 3
+             and _raises(lambda: check_seeds(0), "--seeds must be a positive integer, got 0")
+             and _raises(lambda: check_seeds(2.5), "--seeds must be a positive integer, got 2.5"))]
 
 
 def _flag_cases():
@@ -2013,7 +2088,9 @@ def _reproduction_table_cases(tmp):
        "gradients and rounds at the first evaluation reaching it, averaged over seeds; Fig. 4's data loss (the cost "
        "less λ||ω||²) and ||ω||², mean and spread; the time to a target averaged over the seeds reaching it; "
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
-       "every reproduction to 7 rounds (steps), each run a valid configuration (wrong answers: 0)",
+       "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
+       "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no FedAvg "
+       "in ssca-feature (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())
@@ -2036,6 +2113,27 @@ def _plan_cases():
             longer = all(getattr(cfg, paper.length_field) > 7 for _, _, cfg in paper.plan(name, quick=True)[0])
             out.append((f"reproduce {name} --rounds 7: every run {paper.length_field} 7 and valid; without it longer",
                         lengths == [7] and valid and longer))
+    return out + _plan_setting_cases()
+
+
+def _plan_setting_cases():
+    """(what, right): settings the reproductions' plans fix, written out: vfl-time's η per method;
+    ssca-sample's FedAvg with E = min(5, (n / K) / B) local steps wherever E >= 2 (E·B distinct
+    samples per client; E = 1 is SGD), none in the feature-based setting."""
+    from refimpl.ssca.reproductions import convergence_plan
+    from refimpl.vfl.reproductions import time_plan
+    etas = {m: cfg.eta for m, _, cfg in time_plan(True, None, False)[0]}
+    out = [("reproduce vfl-time: η 0.03 for Flex-VFL, adaptive Flex-VFL, sync VFL and P-BCD, 0.1 for async VFL",
+            etas == {"flexvfl": "0.03", "adaptive-flexvfl": "0.03", "sync-vfl": "0.03", "async-vfl": "0.1",
+                     "pbcd": "0.03"})]
+    for n_train, want in ((4000, {"FedAvg E=5 B=10": 5, "FedAvg E=4 B=100": 4}),
+                          (2000, {"FedAvg E=5 B=10": 5, "FedAvg E=2 B=100": 2}),
+                          (1000, {"FedAvg E=5 B=10": 5})):
+        got = {label: cfg.local_steps for label, _, cfg in convergence_plan("sample", True, None, False, n_train, 10)[0]
+               if label.startswith("FedAvg")}
+        out.append((f"reproduce ssca-sample on {n_train} samples, 10 clients: FedAvg runs {want}", got == want))
+    feature = [label for label, _, _ in convergence_plan("feature", True, None, False)[0] if label.startswith("FedAvg")]
+    out.append(("reproduce ssca-feature runs no FedAvg", feature == []))
     return out
 
 

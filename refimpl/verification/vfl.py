@@ -1401,10 +1401,11 @@ def _target_stop_errors(ds):
 
 
 def _q_and_timeout_errors():
-    """`refimpl run`'s refusal of --Q and --timeout where they change nothing, by the rules written
-    out: --Q sets synchronous VFL's local steps (and Flex-VFL's server steps under the authors'
-    protocol), --timeout Flex-VFL's τ, and both the unit of S under --server-time-unit
-    timeout-over-Q; an option left at its default is never refused. Returns (the number of cases,
+    """`refimpl run`'s refusal of --Q, --timeout and --eta where they change nothing, by the rules
+    written out: --Q sets synchronous VFL's local steps (and Flex-VFL's server steps under the
+    authors' protocol), --timeout Flex-VFL's τ, and both the unit of S under --server-time-unit
+    timeout-over-Q; --eta is refused for adaptive Flex-VFL (its rules set every rate from A); an
+    option left at its default is never refused. Returns (the number of cases,
     the wrong ones)."""
     from types import SimpleNamespace
 
@@ -1415,11 +1416,16 @@ def _q_and_timeout_errors():
              ("sync-vfl", None, {"Q": 7}, False), ("sync-vfl", None, {"timeout": 2.5}, True),
              ("pbcd", None, {"Q": 7}, True), ("pbcd", None, {"timeout": 2.5}, True),
              ("pbcd", "timeout-over-Q", {"Q": 7}, False), ("pbcd", "timeout-over-Q", {"timeout": 2.5}, False),
-             ("pbcd", None, {"Q": 10}, False), ("pbcd", None, {"timeout": 10.0}, False)]
+             ("pbcd", None, {"Q": 10}, False), ("pbcd", None, {"timeout": 10.0}, False),
+             # --eta: both adaptive rules set every rate from A; the default η is never refused
+             ("adaptive-flexvfl", None, {"eta": "0.5"}, True), ("adaptive-flexvfl", None, {"eta": "0.05"}, False),
+             ("flexvfl", None, {"eta": "0.5"}, False), ("sync-vfl", None, {"eta": "0.5"}, False)]
     wrong = []
     for method, unit, given, refused in table:
         cfg = VFLConfig(method=method, protocol="refimpl", **({"server_time_unit": unit} if unit else {}))
-        got = raises(lambda: _timeout_and_q_apply(SimpleNamespace(**given), cfg), "changes nothing in this")
+        got = raises(lambda: _timeout_and_q_apply(SimpleNamespace(**given), cfg), "changes nothing in this" if
+                     "eta" not in given else "--eta changes nothing in an adaptive-flexvfl run: both adaptive rules set "
+                     "every rate from the constants --A")
         if got != refused:
             wrong.append(f"{method}{' under ' + unit if unit else ''} with {given}: "
                          f"{'refused' if got else 'accepted'}, want {'refused' if refused else 'accepted'}")
@@ -1435,7 +1441,7 @@ def _q_and_timeout_errors():
        "(round-based and asynchronous); the recorded training loss, test accuracy and Σ_k ||∇_k F||² recomputed in "
        "plain NumPy from the stored blocks; the run loop's records by hand (floats up and down, with labels at the "
        "server too, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
-       "server's block, a stopped run's batches); --Q and --timeout refused exactly where they change nothing; "
+       "server's block, a stopped run's batches); --Q, --timeout and --eta refused exactly where they change nothing; "
        "`refimpl run vfl` on a finished run exits 0, its last line the final test accuracy",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
@@ -1495,7 +1501,7 @@ def assembly_literal(quick):
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
-                    f"--Q/--timeout in {found['options']} cases, --target stops, recorded metrics and the run loop's "
+                    f"--Q/--timeout/--eta in {found['options']} cases, --target stops, recorded metrics and the run loop's "
                     f"records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 

@@ -35,24 +35,33 @@ def _timeout_and_q_apply(args, cfg):
                          "authors': A_k as lr_k)")
 
 
+def round_reporter(cfg, bar):
+    """The ``progress(r, trace)`` of one run, reporting to ``bar``
+    (:class:`refimpl.core.progress.Progress`): on a terminal every round (event) moves the bar, the
+    latest time and test accuracy its postfix; otherwise one line at round 0 and every
+    max(1, rounds // 20) rounds (:func:`refimpl.core.progress.line_due`; a time budget may end the
+    run before its last round, so that one is not added)."""
+    from refimpl.core.progress import line_due
+    unit = "event" if cfg.method == "async-vfl" else "round"
+
+    def progress(r, tr):
+        if bar.bar_mode:
+            bar(f"time {tr.metrics['time'][-1]:.1f} acc {tr.metrics['test_accuracy'][-1]:.4f}", n=r)
+        elif line_due(r, cfg.rounds, last=False):
+            bar(f"[{cfg.method}] {unit} {r:>5}  time {tr.metrics['time'][-1]:9.2f}  "
+                f"test acc {tr.metrics['test_accuracy'][-1]:.4f}")
+    return progress
+
+
 def run(args, ui):
     """One run of a Flex-VFL-family method on the simulated clock."""
     from refimpl import vfl
     from refimpl.core.plots import plot_vfl
     cfg = ui.config(args, KEY, args.algorithm)
     _timeout_and_q_apply(args, cfg)
-    step = max(1, cfg.rounds // 20)
     bar = ui.progress(args, cfg.rounds, cfg.method, "event" if cfg.method == "async-vfl" else "round")
-
-    def progress(r, tr):
-        line = (f"[{cfg.method}] {'event' if cfg.method == 'async-vfl' else 'round'} {r:>5}  "
-                f"time {tr.metrics['time'][-1]:9.2f}  test acc {tr.metrics['test_accuracy'][-1]:.4f}")
-        if bar.bar_mode:
-            bar(f"time {tr.metrics['time'][-1]:.1f} acc {tr.metrics['test_accuracy'][-1]:.4f}", n=r)
-        elif r % step == 0 or r == 0:
-            bar(line)
     with bar:
-        tr = vfl.run(cfg, ui.load_data(args), progress=progress, dump_writer=ui.dump_writer(args, cfg))
+        tr = vfl.run(cfg, ui.load_data(args), progress=round_reporter(cfg, bar), dump_writer=ui.dump_writer(args, cfg))
     if tr.config.get("speeds_note"):
         ui.say(f"note: {tr.config['speeds_note']}")
     if not args.quiet and tr.metrics.get("time"):
@@ -121,8 +130,7 @@ def compare_regimes(args, ui):
     from refimpl.vfl import regime as RG
     server_times = RG.parse_server_times(args.server_time)
     protocol = RG.check_protocol(args.protocol or "tuned")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    RG.check_seeds(args.seeds)
     targets = ui.floats("targets", args.targets)
     target = targets[len(targets) // 2]
     cfg = ui.config(args, KEY, "flexvfl")

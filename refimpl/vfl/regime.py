@@ -31,6 +31,12 @@ def check_protocol(protocol):
     return protocol
 
 
+def check_seeds(seeds):
+    """--seeds: the runs averaged per time to target, a whole number >= 1."""
+    from refimpl.core.validate import positive_int
+    return positive_int("--seeds", seeds)
+
+
 def parse_server_times(text):
     """'1,10,50' → [1.0, 10.0, 50.0]; each finite and >= 0."""
     out = []
@@ -124,6 +130,7 @@ def regime_table(cfg, ds, server_times, protocol, methods=REGIME_METHODS, target
     ``cfg.time_budget`` · (1 + S), S in units of the fastest party's mean step. ``traces``: a dict
     that receives {S: {method: first-seed trace}} (at the chosen η) for plotting."""
     check_protocol(protocol)
+    seeds = check_seeds(seeds)
     if cfg.time_budget is None:
         raise ValueError("a regime comparison needs --time-budget (simulated time at S = 0)")
     rows = []
