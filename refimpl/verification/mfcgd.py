@@ -845,7 +845,7 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
        "each point it tried under a named condition or a diverged B and reports the k and γ range it searched, and "
        "refuses q of 2.5; a right side above the cap up to 2^53 (crossing it only between 2^53 and 2^54) names no "
-       "informative T and says so",
+       "informative T and says so; a right side exactly at the cap is vacuous",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -1008,7 +1008,8 @@ def _verdict_edge_errors():
     """``refimpl bound``'s verdict at its edges: on constants with almost no noise and F(x̄_1) − F*
     = 1e-6 (the planted set otherwise) Theorem 2's right side is below the cap from T = 1, and the
     smallest informative T is then 1 (T = 0 is no run); a condition whose left side is 0 has no
-    ratio and is never the tightest. The list of wrong answers."""
+    ratio and is never the tightest; a right side exactly at the cap is vacuous. The list of wrong
+    answers."""
     c = replace(PLANTED_CONSTANTS, sigma=1e-6, delta_f=1e-6, delta_g=1e-6, F_gap=1e-6)
     p, _ = find_theorem_parameters(c, 2000, 10, 1.0)
     if p is None:
@@ -1026,7 +1027,35 @@ def _verdict_edge_errors():
         tight = f"a crash ({exc})"
     if tight != "b":
         wrong.append(f"a condition with left side 0 beside one of ratio 0.9: tightest {tight}, want b")
-    return wrong + _never_informative_errors()
+    return wrong + _never_informative_errors() + _at_the_cap_errors()
+
+
+def _at_the_cap_errors():
+    """A right side exactly at the cap is vacuous (no gradient norm exceeds C_f·C_g, so none can
+    exceed it): Theorem 1's literal right side is linear in sqrt((1/T) Σ E||A_t||²), which is set
+    here (to the ulp) so that the planted constants' right side at ρ = 0.5, T = 2000 equals the cap.
+    The list of wrong answers."""
+    rho, T = 0.5, 2000
+    c = PLANTED_CONSTANTS
+    p, _ = find_theorem_parameters(c, T, 10, rho)
+    if p is None:
+        return ["no parameters found for the planted constants at ρ = 0.5"]
+
+    def literal(a_rms):
+        return theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=rho, T=T,
+                               A_rms=a_rms, **{f: getattr(p, f) for f in ("k", "n", "c1", "c2", "c3", "gamma", "q",
+                                                                          "B")})["bound"]
+    cap = c.C_f * c.C_g
+    a_rms = cap / literal(1.0)
+    for _ in range(8):                             # the ulps of a_rms around the quotient
+        if literal(a_rms) == cap:
+            break
+        a_rms = np.nextafter(a_rms, np.inf if literal(a_rms) < cap else -np.inf)
+    if literal(a_rms) != cap:
+        return [f"no sqrt(mean ||A_t||²) puts the literal right side at the cap {cap:.17g}"]
+    v = bound_verdict(c, p, T, 1, rho, a_rms, theorem_conditions(c, p, rho))
+    return ([] if v["vacuous"] and v["verdict"].startswith(f"vacuous: the right side {cap:.4g} is at or above the cap")
+            else [f"a right side exactly at the cap {cap:.17g}: {v['verdict']!r}"])
 
 
 def _never_informative_errors():

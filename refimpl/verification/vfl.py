@@ -305,7 +305,8 @@ def _condition20_record_errors():
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
        "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all, its "
-       "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are); the "
+       "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are, a matrix not of "
+       "shape (rounds, parties) refused); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
@@ -713,7 +714,8 @@ def _availability_trace_errors():
 
 def _step_times_errors():
     """``--speeds steptimes:FILE`` by hand: a bare matrix's mean step is its column means; a trace's
-    ``step_time_means`` are taken as written; its rows replay as they are."""
+    ``step_time_means`` are taken as written; its rows replay as they are; a matrix whose shape is
+    not (rounds, parties) is refused, naming it."""
     import os
     import tempfile
 
@@ -726,7 +728,15 @@ def _step_times_errors():
         m_bare, m_rec = parse_speeds(f"steptimes:{bare}", 3), parse_speeds(f"steptimes:{rec}", 3)
         rows = m_bare.sample(2, np.random.default_rng(0))
         every = m_bare.sample(3, np.random.default_rng(0))            # a run needing exactly the rows there are
-    return {"step_times_bare_mean": float(np.max(np.abs(m_bare.mean() - [2.0, 3.0, 2.5]))),
+        # a matrix with a column fewer than parties, or a single row of numbers, is refused by its shape
+        shapes = 0
+        for name, arr in (("narrow.npy", times[:, :2]), ("flat.npy", times[0])):
+            np.save(os.path.join(tmp, name), arr)
+            shapes += not raises(lambda n=name: parse_speeds(f"steptimes:{os.path.join(tmp, n)}", 3),
+                                 f"step_times has shape {arr.shape}; expected (rounds, 3): one column per party, "
+                                 "server first")
+    return {"step_times_shape_refused": float(shapes),
+            "step_times_bare_mean": float(np.max(np.abs(m_bare.mean() - [2.0, 3.0, 2.5]))),
             "step_times_recorded_mean": float(np.max(np.abs(m_rec.mean() - [1.0, 0.5, 4.0]))),
             "step_times_rows": float(np.max(np.abs(rows - times[:2]))) + float(np.max(np.abs(every - times)))}
 
