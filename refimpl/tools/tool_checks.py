@@ -1392,7 +1392,8 @@ def _witness_edge_case(records):
     """(what, right): witnesses at their edges, on cases written out here: the smallest normal double
     is no subnormal result and the double below it is; a free server with no step time of its own
     is not 'server-free' (freeness changes nothing) and one with 0.5 is; N_k/N weights shown when
-    the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1)."""
+    the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1);
+    a round whose longest compute equals the timeout does not show the timeout's floor."""
     tiny = 2.2250738585072014e-308
     aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
     # q(ω̄) = ||ω̄||² = 1 = U: on the constraint, with ν in (0, c) or not
@@ -1421,14 +1422,23 @@ def _witness_edge_case(records):
              ("divergence_stop", "iterate-norm", {"inputs": dict(falling, sq_norms=np.array([0.0, 0.0, 5.0])),
                                                   "expected": {"index": 2}}, True),
              ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
-                                                       "expected": {"index": 2}}, True)]
+                                                       "expected": {"index": 2}}, True),
+             # a round whose longest compute equals the timeout: the timeout adds nothing, so not shown
+             ("vfl_round_time", "at-least-the-timeout", {"inputs": dict(timeout=2.0, server_free=False, tau=np.array(
+                 [1, 2]), step_times=np.array([2.0, 1.0]))}, False),
+             ("vfl_round_time", "at-least-the-timeout", {"inputs": dict(timeout=2.0, server_free=False, tau=np.array(
+                 [1, 1]), step_times=np.array([1.5, 1.0]))}, True),
+             # A^t = τ in every round under the recursive curvature is not the fixed convention
+             ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
+                                                     "expected": {"A": np.array([0.5, 0.5])}}, False)]
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; each part of a "
             "witness needed ('scalar-state' of an adam state, 'constraint-active' with ν = 0 on the constraint, "
-            "'min-size-redraw' of an IID split); a Dirichlet split whose first client gets none; the divergence "
-            "limits of a negative initial cost")
+            "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive run); a Dirichlet split whose first "
+            "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
+            "'at-least-the-timeout'")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 

@@ -1423,8 +1423,8 @@ def _single_machine_errors():
 
 def _samples_prefix_errors():
     """--samples from a longer run replays its first T steps (MFCGD, ComFedL-style SCGD and STORM, whose
-    one machine keeps one initial sample): a 6-step run's kept samples, given to a 4-step run, give
-    the first 4 steps' ||∇F(x̄_t)|| exactly (the seed
+    one machine keeps one initial sample): a 7-step run's kept samples, given to a 5-step run, give
+    the first 5 steps' ||∇F(x̄_t)|| exactly (the rows cut, not the sample's 5 entries) (the seed
     builds the problem, so it is kept; the samples replayed are the file's, not the seed's draws: the
     NumPy twin runs either way); a run without --keep-samples stores none, a replayed NaN sample
     is refused naming its array, and so are samples without zeta0 when --init gives no initial
@@ -1437,15 +1437,15 @@ def _samples_prefix_errors():
     # a STORM-type and an SCGD-type run, and STORM itself (one machine: one initial sample, its q being 1)
     for method in ("mfcgd", "comfedl", "storm"):
         base = dict(method=method, problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
-        long = run_mfcgd_config(MFCGDConfig(steps=6, keep_samples=True, **base))
+        long = run_mfcgd_config(MFCGDConfig(steps=7, keep_samples=True, **base))
         if method == "storm" and long.arrays["samples_zeta0"].shape[:2] != (1, 1):
             wrong.append(f"storm kept initial samples of shape {long.arrays['samples_zeta0'].shape[:2]}, want (1, 1)")
         with tempfile.TemporaryDirectory() as tmp:
             long.save(tmp)
-            short = run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "trace.npz"), **base))
-            a, b = long.metrics["grad_norm"][:4], short.metrics["grad_norm"]
+            short = run_mfcgd_config(MFCGDConfig(steps=5, samples=os.path.join(tmp, "trace.npz"), **base))
+            a, b = long.metrics["grad_norm"][:5], short.metrics["grad_norm"]
             if a != b:
-                wrong.append(f"{method}: a 6-step run's samples replayed over 4 steps give {b}, its first 4 steps {a}")
+                wrong.append(f"{method}: a 7-step run's samples replayed over 5 steps give {b}, its first 5 steps {a}")
             if any(k.startswith("samples_") for k in short.arrays):
                 wrong.append(f"{method}: a run without --keep-samples stores samples")
             # a replayed sample that is NaN is refused, naming the array

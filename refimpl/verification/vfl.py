@@ -306,7 +306,8 @@ def _condition20_record_errors():
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
        "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all, its "
        "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are, a matrix not of "
-       "shape (rounds, parties) refused); the "
+       "shape (rounds, parties) refused); S in its units (the fastest party's mean step, the server not counted; "
+       "timeout / Q); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
@@ -746,7 +747,7 @@ def _input_refusal_errors():
     fractional or NaN entry alone, a table with a column fewer than parties or of one row, a τ
     table's rounds counted by its rows (5 rows serve 5 rounds, not 6), a server
     time below 0 or NaN, a feature-block file with one block fewer than parties (the right count
-    read)."""
+    read); the server time S in its two units (the fastest party's mean step; timeout / Q)."""
     import json
     import os
     import tempfile
@@ -773,6 +774,11 @@ def _input_refusal_errors():
     errors["server_time_refusals"] = float(sum(not raises(lambda st=st: network_of(SimpleNamespace(server_time=st),
                                                                                   None), "--server-time must be")
                                                for st in (-1.0, float("nan"))))
+    # S in its units: the fastest party's mean step (0.5 here, the server's 0.1 not counted) or timeout / Q
+    cfg = SimpleNamespace(server_time=3.0, timeout=6.0, Q=4, bandwidth=1e8, latency=0.01)
+    means = SimpleNamespace(mean=lambda: np.array([0.1, 2.0, 0.5, 3.0]))
+    errors["server_time_units"] = abs(network_of(cfg, means).server_time - 1.5) + abs(
+        network_of(cfg, means, "timeout-over-Q").server_time - 4.5)
     ds = embedded()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "blocks.json")
