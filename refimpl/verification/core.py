@@ -220,7 +220,8 @@ def kernels_exp_ulps(quick):
        "8,192, 5,000 and 999) equal one unchunked pass: the training loss of the two-layer network, the authors' "
        "one-vs-all cost, the full gradient ∇F of (32) and the Flex-VFL model's loss (worst relative difference); "
        "a screened rounds-to-target run, whose evaluations above the target read only the rows that show it, "
-       "meets the target in the round the unscreened run does, each screened lower bound in (target, cost]; "
+       "meets the target in the round the unscreened run does, each screened lower bound in (target, cost], and a "
+       "screen without a target or on the authors' cost is refused; "
        "the loss and the one-vs-all cost unchanged when every logit is raised by 800 (softmax's shift invariance)",
        "refimpl/core/model.py (loss, one_vs_all_cost, full_gradient); refimpl/vfl/models.py (loss); "
        "refimpl/ssca/algorithms.py (Evaluator.cost_shown_above)")
@@ -272,7 +273,8 @@ def chunked_evaluation(quick):
 def _screened_run(rng):
     """SGD on 2,000 synthetic rows (chunks of 500) to a cost target met two thirds of the way, with
     and without ``screen``: the round that meets it, the fully evaluated costs (equal to the bit)
-    and the screened evaluations' lower bounds against the costs the unscreened run recorded."""
+    and the screened evaluations' lower bounds against the costs the unscreened run recorded; a
+    screen without a target, or on the authors' cost, refused."""
     from refimpl.core.data import Dataset
     from refimpl.ssca.experiment import RunConfig, rounds_to_target, run_experiment
     N, D = 2000, 20
@@ -291,7 +293,14 @@ def _screened_run(rng):
           and np.array_equal(c[~cut], cost[:n][~cut]) and np.array_equal(lower[~cut], cost[:n][~cut])
           and bool(np.all(lower[cut] > target)) and bool(np.all(lower[cut] <= cost[:n][cut])) and cut.sum() >= n // 3
           and not cut[0])                 # round 0 in full: the divergence rule's reference
-    return {"holds": bool(ok), "target": target, "round_met": hit, "round_met_unscreened": hit_full,
+    # screening needs a target and the plain training cost: without either it is refused
+    from dataclasses import replace
+    words = "screen applies to a run with stop_at_cost and the plain training-cost Evaluator"
+    refused = (raises(lambda: run_experiment(cfg, data, test_accuracy=False, screen=True), words)
+               and raises(lambda: run_experiment(replace(cfg, authors_cost=True), data, stop_at_cost=target,
+                                                 test_accuracy=False, screen=True), words))
+    ok = ok and refused
+    return {"holds": bool(ok), "refused_without_target_or_with_authors_cost": refused, "target": target, "round_met": hit, "round_met_unscreened": hit_full,
             "evaluations": n, "screened": int(cut.sum())}
 
 
