@@ -113,17 +113,22 @@ def project_ball(v, radius):
 
 # ----------------------------------------------------------------------------- Algorithm 1 (NumPy)
 
+def is_evaluation_step(t, T, eval_every):
+    """Whether step ``t`` of 1..T evaluates ||∇F(x̄_t)|| (and calls ``on_eval``): every
+    ``eval_every``-th, the first and the last — for every runner, backend and trace."""
+    return t % eval_every == 0 or t in (1, T)
+
+
 def evaluation_steps(T, eval_every):
-    """The steps 1..T at which a run evaluates ||∇F(x̄_t)|| (and calls ``on_eval``): every
-    ``eval_every``-th, the first and the last — for every runner and backend."""
-    return [t for t in range(1, int(T) + 1) if t % eval_every == 0 or t in (1, T)]
+    """The steps 1..T at which a run evaluates (:func:`is_evaluation_step`)."""
+    return [t for t in range(1, int(T) + 1) if is_evaluation_step(t, T, eval_every)]
 
 
 def _record_step(out, problem, X, t, T, eval_every, on_eval):
     """x̄_t into the result; ||∇F(x̄_t)|| (and ``on_eval``) at :func:`evaluation_steps`."""
     xb = X.mean(axis=0)
     out.x_bar[t - 1] = xb
-    if t % eval_every == 0 or t in (1, T):
+    if is_evaluation_step(t, T, eval_every):
         out.grad_norm[t - 1] = np.linalg.norm(problem.grad_F(xb))
         if on_eval is not None:
             on_eval(t, xb)

@@ -10,8 +10,9 @@ from refimpl.core import dumps as dump_files
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import data_record, load_embedded_mnist
-from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, evaluation_steps, make_matrix,
-                                     run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
+from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, evaluation_steps,
+                                     is_evaluation_step, make_matrix, run_local_scgd, run_local_scgd_synthetic_nb,
+                                     run_mfcgd, run_mfcgd_synthetic_nb)
 from refimpl.core.partition import sample_partition
 from refimpl.core.trace import Trace
 
@@ -247,7 +248,7 @@ def _record_steps(tr, cfg, gn, smp, rnd, xsq, extra):
     rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor, max_sq_norm=cfg.diverge_sq_norm)
     tr.status = "finished"
     for t in range(1, cfg.steps + 1):
-        if t % cfg.eval_every == 0 or t in (1, cfg.steps):
+        if is_evaluation_step(t, cfg.steps, cfg.eval_every):
             # the runs above are kernels without early exit: a blow-up is found here, and the
             # trace keeps the evaluations before it. ||∇F|| is bounded on these problems, so the
             # iterate's norm is tested too
