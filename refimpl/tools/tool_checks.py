@@ -354,8 +354,8 @@ def _reading_cases():
 
 def _replay_guard_cases(papers):
     """(what, right): what a per-round dump does not imply — a schedule from rounds with a gap, an
-    MFCGD initial point from clients that start apart, samples from steps with a gap — and a
-    Flex-VFL schedule with a shorter batch, read padded with −1 at its end."""
+    MFCGD initial point from clients that start apart, samples from steps with a gap or a step
+    without ξ — and a Flex-VFL schedule with a shorter batch, read padded with −1 at its end."""
     ssca, vfl, mfcgd = papers.get("ssca"), papers.get("vfl"), papers.get("mfcgd")
     gap = {r: {"batch": np.full((2, 3), r), "omega": np.full(4, float(r))} for r in (1, 2, 4)}
     got = ssca.replay_from_dump(gap)
@@ -373,6 +373,15 @@ def _replay_guard_cases(papers):
     got = mfcgd.replay_from_dump(st)
     out.append(("MFCGD clients that start apart give no x1, and steps 1, 3 no samples",
                 "x1" not in got and "zeta" not in got and "xi" not in got and "h1" in got))
+    # steps 1, 2 where step 2 dumped no ξ: no samples implied (and no crash)
+    st = {r: {"x": np.zeros((2, 2)), "h": np.zeros((2, 1)), "u": np.zeros((2, 1, 2)), "v": np.zeros((2, 1)),
+              "zeta": np.full((2, 1), float(r)), **({"xi": np.full((2, 1), -1.0)} if r == 1 else {})} for r in (1, 2)}
+    try:
+        got = mfcgd.replay_from_dump(st)
+        right = "zeta" not in got and "xi" not in got and "x1" in got
+    except Exception:
+        right = False
+    out.append(("MFCGD steps 1, 2 whose step 2 holds no ξ imply no samples", right))
     return out
 
 
@@ -2100,7 +2109,7 @@ def _reproduction_table_cases(tmp):
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no FedAvg "
-       "in ssca-feature (wrong answers: 0)",
+       "in ssca-feature; a figure's title counts its seeds (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())
@@ -2144,6 +2153,11 @@ def _plan_setting_cases():
         out.append((f"reproduce ssca-sample on {n_train} samples, 10 clients: FedAvg runs {want}", got == want))
     feature = [label for label, _, _ in convergence_plan("feature", True, None, False)[0] if label.startswith("FedAvg")]
     out.append(("reproduce ssca-feature runs no FedAvg", feature == []))
+    from refimpl.tools.reproduce import figure_title
+    plan = time_plan(True, None, False)[0]
+    titles = [figure_title("vfl-time", {"data": "MNIST", "seeds": seeds}, plan) for seeds in ([0, 1, 2], [4], [])]
+    out.append(("a figure's title counts the seeds it averages: 3 seeds, 1 seed, and 1 seed when none are listed",
+                [", 3 seeds, " in titles[0], ", 1 seed, " in titles[1], ", 1 seed, " in titles[2]] == [True] * 3))
     return out
 
 
@@ -2286,8 +2300,10 @@ def _table_layout_cases(CheckRecord):
              "claim)", [ln.split(" ")[0] for ln in narrow[2:5]] == ["t.a", "t.b", "t.c"]
              and narrow[0].startswith("id ") and set(narrow[1]) <= {"-", "+"}
              and [ln.split(" ")[0] for ln in wide[2:5]] == ["t.a", "t.b", "t.c"] and "claim t.b" in wide[3]),
-            ("--profile: the checks longest first (t.b 3 s, t.c 2 s, t.a 1 s) and the command's totals",
+            ("--profile: the checks longest first (t.b 3 s, t.c 2 s, t.a 1 s) in columns as wide as their widest "
+             "cell, and the command's totals",
              [ln.split(" ")[0] for ln in prof[2:5]] == ["t.b", "t.c", "t.a"]
+             and prof[0] == "id  | wall s | cpu s | numba s | holds" and len({len(ln) for ln in prof[:5]}) == 1
              and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
                              "target ≤ 20 s: met"),
             ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",

@@ -827,7 +827,8 @@ def tune_selection(quick):
        "repeating one index alone or holding one below 0 refused, a client's empty feature block refused, a "
        "feature-block file read as written, a quantity "
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
-       "NaN wherever it stands; a plain run maps a check's parts in order (wrong answers: 0)",
+       "NaN wherever it stands; a plain run maps a check's parts in order; a snapshot round that is not a whole "
+       "number in 0..R refused; refimpl run hands a paper's run to its own command (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
        "map_parts)")
 def boundary_refusals(quick):
@@ -860,11 +861,42 @@ def boundary_refusals(quick):
               _plain_map_parts_right()),
              ("a given batch schedule: its shape per client, ids in 0..n − 1 (0 read, −1 and n refused, naming round "
               "and position), the 1-based hint only when every client's ids minus 1 lie in its partition",
-              _batch_schedule_refusals())]
+              _batch_schedule_refusals()),
+             ("--snapshots: a round of 2.5, 'x', True or R + 1 refused naming it; 0 and R read", _snapshot_refusals()),
+             ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
+              _run_command_dispatch())]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _snapshot_refusals():
+    """True when RunConfig.resolved refuses each snapshot that is not a whole round 0..R, naming it."""
+    from refimpl.ssca.experiment import RunConfig
+    right = RunConfig("ssca", rounds=4, snapshots=[0, 4]).resolved().snapshots == [0, 4]
+    for bad in (2.5, "x", True, 5):
+        right &= raises(lambda b=bad: RunConfig("ssca", rounds=4, snapshots=[1, b]).resolved(),
+                        f"--snapshots 1,{bad}: {bad!r} is not a round of this run (allowed: whole numbers 0..4)")
+    return right
+
+
+def _run_command_dispatch():
+    """True when ``Paper.run_command`` calls the paper's command module's ``run`` with the arguments
+    and toolbox it was given (each module's run replaced here by one that answers)."""
+    from refimpl import papers
+    right = True
+    for paper in papers.papers():
+        mod = paper.command()
+        kept = mod.run
+        mod.run = lambda args, ui, key=paper.key: ("planted", key, args, ui)
+        try:
+            right &= paper.run_command("ARGS", "UI") == ("planted", paper.key, "ARGS", "UI")
+        except Exception:
+            right = False
+        finally:
+            mod.run = kept
+    return right
 
 
 def _batch_schedule_refusals():
