@@ -2072,6 +2072,7 @@ def _reproduction_table_cases(tmp):
     plots._pyplot = lambda: None
     try:
         f = _figure3(rep, plan4, 2)
+        executions = _execution_records(rep, tmp)
     finally:
         plots._pyplot = drawn
     rows3 = {r["batch"]: r for r in f["figure3"]}
@@ -2099,7 +2100,32 @@ def _reproduction_table_cases(tmp):
          and abs(curves[-1]["test_accuracy_mean"] - np.mean([0.9, 0.86 + 0.04 * 5 / 6, 0.3 + 0.65 * 5 / 7])) < 1e-12),
         ("round-axis curves: per round the mean and population std over seeds (round 2: 0.55 ± 0.05)",
          len(by_round) == 4 and abs(by_round[2]["train_cost_mean"] - 0.55) < 1e-12
-         and abs(by_round[2]["train_cost_std"] - 0.05) < 1e-12)]
+         and abs(by_round[2]["train_cost_std"] - 0.05) < 1e-12),
+        ("execution.json: the workers the executor used (3 of the 4 asked), the runs run and reused, and the tasks "
+         "in the directory the plan does not use; without counts, the workers asked",
+         executions == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])])]
+
+
+def _execution_records(rep, tmp):
+    """``finish`` on the planted Flex-VFL runs (3 seeds; figures not drawn): execution.json's workers, new and
+    reused runs and unused tasks, with the executor's counts and without."""
+    import json
+    import os
+    from types import SimpleNamespace
+
+    from refimpl.tools.reproduce import finish
+    from refimpl.vfl.experiment import VFLConfig
+    others = [{"id": n} for n in os.listdir(os.path.join(tmp, "tasks")) if not n.startswith(("SSCA_B=10-", "flexvfl"))]
+    done = SimpleNamespace(**vars(rep), name="vfl-time", plan=[("flexvfl", "vfl", VFLConfig())], seeds=3, axis="time",
+                           metrics=("test_accuracy",), header={"data": "planted", "seeds": [0, 1, 2]},
+                           tasks=[rep.task_of("flexvfl", s) for s in range(3)] + others)
+    out = []
+    for counts in ({"workers": 3, "ran": 2, "reused": 1}, None):
+        finish(done, counts=counts, seconds=1.0, workers=4)
+        with open(os.path.join(tmp, "execution.json")) as fh:
+            e = json.load(fh)
+        out.append((e["workers"], e["new_runs"], e["resumed_runs"], e["unused_tasks"]))
+    return out
 
 
 @check("tools.reproduction_tables", "the tables refimpl reproduce writes, on planted runs worked out by hand: Fig. 3's "
@@ -2109,7 +2135,8 @@ def _reproduction_table_cases(tmp):
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no FedAvg "
-       "in ssca-feature; a figure's title counts its seeds (wrong answers: 0)",
+       "in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks (wrong "
+       "answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())
