@@ -1287,9 +1287,14 @@ def _command_decision_cases():
         got = mfcgd_config(SimpleNamespace(steps=steps, eval_every=every), ui, "mfcgd")
         out.append((f"mfcgd's options --steps {steps} --eval-every {every}: evaluated every {want}",
                     got == {"eval_every": want}))
+    def reads(*options):
+        try:
+            return check_data_options(*options)
+        except ValueError as exc:
+            return f"refused: {exc}"
     out.append(("run mfcgd --problem drfl reads the data named by --data or --data-dir, and its default data without "
-                "them", check_data_options("d.npz", None, "drfl") is True and check_data_options(None, "d", "drfl") is True
-                and check_data_options(None, None, "drfl") is False and check_data_options(None, None, "synthetic") is False))
+                "them", [reads("d.npz", None, "drfl"), reads(None, "d", "drfl"), reads(None, None, "drfl"),
+                         reads(None, None, "synthetic")] == [True, True, False, False]))
     return out + _progress_line_cases() + _run_ending_cases()
 
 
