@@ -1407,7 +1407,8 @@ def _witness_edge_case(records):
     is no subnormal result and the double below it is; a free server with no step time of its own
     is not 'server-free' (freeness changes nothing) and one with 0.5 is; N_k/N weights shown when
     the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1);
-    a round whose longest compute equals the timeout does not show the timeout's floor."""
+    a round whose longest compute equals the timeout does not show the timeout's floor; the logit
+    and row-count witnesses at their edges."""
     tiny = 2.2250738585072014e-308
     aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
     # q(ω̄) = ||ω̄||² = 1 = U: on the constraint, with ν in (0, c) or not
@@ -1442,6 +1443,16 @@ def _witness_edge_case(records):
                  [1, 2]), step_times=np.array([2.0, 1.0]))}, False),
              ("vfl_round_time", "at-least-the-timeout", {"inputs": dict(timeout=2.0, server_free=False, tau=np.array(
                  [1, 1]), step_times=np.array([1.5, 1.0]))}, True),
+             # one swish unit: Z = 1 gives A = 1/(1 + e^−1) ≈ 0.731, so W2 = 40 gives a logit of ≈ 29.2 (not
+             # large) and W2 = 45 one of ≈ 32.9 (large); a full cost over exactly one chunk (8,192 rows) is not
+             # over more rows than a chunk
+             ("loss_grad", "large-logits", {"inputs": dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), 40.0),
+                                                           activation="swish", bias=False), "expected": {"loss": 0.0}},
+              False),
+             ("loss_grad", "large-logits", {"inputs": dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), 45.0),
+                                                           activation="swish", bias=False), "expected": {"loss": 0.0}},
+              True),
+             ("full_cost", "more-rows-than-a-chunk", {"inputs": {"X": np.zeros((8192, 1))}}, False),
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
                                                      "expected": {"A": np.array([0.5, 0.5])}}, False)]
@@ -1452,7 +1463,8 @@ def _witness_edge_case(records):
             "witness needed ('scalar-state' of an adam state, 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
-            "'at-least-the-timeout'")
+            "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
+            "'more-rows-than-a-chunk'")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 

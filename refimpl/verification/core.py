@@ -902,9 +902,10 @@ def _run_command_dispatch():
 def _batch_schedule_refusals():
     """True when a replayed batch schedule is refused exactly where it should be: a sample-based one
     of the wrong shape (any of its three axes), a feature-based one holding −1 or n (the message
-    naming round 2 and the position), one holding 0 read; a sample-based id outside its client's
-    partition named with the client and position, with the 1-based hint only when every client's ids
-    minus 1 lie in its own partition; a sample drawn twice in one batch named with its round."""
+    naming round 2 and the position; of two, the first), one holding 0 read; a sample-based id
+    outside its client's partition named with the client and position, with the 1-based hint only
+    when every client's ids minus 1 lie in its own partition; a sample drawn twice in one batch
+    named with its round."""
     from refimpl.core.partition import BatchSchedule
     parts = [np.array([0, 1, 2]), np.array([3, 4, 5])]
     good = np.array([[[1, 2], [4, 5]], [[2, 3], [5, 6]]])           # every id + 1: 1-based on both clients
@@ -920,6 +921,9 @@ def _batch_schedule_refusals():
     for bad, words in ((-1, "round 2, position 1 holds sample -1"), (6, "round 2, position 1 holds sample 6")):
         right &= raises(lambda b=bad: BatchSchedule(np.array([[0, 1], [2, b]])).validate_feature_based(6, 2, 2),
                         words)
+    # two ids out of range: the first (round 1, position 0) is named
+    right &= raises(lambda: BatchSchedule(np.array([[-1, 1], [2, 6]])).validate_feature_based(6, 2, 2),
+                    "round 1, position 0 holds sample -1")
     BatchSchedule(np.array([[0, 1], [2, 5]])).validate_feature_based(6, 2, 2)
     right &= raises(lambda: BatchSchedule(np.array([[2, 5, 5], [0, 1, 3]])).validate_feature_based(6, 2, 3),
                     "round 1, sample 5 appears twice in one mini-batch")

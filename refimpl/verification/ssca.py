@@ -1157,10 +1157,21 @@ def assembly_literal(quick):
                      "or their replay ends elsewhere")
     if not raises(lambda: run_experiment(pcfg, ds, batches=pooled.batches[:, :4]), "(T, K·B) = (T, 12)"):
         wrong.append("--sampling pooled: a (T, B) schedule is not refused naming (T, K·B) = (T, 12)")
+    # FedAvg's E = 2 local steps draw E·B ids per client and round: its (T, K, E·B) schedule replays, a
+    # (T, K, B) one is refused naming the width E·B
+    ecfg = RunConfig("sgd", batch=2, local_steps=2, rounds=2, clients=3, hidden=6, eval_every=2)
+    fedavg = run_experiment(ecfg, ds)
+    if np.shape(fedavg.batches) != (2, 3, 4) or not np.array_equal(
+            run_experiment(ecfg, ds, batches=fedavg.batches).snapshots[2][0], fedavg.snapshots[2][0]):
+        wrong.append(f"FedAvg E = 2, B = 2, K = 3: batches of shape {np.shape(fedavg.batches)} (want (2, 3, 4)), or "
+                     "their replay ends elsewhere")
+    if not raises(lambda: run_experiment(ecfg, ds, batches=fedavg.batches[:, :, :2]), "(T, 3, 4)"):
+        wrong.append("FedAvg E = 2: a (T, K, B) schedule is not refused naming (T, 3, 4)")
     n_command, command_wrong = _command_cases()
     wrong += command_wrong
-    n = 9 + n_command     # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
-    #                       a pooled schedule replayed, its dumped clients, and one of the wrong width refused
+    n = 11 + n_command    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
+    #                       a pooled schedule replayed, its dumped clients, one of the wrong width refused, and
+    #                       FedAvg's E·B-wide schedule replayed and a B-wide one refused
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"
