@@ -876,7 +876,7 @@ def baselines_literal(quick):
        "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round, each client's "
        "(ℓ̂_k, ĝ_k) its own batch's means; the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
-       "or NaN refused; a failing solver (planted) replaced by the closed form where it applies, counted and named, "
+       "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) replaced by the closed form where it applies, counted and named, "
        "raised where it does not; 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
@@ -924,6 +924,10 @@ def constrained_records(quick):
                                                       solver="cvxpy", per_client=True),
                       "loss bound U must be finite and > 0"):
             wrong.append(f"the loss bounds U = {bad} not refused")
+    # the closed form needs a surrogate: A^0 = 0 (no update yet) is refused, A = 1e-300 is not
+    if not raises(lambda: closed_form_step(SurrogateState.zeros(3), 0.5, 1e3), "surrogate A^t must be > 0"):
+        wrong.append("the closed form on A^0 = 0 not refused as a state without a surrogate update")
+    closed_form_step(SurrogateState(1e-300, np.ones(3), 1.0), 0.5, 1e3)
     wrong += _solver_fallback_wrong(m, X, y, theta, parts)
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
             "note": f"{len(wrong)} records wrong" + (": " + "; ".join(wrong) if wrong else "")}
