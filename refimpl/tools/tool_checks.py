@@ -295,6 +295,15 @@ def _reading_cases():
                 and DG.layout_hint(a, 2 * a) is None))
     out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value",
                 DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None))
+
+    def hint_of(a, b):
+        try:
+            return DG.layout_hint(a, b)
+        except Exception as exc:                     # a hint that fails is no hint either
+            return f"failed: {exc!r}"
+    out.append(("text on either side is no layout: no hint, for numbers against text or text against numbers",
+                hint_of(np.arange(3), np.array(["a", "b", "c"])) is None
+                and hint_of(np.array(["a", "b", "c"]), np.arange(3)) is None))
     rng = np.random.default_rng(5)
     perm = rng.permutation(500)[:20 * 20].reshape(20, 20)
     draws = np.stack([rng.choice(500, 20, replace=False) for _ in range(20)])

@@ -1248,7 +1248,7 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "
-       "out (mismatches: 0)",
+       "out, on 20 held-out tasks drawn once (the tasks' mean plus N(0, 1) times their spread) (mismatches: 0)",
        "[MFCGD] Section 5 (problems), (2)–(3); docs/mfcgd.md")
 def problem_evaluations(quick):
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
@@ -1352,7 +1352,28 @@ def _post_adaptation_errors(pr):
     c = r.standard_normal(3)
     a = c + 0.7 * r.standard_normal((4, 3)) / np.sqrt(3)
     got_a = type(pr).random(M=4, d=3, spread=0.7, rng=np.random.default_rng(16)).a
-    return wrong + ([] if np.allclose(got_a, a, rtol=1e-14, atol=0) else ["MAML tasks a_m not c + spread·z_m/√d"])
+    return (wrong + ([] if np.allclose(got_a, a, rtol=1e-14, atol=0) else ["MAML tasks a_m not c + spread·z_m/√d"])
+            + _held_out_task_errors())
+
+
+def _held_out_task_errors():
+    """A MAML run's 20 held-out tasks, drawn once from the problem's generator after the problem:
+    the clients' task mean plus standard normals scaled by their per-coordinate spread (a planted
+    problem here records the tasks its post-adaptation loss is given, and the step-7 seed)."""
+    from types import SimpleNamespace
+
+    from refimpl.mfcgd.experiment import MFCGDConfig, _problem_evaluations
+    a = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, 0.25], [2.0, 1.0, -0.5]])
+    given = []
+    planted = SimpleNamespace(a=a, d=3, post_adaptation_loss=lambda x, tasks, rng: given.append(tasks) or 0.0)
+    extra = {}
+    on_eval = _problem_evaluations(MFCGDConfig(problem="maml"), planted, None, np.random.default_rng(21), extra, None)
+    on_eval(1, np.zeros(3))
+    on_eval(2, np.zeros(3))
+    want = a.mean(axis=0) + np.random.default_rng(21).standard_normal((20, 3)) * a.std(axis=0)
+    right = (len(given) == 2 and all(np.array_equal(t, want) for t in given)
+             and extra == {1: {"post_adaptation_loss": 0.0}, 2: {"post_adaptation_loss": 0.0}})
+    return [] if right else ["MAML's held-out tasks are not mean(a) + N(0, 1)·std(a), drawn once, 20 of them"]
 
 
 def _fedavg_drfl_errors(pr, X, y):

@@ -794,7 +794,8 @@ def _input_refusal_errors():
 
 def _regime_and_speed_errors():
     """By hand: a run evaluated every round re-timed at server time S (each round its work plus S, the
-    first round at the target, the initial point at it (time 0, though round 1 is below it); a
+    first round at the target, the initial point at it or exactly at it (time 0, though round 1 is
+    below it); a
     budget the clock reaches ends the run; a run that ends first leaves the time uncovered); the η
     search widening beyond the edge that holds the best η, and an η at the widened grid's edge
     flagged; the log-normal speed model's mean (40,000 draws, within 5 standard errors of the stated
@@ -813,6 +814,7 @@ def _regime_and_speed_errors():
     dip = Trace(config={}, metrics={"round": [0, 1, 2], "test_accuracy": [0.6, 0.5, 0.7]})
     dip.arrays["round_work"] = np.array([1.0, 1.0])
     wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.55) != 0.0)
+    wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.6) != 0.0)      # the initial point exactly at it
 
     def parabola(c):
         return lambda e: (np.log10(e) - np.log10(c)) ** 2 + 1.0
