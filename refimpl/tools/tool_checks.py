@@ -287,23 +287,7 @@ def _reading_cases():
             DG.ordered("vfl", ["theta10", "grad2", "theta2", "theta1", "batch"])
             == ["batch", "theta1", "theta2", "theta10", "grad2"])]
     out.append(_mat_columns_case())
-    a = np.arange(12.0).reshape(3, 4)
-    out.append(("1-based ids, a transpose and column-major order are named; a scaled array and ids one lower are not",
-                "1-based" in (DG.layout_hint(a, a + 1) or "") and "1-based" not in (DG.layout_hint(a, a - 1) or "")
-                and "transposed" in (DG.layout_hint(a, a.T) or "")
-                and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
-                and DG.layout_hint(a, 2 * a) is None))
-    out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value",
-                DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None))
-
-    def hint_of(a, b):
-        try:
-            return DG.layout_hint(a, b)
-        except Exception as exc:                     # a hint that fails is no hint either
-            return f"failed: {exc!r}"
-    out.append(("text on either side is no layout: no hint, for numbers against text or text against numbers",
-                hint_of(np.arange(3), np.array(["a", "b", "c"])) is None
-                and hint_of(np.array(["a", "b", "c"]), np.arange(3)) is None))
+    out += _layout_hint_cases(DG)
     rng = np.random.default_rng(5)
     perm = rng.permutation(500)[:20 * 20].reshape(20, 20)
     draws = np.stack([rng.choice(500, 20, replace=False) for _ in range(20)])
@@ -358,6 +342,31 @@ def _reading_cases():
                 ssca.entry_words("omega", (14,), {"hidden": 2}, Data()) is None
                 and mf.entry_words("x", (1, 2), {}) == "client 1, coordinate 2"
                 and mf.entry_words("x", (1,), {}) is None and mf.entry_words("gamma", (1, 2), {}) is None))
+    return out
+
+
+
+def _layout_hint_cases(DG):
+    """(what, right): diagnose's layout hints (:func:`refimpl.tools.diagnose.layout_hint`) named
+    where the numbers show them, and only there."""
+    out = []
+    a = np.arange(12.0).reshape(3, 4)
+    out.append(("1-based ids, a transpose and column-major order are named; a scaled array and ids one lower are not",
+                "1-based" in (DG.layout_hint(a, a + 1) or "") and "1-based" not in (DG.layout_hint(a, a - 1) or "")
+                and "transposed" in (DG.layout_hint(a, a.T) or "")
+                and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
+                and DG.layout_hint(a, 2 * a) is None))
+    out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value",
+                DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None))
+
+    def hint_of(a, b):
+        try:
+            return DG.layout_hint(a, b)
+        except Exception as exc:                     # a hint that fails is no hint either
+            return f"failed: {exc!r}"
+    out.append(("text on either side is no layout: no hint, for numbers against text or text against numbers",
+                hint_of(np.arange(3), np.array(["a", "b", "c"])) is None
+                and hint_of(np.array(["a", "b", "c"]), np.arange(3)) is None))
     return out
 
 
