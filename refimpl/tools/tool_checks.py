@@ -1349,8 +1349,8 @@ def _progress_line_cases():
     ssca_reporter(RunConfig("ssca-constrained", rounds=45, U=0.2), lines)(
         45, dict(m, constraint_value=0.1, slack=0.01, multiplier=1.5))
     out.append(("a constrained round's line adds its constraint, U, slack and ν",
-                lines.kept == ["[ssca-constrained/sample] round    45/45  cost 0.5000  test acc 0.7500  constraint 0.1000 "
-                               "(U 0.2)  slack 0.01  ν 1.5"]))
+                lines.kept == ["[ssca-constrained/sample] round    45/45  cost 0.5000  test acc 0.7500  "
+                               "constraint 0.1000 (U 0.2)  slack 0.01  ν 1.5"]))
     bar = _KeptLines(True)
     for t in (0, 1, 7):
         ssca_reporter(RunConfig("ssca", rounds=45), bar)(t, m)
@@ -1434,6 +1434,9 @@ def _witness_edge_case(records):
     # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
     split = {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet": np.array([0.9, 0.1, 0.9, 0.1])}
     falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+
+    def unit(w2):           # one input, one swish unit, one logit w2 · swish(1)
+        return dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), w2), activation="swish", bias=False)
     edges = [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
@@ -1464,12 +1467,8 @@ def _witness_edge_case(records):
              # one swish unit: Z = 1 gives A = 1/(1 + e^−1) ≈ 0.731, so W2 = 40 gives a logit of ≈ 29.2 (not
              # large) and W2 = 45 one of ≈ 32.9 (large); a full cost over exactly one chunk (8,192 rows) is not
              # over more rows than a chunk
-             ("loss_grad", "large-logits", {"inputs": dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), 40.0),
-                                                           activation="swish", bias=False), "expected": {"loss": 0.0}},
-              False),
-             ("loss_grad", "large-logits", {"inputs": dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), 45.0),
-                                                           activation="swish", bias=False), "expected": {"loss": 0.0}},
-              True),
+             ("loss_grad", "large-logits", {"inputs": unit(40.0), "expected": {"loss": 0.0}}, False),
+             ("loss_grad", "large-logits", {"inputs": unit(45.0), "expected": {"loss": 0.0}}, True),
              ("full_cost", "more-rows-than-a-chunk", {"inputs": {"X": np.zeros((8192, 1))}}, False),
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
@@ -2169,9 +2168,9 @@ def _execution_records(rep, tmp):
        "less λ||ω||²) and ||ω||², mean and spread; the time to a target averaged over the seeds reaching it; "
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
-       "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no FedAvg "
-       "in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks (wrong "
-       "answers: 0)",
+       "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no "
+       "FedAvg in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks "
+       "(wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())

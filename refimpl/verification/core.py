@@ -300,8 +300,8 @@ def _screened_run(rng):
                and raises(lambda: run_experiment(replace(cfg, authors_cost=True), data, stop_at_cost=target,
                                                  test_accuracy=False, screen=True), words))
     ok = ok and refused
-    return {"holds": bool(ok), "refused_without_target_or_with_authors_cost": refused, "target": target, "round_met": hit, "round_met_unscreened": hit_full,
-            "evaluations": n, "screened": int(cut.sum())}
+    return {"holds": bool(ok), "refused_without_target_or_with_authors_cost": refused, "target": target,
+            "round_met": hit, "round_met_unscreened": hit_full, "evaluations": n, "screened": int(cut.sum())}
 
 
 @check("core.partitions", "the sample-based partitions: every sample in exactly one client for every kind, with more "

@@ -653,7 +653,8 @@ def _lemma2_sides_elsewhere(pr, states, C_g, det):
     for t in (0, 99, len(X) - 1):
         W = np.stack([U[t, m].T @ V[t, m] for m in range(X.shape[1])])
         got = lemma2_sides(pr, X[t].mean(axis=0), W, H[t], U[t], V[t], 1.7, C_g, 1.3)
-        worst = max_or_nan(worst, abs(got[0] - lhs[t]) / max(lhs[t], 1e-300), abs(got[1] - rhs[t]) / max(rhs[t], 1e-300))
+        worst = max_or_nan(worst, abs(got[0] - lhs[t]) / max(lhs[t], 1e-300),
+                           abs(got[1] - rhs[t]) / max(rhs[t], 1e-300))
     det["sides_at_C_f_1.7_L_f_1.3"] = worst
     return worst
 

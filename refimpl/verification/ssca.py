@@ -876,8 +876,8 @@ def baselines_literal(quick):
        "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round, each client's "
        "(ℓ̂_k, ĝ_k) its own batch's means; the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
-       "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) replaced by the closed form where it applies, counted and named, "
-       "raised where it does not; 0 wrong",
+       "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) "
+       "replaced by the closed form where it applies, counted and named, raised where it does not; 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
     from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedState, kkt_residuals

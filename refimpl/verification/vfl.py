@@ -305,9 +305,9 @@ def _condition20_record_errors():
        "(τ = 1..11 under five timeouts), a Flex-VFL run on a trace taking those τ, one machine per party, the "
        "authors' adaptive rule's d_k = 10·max(1 − cpu) + 1 and its first rates, replayed from --taus under another "
        "seed; an availability trace shorter than the run (rows cycled, step base/(a + 0.1), one column for all, its "
-       "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are, a matrix not of "
-       "shape (rounds, parties) refused); S in its units (the fastest party's mean step, the server not counted; "
-       "timeout / Q); the "
+       "mean step); recorded step times (a bare matrix's column means, a trace's own means, rows as they are, a "
+       "matrix not of shape (rounds, parties) refused); S in its units (the fastest party's mean step, the server "
+       "not counted; timeout / Q); the "
        "regime figures' re-timing at a server time and their η search's widening; the log-normal model's mean; the "
        "two-state (Markov) model's chain and mean; utilisations outside [0, 1] clipped before the formula; a step time "
        "of 0, a negative latency or server time, a zero bandwidth, a negative or NaN σ and a CPU trace drawn without "
@@ -795,8 +795,7 @@ def _input_refusal_errors():
 def _regime_and_speed_errors():
     """By hand: a run evaluated every round re-timed at server time S (each round its work plus S, the
     first round at the target, the initial point at it or exactly at it (time 0, though round 1 is
-    below it); a
-    budget the clock reaches ends the run; a run that ends first leaves the time uncovered); the η
+    below it); a budget the clock reaches ends the run; a run that ends first leaves the time uncovered); the η
     search widening beyond the edge that holds the best η, and an η at the widened grid's edge
     flagged; the log-normal speed model's mean (40,000 draws, within 5 standard errors of the stated
     mean)."""
@@ -1441,9 +1440,9 @@ def _q_and_timeout_errors():
     wrong = []
     for method, unit, given, refused in table:
         cfg = VFLConfig(method=method, protocol="refimpl", **({"server_time_unit": unit} if unit else {}))
-        got = raises(lambda: _timeout_and_q_apply(SimpleNamespace(**given), cfg), "changes nothing in this" if
-                     "eta" not in given else "--eta changes nothing in an adaptive-flexvfl run: both adaptive rules set "
-                     "every rate from the constants --A")
+        words = ("--eta changes nothing in an adaptive-flexvfl run: both adaptive rules set every rate from the "
+                 "constants --A" if "eta" in given else "changes nothing in this")
+        got = raises(lambda: _timeout_and_q_apply(SimpleNamespace(**given), cfg), words)
         if got != refused:
             wrong.append(f"{method}{' under ' + unit if unit else ''} with {given}: "
                          f"{'refused' if got else 'accepted'}, want {'refused' if refused else 'accepted'}")
@@ -1519,8 +1518,8 @@ def assembly_literal(quick):
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
-                    f"--Q/--timeout/--eta in {found['options']} cases, --target stops, recorded metrics and the run loop's "
-                    f"records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
+                    f"--Q/--timeout/--eta in {found['options']} cases, --target stops, recorded metrics and the run "
+                    f"loop's records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
 
 
 def _command_errors(ds):
