@@ -863,7 +863,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
        "each point it tried under a named condition or a diverged B and reports the k and γ range it searched, and "
        "refuses q of 2.5; a right side above the cap up to 2^53 (crossing it only between 2^53 and 2^54) names no "
-       "informative T and says so; a right side exactly at the cap is vacuous",
+       "informative T and says so; a right side exactly at the cap is vacuous, and exactly at it at the search's last T "
+       "(2^53) names no informative T",
        "[MFCGD] Theorems 1–2 (14), (16), Lemma 1; docs/mfcgd.md")
 def theorem_statement_literal(quick):
     rng = np.random.default_rng(61)
@@ -1051,8 +1052,9 @@ def _verdict_edge_errors():
 def _at_the_cap_errors():
     """A right side exactly at the cap is vacuous (no gradient norm exceeds C_f·C_g, so none can
     exceed it): Theorem 1's literal right side is linear in sqrt((1/T) Σ E||A_t||²), which is set
-    here (to the ulp) so that the planted constants' right side at ρ = 0.5, T = 2000 equals the cap.
-    The list of wrong answers."""
+    here (to the ulp) so that the planted constants' right side at ρ = 0.5, T = 2000 equals the cap,
+    and again so that it equals the cap at the search's last T, 2^53 (then no informative T is
+    named). The list of wrong answers."""
     rho, T = 0.5, 2000
     c = PLANTED_CONSTANTS
     p, _ = find_theorem_parameters(c, T, 10, rho)
@@ -1060,9 +1062,7 @@ def _at_the_cap_errors():
         return ["no parameters found for the planted constants at ρ = 0.5"]
 
     def literal(a_rms):
-        return theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=rho, T=T,
-                               A_rms=a_rms, **{f: getattr(p, f) for f in ("k", "n", "c1", "c2", "c3", "gamma", "q",
-                                                                          "B")})["bound"]
+        return literal_at(c, p, rho, T, a_rms)
     cap = c.C_f * c.C_g
     a_rms = cap / literal(1.0)
     for _ in range(8):                             # the ulps of a_rms around the quotient
@@ -1072,8 +1072,27 @@ def _at_the_cap_errors():
     if literal(a_rms) != cap:
         return [f"no sqrt(mean ||A_t||²) puts the literal right side at the cap {cap:.17g}"]
     v = bound_verdict(c, p, T, 1, rho, a_rms, theorem_conditions(c, p, rho))
-    return ([] if v["vacuous"] and v["verdict"].startswith(f"vacuous: the right side {cap:.4g} is at or above the cap")
-            else [f"a right side exactly at the cap {cap:.17g}: {v['verdict']!r}"])
+    wrong = ([] if v["vacuous"] and v["verdict"].startswith(f"vacuous: the right side {cap:.4g} is at or above the cap")
+             else [f"a right side exactly at the cap {cap:.17g}: {v['verdict']!r}"])
+    # the search's last T, 2^53 (reached by doubling T = 2048), with the right side exactly at the cap there: at
+    # or above it for every T searched, so no informative T is named
+    p, _ = find_theorem_parameters(c, 2048, 10, rho)
+    a_rms = cap / literal_at(c, p, rho, 2 ** 53, 1.0)
+    for _ in range(8):
+        if literal_at(c, p, rho, 2 ** 53, a_rms) == cap:
+            break
+        a_rms = np.nextafter(a_rms, np.inf if literal_at(c, p, rho, 2 ** 53, a_rms) < cap else -np.inf)
+    v = bound_verdict(c, p, 2048, 1, rho, a_rms, theorem_conditions(c, p, rho))
+    if literal_at(c, p, rho, 2 ** 53, a_rms) != cap or v["informative_from_T"] is not None:
+        wrong.append(f"a right side exactly at the cap at T = 2^53: informative from T = {v['informative_from_T']}")
+    return wrong
+
+
+def literal_at(c, p, rho, T, a_rms):
+    """Theorem 1's right side (14), transcribed (:func:`theorem_literal`), for constants ``c`` and parameters ``p``."""
+    return theorem_literal(c.C_f, c.C_g, c.L_f, c.L_g, c.sigma, c.delta_f, c.delta_g, c.F_gap, rho=rho, T=T,
+                           A_rms=a_rms, **{f: getattr(p, f) for f in ("k", "n", "c1", "c2", "c3", "gamma", "q",
+                                                                      "B")})["bound"]
 
 
 def _never_informative_errors():
