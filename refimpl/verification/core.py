@@ -828,11 +828,13 @@ def tune_selection(quick):
        "feature-block file read as written, a quantity "
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
        "NaN wherever it stands; a plain run maps a check's parts in order; a snapshot round that is not a whole "
-       "number in 0..R refused; refimpl run hands a paper's run to its own command (wrong answers: 0)",
+       "number in 0..R refused; refimpl run hands a paper's run to its own command; a label-based partition without "
+       "the N labels refused (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
        "map_parts)")
 def boundary_refusals(quick):
     from refimpl.core import validate as V
+    from refimpl.core.partition import sample_partition
     from refimpl.core.schedules import PowerLaw, Sequence
     cases = [("a class index equal to L = 10 is refused (the range of the labels named); 9 is read",
               raises(lambda: V.labels("y_train", np.array([0, 10]), 10), "must lie in 0..9, got range 0..10")
@@ -863,6 +865,10 @@ def boundary_refusals(quick):
               "and position), the 1-based hint only when every client's ids minus 1 lie in its partition",
               _batch_schedule_refusals()),
              ("--snapshots: a round of 2.5, 'x', True or R + 1 refused naming it; 0 and R read", _snapshot_refusals()),
+             ("a label-based partition without labels, or with one label fewer than samples, is refused",
+              all(raises(lambda k=k, lab=lab: sample_partition(10, 2, k, np.random.default_rng(0), lab),
+                         f"{k.split(':')[0]} partition needs the N training labels")
+                  for k in ("label_skew", "dirichlet:1") for lab in (None, np.zeros(9, int)))),
              ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
               _run_command_dispatch())]
     wrong = [what for what, right in cases if not right]
@@ -921,9 +927,9 @@ def _batch_schedule_refusals():
     for bad, words in ((-1, "round 2, position 1 holds sample -1"), (6, "round 2, position 1 holds sample 6")):
         right &= raises(lambda b=bad: BatchSchedule(np.array([[0, 1], [2, b]])).validate_feature_based(6, 2, 2),
                         words)
-    # two ids out of range: the first (round 1, position 0) is named
+    # two ids out of range: the first (round 1, position 0) is named, with the range allowed
     right &= raises(lambda: BatchSchedule(np.array([[-1, 1], [2, 6]])).validate_feature_based(6, 2, 2),
-                    "round 1, position 0 holds sample -1")
+                    "round 1, position 0 holds sample -1; indices must lie in 0..5")
     BatchSchedule(np.array([[0, 1], [2, 5]])).validate_feature_based(6, 2, 2)
     right &= raises(lambda: BatchSchedule(np.array([[2, 5, 5], [0, 1, 3]])).validate_feature_based(6, 2, 3),
                     "round 1, sample 5 appears twice in one mini-batch")

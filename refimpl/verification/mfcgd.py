@@ -1237,6 +1237,29 @@ def _verdict_disagreements(name, c, p, T, rho):
 
 
 
+def _sample_oracle_errors(nonlinear, maml, rng):
+    """The stochastic oracles on one given sample, written out: the nonlinear problem's
+    g^m(x; ζ) = (A + E)φ(x) + b_m + ε with ζ = (ε, vec E) and φ(z) = z/sqrt(1 + z²); the MAML
+    problem's g^m(x; ζ) = x − η_in Zᵀ(Zx − Y)/B and ∇f^m(y; ξ) = Zᵀ(Zy − Y)/B on the batch (Z, Y) its
+    sample seeds. Finite differences of g cannot see a sign in its noise, and ∇f has no f beside it.
+    The wrong answers."""
+    x = rng.standard_normal(nonlinear.d)
+    zeta = nonlinear.draw_zeta(rng, ())
+    p, d = nonlinear.p, nonlinear.d
+    eps, E = zeta[:p], zeta[p:].reshape(p, d)
+    want = (nonlinear.A + E) @ (x / np.sqrt(1.0 + x * x)) + nonlinear.b[1] + eps
+    wrong = [] if np.allclose(nonlinear.g(1, x, zeta), want, rtol=1e-13, atol=1e-15) else [
+        "nonlinear g^1(x; ζ) is not (A + E)φ(x) + b_1 + ε"]
+    y = rng.standard_normal(maml.d)
+    seed = maml.draw_xi(rng, ())
+    Z, Y = maml._data(1, seed)
+    if not np.allclose(maml.grad_f(1, y, seed), Z.T @ (Z @ y - Y) / maml.batch, rtol=1e-13, atol=1e-15):
+        wrong.append("MAML ∇f^1(y; ξ) is not Zᵀ(Zy − Y)/B")
+    if not np.allclose(maml.g(1, y, seed), y - maml.eta_in * Z.T @ (Z @ y - Y) / maml.batch, rtol=1e-13, atol=1e-15):
+        wrong.append("MAML g^1(x; ζ) is not x − η_in Zᵀ(Zx − Y)/B")
+    return wrong
+
+
 def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
     """Relative errors of ∇g^m (a sample's and the exact) and ∇F along random directions against
     central finite differences of g^m and F: (what, error) beyond ``tol`` (none when all agree)."""
@@ -1258,7 +1281,7 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
 @check("mfcgd.problem_evaluations", "what the four problems evaluate, outside the runners: ∇g^m on a sample and "
        "exactly, and ∇F, against central finite differences of g^m and F along random directions (relative error ≤ "
        "1e-6) on the synthetic, nonlinear, MAML and DRFL problems (DRFL also with u0 at the clients' losses, in f's "
-       "bend); DRFL's client accuracy reads the model as its loss "
+       "bend); the nonlinear g^m and MAML's g^m and ∇f^m on a given sample, written out; DRFL's client accuracy reads the model as its loss "
        "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
        "loss); a run's trace records step 1, every eval_every-th step and the last one, with the samples and "
        "rounds counted after each, and tells its progress at the same steps (Numba and NumPy); the DRFL "
@@ -1283,6 +1306,7 @@ def problem_evaluations(quick):
                 "drfl": DistributionallyRobustFL((X[:40], X[40:]), (y[:40], y[40:]), batch=8)}
     wrong = [f"{name} {what}: relative error {err:.1e}" for name, pr in problems.items()
              for what, err in _directional_fd_errors(pr, rng)]
+    wrong += _sample_oracle_errors(problems["nonlinear"], problems["maml"], np.random.default_rng(13))
     # DRFL with u0 = log 10, the clients' losses near x = 0: f = λ softplus((u − u0)/λ) in its bend, where F
     # tells u − u0 from u + u0 (with u0 = 0.3 every client's loss is far above it and f is nearly linear)
     bend = DistributionallyRobustFL((X[:40], X[40:]), (y[:40], y[40:]), batch=8, u0=float(np.log(10.0)))

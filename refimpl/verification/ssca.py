@@ -874,7 +874,7 @@ def baselines_literal(quick):
        "2||ω|| + Σ_k ν_k ||∇f_k||; feasibility max_k (f_k − U_k)_+; complementary slackness max_k |ν_k (f_k − U_k)|, "
        "with a multiplier on an inactive constraint), the constraint value max_k f_k, the slack and multiplier "
        "summed over constraints, and per-client constraints' ℓ̂ = Σ_k (N_k/N) ℓ̂_k over one cvxpy round, each client's "
-       "(ℓ̂_k, ĝ_k) its own batch's means; the "
+       "(ℓ̂_k, ĝ_k) its own batch's means and the round's ledger (ω down once, each client's P + 1 sums up); the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
        "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) "
        "replaced by the closed form where it applies, counted and named, raised where it does not; 0 wrong",
@@ -909,7 +909,13 @@ def constrained_records(quick):
     by_hand = sum(len(p) / 300 * _plain_loss(theta, X[b], y[b], 5, ds.n_classes) for p, b in zip(parts, batch))
     if not abs(new.loss_hat - by_hand) <= 1e-12:
         wrong.append(f"per-client ℓ̂ {new.loss_hat:.12g}, by hand Σ_k (N_k/N) ℓ̂_k {by_hand:.12g}")
-    for k, ((l_k, g_k), b) in enumerate(zip(pr.collect_per_client(theta, batch)[0], batch)):
+    ests, msgs = pr.collect_per_client(theta, batch)
+    P = m.n_params
+    if [(g.sender, g.receiver, g.floats) for g in msgs] != [("server", "all clients", P), ("client 0", "server", P + 1),
+                                                          ("client 1", "server", P + 1)]:
+        wrong.append(f"per-client round's ledger {[(g.sender, g.receiver, g.floats) for g in msgs]}: want ω down once "
+                     f"({P} floats) and each client's gradient and loss sums up ({P + 1})")
+    for k, ((l_k, g_k), b) in enumerate(zip(ests, batch)):
         want_g = plain_objective_grad(5, ds.n_classes, theta, X[b], y[b], 0.0)     # client k's batch mean
         rel = float(np.max(np.abs(g_k - want_g)) / np.max(np.abs(want_g)))
         if not (rel <= 1e-12 and abs(l_k - _plain_loss(theta, X[b], y[b], 5, ds.n_classes)) <= 1e-12):
