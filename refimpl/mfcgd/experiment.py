@@ -10,9 +10,8 @@ from refimpl.core import dumps as dump_files
 from refimpl.mfcgd.problems import DistributionallyRobustFL, LeastSquaresMAML, NonlinearComposition, SyntheticComposition
 from refimpl.core.divergence import DivergenceRule
 from refimpl.core.data import data_record, load_embedded_mnist
-from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, evaluation_steps,
-                                     is_evaluation_step, make_matrix, run_local_scgd, run_local_scgd_synthetic_nb,
-                                     run_mfcgd, run_mfcgd_synthetic_nb)
+from refimpl.mfcgd.algorithm import (MFCGDParams, draw_scgd_samples, draw_storm_samples, evaluation_steps, make_matrix,
+                                     run_local_scgd, run_local_scgd_synthetic_nb, run_mfcgd, run_mfcgd_synthetic_nb)
 from refimpl.core.partition import sample_partition
 from refimpl.core.trace import Trace
 
@@ -247,20 +246,19 @@ def _record_steps(tr, cfg, gn, smp, rnd, xsq, extra):
     """The evaluated steps into the trace, stopping at the first the divergence rule flags."""
     rule = DivergenceRule(cost_factor=cfg.diverge_cost_factor, max_sq_norm=cfg.diverge_sq_norm)
     tr.status = "finished"
-    for t in range(1, cfg.steps + 1):
-        if is_evaluation_step(t, cfg.steps, cfg.eval_every):
-            # the runs above are kernels without early exit: a blow-up is found here, and the
-            # trace keeps the evaluations before it. ||∇F|| is bounded on these problems, so the
-            # iterate's norm is tested too
-            reason = rule.sq_norm("||x_bar||^2", xsq[t - 1])
-            if reason is None and t > 1:
-                reason = rule.cost("||grad F(x_bar)||", gn[t - 1], gn[0])
-            if reason:
-                tr.status = f"diverged: step {t}: {reason}; trace holds steps 1..{t - 1}"
-                break
-            vals = dict(step=t, grad_norm=gn[t - 1], samples=smp[t - 1], rounds=rnd[t - 1])
-            vals.update(extra.get(t, {}))
-            tr.record(**vals)
+    for t in evaluation_steps(cfg.steps, cfg.eval_every):
+        # the runs above are kernels without early exit: a blow-up is found here, and the
+        # trace keeps the evaluations before it. ||∇F|| is bounded on these problems, so the
+        # iterate's norm is tested too
+        reason = rule.sq_norm("||x_bar||^2", xsq[t - 1])
+        if reason is None and t > 1:
+            reason = rule.cost("||grad F(x_bar)||", gn[t - 1], gn[0])
+        if reason:
+            tr.status = f"diverged: step {t}: {reason}; trace holds steps 1..{t - 1}"
+            break
+        vals = dict(step=t, grad_norm=gn[t - 1], samples=smp[t - 1], rounds=rnd[t - 1])
+        vals.update(extra.get(t, {}))
+        tr.record(**vals)
 
 
 def _initial_point(cfg, pr, kind):

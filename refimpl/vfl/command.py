@@ -35,6 +35,11 @@ def _timeout_and_q_apply(args, cfg):
                          "authors': A_k as lr_k)")
 
 
+def _unit(cfg):
+    """What one progress step of a run is: an event (asynchronous VFL) or a round."""
+    return "event" if cfg.method == "async-vfl" else "round"
+
+
 def round_reporter(cfg, bar):
     """The ``progress(r, trace)`` of one run, reporting to ``bar``
     (:class:`refimpl.core.progress.Progress`): on a terminal every round (event) moves the bar, the
@@ -42,7 +47,7 @@ def round_reporter(cfg, bar):
     max(1, rounds // 20) rounds (:func:`refimpl.core.progress.line_due`; a time budget may end the
     run before its last round, so that one is not added)."""
     from refimpl.core.progress import line_due
-    unit = "event" if cfg.method == "async-vfl" else "round"
+    unit = _unit(cfg)
 
     def progress(r, tr):
         if bar.bar_mode:
@@ -59,13 +64,13 @@ def run(args, ui):
     from refimpl.core.plots import plot_vfl
     cfg = ui.config(args, KEY, args.algorithm)
     _timeout_and_q_apply(args, cfg)
-    bar = ui.progress(args, cfg.rounds, cfg.method, "event" if cfg.method == "async-vfl" else "round")
+    bar = ui.progress(args, cfg.rounds, cfg.method, _unit(cfg))
     with bar:
         tr = vfl.run(cfg, ui.load_data(args), progress=round_reporter(cfg, bar), dump_writer=ui.dump_writer(args, cfg))
     if tr.config.get("speeds_note"):
         ui.say(f"note: {tr.config['speeds_note']}")
     if not args.quiet and tr.metrics.get("time"):
-        unit = "events" if cfg.method == "async-vfl" else "rounds"
+        unit = _unit(cfg) + "s"
         n = int(tr.metrics["round"][-1]) if tr.metrics.get("round") else len(tr.metrics["time"]) - 1
         ui.say(f"[{cfg.method}] final: {n} {unit}, simulated time {tr.metrics['time'][-1]:.6g}, "
              f"test accuracy {tr.metrics['test_accuracy'][-1]:.4f}")
