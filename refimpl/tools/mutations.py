@@ -190,6 +190,12 @@ def load_catalogue(path=CATALOGUE, package=PACKAGE, only=None, compiled=True):
     return out
 
 
+def fails(rec):
+    """Whether a check's record catches a mutation: its verdict does not hold, or it names a wrong
+    fact (``details["wrong"]``) under a verdict that says it holds."""
+    return not rec.holds or bool(rec.details.get("wrong"))
+
+
 def check_modules(ids):
     """{check id: the module whose import registers it (where its function is defined)}."""
     from refimpl.tools.verify import load_checks
@@ -242,7 +248,7 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
         crashed = bool(rec.details.get("error"))
         # a wrong fact the check names counts as well: the verdict machinery may be the mutated file
         # (a verdict that says "holds" over a named wrong answer is itself the bug)
-        if not rec.holds or rec.details.get("wrong"):
+        if fails(rec):
             caught.append(cid)
             break
     claims = None
@@ -580,11 +586,11 @@ def _mutation_env():
 KERNELS_ENV = "REFIMPL_MUTATION_KERNELS"
 
 
-def _interpreting(m, package=PACKAGE):
+def _interpreting(m, package=PACKAGE, mode=None):
     """Code that makes ``numba.njit`` return the plain Python function (Numba's own DISABLE_JIT
     wrapper) for the functions of ``m``'s file, when that file holds Numba kernels and the mode
     is "interpret"; run before the child imports refimpl. Empty otherwise."""
-    mode = os.environ.get(KERNELS_ENV, "interpret")
+    mode = os.environ.get(KERNELS_ENV, "interpret") if mode is None else mode
     if mode not in ("interpret", "compile"):
         raise ValueError(f"{KERNELS_ENV} must be 'interpret' or 'compile', got {mode!r}")
     try:
@@ -714,13 +720,20 @@ def fallback_argv(code, every=0.5):
     return [sys.executable, "-c", watch + code]
 
 
+def purge_code(m, zygote, package=PACKAGE):
+    """What a child of ``zygote`` runs first so that it executes ``m``'s mutated module afresh: the
+    :func:`_purging` of :func:`reloaded_with` that module, where the zygote preloaded the package
+    (nothing where it did not, or for the unmutated run, whose find equals its replace)."""
+    if zygote is None or zygote.preload is None:
+        return ""
+    graph = package_graph(package)
+    return _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
+
+
 def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
     """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
     modules = check_modules(order + claim_ids)
-    purge = ""
-    if zygote is not None and zygote.preload is not None:
-        graph = package_graph(package)
-        purge = _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
+    purge = purge_code(m, zygote, package)
     # the package itself may not import on the mutated copy (a module raising as it runs): that is
     # the first check's crash (refimpl verify could not start), told apart from a SyntaxError
     importing = "".join("    " + ln + "\n" for ln in (purge + "from refimpl.tools.mutations import _child\n"
@@ -748,14 +761,28 @@ def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote
             exit_note = f"exit {proc.returncode}"
         except subprocess.TimeoutExpired:
             timed_out, exit_note = True, f"timed out after {timeout:g} s"
+    cid = None
+    if timed_out and os.path.exists(running):
+        with open(running) as fh:
+            cid = fh.read().strip()
+    read_child(out, order, tmp, stdout if not timed_out else "", stderr if not timed_out else "", timed_out,
+               exit_note, cid, vectors_dir is not None)
+
+
+def read_child(out, order, tmp, stdout, stderr, timed_out, exit_note, running, vectors=False):
+    """Fill ``out`` from what a child on the copy ``tmp`` left: ``running`` is the check id its
+    :data:`RUNNING_FILE` held when it was stopped (None: no such file), ``order`` the checks it was
+    to run. A child stopped inside a check (its time or memory) is that check's crash; stopped
+    before the first, the first check's (the package was being imported); stopped in the claims
+    or the vectors, no catch. Otherwise its last line of output is read: the package did not import
+    (the first check's crash), it imported another package than the copy (an error), or its
+    verdicts."""
     if timed_out:        # stopped inside a check (that check never gave a verdict), or before the first
         where = ""
-        if os.path.exists(running):
-            with open(running) as fh:
-                cid = fh.read().strip()
-        else:
+        cid = running
+        if cid is None:
             cid, where = (order[0] if order else ""), " while the package was imported"
-        if cid and cid != CLAIMS_RUNNING and vectors_dir is None:
+        if cid and cid != CLAIMS_RUNNING and not vectors:
             out.caught_by, out.crashed, out.ended = [cid], True, f"stopped{where}: {exit_note}"
         else:
             out.error = exit_note
@@ -894,7 +921,7 @@ def void_broken_catchers(results, confirmed=None):
         load_checks()
     for cid in rerun:
         rec = run_check(cid, quick=True)
-        if not rec.holds or rec.details.get("wrong"):
+        if fails(rec):
             broken[cid] = str(rec.details.get("error") or rec.details.get("wrong") or "it does not hold")[:160]
     for r in results:
         if r is not None and r.crashed and r.caught_by and r.caught_by[0] in broken:

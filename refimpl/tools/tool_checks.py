@@ -726,6 +726,9 @@ def _crosscheck_cases():
         b = Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": [2.0, 1.5, bad]})
         rows = [r for r in crosscheck(a, b) if r["what"] == "train_cost"]
         out.append((f"{what} is not 'ok'", bool(rows) and (not rows[0]["rel"] <= 1e-8 or bool(rows[0].get("one_sided")))))
+        if bad == np.inf:
+            out.append(("one infinite round is named in the singular: 'infinite at round 2'",
+                        bool(rows) and rows[0].get("note") == "infinite at round 2"))
     out.append(("a round NaN on one side is named one-sided and not counted as compared (rounds 0 and 1 are)",
                 bool(rows) and rows[0].get("one_sided") == [2] and rows[0].get("rounds") == 2))
     w1, w2 = np.array([[2.0, -1.0, 0.5], [0.25, 1.0, -0.5]]), np.ones((2, 2))
@@ -769,6 +772,10 @@ def _crosscheck_cases():
     both = {"round": [0], **{n: [1.0] for n in extra}}
     rows = crosscheck(Trace(config={}, metrics=both), Trace(config={}, metrics=dict(both)))
     out.append(("metrics both traces record are compared in name order", [r["what"] for r in rows] == sorted(extra)))
+    rows = crosscheck(Trace(config={}, metrics={"round": list(range(8)), "x": [np.inf] * 7 + [1.0]}),
+                      Trace(config={}, metrics={"round": list(range(8)), "x": [1.0] * 8}))
+    out.append(("seven infinite rounds are named in the plural, the first five of them",
+                [r.get("note") for r in rows] == ["infinite at rounds 0, 1, 2, 3, 4"]))
     rows = crosscheck(Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0]}),
                       Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0, 2.0]}))
     out.append(("a series short on both sides is named by the first trace's count",

@@ -21,7 +21,7 @@ def check_modules():
     cross-check tools."""
     from refimpl import papers
     return (("refimpl.verification.core",) + tuple(p.checks_module for p in papers.papers() if p.checks_module)
-            + ("refimpl.tools.tool_checks",))
+            + ("refimpl.tools.tool_checks", "refimpl.tools.runner_checks"))
 
 
 def load_checks():

@@ -1,0 +1,320 @@
+"""Checks of the mutation runner (``refimpl verify --mutations``): what it reads from a catalogue,
+which modules a mutated child executes afresh, how it reads a child's answer, and how it counts
+and tabulates the catches — on planted catalogues, packages and answers whose right outcome is
+written out here, independently of the runner. A runner that loses a catch (a mutated module not
+executed afresh, a crash read as a pass) would report the checks weaker than they are; one that
+invents a catch, stronger."""
+from __future__ import annotations
+
+import builtins
+import json
+import pathlib
+import tempfile
+from types import SimpleNamespace
+
+from refimpl.verification.registry import check
+
+
+def _cases_result(cases):
+    wrong = [what for what, right in cases if not right]
+    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
+            "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
+            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _refusal(fn):
+    """The message of the ValueError ``fn()`` raises, '' when it raises none (another exception
+    propagates: a crash, not an answer)."""
+    try:
+        fn()
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+#: the planted package: module → source (its graph is written out in _graph_cases)
+_PLANTED = {
+    "__init__.py": "",
+    "a.py": "X = 1\n",
+    "b.py": "from pkg.a import X\n",
+    "c.py": "from . import b\n",
+    "d.py": "import pkg.c as cc\n",
+    "e.py": "def f():\n    import pkg.a\n    return pkg.a.X\n",
+    "f.py": "import importlib\nM = importlib.import_module('pkg.h')\n",
+    "g.py": '"""Names pkg.a only in this docstring."""\nimport importlib\nM = importlib.import_module("pkg" + ".h")\n',
+    "h.py": "Y = 0\n",
+    "i.py": "from pkg import sub\n",
+    "j.py": "def late():\n    import importlib\n    return importlib.import_module('pkg.h')\n",
+    "kern.py": "from numba import njit\n\n\n@njit(cache=True)\ndef k(x):\n    return x + 1\n",
+    "notes.txt": "@njit is named here, in no module\n",
+    "sub/__init__.py": "from .leaf import Y\n",
+    "sub/leaf.py": "from ..a import X\nY = X\n",
+}
+
+
+def _planted_package(tmp):
+    root = pathlib.Path(tmp) / "pkg"
+    for name, src in _PLANTED.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(src)
+    return root
+
+
+def _catalogue_cases(tmp, pkg):
+    """load_catalogue on planted catalogues of the planted package: each refusal, and a valid one."""
+    from refimpl.tools.mutations import Mutation, load_catalogue
+
+    def entry(**kw):
+        return {"id": "m1", "paper": "core", "file": "pkg/h.py", "find": "Y = 0", "replace": "Y = 1",
+                "equation": "planted", **kw}
+
+    def load(*entries, only=None):
+        def run():
+            path = pathlib.Path(tmp) / "catalogue.json"
+            path.write_text(json.dumps({"mutation": list(entries)}))
+            return load_catalogue(path, package=pkg, only=only)
+        return run
+    out = []
+    got = load(entry(checks=["tools.verdicts"]), entry(id="m2", file="pkg/a.py", find="X = 1", replace="X = 2"))()
+    out.append(("a valid catalogue loads in its order, each entry's fields and checks as written",
+                got == [Mutation("m1", "core", "pkg/h.py", "Y = 0", "Y = 1", "planted", ("tools.verdicts",)),
+                        Mutation("m2", "core", "pkg/a.py", "X = 1", "X = 2", "planted", ())]))
+    no_eq = entry()
+    del no_eq["equation"]
+    refusals = [
+        ("an entry without its equation", load(no_eq), "missing keys ['equation']"),
+        ("an id given twice", load(entry(), entry()), "mutation #2 (m1): id repeated"),
+        ("an unknown paper", load(entry(paper="nope")), "paper must be one of"),
+        ("a claim's check id among its checks", load(entry(checks=["vfl.claim_adaptive"])),
+         "['vfl.claim_adaptive'] are not theorem-kind check ids"),
+        ("a file that does not exist", load(entry(file="pkg/none.py")), "no file pkg/none.py"),
+        ("a find that is not in its file", load(entry(find="Y = 9")), "occurs 0 times in pkg/h.py (must be once)"),
+        ("a find twice in its file", load(entry(file="pkg/sub/leaf.py", find="X")), "occurs 2 times"),
+        ("a replacement equal to its find", load(entry(replace="Y = 0")), "replacement equals the original"),
+        ("a mutated file that does not compile", load(entry(replace="Y = (")), "the mutated pkg/h.py does not compile"),
+        ("an id asked for that no entry has", load(entry(), only={"m1", "ghost"}), "no mutation ['ghost']"),
+    ]
+    for what, fn, says in refusals:
+        out.append((f"{what} is refused, saying {says!r}", says in _refusal(fn)))
+    got = load(entry(find="Y = 9"), entry(id="m2", file="pkg/a.py", find="X = 1", replace="X = 2"), only={"m2"})()
+    out.append(("the entries asked for load although another's find no longer matches its file",
+                [m.id for m in got] == ["m2"]))
+    return out
+
+
+def _graph_cases(pkg):
+    """module_name, module_references and reloaded_with on the planted package, and the code
+    _purging writes, run against a planted sys.modules."""
+    from refimpl.tools import mutations as M
+    out = [("a file's module: a package's __init__.py is the package",
+            [M.module_name(f) for f in ("refimpl/ssca/algorithms.py", "pkg/sub/__init__.py", "pkg/__init__.py")]
+            == ["refimpl.ssca.algorithms", "pkg.sub", "pkg"])]
+    graph = M.module_references({"pkg": pkg})
+    want = {"pkg": set(), "pkg.a": set(), "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.b"}, "pkg.d": {"pkg.c"},
+            "pkg.e": {"pkg.a"}, "pkg.f": {"pkg.h"}, "pkg.g": set(), "pkg.h": set(), "pkg.i": {"pkg.sub"},
+            "pkg.j": set(), "pkg.kern": set(), "pkg.sub": {"pkg.sub.leaf"}, "pkg.sub.leaf": {"pkg.a"}}
+    out.append(("each module's references: from-imports, relative ones (one and two levels up), import-as, an "
+                "import inside a function, a submodule by name, a module named in a string where it imports by name "
+                "while imported — not in its docstring, not where it does so only inside a function",
+                {k: set(v) for k, v in graph.items()} == want))
+    out.append(("a mutation of pkg.a makes every module that reaches it execute afresh, through the package "
+                "pkg.sub and its parent's import of it", M.reloaded_with(want, "pkg.a")
+                == {"pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.sub.leaf", "pkg.sub", "pkg.i"}))
+    out.append(("a mutation of pkg.h reaches pkg.f only", M.reloaded_with(want, "pkg.h") == {"pkg.h", "pkg.f"}))
+    out.append(("nothing to execute afresh writes no code", M._purging(set(), want) == ""))
+    return out + _purge_run_cases(M, want)
+
+
+def _purge_run_cases(M, graph):
+    drop = M.reloaded_with(graph, "pkg.a")
+    modules = {n: SimpleNamespace() for n in graph}
+    for n in graph:
+        parent, _, attr = n.rpartition(".")
+        if parent:
+            setattr(modules[parent], attr, modules[n])
+
+    def fn_of(module):
+        return SimpleNamespace(__module__=module)
+    reg = SimpleNamespace(REGISTRY={"c.b": ("", "", fn_of("pkg.b"), "theorem"), "c.h": ("", "", fn_of("pkg.h"), "theorem"),
+                                    "c.sub": ("", "", fn_of("pkg.sub"), "theorem")},
+                          GROUPS={"c.b": "g", "c.h": "g"})
+    modules["refimpl.verification.registry"] = reg
+    reloaded = []
+    fake = {"sys": SimpleNamespace(modules=modules), "importlib": SimpleNamespace(reload=reloaded.append)}
+    exec(M._purging(drop, graph), {"__builtins__": {**vars(builtins), "__import__": lambda name, *a, **k: fake[name]}})
+    gone = {"pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.i", "pkg.sub.leaf"}
+    return [("the purge takes the modules a mutation reaches out of sys.modules and their parents' attributes, "
+             "keeps the others", set(graph) - set(modules) == gone and "pkg.h" in modules
+             and not any(hasattr(modules["pkg"], n[4:]) for n in gone if n.count(".") == 1)
+             and hasattr(modules["pkg"], "sub") and not hasattr(modules["pkg.sub"], "leaf")),
+            ("a package the mutation reaches is executed again in place (pkg.sub), once",
+             reloaded == [modules.get("pkg.sub")] and "pkg.sub" in modules),
+            ("the checks registered by a module or package executed afresh leave the registry and their group; the "
+             "others stay", set(reg.REGISTRY) == {"c.h"} and reg.GROUPS == {"c.h": "g"})]
+
+
+def _interpreting_cases(pkg):
+    """The code that makes a mutated kernel file run interpreted, run against a planted numba."""
+    from refimpl.tools.mutations import KERNELS_ENV, Mutation, _interpreting
+
+    def m(file):
+        return Mutation("k", "core", file, "x", "y", "")
+    cfg = SimpleNamespace(DISABLE_JIT=False)
+    fake = SimpleNamespace(core=SimpleNamespace(config=cfg))
+    fake.njit = lambda *a, **kw: (lambda fn: (fn.__name__, cfg.DISABLE_JIT, a, kw))
+    code = _interpreting(m("pkg/kern.py"), pkg, mode="interpret")
+    exec(code, {"__builtins__": {**vars(builtins), "__import__": lambda name, *a, **k: fake}})
+
+    def fn(name, module):
+        def f():
+            return None
+        f.__name__, f.__module__ = name, module
+        return f
+    got = [fake.njit(fn("bare", "pkg.kern")), fake.njit(cache=True)(fn("cached", "pkg.kern")),
+           fake.njit(fn("other", "pkg.a"))]
+    out = [("in the interpret mode, the kernels of the mutated module compile with the JIT off (bare @njit and "
+            "@njit(cache=True), its arguments passed on), another module's with it on, and the switch is off after",
+            got == [("bare", True, (), {}), ("cached", True, (), {"cache": True}), ("other", False, (), {})]
+            and cfg.DISABLE_JIT is False)]
+    for what, file, mode in (("in the compile mode", "pkg/kern.py", "compile"),
+                             ("for a module without @njit", "pkg/a.py", "interpret"),
+                             ("for a file that is no module", "pkg/notes.txt", "interpret"),
+                             ("for a file that is not there", "pkg/none.py", "interpret")):
+        out.append((f"no such code {what}", _interpreting(m(file), pkg, mode=mode) == ""))
+    says = _refusal(lambda: _interpreting(m("pkg/kern.py"), pkg, mode="jit"))
+    out.append(("another mode is refused, naming the variable and the modes allowed",
+                KERNELS_ENV in says and "'interpret' or 'compile'" in says and "'jit'" in says))
+    return out
+
+
+def _purge_code_cases(pkg):
+    from refimpl.tools import mutations as M
+    M._GRAPHS.setdefault(str(pkg.resolve()), M.module_references({"pkg": pkg}))   # the runner reads it once
+    mutated = M.Mutation("m", "core", "pkg/sub/leaf.py", "Y = X", "Y = -X", "")
+    same = M.Mutation("unmutated", "core", "pkg/sub/leaf.py", "", "", "")
+    code = M.purge_code(mutated, SimpleNamespace(preload=str(pkg)), pkg)
+    return [("a child of a preloading zygote first purges what the mutated module reaches (pkg.sub.leaf, "
+             "pkg.sub, pkg.i)", "['pkg.i', 'pkg.sub.leaf'], ['pkg.sub']" in code),
+            ("no purge without a zygote, for a zygote that preloads nothing, or for the unmutated run",
+             M.purge_code(mutated, None, pkg) == "" and M.purge_code(mutated, SimpleNamespace(preload=None), pkg) == ""
+             and M.purge_code(same, SimpleNamespace(preload=str(pkg)), pkg) == "")]
+
+
+def _answer_cases():
+    """read_child on planted answers of a child: what the runner records."""
+    from refimpl.tools.mutations import CLAIMS_RUNNING, Outcome, read_child
+    order, tmp = ["core.a", "core.x"], "/tmp/copy"
+
+    def read(stdout="", stderr="", timed_out=False, running=None, vectors=False, order=order):
+        out = Outcome("m", "core", "")
+        read_child(out, order, tmp, stdout, stderr, timed_out, "timed out after 5 s" if timed_out else "exit 1",
+                   running, vectors)
+        return (out.caught_by, out.crashed, out.ended, out.error, out.ran, out.claims)
+    answer = {"package": tmp + "/refimpl/__init__.py", "ran": ["core.a", "core.x"], "caught_by": ["core.x"],
+              "claims": None, "crashed": True, "ended": "its module did not import (KeyError: 'x')"}
+    claims = {"package": tmp + "/refimpl/__init__.py", "ran": order, "caught_by": [], "claims": {"c.1": False}}
+    cases = [
+        ("a child stopped inside a check: that check's crash", read(timed_out=True, running="core.x"),
+         (["core.x"], True, "stopped: timed out after 5 s", None, [], None)),
+        ("a child stopped before its first check: the first check's crash, while the package was imported",
+         read(timed_out=True), (["core.a"], True, "stopped while the package was imported: timed out after 5 s",
+                                None, [], None)),
+        ("a child stopped in the claims: no catch", read(timed_out=True, running=CLAIMS_RUNNING),
+         ([], False, None, "timed out after 5 s", [], None)),
+        ("a child stopped running the vectors: no catch", read(timed_out=True, vectors=True),
+         ([], False, None, "timed out after 5 s", [], None)),
+        ("a child with no check to run stopped: no catch", read(timed_out=True, order=[]),
+         ([], False, None, "timed out after 5 s", [], None)),
+        ("the child's last line is its answer, read whole", read(stdout="a warning\n" + json.dumps(answer) + "\n"),
+         (["core.x"], True, "its module did not import (KeyError: 'x')", None, ["core.a", "core.x"], None)),
+        ("the claims an uncaught child ran are kept; no crash where none is said", read(stdout=json.dumps(claims)),
+         ([], False, None, None, order, {"c.1": False})),
+        ("no answer: the checks did not run, with stderr's last two lines", read(stderr="one\ntwo\nthree\n"),
+         ([], False, None, "the checks did not run (exit 1): two three", [], None)),
+        ("a last line that is no JSON: the checks did not run", read(stdout="{caught\n", stderr="boom"),
+         ([], False, None, "the checks did not run (exit 1): boom", [], None)),
+        ("a package that did not import: the first check's crash",
+         read(stdout=json.dumps({"package_error": "ImportError: gone"})),
+         (["core.a"], True, "the package did not import (ImportError: gone)", None, [], None)),
+        ("a child that imported another package than the copy: an error, no catch",
+         read(stdout=json.dumps({**answer, "package": "/elsewhere/refimpl/__init__.py"})),
+         ([], False, None, "the child imported /elsewhere/refimpl/__init__.py, not the mutated copy", [], None)),
+    ]
+    return [(what, got == want) for what, got, want in cases]
+
+
+def _counting_cases(tmp):
+    """fails, void_broken_catchers, catch_rates, claims_cell, the tables and the JSON on planted outcomes."""
+    from refimpl.tools import mutations as M
+    from refimpl.verification.registry import CheckRecord
+
+    def rec(holds, **details):
+        return CheckRecord("c", "", "", 1.0, 1.0, 1.0, holds, details)
+    out = [("a check catches when it does not hold, or names a wrong fact under a verdict that holds",
+            [M.fails(rec(True)), M.fails(rec(True, wrong=[])), M.fails(rec(True, wrong=["a fact"])), M.fails(rec(False))]
+            == [False, False, True, True])]
+    O = M.Outcome
+    results = [O("m1", "core", "", caught_by=["k.bad"], crashed=True), O("m2", "core", "", caught_by=["k.good"], crashed=True),
+               O("m3", "ssca", "", caught_by=["k.bad"]), None, O("m5", "ssca", "")]
+    broken = M.void_broken_catchers(results, {"k.bad": "it fails", "k.good": None})
+    out.append(("a crash's catch by a check that fails unmutated too is void, naming why; a crash caught by a check "
+                "that holds unmutated, and a wrong answer, stay caught",
+                broken == {"k.bad": "it fails"} and results[0].caught_by == [] and results[0].caught is False
+                and results[0].error == "k.bad fails on the unmutated package too (it fails): no catch"
+                and results[1].caught_by == ["k.good"] and results[2].caught_by == ["k.bad"]))
+    try:            # a wrong answer's catch is final: its check is not run again (this one is not registered)
+        unrun = M.void_broken_catchers([O("m6", "core", "", caught_by=["k.not-registered"])], {})
+    except Exception as exc:    # noqa: BLE001 - the fact is that nothing runs
+        unrun = f"{type(exc).__name__}: {exc}"
+    out.append(("the check that caught a wrong answer (no crash) is not run again", unrun == {}))
+    out.append(("claims' cell: '-' when not run, the claims a mutation breaks, or how many still reproduce",
+                [M.claims_cell(O("m", "core", "", claims=c)) for c in (None, {}, {"x": True, "y": False, "z": False},
+                                                                       {"x": True, "y": True})]
+                == ["-", "-", "breaks y, z", "all 2 reproduce"]))
+    runs = [O("m1", "core", "eq one", caught_by=["c.a"], seconds=3.4),
+            O("m2", "ssca", "eq two", error="boom", seconds=10.6, claims={"x": True, "y": False}),
+            O("m3", "core", "a|b" + "e" * 60, seconds=0.2, claims={"x": True})]
+    out.append(("catch rates per paper, in the order the papers first appear",
+                M.catch_rates(runs) == {"core": (1, 2), "ssca": (0, 1)}))
+    lines = M.format_table(runs).split("\n")
+    header = ("mutation | equation" + " " * 40 + " | caught by" + " " * 8 + " | seconds | claims" + " " * 9)
+    out.append(("the table: a claims column when any mutation ran the claims, each column as wide as its widest "
+                "cell, the equation cut at 48 characters, seconds rounded, the rates below",
+                lines[0] == header and lines[1] == "-+-".join("-" * w for w in (8, 48, 17, 7, 15))
+                and lines[3].split(" | ")[2:] == ["NOT CAUGHT — boom", "11     ", "breaks y       "]
+                and lines[4].split(" | ")[1] == "a|b" + "e" * 45 and lines[-2:] == ["catch rate core: 1/2 (50 %)",
+                                                                                   "catch rate ssca: 0/1 (0 %)"]))
+    out.append(("without claims, no claims column",
+                M.format_table(runs[:1]).split("\n")[0] == "mutation | equation | caught by | seconds"))
+    md = M.format_markdown(runs).split("\n")
+    out.append(("the Markdown: rates per paper, then one row per mutation, '|' escaped, an uncaught one in bold",
+                md[2:4] == ["| core | 2 | 1 | 50 % |", "| ssca | 1 | 0 | 0 % |"]
+                and md[7:10] == ["| `m1` | eq one | `c.a` | 3 |", "| `m2` | eq two | **not caught** | 11 |",
+                                 "| `m3` | a\\|b" + "e" * 60 + " | **not caught** | 0 |"]))
+    path = pathlib.Path(tmp) / "runs.json"
+    M.write_json(runs, path)
+    rows = json.loads(path.read_text())
+    out.append(("the JSON: one object per mutation with its fields and whether it was caught",
+                [(r["id"], r["caught"], r["caught_by"], r["claims"]) for r in rows]
+                == [("m1", True, ["c.a"], None), ("m2", False, [], {"x": True, "y": False}), ("m3", False, [], {"x": True})]))
+    return out
+
+
+def _runner_cases():
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = _planted_package(tmp)
+        return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
+                + _answer_cases() + _counting_cases(tmp))
+
+
+@check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "
+       "catalogue entry without a key, with a repeated id, an unknown paper, a claim among its checks, a missing file, "
+       "a find not exactly once in its file, a replacement equal to it or one that does not compile is refused; the "
+       "module graph (imports at any depth, relative ones, names in strings of a module importing by name) and what a "
+       "mutation makes a child execute afresh (purged from sys.modules, packages reloaded, their checks unregistered); "
+       "a mutated kernel file's functions compile with the JIT off; a stopped child is its running check's crash, "
+       "another package than the copy is an error; a crash caught by a check that fails unmutated is void; the rates, "
+       "the table's columns and the claims cell (wrong answers: 0)",
+       "refimpl verify --mutations; verification/README.md")
+def mutation_runner(quick):
+    return _cases_result(_runner_cases())
