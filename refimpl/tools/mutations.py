@@ -203,7 +203,7 @@ def check_modules(ids):
     return {cid: reg[cid][2].__module__ for cid in ids}
 
 
-def _child(ids_json, claims_json="[]", modules_json="{}"):
+def _child(ids_json, claims_json="[]", modules_json="{}", running=RUNNING_FILE):
     """Entry point of the interpreter running on the mutated copy: runs the checks in order, stops
     at the first theorem-kind check that does not hold or names a wrong fact (``details["wrong"]``,
     read beside the verdict because the verdict machinery can be the mutated file); when none
@@ -214,7 +214,7 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     maps a check id to the module registering it: only the modules of the checks that run are imported (all of them for
     an id it does not map, or one its module does not register). A check whose module does not
     import on the mutated copy (an exception other than a SyntaxError) ends there, caught and
-    crashed; the check running is kept in :data:`RUNNING_FILE`, so that a run the runner stops
+    crashed; the check running is kept in ``running`` (:data:`RUNNING_FILE`), so that a run the runner stops
     (its time or memory) is that check's crash too."""
     import importlib
 
@@ -233,7 +233,7 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
     ids = json.loads(ids_json)
     ran, caught, crashed = [], [], False
     for cid in ids:
-        with open(RUNNING_FILE, "w") as fh:     # read by the runner when this process is stopped
+        with open(running, "w") as fh:          # read by the runner when this process is stopped
             fh.write(cid)
         try:
             rec = run(cid)
@@ -252,7 +252,7 @@ def _child(ids_json, claims_json="[]", modules_json="{}"):
             caught.append(cid)
             break
     claims = None
-    with open(RUNNING_FILE, "w") as fh:         # a claim that never ends is no theorem-kind catch
+    with open(running, "w") as fh:              # a claim that never ends is no theorem-kind catch
         fh.write(CLAIMS_RUNNING)
     if not caught and json.loads(claims_json):
         claims = {cid: bool(run(cid).holds) for cid in json.loads(claims_json)}

@@ -243,6 +243,83 @@ def _answer_cases():
     return [(what, got == want) for what, got, want in cases]
 
 
+#: planted checks a child runs: id → what the check returns (an exception: it raises)
+_PLANTED_CHECKS = {
+    "planted.holds": {"measured": 0.0, "bound": 1.0},
+    "planted.fails": {"measured": 2.0, "bound": 1.0},
+    "planted.wrong": {"measured": 0.0, "bound": 1.0, "holds": True, "details": {"wrong": ["a planted fact"]}},
+    "planted.crash": RuntimeError("planted"),
+    "planted.claim_no": {"measured": 2.0, "bound": 1.0},
+    "planted.claim_yes": {"measured": 0.0, "bound": 1.0},
+    "planted.noimport": {"measured": 0.0, "bound": 1.0},
+}
+
+
+def _planted_check(answer):
+    def fn(quick):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    return fn
+
+
+def _child_cases(tmp):
+    """The child's loop (``_child``) on planted checks, in this process; its answer read back by
+    read_child as the runner reads it."""
+    import contextlib
+    import io
+    import os
+
+    import refimpl
+    from refimpl.tools.mutations import CLAIMS_RUNNING, Outcome, _child, read_child
+    from refimpl.verification.registry import FIRST_WRONG_ENV, REGISTRY
+    running = os.path.join(tmp, "running")
+    copy = os.path.dirname(os.path.dirname(refimpl.__file__))
+
+    def child(ids, claims=(), modules=None):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            _child(json.dumps(ids), json.dumps(list(claims)), json.dumps(modules or {}), running=running)
+        out = Outcome("m", "core", "")
+        read_child(out, ids, copy, buf.getvalue(), "", False, "exit 0", None)
+        with open(running) as fh:
+            left = fh.read()
+        return out.caught_by, out.ran, out.crashed, out.claims, out.ended, out.error, left
+    before = os.environ.get(FIRST_WRONG_ENV)
+    added = [cid for cid in _PLANTED_CHECKS if cid not in REGISTRY]
+    for cid in added:
+        REGISTRY[cid] = ("planted", "", _planted_check(_PLANTED_CHECKS[cid]), "theorem")
+    try:
+        h, f, w, c = "planted.holds", "planted.fails", "planted.wrong", "planted.crash"
+        claims = ("planted.claim_no", "planted.claim_yes")
+        cases = [
+            ("a child stops at the first check that does not hold; no claims then",
+             child([h, f, w], claims), ([f], [h, f], False, None, None, None, CLAIMS_RUNNING)),
+            ("a wrong fact under a verdict that holds is a catch, not a crash", child([h, w, f]),
+             ([w], [h, w], False, None, None, None, CLAIMS_RUNNING)),
+            ("a check that raises is a crash's catch", child([h, c, f]),
+             ([c], [h, c], True, None, None, None, CLAIMS_RUNNING)),
+            ("nothing caught: the claims run, each recorded as reproducing or not", child([h], claims),
+             ([], [h], False, {"planted.claim_no": False, "planted.claim_yes": True}, None, None, CLAIMS_RUNNING)),
+        ]
+        out = [(what, got == want) for what, got, want in cases]
+        got = child([h, "planted.noimport", f], claims, {"planted.noimport": "refimpl.tools.no_such_module"})
+        out.append(("a check whose module does not import ends the child there: caught, crashed, saying so, the "
+                     "running file naming it", got[:4] == (["planted.noimport"], [h, "planted.noimport"], True, None)
+                     and str(got[4]).startswith("its module did not import (ModuleNotFoundError: ")
+                     and got[5] is None and got[6] == "planted.noimport"))
+        out.append(("the child reads verdicts only, so a check of fact groups may stop at its first wrong one",
+                    os.environ.get(FIRST_WRONG_ENV) == "1"))
+    finally:
+        for cid in added:
+            REGISTRY.pop(cid, None)
+        if before is None:
+            os.environ.pop(FIRST_WRONG_ENV, None)
+        else:
+            os.environ[FIRST_WRONG_ENV] = before
+    return out
+
+
 def _counting_cases(tmp):
     """fails, void_broken_catchers, catch_rates, claims_cell, the tables and the JSON on planted outcomes."""
     from refimpl.tools import mutations as M
@@ -304,7 +381,7 @@ def _runner_cases():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
-                + _answer_cases() + _counting_cases(tmp))
+                + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp))
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

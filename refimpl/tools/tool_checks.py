@@ -797,6 +797,7 @@ def _snapshot_edge_cases(w1, w2):
     the bytes needed, another OSError passes through unchanged, and neither leaves a temporary file."""
     import errno
     import os
+    import shutil
     import tempfile
 
     from refimpl.core import trace as TR
@@ -857,10 +858,14 @@ def _snapshot_edge_cases(w1, w2):
                 kinds.append(None)
             except (OSError, RuntimeError) as exc:
                 need = f"{0.25 * len(names):.2f}"      # 250,000 bytes a file, in MB
+                # the free space it names is the directory's (within 10 %: other writers may run meanwhile)
+                free = str(exc).rpartition(" MB are free")[0].rpartition(" MB, ")[2]
+                free_now = shutil.disk_usage(tmp).free / 1e6
                 kinds.append((type(exc).__name__, str(exc).startswith(
                     f"no space left on the device to write {', '.join(os.path.join(tmp, n + '.json') for n in names)}: "
                     f"they need {need} MB, ") and str(exc).endswith(
-                    " MB are free; nothing was replaced (free space, or choose another --out)")))
+                    " MB are free; nothing was replaced (free space, or choose another --out)")
+                    and _float_or_nan(free) > 0.9 * free_now and _float_or_nan(free) < 1.1 * free_now))
             finally:
                 del TR.open
         left = sorted(os.listdir(tmp))
@@ -945,6 +950,13 @@ def _crosscheck_cli_cases():
                 "(hidden) nor equal ones (batch)",
                 "configured differently (seed: 1 vs 2); differences" in buf.getvalue()))
     return out
+
+
+def _float_or_nan(text):
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
 
 
 def _saved_trace_cases(w1, w2):

@@ -826,13 +826,19 @@ def _conditions_by_key(rows):
 def _boundary_candidates(c, p, rho):
     """``p`` with γ and with c1 moved to half a percent either side of an upper bound (3ρqL_fgC_fg/(4S)
     and n^{1/3}ρ/(2Lk) on γ, 24⁴q²γ⁴L_fg⁴C_fg⁴/(9ρ⁴) on c1² + c2²): each sits on one side of one
-    condition; and n chosen so that the second bound on γ is half the first, with γ between them."""
+    condition; γ and c3 5e-13 inside the tolerance of the first bound on γ and of c3's lower bound
+    (met) and 5e-12 beyond it (not met); and n chosen so that the second bound on γ is half the
+    first, with γ between them."""
     LC = c.L_fg * c.C_fg
     S = c.C_g ** 2 + c.L_g ** 2 + 2 * c.L_f ** 2 * c.C_g ** 2
     g_max = 3 * rho * p.q * LC / (4 * S)
     g_lemma1 = p.n ** (1 / 3) * rho / (2 * c.L * p.k)
     c12_max = 24 ** 4 * p.q ** 2 * p.gamma ** 4 * LC ** 4 / (9 * rho ** 4)
     out = [replace(p, gamma=g * f) for g in (g_max, g_lemma1) for f in (0.995, 1.005)]
+    # within the statement's relative tolerance 1e-12 of a bound (met) and just beyond it (not met)
+    out += [replace(p, gamma=g_max * f) for f in (1 + 5e-13, 1 + 5e-12)]
+    c3_min = 2 / (3 * p.k ** 3) + 5 * c.C_g ** 2
+    out += [replace(p, c3=c3_min * f) for f in (1 - 5e-13, 1 - 5e-12)]
     if c.L > 0:       # n small enough that the Lemma 1 bound is half the other: γ = 0.75·g_max breaks it alone
         out.append(replace(p, n=float((g_max * c.L * p.k / rho) ** 3), gamma=0.75 * g_max))
     if c12_max > p.c2 ** 2:

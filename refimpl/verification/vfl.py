@@ -820,6 +820,9 @@ def _regime_and_speed_errors():
     low = ((0.01 / 3) / 3) / 3                        # three widenings below the grid's low edge
     best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(1e-6))
     wrong += int(best != low or interior or sorted(table)[0] != low or len(table) != 7)
+    high = ((0.3 * 3) * 3) * 3                        # three widenings above the grid's high edge
+    best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(1e3))
+    wrong += int(best != high or interior or sorted(table)[-1] != high or len(table) != 7)
     best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(0.2))
     wrong += int(best != 0.3 or not interior or sorted(table) != [0.01, 0.03, 0.1, 0.3, 0.3 * 3])
     R, sigma, means = 40000, 0.4, np.array([0.5, 2.0])
