@@ -144,11 +144,10 @@ def server_step(trainer, collection, schedule, server_round, results, to_arrays)
     return trainer.state.omega
 
 
-def make_client_app(protocol: SampleBasedProtocol):
-    """A Flower ``ClientApp`` whose client of partition k (``node_config["partition-id"]``) returns
-    its loss and gradient sums on the batch the server named for it."""
-    _flwr()
-    from flwr.client import ClientApp, NumPyClient
+def gradient_client(protocol: SampleBasedProtocol, context):
+    """The Flower client of a ``ClientApp`` for ``context``'s node: a ``NumPyClient`` of partition
+    :func:`partition_of` (context) whose fit is :func:`client_reply`, as Flower's ``Client``."""
+    from flwr.client import NumPyClient
 
     class GradientClient(NumPyClient):
         def __init__(self, pid):
@@ -157,8 +156,17 @@ def make_client_app(protocol: SampleBasedProtocol):
         def fit(self, parameters, config):
             return client_reply(protocol, self.pid, parameters, config)
 
+    return GradientClient(partition_of(context)).to_client()
+
+
+def make_client_app(protocol: SampleBasedProtocol):
+    """A Flower ``ClientApp`` whose client of partition k (``node_config["partition-id"]``) returns
+    its loss and gradient sums on the batch the server named for it."""
+    _flwr()
+    from flwr.client import ClientApp
+
     def client_fn(context):
-        return GradientClient(partition_of(context)).to_client()
+        return gradient_client(protocol, context)
 
     return ClientApp(client_fn=client_fn)
 

@@ -1241,12 +1241,80 @@ def flower_aggregation(quick):
     coll.assemble(replies_by_partition(results, list))
     ledger = coll.collect(theta, batches)[2]
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
+    driven = _flower_driven_errors()
     sizes = [len(p) for p in parts]
-    return {"measured": max_or_nan(worst, float(misrouted + rounds_wrong)), "bound": 1e-12,
+    return {"measured": max_or_nan(worst, float(misrouted + rounds_wrong + len(driven or ()))), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,
-                        "wrong_round_rows_partitions_or_duplicates": rounds_wrong},
+                        "wrong_round_rows_partitions_or_duplicates": rounds_wrong,
+                        "flower_driven": "not run: Flower is not installed" if driven is None else len(driven),
+                        "wrong": driven or []},
             "note": f"client sizes {min(sizes)}..{max(sizes)}; {misrouted} misrouted batches; {rounds_wrong} wrong "
-                    "round rows, client partitions, duplicate replies, ledgers or set-up answers"}
+                    "round rows, client partitions, duplicate replies, ledgers or set-up answers; "
+                    + ("Flower's strategy and clients not driven (Flower is not installed)" if driven is None
+                       else f"{len(driven)} wrong answers of Flower's strategy and clients driven by hand")}
+
+
+def _flower_driven_errors():
+    """Flower's strategy and ClientApp clients driven by hand, through Flower's own message types, for
+    a 3-client, 3-round SSCA run: the strategy starts from refimpl's ω^0, each round sends every
+    client one FitIns with ω^t, the clients answer on their partition (replies passed in reverse
+    order), and after the last round ω agrees with refimpl's own runner within 1e-10 relative and
+    nothing more is sent; a failed client is refused naming the round, a run Flower ends early is
+    marked stopped, the evaluation hooks do nothing. Wrong answers (a list), None without Flower."""
+    from types import SimpleNamespace
+
+    from refimpl.ssca.flower import INSTALL_HINT, gradient_client, ssca_flower_apps
+    try:
+        from flwr.common import Code, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
+        run = ssca_flower_apps(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4),
+                               embedded())
+    except (ImportError, ValueError) as exc:
+        if isinstance(exc, ValueError) and INSTALL_HINT not in str(exc):
+            raise
+        return None
+    own = run_experiment(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4), embedded())
+    manager = SimpleNamespace(sample=lambda num_clients, min_num_clients: [f"node {k}" for k in range(num_clients)])
+    wrong = []
+    omega = parameters_to_ndarrays(run.strategy.initialize_parameters(manager))
+    if len(omega) != 1 or not np.array_equal(omega[0], run.trainer.state.omega):
+        wrong.append("the strategy's initial parameters are not the started run's ω^0")
+    omega0 = omega[0].copy()
+    for r in (1, 2, 3):
+        ins = run.strategy.configure_fit(r, None, manager)
+        if [c for c, _ in ins] != ["node 0", "node 1", "node 2"] or len({id(i) for _, i in ins}) != 1 \
+                or not np.array_equal(parameters_to_ndarrays(ins[0][1].parameters)[0], run.trainer.state.omega):
+            wrong.append(f"round {r}: not one FitIns with ω^t for each of the 3 clients")
+            break
+        replies = []
+        for k in (2, 1, 0):
+            fit = gradient_client(run.trainer.algorithm.protocol.inner,
+                                  SimpleNamespace(node_config={"partition-id": k})).fit(ins[0][1])
+            replies.append((f"node {k}", FitRes(Status(Code.OK, ""), fit.parameters, fit.num_examples, fit.metrics)))
+        new = parameters_to_ndarrays(run.strategy.aggregate_fit(r, replies, [])[0])[0]
+        if not np.array_equal(new, run.trainer.state.omega):
+            wrong.append(f"round {r}: aggregate_fit does not return ω after the step")
+    if run.strategy.configure_fit(4, None, manager) != []:
+        wrong.append("a round after the run's last sends instructions")
+    trace = run.finish()
+    final = own.extra["final_state"].omega
+    if np.max(np.abs(run.trainer.state.omega - final)) > 1e-10 * np.max(np.abs(final)) \
+            or np.array_equal(run.trainer.state.omega, omega0):
+        wrong.append("ω after 3 rounds driven through Flower's types differs from refimpl's runner beyond 1e-10")
+    if (trace.status, trace.config.get("engine")) != ("finished", "flower"):
+        wrong.append(f"a finished Flower run's trace: status {trace.status!r}, engine {trace.config.get('engine')!r}")
+    early = ssca_flower_apps(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4), embedded())
+    try:
+        early.strategy.aggregate_fit(1, [], ["planted failure"])
+        said = False
+    except RuntimeError as exc:          # Flower's own failure of a round
+        said = str(exc).startswith("round 1: 1 client(s) failed: ['planted failure']")
+    hooks = (early.strategy.configure_evaluate(1, None, manager), early.strategy.aggregate_evaluate(1, [], []),
+             early.strategy.evaluate(1, None))
+    if not said or hooks != ([], (None, {}), None):
+        wrong.append("a failed client is not refused naming the round, or an evaluation hook does something")
+    if early.finish().status != "stopped: the Flower run ended before round 3":
+        wrong.append("a run Flower ends early is not marked stopped")
+    return wrong
 
 
 def _flower_engine_errors(ledger, n_params, K):
