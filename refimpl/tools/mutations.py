@@ -730,21 +730,36 @@ def purge_code(m, zygote, package=PACKAGE):
     return _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
 
 
-def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
-    """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
+def child_code(m, order, claim_ids, purge, package=PACKAGE, vectors_dir=None):
+    """The code a child runs on the mutated copy: ``purge`` (:func:`purge_code`) first, then
+    :func:`_child` on the checks ``order`` and the claims ``claim_ids`` (each with the module that
+    registers it), after :func:`_interpreting`'s switch; or :func:`_vector_child` on
+    ``vectors_dir``. A package that does not import there prints its error as the answer."""
+    if vectors_dir is not None:
+        return purge + f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
     modules = check_modules(order + claim_ids)
-    purge = purge_code(m, zygote, package)
     # the package itself may not import on the mutated copy (a module raising as it runs): that is
     # the first check's crash (refimpl verify could not start), told apart from a SyntaxError
     importing = "".join("    " + ln + "\n" for ln in (purge + "from refimpl.tools.mutations import _child\n"
                                                          "import refimpl.tools.verify\n").splitlines())
-    code = (_interpreting(m, package) + "try:\n" + importing + "except SyntaxError:\n    raise\n"
+    return (_interpreting(m, package) + "try:\n" + importing + "except SyntaxError:\n    raise\n"
             "except Exception as _exc:\n    import json as _json\n"
             "    print(_json.dumps({'package_error': f'{type(_exc).__name__}: {_exc}'[:200]}))\n    raise SystemExit(0)\n"
             f"_child({json.dumps(json.dumps(order))}, {json.dumps(json.dumps(claim_ids))}, "
             f"{json.dumps(json.dumps(modules))})")
-    if vectors_dir is not None:
-        code = purge + f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+
+
+def progress_text(r, done, total):
+    """The runner's line as the ``done``-th of ``total`` mutations ends: its catcher (and how a
+    crashed one ended), or NOT CAUGHT (and why none could)."""
+    said = ("caught by " + ", ".join(r.caught_by) + (f" ({r.ended})" if r.ended else "") if r.caught
+            else "NOT CAUGHT" + (f" ({r.error})" if r.error else ""))
+    return f"[{done}/{total}] {r.id}: {said} ({r.seconds:.0f} s)"
+
+
+def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
+    """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
+    code = child_code(m, order, claim_ids, purge_code(m, zygote, package), package, vectors_dir)
     running = os.path.join(tmp, RUNNING_FILE)
     if os.path.exists(running):
         os.remove(running)
@@ -863,9 +878,7 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
                                                                                        timeout, package))
         if progress:
             r = results[i]
-            progress(f"[{sum(x is not None for x in results)}/{len(mutations)}] {r.id}: "
-                     f"{'caught by ' + ', '.join(r.caught_by) + (' (' + r.ended + ')' if r.ended else '') if r.caught else 'NOT CAUGHT' + (' (' + r.error + ')' if r.error else '')}"
-                     f" ({r.seconds:.0f} s)")
+            progress(progress_text(r, sum(x is not None for x in results), len(mutations)))
     # by their first expected catcher's recorded seconds, longest first, so that the pool does not
     # end on a long one; a file whose Numba kernels recompile (KERNELS_ENV=compile: the copy's
     # cache no longer matches) counts 10 s more

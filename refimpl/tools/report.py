@@ -41,6 +41,34 @@ def _is_num(c):
         return False
 
 
+def smoke_lines(rounds):
+    """The report's warning when ``--rounds`` cut the reproductions (none when it did not)."""
+    if rounds is None:
+        return []
+    return [f"**Smoke report: every reproduction was cut to {int(rounds)} rounds (`--rounds`)**; its figures "
+            "show that the runs work, not the papers' curves. The checks ran at their own sizes.", ""]
+
+
+def reproduction_lines(name, d, out):
+    """The report's section on reproduction ``name`` written to directory ``d`` (links relative to
+    the report's directory ``out``): its seeds, data, settings and runs, its figure, each table it
+    wrote (with its figure where drawn), and where its curves and configuration are."""
+    rel = os.path.relpath(d, out)
+    rec = json.loads(pathlib.Path(d, "reproduction.json").read_text())
+    curv = sorted({r["config"]["curvature"] for r in rec["runs"] if "curvature" in r["config"]})
+    setting = f"settings: {rec.get('preset', 'paper')}" + (f", SSCA curvature: {', '.join(curv)}" if curv else "")
+    lines = [f"### {name}", "", f"Seeds: {len(rec['seeds'])}; data: {rec['data']}; {setting}; "
+             f"runs: {', '.join(r['label'] for r in rec['runs'])}.", "", f"![{name}]({rel}/{name}.png)", ""]
+    for extra in ("figure3_comm_vs_computation", "figure4_norm_vs_cost", "time_to_target"):
+        p = os.path.join(d, extra + ".csv")
+        if os.path.exists(p):
+            if os.path.exists(os.path.join(d, extra + ".png")):
+                lines += [f"![{extra}]({rel}/{extra}.png)", ""]
+            lines += [_csv_table(p), ""]
+    return lines + [f"Curves (mean and standard deviation over seeds): `{rel}/curves.csv`; configuration, seeds and "
+                    f"versions: `{rel}/reproduction.json`.", ""]
+
+
 def check_section(records):
     """The report's lines on the checks: how many hold, then one table row per record (its
     measured value, relation, bound, ratio and verdict as `refimpl verify` names them)."""
@@ -107,26 +135,11 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
              f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "
              + ", ".join(f"{k} {v}" for k, v in versions().items())
              + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
-    if rounds is not None:
-        lines += [f"**Smoke report: every reproduction was cut to {int(rounds)} rounds (`--rounds`)**; its figures "
-                  "show that the runs work, not the papers' curves. The checks ran at their own sizes.", ""]
+    lines += smoke_lines(rounds)
     lines += check_section(records)
     lines += ["", "## Reproductions", ""]
     for name, d in repro.items():
-        rel = os.path.relpath(d, out)
-        rec = json.loads(pathlib.Path(d, "reproduction.json").read_text())
-        curv = sorted({r["config"]["curvature"] for r in rec["runs"] if "curvature" in r["config"]})
-        setting = f"settings: {rec.get('preset', 'paper')}" + (f", SSCA curvature: {', '.join(curv)}" if curv else "")
-        lines += [f"### {name}", "", f"Seeds: {len(rec['seeds'])}; data: {rec['data']}; {setting}; "
-                  f"runs: {', '.join(r['label'] for r in rec['runs'])}.", "", f"![{name}]({rel}/{name}.png)", ""]
-        for extra in ("figure3_comm_vs_computation", "figure4_norm_vs_cost", "time_to_target"):
-            p = os.path.join(d, extra + ".csv")
-            if os.path.exists(p):
-                if os.path.exists(os.path.join(d, extra + ".png")):
-                    lines += [f"![{extra}]({rel}/{extra}.png)", ""]
-                lines += [_csv_table(p), ""]
-        lines += [f"Curves (mean and standard deviation over seeds): `{rel}/curves.csv`; configuration, seeds and "
-                  f"versions: `{rel}/reproduction.json`.", ""]
+        lines += reproduction_lines(name, d, out)
     path = os.path.join(out, "REPORT.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))

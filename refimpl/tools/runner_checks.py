@@ -200,6 +200,60 @@ def _purge_code_cases(pkg):
              and M.purge_code(same, SimpleNamespace(preload=str(pkg)), pkg) == "")]
 
 
+def _child_code_cases(pkg):
+    """The code a child runs, run here against planted modules: the purge first, then _child with
+    the checks, the claims and their modules; a package that does not import answers its error."""
+    import contextlib
+    import io
+
+    from refimpl.tools.mutations import Mutation, Outcome, child_code, progress_text
+    m = Mutation("m", "core", "pkg/a.py", "X = 1", "X = 2", "")
+    calls = []
+
+    def run(code, failing=None):
+        def fake_import(name, globals=None, locals=None, fromlist=(), level=0):
+            if name == failing:
+                raise ImportError("planted")
+            if name == "json":
+                return json
+            calls.append(name)
+            return SimpleNamespace(_child=lambda *a: calls.append(("child",) + a),
+                                   _vector_child=lambda *a: calls.append(("vectors",) + a))
+        ns = {"__builtins__": {**vars(builtins), "__import__": fake_import}, "_calls": calls}
+        buf = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf):
+                exec(code, ns)
+        except SystemExit as exc:
+            return ns, buf.getvalue(), exc.code
+        return ns, buf.getvalue(), None
+    order, claims = ["tools.verdicts", "tools.crosscheck"], ["vfl.claim_adaptive"]
+    _, printed, ended = run(child_code(m, order, claims, "_calls.append('purge')\n", pkg))
+    child = [c for c in calls if isinstance(c, tuple)]
+    out = [("a child runs the purge first, imports the runner and verify, then _child on the checks in order, the "
+            "claims and each one's module", calls[:3] == ["purge", "refimpl.tools.mutations", "refimpl.tools.verify"]
+            and len(child) == 1 and [json.loads(a) for a in child[0][1:]]
+            == [order, claims, {"tools.verdicts": "refimpl.tools.tool_checks", "tools.crosscheck": "refimpl.tools.tool_checks",
+                                "vfl.claim_adaptive": "refimpl.verification.vfl"}] and printed == "" and ended is None)]
+    calls.clear()
+    _, printed, ended = run(child_code(m, order, [], "", pkg), failing="refimpl.tools.verify")
+    out.append(("a package that does not import: the child prints its error as the answer and ends with 0, "
+                "running no check", json.loads(printed) == {"package_error": "ImportError: planted"} and ended == 0
+                and not [c for c in calls if isinstance(c, tuple)]))
+    calls.clear()
+    run(child_code(m, order, [], "_calls.append('purge')\n", pkg, vectors_dir="/planted/vectors"))
+    out.append(("with vectors, the child purges, then runs the vectors of that directory, no check",
+                calls[0] == "purge" and [c for c in calls if isinstance(c, tuple)] == [("vectors", "/planted/vectors")]))
+    O = Outcome
+    out.append(("the runner's progress line: the catcher and how a crash ended, or NOT CAUGHT and why none could",
+                [progress_text(O("m1", "core", "", caught_by=["c.a"], seconds=2.6), 3, 10),
+                 progress_text(O("m2", "core", "", caught_by=["c.a"], ended="stopped: timed out", seconds=0.2), 4, 10),
+                 progress_text(O("m3", "core", "", error="boom"), 5, 10), progress_text(O("m4", "core", ""), 6, 10)]
+                == ["[3/10] m1: caught by c.a (3 s)", "[4/10] m2: caught by c.a (stopped: timed out) (0 s)",
+                    "[5/10] m3: NOT CAUGHT (boom) (0 s)", "[6/10] m4: NOT CAUGHT (0 s)"]))
+    return out
+
+
 def _answer_cases():
     """read_child on planted answers of a child: what the runner records."""
     from refimpl.tools.mutations import CLAIMS_RUNNING, Outcome, read_child
@@ -381,7 +435,7 @@ def _runner_cases():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
-                + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp))
+                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp))
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

@@ -2159,6 +2159,40 @@ def _reproduction_table_cases(tmp):
          executions == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])])]
 
 
+def _report_section_cases(tmp):
+    """(what, right): refimpl report's section on a planted reproduction and its smoke warning, written out."""
+    import json
+    import os
+
+    from refimpl.tools.report import reproduction_lines, smoke_lines
+    d = os.path.join(tmp, "report", "ssca-sample")
+    os.makedirs(d)
+    with open(os.path.join(d, "reproduction.json"), "w") as fh:
+        json.dump({"seeds": [0, 1], "data": "planted", "preset": "quick",
+                   "runs": [{"label": "SSCA", "config": {"curvature": "0.5"}}, {"label": "SGD", "config": {}},
+                            {"label": "SSCA tau=1", "config": {"curvature": "1.0"}}]}, fh)
+    with open(os.path.join(d, "time_to_target.csv"), "w") as fh:
+        fh.write("run,time_to_0.8_mean,seeds\nSSCA,0.00012,2\nSGD,12.5,\n")
+    with open(os.path.join(d, "figure4_norm_vs_cost.csv"), "w") as fh:
+        fh.write("run,sq_norm_mean\nSSCA,20000.0\n")
+    open(os.path.join(d, "figure4_norm_vs_cost.png"), "w").close()
+    got = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
+    want = ["### ssca-sample", "", "Seeds: 2; data: planted; settings: quick, SSCA curvature: 0.5, 1.0; runs: SSCA, "
+            "SGD, SSCA tau=1.", "", "![ssca-sample](ssca-sample/ssca-sample.png)", "",
+            "![figure4_norm_vs_cost](ssca-sample/figure4_norm_vs_cost.png)", "",
+            "| run | sq_norm_mean |\n|---|---|\n| SSCA | 2.000e+04 |", "",
+            "| run | time_to_0.8_mean | seeds |\n|---|---|---|\n| SSCA | 1.200e-04 | 2 |\n| SGD | 12.5 |  |", "",
+            "Curves (mean and standard deviation over seeds): `ssca-sample/curves.csv`; configuration, seeds and "
+            "versions: `ssca-sample/reproduction.json`.", ""]
+    return [("refimpl report's section on a reproduction: seeds, data, settings with each SSCA curvature once, runs, "
+             "its figure, each table it wrote (a figure beside it only where one was drawn; numbers as the check "
+             "table prints them), where its curves and configuration are", got == want),
+            ("the smoke warning of --rounds 7, and none without it",
+             smoke_lines(None) == [] and smoke_lines(7) == [
+                 "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
+                 "runs work, not the papers' curves. The checks ran at their own sizes.", ""])]
+
+
 def _execution_records(rep, tmp):
     """``finish`` on the planted Flex-VFL runs (3 seeds; figures not drawn): execution.json's workers, new and
     reused runs and unused tasks, with the executor's counts and without."""
@@ -2192,7 +2226,8 @@ def _execution_records(rep, tmp):
        "(wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
-    return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _plan_cases())
+    return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _report_section_cases(tmp)
+                                 + _plan_cases())
 
 
 def _plan_cases():

@@ -573,6 +573,8 @@ def _radius_scale_record():
                                      ("Assumption 5) must be > 0, got 0.0", dict(rho=0.0))))
     # the adaptive matrices' ϑ lies in (0, 1]: 0 (no moment update) refused, 1 accepted
     refused &= raises(lambda: AdamType(0.1, 0.0), "ϑ must be in (0, 1], got 0.0") and AdamType(0.1, 1.0).theta == 1.0
+    # … and the matrices themselves refuse ρ = 0, whatever a configuration let through
+    refused &= raises(lambda: AdamType(0.0, 0.9), "ρ of the adaptive matrix must be > 0 (Assumption 5), got 0.0")
     refused &= not raises(lambda: replace(cfg, theta=1.0).validate(), "")       # … and so does a run's configuration
     # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
     inst = tr.config.get("problem_instance", {})
