@@ -259,10 +259,17 @@ class QCQPStep:
                                f"cvxpy:{self.solver}:{self.formulation}", mu)
 
     def _kkt_worst(self, step, states, U):
-        res = subproblem_kkt_residuals(step, states, U, self.c, self.ball_radius)
-        return max(res["stationarity"], res["primal"] / max(1.0, float(np.max(U))),
-                   res["complementarity"] / max(1.0, float(np.max(step.nu))),
-                   res["slack_complementarity"] / self.c, res["dual"] / self.c)
+        return kkt_worst(subproblem_kkt_residuals(step, states, U, self.c, self.ball_radius), U, step.nu, self.c)
+
+
+def kkt_worst(res, U, nu, c):
+    """The largest of a QCQP's KKT residuals ``res`` (:func:`subproblem_kkt_residuals`), each on its
+    own scale: stationarity as it is (already relative), primal infeasibility over max(1, max U),
+    complementary slackness over max(1, max ν), slack complementarity and dual infeasibility over
+    the slack penalty c — what an 'optimal_inaccurate' solve must bring below ``kkt_tol``."""
+    return max(res["stationarity"], res["primal"] / max(1.0, float(np.max(U))),
+               res["complementarity"] / max(1.0, float(np.max(nu))),
+               res["slack_complementarity"] / c, res["dual"] / c)
 
 
 def subproblem_kkt_residuals(step: ConstrainedStep, states, U, c, ball_radius=None):

@@ -934,9 +934,23 @@ def constrained_records(quick):
     if not raises(lambda: closed_form_step(SurrogateState.zeros(3), 0.5, 1e3), "surrogate A^t must be > 0"):
         wrong.append("the closed form on A^0 = 0 not refused as a state without a surrogate update")
     closed_form_step(SurrogateState(1e-300, np.ones(3), 1.0), 0.5, 1e3)
-    wrong += _solver_fallback_wrong(m, X, y, theta, parts)
+    wrong += _solver_fallback_wrong(m, X, y, theta, parts) + _kkt_scale_wrong()
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong, "details": {"wrong": wrong},
             "note": f"{len(wrong)} records wrong" + (": " + "; ".join(wrong) if wrong else "")}
+
+
+def _kkt_scale_wrong():
+    """The residual an 'optimal_inaccurate' solve is judged by, on planted residuals worked out by
+    hand: infeasibility over max(1, max U) and complementarity over max(1, max ν) (loss bounds and
+    multipliers above 1 and below), the slack and dual residuals over c."""
+    from refimpl.ssca.constrained import kkt_worst
+    res = {"stationarity": 0.1, "primal": 3.0, "complementarity": 8.0, "slack_complementarity": 5.0, "dual": 2.0}
+    cases = (((np.array([2.0, 4.0]), np.array([0.5, 16.0]), 10.0), 0.75),     # 3/4, 8/16, 5/10, 2/10
+             ((np.array([0.5]), np.array([16.0]), 10.0), 3.0),                # U below 1: infeasibility as it is
+             ((np.array([8.0]), np.array([0.25]), 10.0), 8.0),                # ν below 1: complementarity as it is
+             ((np.array([8.0]), np.array([32.0]), 2.0), 2.5))                 # c = 2: slack 5/2
+    return [f"kkt_worst with U {U}, ν {nu}, c {c}: {kkt_worst(res, U, nu, c)}, by hand {want}"
+            for (U, nu, c), want in cases if kkt_worst(res, U, nu, c) != want]
 
 
 def _solver_fallback_wrong(m, X, y, theta, parts):
