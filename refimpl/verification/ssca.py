@@ -877,7 +877,9 @@ def baselines_literal(quick):
        "(ℓ̂_k, ĝ_k) its own batch's means and the round's ledger (ω down once, each client's P + 1 sums up); the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
        "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) "
-       "replaced by the closed form where it applies, counted and named, raised where it does not; 0 wrong",
+       "replaced by the closed form where it applies, counted and named, raised where it does not; an inaccurate "
+       "solve judged by its largest KKT residual, infeasibility over max(1, max U), complementarity over "
+       "max(1, max ν), the slack and dual residuals over c (planted residuals); 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
     from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedState, kkt_residuals
