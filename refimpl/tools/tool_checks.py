@@ -85,6 +85,11 @@ def _diagnose_cases():
     out.append(("a quantity on one side is named with the side that holds it; six rounds are listed, seven spanned",
                 six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
                 and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
+    ours, theirs = _planted_dumps()
+    del ours[12], theirs[1]
+    out.append(("rounds dumped on one side only, on both sides: each side's rounds named, those only THEIRS holds "
+                "first (the sides in name order)", DG.compare_dumps(ours, theirs, 1e-12).uncompared()
+                == ["rounds 12 (only in theirs)", "rounds 1 (only in ours)"]))
     out += _set_order_cases()
     ours, theirs = _planted_dumps()
     with tempfile.TemporaryDirectory() as tmp:
@@ -1089,19 +1094,30 @@ def _npz_export_case(docs):
     import tempfile
 
     from refimpl.conformance import vectors as V
+    from refimpl.conformance import harness as H
+    from refimpl.core.runtime import environ
     fam = "surrogate_update"
     with tempfile.TemporaryDirectory() as tmp:
         V.export(tmp, fmt="npz")
         meta = json.loads(pathlib.Path(tmp, f"{fam}.meta.json").read_text())
         with np.load(os.path.join(tmp, f"{fam}.npz")) as z:
             arrays = {k: z[k] for k in z.files}
+    with tempfile.TemporaryDirectory() as tmp:
+        V.export(tmp, papers=("mfcgd",), fmt="json")     # one paper's families: not what generate() gives
+        with environ({H.VECTORS_ENV: tmp}):          # the harness tests the vectors of REFIMPL_VECTORS
+            chosen = H.documents()
     right = True
     for case, m in zip(docs[fam]["cases"], meta["cases"]):
         for where, key in m["arrays"].items():
             part, name = where.split(".", 1)
             right &= np.array_equal(arrays[key], np.asarray(V.decode(case[part][name])))
-    return ("the NPZ export holds every case's inputs and expected outputs apart, also where they share a name",
-            bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]))
+    mfcgd = sorted(f for f, r in V.families().items() if r.paper == "mfcgd")
+    same = mfcgd and sorted(chosen) == mfcgd and all(
+        np.array_equal(np.asarray(V.decode(a["expected"][k])), np.asarray(V.decode(b["expected"][k])))
+        for f in mfcgd for a, b in zip(chosen[f]["cases"], docs[f]["cases"]) for k in b["expected"])
+    return ("the NPZ export holds every case's inputs and expected outputs apart, also where they share a name; "
+            "REFIMPL_VECTORS makes the harness test the exported directory (MFCGD's families, as exported)",
+            bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]) and bool(same))
 
 
 def _loader_refusals(tmp):
@@ -1141,16 +1157,24 @@ def _adapter_choice_case():
             blank = ""
         except RuntimeError as exc:
             blank = str(exc)
+    with environ({H.IMPL_ENV: "refimpl.conformance.no_such_adapter"}):
+        try:
+            H.adapter_module()
+            absent = ""
+        except RuntimeError as exc:
+            absent = str(exc)
     from refimpl.conformance import vectors as V
     try:
         getattr(V, "NO_SUCH_NAME")
         unknown = False
     except AttributeError:
         unknown = True
-    return ("REFIMPL_IMPL unset tests refimpl's adapter, set tests the module it names, blank is refused; the "
-            "vectors' FAMILIES and PAPERS are the registry's, another name is no attribute",
+    return ("REFIMPL_IMPL unset tests refimpl's adapter, set tests the module it names, blank or a module that does "
+            "not import is refused, naming it; the vectors' FAMILIES and PAPERS are the registry's, another name is no "
+            "attribute",
             own == "refimpl.conformance.adapter" and named == "refimpl.conformance.numpy_adapter"
-            and "is set but empty" in blank and V.FAMILIES == V.families() and V.PAPERS == V.paper_names()
+            and "is set but empty" in blank and absent.startswith(
+                "REFIMPL_IMPL=refimpl.conformance.no_such_adapter: cannot import the adapter module (") and V.FAMILIES == V.families() and V.PAPERS == V.paper_names()
             and unknown)
 
 
