@@ -817,6 +817,19 @@ def tune_selection(quick):
     return {"measured": n_bad, "bound": 0, "holds": n_bad == 0, "details": {"grids": cases, "mismatches": bad}}
 
 
+def _replay_id_refusals():
+    """The replay inputs' refusals of ids and rounds that are not numbers, written out."""
+    from refimpl.core.replay import check_index_base, from_index_base, parse_dump_rounds, sample_ids
+    text = np.array(["3", "7"])
+    return (raises(lambda: sample_ids(text, "batches", "(rounds × B)"),
+                   "batches: expected integer sample ids (rounds × B), got dtype <U1")
+            and raises(lambda: from_index_base(text, 1, "batches"), "batches: expected integer sample ids, got dtype <U1")
+            and raises(lambda: check_index_base(2), "--index-base must be 0 or 1 (the id of the first sample), got 2")
+            and check_index_base("1") is None and from_index_base(np.array([1, 4]), "1", "b").tolist() == [0, 3]
+            and raises(lambda: parse_dump_rounds("1,x", 5),
+                       "--dump-rounds '1,x': expected 'all' or comma-separated round numbers, got 'x'"))
+
+
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
@@ -829,7 +842,8 @@ def tune_selection(quick):
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
        "NaN wherever it stands; a plain run maps a check's parts in order; a snapshot round that is not a whole "
        "number in 0..R refused; refimpl run hands a paper's run to its own command; a label-based partition without "
-       "the N labels refused (wrong answers: 0)",
+       "the N labels refused; replayed sample ids that are text, an --index-base other than 0 or 1 and a word in "
+       "--dump-rounds refused, naming them (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
        "map_parts)")
 def boundary_refusals(quick):
@@ -870,7 +884,9 @@ def boundary_refusals(quick):
                          f"{k.split(':')[0]} partition needs the N training labels")
                   for k in ("label_skew", "dirichlet:1") for lab in (None, np.zeros(9, int)))),
              ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
-              _run_command_dispatch())]
+              _run_command_dispatch()),
+             ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an --index-base of 2 "
+              "refused, '1' read; --dump-rounds with a word refused naming it", _replay_id_refusals())]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
