@@ -779,6 +779,7 @@ def _input_refusal_errors():
     means = SimpleNamespace(mean=lambda: np.array([0.1, 2.0, 0.5, 3.0]))
     errors["server_time_units"] = abs(network_of(cfg, means).server_time - 1.5) + abs(
         network_of(cfg, means, "timeout-over-Q").server_time - 4.5)
+    errors.update(_table_refusal_errors())
     ds = embedded()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "blocks.json")
@@ -790,6 +791,34 @@ def _input_refusal_errors():
             not raises(lambda: vertical_data(ds, 4, feature_blocks=path), "holds 3 blocks but --parties is 4")
             or [X.shape[1] for X in right.Xs_train] != [d // 3, 2 * d // 3 - d // 3, d - 2 * d // 3])
     return errors
+
+
+def _table_refusal_errors():
+    """Given tables a run refuses, each naming what is wrong: τ entries that are text; a batch
+    schedule of one row of numbers, a −1 before a sample id, a row of −1 only; the authors' d_k
+    one short; a method, momentum, batch order or adaptive rule it does not know (the allowed
+    listed)."""
+    from refimpl.vfl.policies import (ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM, ROUND_METHODS, authors_denominator,
+                                      compose, validate_batches, validate_taus)
+    pad = np.array([[0, 1, 2], [3, -1, 4]])
+    empty = np.array([[0, 1, 2], [-1, -1, -1]])
+    cases = [
+        (lambda: validate_taus(np.array([["1", "2"], ["1", "1"]]), 2, 2),
+         "--taus: τ entries must be whole numbers >= 1, got dtype <U1"),
+        (lambda: validate_batches(np.arange(3), 1, 10), "--batches: batch schedule must have shape (rounds, B), got (3,)"),
+        (lambda: validate_batches(pad, 2, 10), "--batches: row 1 has a −1 before a sample id at position 2; −1 pads a "
+                                              "shorter batch at its end only"),
+        (lambda: validate_batches(empty, 2, 10), "--batches: row 1 holds no sample id (only −1 padding)"),
+        (lambda: authors_denominator(np.ones(3), 4), "lr_denominator has 3 values; expected 4 (server + parties)"),
+        (lambda: compose("fedavg", eta=0.1), f"method must be one of {ROUND_METHODS}, got 'fedavg'"),
+        (lambda: compose("flex", eta=0.1, momentum="keep"), f"momentum must be one of {MOMENTUM}, got 'keep'"),
+        (lambda: compose("flex", eta=0.1, batch_order="shuffled"),
+         f"batch order must be one of {BATCH_ORDERS}, got 'shuffled'"),
+        (lambda: compose("adaptive", eta=0.1, adaptive_rule="adam"),
+         f"adaptive rule must be one of {ADAPTIVE_RULES}, got 'adam'")]
+    ok = validate_batches(np.array([[0, 1, 2], [3, 4, -1]]), 2, 10)
+    return {"given_table_refusals": float(sum(not raises(fn, words) for fn, words in cases)
+                                          + int(ok.tolist() != [[0, 1, 2], [3, 4, -1]]))}
 
 
 def _regime_and_speed_errors():
