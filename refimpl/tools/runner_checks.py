@@ -431,11 +431,27 @@ def _counting_cases(tmp):
     return out
 
 
+def _order_cases():
+    """theorem_checks: the theorem-kind checks a mutation of each paper runs, written out from the
+    registry (core: the model, the kernels, core, SSCA and the tools; a paper: its own prefixes)."""
+    from refimpl import papers
+    from refimpl.tools.mutations import theorem_checks
+    from refimpl.tools.verify import load_checks
+    reg = load_checks()
+    theorem = [cid for cid, entry in reg.items() if entry[3] == "theorem"]
+    core = [cid for cid in theorem if cid.split(".")[0] in ("grad", "kernels", "core", "ssca", "tools")]
+    vfl = [cid for cid in theorem if cid.startswith(papers.get("vfl").mutation_prefixes)]
+    return [("a mutation of core runs the theorem-kind checks of the model, the kernels, core, SSCA and the tools, "
+             "in the registry's order; one of vfl those of its description's prefixes, none of SSCA or MFCGD; no claim",
+             theorem_checks("core") == core and theorem_checks("vfl") == vfl and any(c.startswith("vfl.") for c in vfl)
+             and not any(c.startswith(("ssca.", "mfcgd.")) for c in vfl) and "vfl.claim_adaptive" not in vfl)]
+
+
 def _runner_cases():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
-                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp))
+                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp) + _order_cases())
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

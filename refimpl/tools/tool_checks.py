@@ -642,7 +642,8 @@ def _dump_record_case():
                 raise OSError("disk full (planted)")
             super().write_round(t, arrays)
     right = True
-    for rounds, fail_at, words in (([1, 2, 3, 4], 4, "rounds 1–3 are in"), ([1, 3, 5], 5, "rounds 1, 3 are in")):
+    for rounds, fail_at, words in (([1, 2, 3, 4], 4, "rounds 1–3 are in"), ([1, 3, 5], 5, "rounds 1, 3 are in"),
+                                   ([2, 7], 7, "rounds 2 are in")):
         with tempfile.TemporaryDirectory() as tmp:
             w = FailsAt(tmp, rounds=len(rounds))
             w.fail_at = fail_at
@@ -2354,6 +2355,7 @@ def _verdict_cases():
         "negative-le-fails": ({"measured": -0.1, "bound": -0.25}, False, 2.5),
         "approx-own-holds": ({"measured": 1.1, "bound": 1.0, "relation": "≈", "holds": True}, True, 1.1),
         "approx-without-holds": ({"measured": 1.0, "bound": 1.0, "relation": "≈"}, False, 1.0),
+        "approx-half": ({"measured": 2.0, "bound": 4.0, "relation": "≈", "holds": False}, False, 0.5),
         "own-holds-false": ({"measured": 1.0, "bound": 2.0, "holds": False}, False, 0.5),
         "own-holds-true": ({"measured": 3.0, "bound": 2.0, "holds": True}, True, 1.5),
         "zero-below": ({"measured": 0.0, "bound": 1.0}, True, 0.0),
@@ -2408,7 +2410,44 @@ def _verdict_cases():
         REGISTRY.pop("planted.verdict.timed", None)
     cases.append(("a check's recorded seconds lie between 0 and the time its run took",
                   isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3))
-    return cases + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord)
+    return cases + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord) + _engine_and_coverage_cases()
+
+
+def _engine_and_coverage_cases():
+    """(what, right): an engine task's status over its checks (planted: one holds, one does not), and
+    the --coverage table on planted module rows, written out."""
+    import os
+    import tempfile
+
+    from refimpl.tools import verify as VF
+    from refimpl.verification.registry import PARTS_WORKERS_ENV, REGISTRY
+    REGISTRY["planted.task.holds"] = ("p", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0}, "theorem")
+    REGISTRY["planted.task.fails"] = ("p", "nowhere", lambda q: {"measured": 3.0, "bound": 2.0}, "theorem")
+    before = os.environ.get(PARTS_WORKERS_ENV)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            both = VF.check_task({"checks": ["planted.task.holds", "planted.task.fails"], "quick": True}, tmp)
+            one = VF.check_task({"checks": ["planted.task.holds"], "quick": True, "part_workers": 2}, tmp)
+            workers = os.environ.get(PARTS_WORKERS_ENV)
+    finally:
+        REGISTRY.pop("planted.task.holds", None)
+        REGISTRY.pop("planted.task.fails", None)
+        if before is None:
+            os.environ.pop(PARTS_WORKERS_ENV, None)
+        else:
+            os.environ[PARTS_WORKERS_ENV] = before
+    rows = [{"module": "refimpl/core/a.py", "statements": 10, "executed": 6, "compiled": 2, "not_executed": 2},
+            {"module": "refimpl/tools/b.py", "statements": 30, "executed": 3, "compiled": 0, "not_executed": 27},
+            {"module": "refimpl/vfl/c.py", "statements": 0, "executed": 0, "compiled": 0, "not_executed": 0}]
+    lines = VF.format_coverage(rows).split("\n")
+    return [("an engine task holds only when each of its checks does, and gives its checks their part workers",
+             (both[0], [r["holds"] for r in both[1]], one[0], workers) == ("does not hold", [True, False], "holds", "2")),
+            ("the --coverage table: a row per module with statements (none: no row), (executed + Numba) / statements "
+             "in %, the papers' total without the tools, the package's total",
+             [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == ["refimpl/core/a.py", "refimpl/tools/b.py",
+                                                                     "total: core + the three papers", "total: package"]
+             and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
+             and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"])]
 
 
 def _table_layout_cases(CheckRecord):

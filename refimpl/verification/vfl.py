@@ -797,7 +797,7 @@ def _table_refusal_errors():
     """Given tables a run refuses, each naming what is wrong: τ entries that are text; a batch
     schedule of one row of numbers, a −1 before a sample id, a row of −1 only; the authors' d_k
     one short; a method, momentum, batch order or adaptive rule it does not know (the allowed
-    listed)."""
+    listed); a network latency of NaN, a bandwidth of 0, a server time below 0."""
     from refimpl.vfl.policies import (ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM, ROUND_METHODS, authors_denominator,
                                       compose, validate_batches, validate_taus)
     pad = np.array([[0, 1, 2], [3, -1, 4]])
@@ -816,6 +816,10 @@ def _table_refusal_errors():
          f"batch order must be one of {BATCH_ORDERS}, got 'shuffled'"),
         (lambda: compose("adaptive", eta=0.1, adaptive_rule="adam"),
          f"adaptive rule must be one of {ADAPTIVE_RULES}, got 'adam'")]
+    from refimpl.vfl.speeds import Network
+    cases += [(lambda: Network(latency=float("nan")), "network latency must be finite and >= 0, got nan"),
+              (lambda: Network(bandwidth=0.0), "network bandwidth must be finite and > 0, got 0.0"),
+              (lambda: Network(server_time=-1.0), "network server time must be finite and >= 0, got -1.0")]
     ok = validate_batches(np.array([[0, 1, 2], [3, 4, -1]]), 2, 10)
     return {"given_table_refusals": float(sum(not raises(fn, words) for fn, words in cases)
                                           + int(ok.tolist() != [[0, 1, 2], [3, 4, -1]]))}
