@@ -439,7 +439,7 @@ def _order_cases():
     from refimpl.tools.verify import load_checks
     reg = load_checks()
     theorem = [cid for cid, entry in reg.items() if entry[3] == "theorem"]
-    core = [cid for cid in theorem if cid.split(".")[0] in ("grad", "kernels", "core", "ssca", "tools")]
+    core = [cid for cid in theorem if cid.startswith(("grad.", "kernels.", "core.", "ssca.", "tools."))]
     vfl = [cid for cid in theorem if cid.startswith(papers.get("vfl").mutation_prefixes)]
     return [("a mutation of core runs the theorem-kind checks of the model, the kernels, core, SSCA and the tools, "
              "in the registry's order; one of vfl those of its description's prefixes, none of SSCA or MFCGD; no claim",

@@ -67,6 +67,25 @@ def _diagnose_cases():
     out += _scalar_against_vector_cases()
     out += _local_step_cases()
     out += _differing_inputs_cases()
+    out += _one_side_cases(DG)
+    out += _set_order_cases()
+    ours, theirs = _planted_dumps()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "theirs.npz")
+        np.savez(path, **{f"r{r}_{'w' if k == 'omega' else k}": v for r, q in theirs.items() for k, v in q.items()})
+        mapped = DG.load_side(path, DG.parse_map("omega=w"))
+        out.append(("two-digit round numbers are read whole (r10_…, r12_…)", sorted(read_dump(path)) == list(range(1, 13))))
+        c = DG.compare_dumps(ours, mapped, 1e-12)
+        out.append(("--map OURS=THEIRS renames THEIR name to ours", c.divergence is None and not c.missing))
+    out.append(("a --map pair missing a side or its '=' is refused (omega=, =w, omega), not read as an empty name",
+                all(_raises(lambda t=t: DG.parse_map(t), "expected OURS=THEIRS pairs") for t in ("omega=", "=w", "omega"))
+                and DG.parse_map(" omega = w ,") == {"w": "omega"}))
+    return out
+
+
+def _one_side_cases(DG):
+    """(what, right): rounds and quantities dumped on one side only, named with their side."""
+    out = []
     ours, theirs = _planted_dumps()
     del theirs[12]
     c = DG.compare_dumps(ours, theirs, 1e-12)
@@ -90,18 +109,6 @@ def _diagnose_cases():
     out.append(("rounds dumped on one side only, on both sides: each side's rounds named, those only THEIRS holds "
                 "first (the sides in name order)", DG.compare_dumps(ours, theirs, 1e-12).uncompared()
                 == ["rounds 12 (only in theirs)", "rounds 1 (only in ours)"]))
-    out += _set_order_cases()
-    ours, theirs = _planted_dumps()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "theirs.npz")
-        np.savez(path, **{f"r{r}_{'w' if k == 'omega' else k}": v for r, q in theirs.items() for k, v in q.items()})
-        mapped = DG.load_side(path, DG.parse_map("omega=w"))
-        out.append(("two-digit round numbers are read whole (r10_…, r12_…)", sorted(read_dump(path)) == list(range(1, 13))))
-        c = DG.compare_dumps(ours, mapped, 1e-12)
-        out.append(("--map OURS=THEIRS renames THEIR name to ours", c.divergence is None and not c.missing))
-    out.append(("a --map pair missing a side or its '=' is refused (omega=, =w, omega), not read as an empty name",
-                all(_raises(lambda t=t: DG.parse_map(t), "expected OURS=THEIRS pairs") for t in ("omega=", "=w", "omega"))
-                and DG.parse_map(" omega = w ,") == {"w": "omega"}))
     return out
 
 
@@ -801,12 +808,6 @@ def _snapshot_edge_cases(w1, w2):
     entry); a kept round read
     back and one not kept refused; the atomic writer's failures — no room (ENOSPC) is named with
     the bytes needed, another OSError passes through unchanged, and neither leaves a temporary file."""
-    import errno
-    import os
-    import shutil
-    import tempfile
-
-    from refimpl.core import trace as TR
     from refimpl.core.trace import Trace, crosscheck, shifted_agreement
     one = w1.copy()
     one[0, 1] = np.nan
@@ -846,6 +847,19 @@ def _snapshot_edge_cases(w1, w2):
     out.append(("a kept round's iterate is read back; a round not kept is refused naming the kept ones",
                 a.iterate(2)[1] is big[2][1] and refused == "'round 7 was not kept; snapshots at rounds [0, 1, 2] "
                 "(choose them with Config.snapshots / --snapshots)'"))
+    return out + _atomic_writer_case()
+
+
+def _atomic_writer_case():
+    """(what, right): the atomic writer's failures — no room (ENOSPC) is named with the bytes needed
+    and the directory's free space, another OSError passes through unchanged, neither leaves a file."""
+    import errno
+    import os
+    import shutil
+    import tempfile
+
+    from refimpl.core import trace as TR
+    out = []
     import builtins
     kinds = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -1104,7 +1118,7 @@ def _npz_export_case(docs):
         with np.load(os.path.join(tmp, f"{fam}.npz")) as z:
             arrays = {k: z[k] for k in z.files}
     with tempfile.TemporaryDirectory() as tmp:
-        V.export(tmp, papers=("mfcgd",), fmt="json")     # one paper's families: not what generate() gives
+        V.export(tmp, papers=(V.families()[fam].paper,), fmt="json")   # one paper's families: not generate()'s
         with environ({H.VECTORS_ENV: tmp}):          # the harness tests the vectors of REFIMPL_VECTORS
             chosen = H.documents()
     right = True
@@ -1112,12 +1126,12 @@ def _npz_export_case(docs):
         for where, key in m["arrays"].items():
             part, name = where.split(".", 1)
             right &= np.array_equal(arrays[key], np.asarray(V.decode(case[part][name])))
-    mfcgd = sorted(f for f, r in V.families().items() if r.paper == "mfcgd")
-    same = mfcgd and sorted(chosen) == mfcgd and all(
+    own = sorted(f for f, r in V.families().items() if r.paper == V.families()[fam].paper)
+    same = len(own) < len(docs) and sorted(chosen) == own and all(
         np.array_equal(np.asarray(V.decode(a["expected"][k])), np.asarray(V.decode(b["expected"][k])))
-        for f in mfcgd for a, b in zip(chosen[f]["cases"], docs[f]["cases"]) for k in b["expected"])
+        for f in own for a, b in zip(chosen[f]["cases"], docs[f]["cases"]) for k in b["expected"])
     return ("the NPZ export holds every case's inputs and expected outputs apart, also where they share a name; "
-            "REFIMPL_VECTORS makes the harness test the exported directory (MFCGD's families, as exported)",
+            "REFIMPL_VECTORS makes the harness test the exported directory (one paper's families, as exported)",
             bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]) and bool(same))
 
 
@@ -2400,6 +2414,12 @@ def _verdict_cases():
                VF.failing(rs) == ["t.no"] and VF.failing(rs, strict=True) == ["t.no", "c.no"]),
               ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
                [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
+    return (cases + _timed_case(VF, REGISTRY) + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord)
+            + _engine_and_coverage_cases())
+
+
+def _timed_case(VF, REGISTRY):
+    """(what, right): a planted check's recorded seconds lie within the time its run took."""
     import time
     t0 = time.perf_counter()
     REGISTRY["planted.verdict.timed"] = ("planted timed", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0},
@@ -2408,9 +2428,8 @@ def _verdict_cases():
         timed = VF.run_check("planted.verdict.timed").details.get("seconds")
     finally:
         REGISTRY.pop("planted.verdict.timed", None)
-    cases.append(("a check's recorded seconds lie between 0 and the time its run took",
-                  isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3))
-    return cases + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord) + _engine_and_coverage_cases()
+    return [("a check's recorded seconds lie between 0 and the time its run took",
+             isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3)]
 
 
 def _engine_and_coverage_cases():
