@@ -96,6 +96,12 @@ def _catalogue_cases(tmp, pkg):
     ]
     for what, fn, says in refusals:
         out.append((f"{what} is refused, saying {says!r}", says in _refusal(fn)))
+    from refimpl.tools.mutations import PACKAGE, outside_packages
+    here = pathlib.Path(__file__).resolve().parent.parent
+    out.append(("seen from another package, refimpl's papers are written outside it (their file names lead to "
+                "refimpl's directory); seen from refimpl, they are not",
+                outside_packages(pkg).get("refimpl") == here and "pkg" not in outside_packages(pkg)
+                and "refimpl" not in outside_packages(PACKAGE)))
     got = load(entry(find="Y = 9"), entry(id="m2", file="pkg/a.py", find="X = 1", replace="X = 2"), only={"m2"})()
     out.append(("the entries asked for load although another's find no longer matches its file",
                 [m.id for m in got] == ["m2"]))

@@ -797,7 +797,8 @@ def _table_refusal_errors():
     """Given tables a run refuses, each naming what is wrong: τ entries that are text; a batch
     schedule of one row of numbers, a −1 before a sample id, a row of −1 only; the authors' d_k
     one short; a method, momentum, batch order or adaptive rule it does not know (the allowed
-    listed); a network latency of NaN, a bandwidth of 0, a server time below 0."""
+    listed); a network latency of NaN, a bandwidth of 0, a server time below 0; a CPU trace's note
+    counts the values outside [0, 1] it clipped (0 and 1 are inside)."""
     from refimpl.vfl.policies import (ADAPTIVE_RULES, BATCH_ORDERS, MOMENTUM, ROUND_METHODS, authors_denominator,
                                       compose, validate_batches, validate_taus)
     pad = np.array([[0, 1, 2], [3, -1, 4]])
@@ -820,9 +821,13 @@ def _table_refusal_errors():
     cases += [(lambda: Network(latency=float("nan")), "network latency must be finite and >= 0, got nan"),
               (lambda: Network(bandwidth=0.0), "network bandwidth must be finite and > 0, got 0.0"),
               (lambda: Network(server_time=-1.0), "network server time must be finite and >= 0, got -1.0")]
+    from refimpl.vfl.speeds import CPUTraceSpeed
+    trace = CPUTraceSpeed(np.array([[0.0, 0.5, 1.0], [1.2, -0.1, 0.25]]), 1.0, "planted")
+    clipped = (trace.note == "CPU trace planted: 2 of 6 values outside [0, 1] clipped (range -0.1..1.2)"
+               and CPUTraceSpeed(np.array([[0.0, 1.0]]), 1.0).note is None)      # 0 and 1 are inside
     ok = validate_batches(np.array([[0, 1, 2], [3, 4, -1]]), 2, 10)
     return {"given_table_refusals": float(sum(not raises(fn, words) for fn, words in cases)
-                                          + int(ok.tolist() != [[0, 1, 2], [3, 4, -1]]))}
+                                          + int(ok.tolist() != [[0, 1, 2], [3, 4, -1]]) + int(not clipped))}
 
 
 def _regime_and_speed_errors():
@@ -830,10 +835,12 @@ def _regime_and_speed_errors():
     first round at the target, the initial point at it or exactly at it (time 0, though round 1 is
     below it); a budget the clock reaches ends the run; a run that ends first leaves the time uncovered); the η
     search widening beyond the edge that holds the best η, and an η at the widened grid's edge
-    flagged; the log-normal speed model's mean (40,000 draws, within 5 standard errors of the stated
-    mean)."""
+    flagged; a fixed-η row's η (the server's of a comma list); the log-normal speed model's mean
+    (40,000 draws, within 5 standard errors of the stated mean)."""
+    from types import SimpleNamespace
+
     from refimpl.core.trace import Trace
-    from refimpl.vfl.regime import _UNCOVERED, time_at_server_time, tuned_eta
+    from refimpl.vfl.regime import _UNCOVERED, row_eta, time_at_server_time, tuned_eta
     from refimpl.vfl.speeds import LogNormalSpeed
     tr = Trace(config={}, metrics={"round": [0, 1, 2, 3, 4], "test_accuracy": [0.1, 0.5, 0.7, 0.9, 0.95]})
     tr.arrays["round_work"] = np.array([1.0, 2.0, 0.5, 4.0])
@@ -858,6 +865,8 @@ def _regime_and_speed_errors():
     wrong += int(best != high or interior or sorted(table)[-1] != high or len(table) != 7)
     best, _, table, interior = tuned_eta(None, None, 1, 0.9, 1.0, time_of=parabola(0.2))
     wrong += int(best != 0.3 or not interior or sorted(table) != [0.01, 0.03, 0.1, 0.3, 0.3 * 3])
+    # a regime row at a fixed η names the value given, or the server's of a comma list
+    wrong += int([row_eta(SimpleNamespace(eta=e)) for e in ("0.05", "0.1,0.03,0.02", 0.2)] != [0.05, 0.1, 0.2])
     R, sigma, means = 40000, 0.4, np.array([0.5, 2.0])
     draws = LogNormalSpeed(tuple(means), sigma).sample(R, np.random.default_rng(11))
     se = means * np.sqrt(np.exp(sigma ** 2) - 1) / np.sqrt(R)

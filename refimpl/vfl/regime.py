@@ -123,6 +123,12 @@ def tuned_eta(cfg, ds, seeds, target, budget, grid=TUNE_GRID, max_widen=3, keep=
     return best, ok[best], table, keys[0] < best < keys[-1]
 
 
+def row_eta(cfg):
+    """The η a regime row names for a run at the configuration's fixed η: the value given, or the
+    first of a comma list (the server's; the parties' follow)."""
+    return float(str(cfg.eta).split(",")[0])
+
+
 def regime_table(cfg, ds, server_times, protocol, methods=REGIME_METHODS, target=0.85, seeds=1,
                  progress=None, traces=None):
     """One row per (S, method): protocol, η, mean time to target (None: not reached within the
@@ -159,7 +165,7 @@ def regime_row(cfg, ds, S, meth, protocol, target=0.85, seeds=1, keep=None):
         row = {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())}, "eta_interior": interior}
     else:
         t, per_seed = time_to(c, ds, seeds, target, budget, keep)
-        row = {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": per_seed}
+        row = {"eta": row_eta(cfg), "per_seed": per_seed}
     return {"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t, "target": target,
             "time_budget": budget, **row}
 
@@ -249,7 +255,7 @@ def regime_rows(cfg, ds, server_times, meth, protocol, target=0.85, seeds=1):
                                 "eta_interior": interior}))
     else:
         times = times_over_server_times(c, ds, server_times, seeds, target, budget_of)
-        rows = [(S, times[S][0], {"eta": float(str(cfg.eta).split(",")[0]), "per_seed": times[S][1]})
+        rows = [(S, times[S][0], {"eta": row_eta(cfg), "per_seed": times[S][1]})
                 for S in server_times]
     return [{"server_time": S, "method": meth, "protocol": protocol, "time_to_target": t, "target": target,
              "time_budget": budget_of(S), **row} for S, t, row in rows]
