@@ -1257,7 +1257,10 @@ def flower_aggregation(quick):
     coll.assemble(replies_by_partition(results, list))
     ledger = coll.collect(theta, batches)[2]
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
-    driven = _flower_driven_errors()
+    from refimpl.verification.registry import first_wrong
+    # under the mutation runner a wrong answer above is the verdict already: Flower is not driven then
+    driven = (["not driven: a wrong answer above"] if first_wrong() and (misrouted or rounds_wrong or not worst <= 1e-12)
+              else _flower_driven_errors())
     sizes = [len(p) for p in parts]
     return {"measured": max_or_nan(worst, float(misrouted + rounds_wrong + len(driven or ()))), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,
@@ -1277,17 +1280,26 @@ def _flower_driven_errors():
     order), and after the last round ω agrees with refimpl's own runner within 1e-10 relative and
     nothing more is sent; a failed client is refused naming the round, a run Flower ends early is
     marked stopped, the evaluation hooks do nothing. Wrong answers (a list), None without Flower."""
-    from types import SimpleNamespace
-
-    from refimpl.ssca.flower import INSTALL_HINT, gradient_client, ssca_flower_apps
+    from refimpl.ssca.flower import INSTALL_HINT, ssca_flower_apps
     try:
-        from flwr.common import Code, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
+        from flwr.common import Code, FitRes, Status, parameters_to_ndarrays
         run = ssca_flower_apps(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4),
                                embedded())
     except (ImportError, ValueError) as exc:
         if isinstance(exc, ValueError) and INSTALL_HINT not in str(exc):
             raise
         return None
+    try:
+        return _driven_through_flower(run, Code, FitRes, Status, parameters_to_ndarrays)
+    except Exception as exc:       # noqa: BLE001 - Flower's types refusing what the strategy did is a wrong answer
+        return [f"driving the strategy raised {type(exc).__name__}: {exc}"]
+
+
+def _driven_through_flower(run, Code, FitRes, Status, parameters_to_ndarrays):
+    """The rounds of :func:`_flower_driven_errors`, each reply through Flower's types (see there)."""
+    from types import SimpleNamespace
+
+    from refimpl.ssca.flower import gradient_client, ssca_flower_apps
     own = run_experiment(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4), embedded())
     manager = SimpleNamespace(sample=lambda num_clients, min_num_clients: [f"node {k}" for k in range(num_clients)])
     wrong = []
