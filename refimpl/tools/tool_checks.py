@@ -1159,25 +1159,23 @@ def _loader_refusals(tmp):
 
 def _adapter_choice_case():
     """(what, right): which adapter the harness tests — refimpl's own when REFIMPL_IMPL is unset, the
-    named module when it is set, a one-line refusal when it is set but blank."""
+    named module when it is set, a one-line refusal when it is set but blank or names a module that
+    does not import."""
     from refimpl.conformance import harness as H
     from refimpl.core.runtime import environ
     with environ({H.IMPL_ENV: None}):
         own = H.adapter_module().__name__
     with environ({H.IMPL_ENV: " refimpl.conformance.numpy_adapter "}):
         named = H.adapter_module().__name__
-    with environ({H.IMPL_ENV: "  "}):
-        try:
-            H.adapter_module()
-            blank = ""
-        except RuntimeError as exc:
-            blank = str(exc)
-    with environ({H.IMPL_ENV: "refimpl.conformance.no_such_adapter"}):
-        try:
-            H.adapter_module()
-            absent = ""
-        except RuntimeError as exc:
-            absent = str(exc)
+
+    def refusal(value):
+        with environ({H.IMPL_ENV: value}):
+            try:
+                H.adapter_module()
+                return ""
+            except RuntimeError as exc:
+                return str(exc)
+    blank, absent = refusal("  "), refusal("refimpl.conformance.no_such_adapter")
     from refimpl.conformance import vectors as V
     try:
         getattr(V, "NO_SUCH_NAME")
