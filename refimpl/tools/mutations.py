@@ -736,7 +736,8 @@ def child_code(m, order, claim_ids, purge, package=PACKAGE, vectors_dir=None):
     registers it), after :func:`_interpreting`'s switch; or :func:`_vector_child` on
     ``vectors_dir``. A package that does not import there prints its error as the answer."""
     if vectors_dir is not None:
-        return purge + f"from refimpl.tools.mutations import _vector_child; _vector_child({json.dumps(str(vectors_dir))})"
+        return (purge + "from refimpl.tools.mutations import _vector_child; "
+                f"_vector_child({json.dumps(str(vectors_dir))})")
     modules = check_modules(order + claim_ids)
     # the package itself may not import on the mutated copy (a module raising as it runs): that is
     # the first check's crash (refimpl verify could not start), told apart from a SyntaxError

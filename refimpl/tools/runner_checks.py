@@ -141,7 +141,8 @@ def _purge_run_cases(M, graph):
 
     def fn_of(module):
         return SimpleNamespace(__module__=module)
-    reg = SimpleNamespace(REGISTRY={"c.b": ("", "", fn_of("pkg.b"), "theorem"), "c.h": ("", "", fn_of("pkg.h"), "theorem"),
+    reg = SimpleNamespace(REGISTRY={"c.b": ("", "", fn_of("pkg.b"), "theorem"),
+                                    "c.h": ("", "", fn_of("pkg.h"), "theorem"),
                                     "c.sub": ("", "", fn_of("pkg.sub"), "theorem")},
                           GROUPS={"c.b": "g", "c.h": "g"})
     modules["refimpl.verification.registry"] = reg
@@ -239,7 +240,8 @@ def _child_code_cases(pkg):
     out = [("a child runs the purge first, imports the runner and verify, then _child on the checks in order, the "
             "claims and each one's module", calls[:3] == ["purge", "refimpl.tools.mutations", "refimpl.tools.verify"]
             and len(child) == 1 and [json.loads(a) for a in child[0][1:]]
-            == [order, claims, {"tools.verdicts": "refimpl.tools.tool_checks", "tools.crosscheck": "refimpl.tools.tool_checks",
+            == [order, claims, {"tools.verdicts": "refimpl.tools.tool_checks",
+                                "tools.crosscheck": "refimpl.tools.tool_checks",
                                 "vfl.claim_adaptive": "refimpl.verification.vfl"}] and printed == "" and ended is None)]
     calls.clear()
     _, printed, ended = run(child_code(m, order, [], "", pkg), failing="refimpl.tools.verify")
@@ -249,7 +251,8 @@ def _child_code_cases(pkg):
     calls.clear()
     run(child_code(m, order, [], "_calls.append('purge')\n", pkg, vectors_dir="/planted/vectors"))
     out.append(("with vectors, the child purges, then runs the vectors of that directory, no check",
-                calls[0] == "purge" and [c for c in calls if isinstance(c, tuple)] == [("vectors", "/planted/vectors")]))
+                calls[0] == "purge"
+                and [c for c in calls if isinstance(c, tuple)] == [("vectors", "/planted/vectors")]))
     O = Outcome
     out.append(("the runner's progress line: the catcher and how a crash ended, or NOT CAUGHT and why none could",
                 [progress_text(O("m1", "core", "", caught_by=["c.a"], seconds=2.6), 3, 10),
@@ -363,7 +366,7 @@ def _child_cases(tmp):
              ([], [h], False, {"planted.claim_no": False, "planted.claim_yes": True}, None, None, CLAIMS_RUNNING)),
         ]
         out = [(what, got == want) for what, got, want in cases]
-        got = child([h, "planted.noimport", f], claims, {"planted.noimport": "refimpl.tools.no_such_module"})
+        got = child([h, "planted.noimport", f], claims, {"planted.noimport": "planted_no_such_module"})
         out.append(("a check whose module does not import ends the child there: caught, crashed, saying so, the "
                      "running file naming it", got[:4] == (["planted.noimport"], [h, "planted.noimport"], True, None)
                      and str(got[4]).startswith("its module did not import (ModuleNotFoundError: ")
@@ -388,10 +391,11 @@ def _counting_cases(tmp):
     def rec(holds, **details):
         return CheckRecord("c", "", "", 1.0, 1.0, 1.0, holds, details)
     out = [("a check catches when it does not hold, or names a wrong fact under a verdict that holds",
-            [M.fails(rec(True)), M.fails(rec(True, wrong=[])), M.fails(rec(True, wrong=["a fact"])), M.fails(rec(False))]
+            [M.fails(r) for r in (rec(True), rec(True, wrong=[]), rec(True, wrong=["a fact"]), rec(False))]
             == [False, False, True, True])]
     O = M.Outcome
-    results = [O("m1", "core", "", caught_by=["k.bad"], crashed=True), O("m2", "core", "", caught_by=["k.good"], crashed=True),
+    results = [O("m1", "core", "", caught_by=["k.bad"], crashed=True),
+               O("m2", "core", "", caught_by=["k.good"], crashed=True),
                O("m3", "ssca", "", caught_by=["k.bad"]), None, O("m5", "ssca", "")]
     broken = M.void_broken_catchers(results, {"k.bad": "it fails", "k.good": None})
     out.append(("a crash's catch by a check that fails unmutated too is void, naming why; a crash caught by a check "
@@ -433,7 +437,8 @@ def _counting_cases(tmp):
     rows = json.loads(path.read_text())
     out.append(("the JSON: one object per mutation with its fields and whether it was caught",
                 [(r["id"], r["caught"], r["caught_by"], r["claims"]) for r in rows]
-                == [("m1", True, ["c.a"], None), ("m2", False, [], {"x": True, "y": False}), ("m3", False, [], {"x": True})]))
+                == [("m1", True, ["c.a"], None), ("m2", False, [], {"x": True, "y": False}),
+                    ("m3", False, [], {"x": True})]))
     return out
 
 

@@ -1175,7 +1175,7 @@ def _adapter_choice_case():
                 return ""
             except RuntimeError as exc:
                 return str(exc)
-    blank, absent = refusal("  "), refusal("refimpl.conformance.no_such_adapter")
+    blank, absent = refusal("  "), refusal("planted_no_such_adapter")
     from refimpl.conformance import vectors as V
     try:
         getattr(V, "NO_SUCH_NAME")
@@ -1187,7 +1187,8 @@ def _adapter_choice_case():
             "attribute",
             own == "refimpl.conformance.adapter" and named == "refimpl.conformance.numpy_adapter"
             and "is set but empty" in blank and absent.startswith(
-                "REFIMPL_IMPL=refimpl.conformance.no_such_adapter: cannot import the adapter module (") and V.FAMILIES == V.families() and V.PAPERS == V.paper_names()
+                "REFIMPL_IMPL=planted_no_such_adapter: cannot import the adapter module (")
+            and V.FAMILIES == V.families() and V.PAPERS == V.paper_names()
             and unknown)
 
 
@@ -2453,15 +2454,17 @@ def _engine_and_coverage_cases():
             os.environ.pop(PARTS_WORKERS_ENV, None)
         else:
             os.environ[PARTS_WORKERS_ENV] = before
-    rows = [{"module": "refimpl/core/a.py", "statements": 10, "executed": 6, "compiled": 2, "not_executed": 2},
-            {"module": "refimpl/tools/b.py", "statements": 30, "executed": 3, "compiled": 0, "not_executed": 27},
-            {"module": "refimpl/vfl/c.py", "statements": 0, "executed": 0, "compiled": 0, "not_executed": 0}]
+    top = "refimpl"                # planted modules: names under the package, files that are not there
+    rows = [{"module": f"{top}/core/a.py", "statements": 10, "executed": 6, "compiled": 2, "not_executed": 2},
+            {"module": f"{top}/tools/b.py", "statements": 30, "executed": 3, "compiled": 0, "not_executed": 27},
+            {"module": f"{top}/vfl/c.py", "statements": 0, "executed": 0, "compiled": 0, "not_executed": 0}]
     lines = VF.format_coverage(rows).split("\n")
     return [("an engine task holds only when each of its checks does, and gives its checks their part workers",
-             (both[0], [r["holds"] for r in both[1]], one[0], workers) == ("does not hold", [True, False], "holds", "2")),
+             (both[0], [r["holds"] for r in both[1]], one[0], workers)
+             == ("does not hold", [True, False], "holds", "2")),
             ("the --coverage table: a row per module with statements (none: no row), (executed + Numba) / statements "
              "in %, the papers' total without the tools, the package's total",
-             [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == ["refimpl/core/a.py", "refimpl/tools/b.py",
+             [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == [f"{top}/core/a.py", f"{top}/tools/b.py",
                                                                      "total: core + the three papers", "total: package"]
              and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
              and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"])]

@@ -823,7 +823,8 @@ def _replay_id_refusals():
     text = np.array(["3", "7"])
     return (raises(lambda: sample_ids(text, "batches", "(rounds × B)"),
                    "batches: expected integer sample ids (rounds × B), got dtype <U1")
-            and raises(lambda: from_index_base(text, 1, "batches"), "batches: expected integer sample ids, got dtype <U1")
+            and raises(lambda: from_index_base(text, 1, "batches"),
+                       "batches: expected integer sample ids, got dtype <U1")
             and raises(lambda: check_index_base(2), "--index-base must be 0 or 1 (the id of the first sample), got 2")
             and check_index_base("1") is None and from_index_base(np.array([1, 4]), "1", "b").tolist() == [0, 3]
             and raises(lambda: parse_dump_rounds("1,x", 5),
@@ -885,8 +886,9 @@ def boundary_refusals(quick):
                   for k in ("label_skew", "dirichlet:1") for lab in (None, np.zeros(9, int)))),
              ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
               _run_command_dispatch()),
-             ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an --index-base of 2 "
-              "refused, '1' read; --dump-rounds with a word refused naming it", _replay_id_refusals())]
+             ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an "
+              "--index-base of 2 refused, '1' read; --dump-rounds with a word refused naming it",
+              _replay_id_refusals())]
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",

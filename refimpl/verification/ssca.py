@@ -1259,8 +1259,8 @@ def flower_aggregation(quick):
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
     from refimpl.verification.registry import first_wrong
     # under the mutation runner a wrong answer above is the verdict already: Flower is not driven then
-    driven = (["not driven: a wrong answer above"] if first_wrong() and (misrouted or rounds_wrong or not worst <= 1e-12)
-              else _flower_driven_errors())
+    found = misrouted or rounds_wrong or not worst <= 1e-12
+    driven = ["not driven: a wrong answer above"] if first_wrong() and found else _flower_driven_errors()
     sizes = [len(p) for p in parts]
     return {"measured": max_or_nan(worst, float(misrouted + rounds_wrong + len(driven or ()))), "bound": 1e-12,
             "details": {"client_sizes": sizes, "worst_relative_difference": worst, "misrouted_batches": misrouted,

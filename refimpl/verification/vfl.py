@@ -806,9 +806,10 @@ def _table_refusal_errors():
     cases = [
         (lambda: validate_taus(np.array([["1", "2"], ["1", "1"]]), 2, 2),
          "--taus: τ entries must be whole numbers >= 1, got dtype <U1"),
-        (lambda: validate_batches(np.arange(3), 1, 10), "--batches: batch schedule must have shape (rounds, B), got (3,)"),
-        (lambda: validate_batches(pad, 2, 10), "--batches: row 1 has a −1 before a sample id at position 2; −1 pads a "
-                                              "shorter batch at its end only"),
+        (lambda: validate_batches(np.arange(3), 1, 10),
+         "--batches: batch schedule must have shape (rounds, B), got (3,)"),
+        (lambda: validate_batches(pad, 2, 10),
+         "--batches: row 1 has a −1 before a sample id at position 2; −1 pads a shorter batch at its end only"),
         (lambda: validate_batches(empty, 2, 10), "--batches: row 1 holds no sample id (only −1 padding)"),
         (lambda: authors_denominator(np.ones(3), 4), "lr_denominator has 3 values; expected 4 (server + parties)"),
         (lambda: compose("fedavg", eta=0.1), f"method must be one of {ROUND_METHODS}, got 'fedavg'"),
