@@ -789,6 +789,10 @@ def _crosscheck_cases():
                       Trace(config={}, metrics={"round": list(range(8)), "x": [1.0] * 8}))
     out.append(("seven infinite rounds are named in the plural, the first five of them",
                 [r.get("note") for r in rows] == ["infinite at rounds 0, 1, 2, 3, 4"]))
+    rows = crosscheck(Trace(config={}, metrics={"round": [8, 1], "x": [np.inf, np.inf]}),
+                      Trace(config={}, metrics={"round": [8, 1], "x": [1.0, 1.0]}))
+    out.append(("infinite rounds are named in round order (1, 8), whatever order a set or the trace holds them in",
+                [r.get("note") for r in rows] == ["infinite at rounds 1, 8"]))
     rows = crosscheck(Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0]}),
                       Trace(config={}, metrics={"round": [0, 1, 2], "y": [1.0, 2.0]}))
     out.append(("a series short on both sides is named by the first trace's count",
@@ -992,8 +996,17 @@ def _saved_trace_cases(w1, w2):
         for name, pair in (("a", (w1, w2)), ("b", (w1, other))):
             Trace(config={}, metrics={"round": [0]}, snapshots={0: pair}).save(os.path.join(tmp, name))
         a, b = (Trace.load(os.path.join(tmp, name)) for name in ("a", "b"))
+        lone = os.path.join(tmp, "lone.npz")
+        np.savez(lone, W1_3=w1)
+        try:
+            Trace.load(lone)
+            unpaired = ""
+        except ValueError as exc:
+            unpaired = str(exc)
     rows = {r["what"]: r for r in crosscheck(a, b)}
-    return [("two saved runs differing in one entry of W2 load back as saved, and crosscheck finds the difference in "
+    return [("a W1 snapshot without its W2 is refused, naming the missing one and how snapshots are named",
+             unpaired.endswith("lone.npz: W1_3 has no W2_3 (iterate snapshots come in pairs W1_<round>, W2_<round>)")),
+            ("two saved runs differing in one entry of W2 load back as saved, and crosscheck finds the difference in "
              "W2 (2 of max 1) and none in W1",
              np.array_equal(a.snapshots[0][0], w1) and np.array_equal(a.snapshots[0][1], w2)
              and rows.get("W1@0", {}).get("abs") == 0.0 and rows.get("W2@0", {}).get("abs") == 2.0)]
@@ -1941,6 +1954,9 @@ def _search_and_comparison_cases(tmp):
     rows8 = [p[i:i + 4] for p in (rng.permutation(8) for _ in range(4)) for i in (0, 4)]   # 4 epochs of 2 rounds
     out.append(("… and with whole rounds per epoch: 4 epochs × 1 pair of rounds × 4·4/8, exp(−8) ≈ 0.0003",
                 "probability about 0.0003" in (DG.epoch_order_hint(np.array(rows8), 8) or "")))
+    long = np.concatenate([rng.permutation(100) for _ in range(40)]).reshape(-1, 10)   # exp(−1800) is 0.0
+    out.append(("… and odds that underflow to 0 are said to lie below 1e-300",
+                "with probability below 1e-300" in (DG.epoch_order_hint(long, 100) or "")))
     given, ours_epoch = (DG.their_schedule_hint({"batches": np.array(rows10)}, DG._paper("vfl"),
                                                 {"conventions": {"batch_order": order}}, 10) for order in
                          ["independent", "epoch"])
