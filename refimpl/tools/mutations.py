@@ -624,10 +624,15 @@ def claim_checks(paper):
     return [cid for cid, (_, _, _, kind) in load_checks().items() if kind == "claim" and cid.startswith(prefixes)]
 
 
+def check_order(m):
+    """The theorem-kind checks a mutation runs, in order: its expected catchers first, then its
+    paper's other theorem-kind checks, each once (the child stops at the first catch)."""
+    return list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
+
+
 def run_mutation(m: Mutation, timeout=TIMEOUT, package=PACKAGE, vectors_dir=None, zygote=None, claims=False,
                  workspace=None):
-    # expected catchers first, then the paper's other theorem checks; the child stops at the first catch
-    order = list(m.checks) + [c for c in theorem_checks(m.paper) if c not in m.checks]
+    order = check_order(m)
     claim_ids = claim_checks(m.paper) if claims else []
     t0 = time.perf_counter()
     out = Outcome(m.id, m.paper, m.equation)

@@ -443,10 +443,11 @@ def _counting_cases(tmp):
 
 
 def _order_cases():
-    """theorem_checks: the theorem-kind checks a mutation of each paper runs, written out from the
-    registry (core: the model, the kernels, core, SSCA and the tools; a paper: its own prefixes)."""
+    """theorem_checks and check_order: the theorem-kind checks a mutation of each paper runs, written
+    out from the registry (core: the model, the kernels, core, SSCA and the tools; a paper: its own
+    prefixes), its expected catchers first."""
     from refimpl import papers
-    from refimpl.tools.mutations import theorem_checks
+    from refimpl.tools.mutations import Mutation, check_order, theorem_checks
     from refimpl.tools.verify import load_checks
     reg = load_checks()
     theorem = [cid for cid, entry in reg.items() if entry[3] == "theorem"]
@@ -455,7 +456,15 @@ def _order_cases():
     return [("a mutation of core runs the theorem-kind checks of the model, the kernels, core, SSCA and the tools, "
              "in the registry's order; one of vfl those of its description's prefixes, none of SSCA or MFCGD; no claim",
              theorem_checks("core") == core and theorem_checks("vfl") == vfl and any(c.startswith("vfl.") for c in vfl)
-             and not any(c.startswith(("ssca.", "mfcgd.")) for c in vfl) and "vfl.claim_adaptive" not in vfl)]
+             and not any(c.startswith(("ssca.", "mfcgd.")) for c in vfl) and "vfl.claim_adaptive" not in vfl),
+            ("a mutation runs its expected catchers first, in its order, then every other theorem-kind check of its "
+             "paper, each once", _order_right(check_order(Mutation("m", "core", "f", "a", "b", "", (
+                 "tools.verdicts", "grad.fd"))), core))]
+
+
+def _order_right(order, core):
+    return (order[:2] == ["tools.verdicts", "grad.fd"] and sorted(order) == sorted(core)
+            and len(order) == len(set(order)))
 
 
 def _runner_cases():
