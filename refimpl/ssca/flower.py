@@ -28,6 +28,7 @@ client-to-client relays through the server, which changes the protocol being cro
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -144,19 +145,26 @@ def server_step(trainer, collection, schedule, server_round, results, to_arrays)
     return trainer.state.omega
 
 
-def gradient_client(protocol: SampleBasedProtocol, context):
-    """The Flower client of a ``ClientApp`` for ``context``'s node: a ``NumPyClient`` of partition
-    :func:`partition_of` (context) whose fit is :func:`client_reply`, as Flower's ``Client``."""
+@functools.lru_cache(maxsize=1)
+def _gradient_client_class():
+    """Flower's ``NumPyClient`` whose fit is :func:`client_reply` (defined once, when Flower is
+    first needed)."""
     from flwr.client import NumPyClient
 
     class GradientClient(NumPyClient):
-        def __init__(self, pid):
-            self.pid = pid
+        def __init__(self, protocol, pid):
+            self.protocol, self.pid = protocol, pid
 
         def fit(self, parameters, config):
-            return client_reply(protocol, self.pid, parameters, config)
+            return client_reply(self.protocol, self.pid, parameters, config)
 
-    return GradientClient(partition_of(context)).to_client()
+    return GradientClient
+
+
+def gradient_client(protocol: SampleBasedProtocol, context):
+    """The Flower client of a ``ClientApp`` for ``context``'s node: the ``GradientClient`` of
+    partition :func:`partition_of` (context), as Flower's ``Client``."""
+    return _gradient_client_class()(protocol, partition_of(context)).to_client()
 
 
 def make_client_app(protocol: SampleBasedProtocol):

@@ -12,24 +12,8 @@ import pathlib
 import tempfile
 from types import SimpleNamespace
 
-from refimpl.verification.registry import check
-
-
-def _cases_result(cases):
-    wrong = [what for what, right in cases if not right]
-    return {"measured": len(wrong), "bound": 0, "holds": not wrong,
-            "note": f"{len(cases)} planted cases ({len(cases) - len(wrong)} answered right)",
-            "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
-
-
-def _refusal(fn):
-    """The message of the ValueError ``fn()`` raises, '' when it raises none (another exception
-    propagates: a crash, not an answer)."""
-    try:
-        fn()
-    except ValueError as exc:
-        return str(exc)
-    return ""
+from refimpl.tools.tool_checks import _cases_result
+from refimpl.verification.registry import check, raises
 
 
 #: the planted package: module → source (its graph is written out in _graph_cases)
@@ -95,7 +79,7 @@ def _catalogue_cases(tmp, pkg):
         ("an id asked for that no entry has", load(entry(), only={"m1", "ghost"}), "no mutation ['ghost']"),
     ]
     for what, fn, says in refusals:
-        out.append((f"{what} is refused, saying {says!r}", says in _refusal(fn)))
+        out.append((f"{what} is refused, saying {says!r}", raises(fn, says)))
     from refimpl.tools.mutations import PACKAGE, outside_packages
     here = pathlib.Path(__file__).resolve().parent.parent
     out.append(("seen from another package, refimpl's papers are written outside it (their file names lead to "
@@ -188,9 +172,9 @@ def _interpreting_cases(pkg):
                              ("for a file that is no module", "pkg/notes.txt", "interpret"),
                              ("for a file that is not there", "pkg/none.py", "interpret")):
         out.append((f"no such code {what}", _interpreting(m(file), pkg, mode=mode) == ""))
-    says = _refusal(lambda: _interpreting(m("pkg/kern.py"), pkg, mode="jit"))
     out.append(("another mode is refused, naming the variable and the modes allowed",
-                KERNELS_ENV in says and "'interpret' or 'compile'" in says and "'jit'" in says))
+                raises(lambda: _interpreting(m("pkg/kern.py"), pkg, mode="jit"),
+                       f"{KERNELS_ENV} must be 'interpret' or 'compile', got 'jit'")))
     return out
 
 
@@ -484,4 +468,4 @@ def _runner_cases():
        "the table's columns and the claims cell (wrong answers: 0)",
        "refimpl verify --mutations; verification/README.md")
 def mutation_runner(quick):
-    return _cases_result(_runner_cases())
+    return _cases_result(_runner_cases(), "planted ")

@@ -1281,26 +1281,27 @@ def _flower_driven_errors():
     nothing more is sent; a failed client is refused naming the round, a run Flower ends early is
     marked stopped, the evaluation hooks do nothing. Wrong answers (a list), None without Flower."""
     from refimpl.ssca.flower import INSTALL_HINT, ssca_flower_apps
+    cfg = RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4)
     try:
-        from flwr.common import Code, FitRes, Status, parameters_to_ndarrays
-        run = ssca_flower_apps(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4),
-                               embedded())
-    except (ImportError, ValueError) as exc:
-        if isinstance(exc, ValueError) and INSTALL_HINT not in str(exc):
+        run = ssca_flower_apps(cfg, embedded())
+    except ValueError as exc:              # Flower not installed (any other refusal is a crash)
+        if INSTALL_HINT not in str(exc):
             raise
         return None
     try:
-        return _driven_through_flower(run, Code, FitRes, Status, parameters_to_ndarrays)
+        return _driven_through_flower(cfg, run)
     except Exception as exc:       # noqa: BLE001 - Flower's types refusing what the strategy did is a wrong answer
         return [f"driving the strategy raised {type(exc).__name__}: {exc}"]
 
 
-def _driven_through_flower(run, Code, FitRes, Status, parameters_to_ndarrays):
+def _driven_through_flower(cfg, run):
     """The rounds of :func:`_flower_driven_errors`, each reply through Flower's types (see there)."""
     from types import SimpleNamespace
 
+    from flwr.common import Code, FitRes, Status, parameters_to_ndarrays
+
     from refimpl.ssca.flower import gradient_client, ssca_flower_apps
-    own = run_experiment(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4), embedded())
+    own = run_experiment(cfg, embedded())
     manager = SimpleNamespace(sample=lambda num_clients, min_num_clients: [f"node {k}" for k in range(num_clients)])
     wrong = []
     omega = parameters_to_ndarrays(run.strategy.initialize_parameters(manager))
@@ -1330,7 +1331,7 @@ def _driven_through_flower(run, Code, FitRes, Status, parameters_to_ndarrays):
         wrong.append("ω after 3 rounds driven through Flower's types differs from refimpl's runner beyond 1e-10")
     if (trace.status, trace.config.get("engine")) != ("finished", "flower"):
         wrong.append(f"a finished Flower run's trace: status {trace.status!r}, engine {trace.config.get('engine')!r}")
-    early = ssca_flower_apps(RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4), embedded())
+    early = ssca_flower_apps(cfg, embedded())
     try:
         early.strategy.aggregate_fit(1, [], ["planted failure"])
         said = False
