@@ -238,7 +238,8 @@ def run_mfcgd_synthetic_nb(problem, x1, T, params: MFCGDParams, matrix, rng=None
     """Numba twin of :func:`run_mfcgd` for :class:`~refimpl.mfcgd.problems.SyntheticComposition`:
     the whole step loop in one kernel. With ``noise`` it uses the given samples (equal to the NumPy
     implementation to rounding); without, it draws them inside the kernel from a seed taken from
-    ``rng`` (fast long runs)."""
+    ``rng`` (fast long runs). The output x̄_τ takes τ from ``rng``; with the samples given and no
+    ``rng``, from ``numpy.random.default_rng(0)`` (a run without a generator is reproducible)."""
     M, p, q = problem.M, problem.p, int(params.q)
     kind = MATRIX_KIND[matrix.name]
     rho = getattr(matrix, "rho", 1.0)

@@ -856,9 +856,48 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
     """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
     first failing vector ids."""
-    results = [None] * len(mutations)
     preload = os.environ.get(PRELOAD_ENV, "1") != "0"
     workers_ = _started_workers(mutations, workers, package, preload)
+    from refimpl.tools.verify import check_costs
+    seconds, compiling = check_costs(True), os.environ.get(KERNELS_ENV, "interpret") == "compile"
+    confirming = package == PACKAGE and vectors_dir is None
+    try:
+        results, confirmed = pool_mutations(
+            mutations, workers_, workers,
+            lambda m, z, space: run_mutation(m, timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
+                                             package=package, workspace=space),
+            (lambda cid, z, space: _unmutated_verdict(cid, z, space, timeout, package)) if confirming else None,
+            lambda space: Zygote(_mutation_env(), preload=space.dir if preload else None),
+            progress, lambda m: mutation_cost(m, seconds, compiling, package))
+    finally:
+        while not workers_.empty():
+            z, space = workers_.get()
+            z.close() if z is not None else None
+            space.close()
+    if package == PACKAGE:
+        void_broken_catchers(results, confirmed)
+    return results
+
+
+def mutation_cost(m, seconds, compiling, package=PACKAGE):
+    """The seconds a mutation is expected to take, to run the longest first (so that the pool does
+    not end on a long one): its first expected catcher's recorded ``seconds`` (1 without), and 10 s
+    more for a file whose Numba kernels recompile (``compiling``: the copy's cache no longer matches)."""
+    first = seconds.get(m.checks[0], 1.0) if m.checks else 1.0
+    try:
+        return first + (10 if compiling and "@njit" in source_file(m.file, package).read_text() else 0)
+    except OSError:
+        return first
+
+
+def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progress=None, cost=None):
+    """(results in the mutations' order, {check: its verdict unmutated}) of ``run(m, zygote, space)``
+    on ``workers`` threads sharing the queue ``workers_`` of (zygote, copy), longest ``cost`` first.
+    A zygote that died under a mutation is closed and replaced by ``new_zygote(space)`` before its
+    copy is used again. Each check a crash was caught by is run unmutated once, by ``confirm(check,
+    zygote, space)``, while the pool still has work (None: no confirming); ``progress`` is told each
+    mutation's line as it ends."""
+    results = [None] * len(mutations)
     confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
 
     def pooled(fn):
@@ -868,48 +907,23 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
         finally:
             if z is not None and not z.alive:   # died under a mutation: the next one gets a new zygote
                 z.close()
-                z = Zygote(_mutation_env(), preload=space.dir if preload else None)
+                z = new_zygote(space)
             workers_.put((z, space))
 
     def one(i):
-        results[i] = pooled(lambda z, space: run_mutation(mutations[i], timeout=timeout, vectors_dir=vectors_dir,
-                                                          zygote=z, claims=claims, package=package, workspace=space))
-        r = results[i]
-        if package == PACKAGE and vectors_dir is None and r.crashed and r.caught_by:
+        results[i] = r = pooled(lambda z, space: run(mutations[i], z, space))
+        if confirm is not None and r.crashed and r.caught_by:
             with lock:                          # checked at once, while the pool still has work
                 first = r.caught_by[0] not in confirmed
                 confirmed.setdefault(r.caught_by[0], None)
             if first:
-                confirmed[r.caught_by[0]] = pooled(lambda z, space: _unmutated_verdict(r.caught_by[0], z, space,
-                                                                                       timeout, package))
+                confirmed[r.caught_by[0]] = pooled(lambda z, space: confirm(r.caught_by[0], z, space))
         if progress:
-            r = results[i]
             progress(progress_text(r, sum(x is not None for x in results), len(mutations)))
-    # by their first expected catcher's recorded seconds, longest first, so that the pool does not
-    # end on a long one; a file whose Numba kernels recompile (KERNELS_ENV=compile: the copy's
-    # cache no longer matches) counts 10 s more
-    from refimpl.tools.verify import check_costs
-    seconds = check_costs(True)
-    compiling = os.environ.get(KERNELS_ENV, "interpret") == "compile"
-
-    def cost(m):
-        first = seconds.get(m.checks[0], 1.0) if m.checks else 1.0
-        try:
-            return first + (10 if compiling and "@njit" in source_file(m.file, package).read_text() else 0)
-        except OSError:
-            return first
-    order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
-            list(ex.map(one, order))
-    finally:
-        while not workers_.empty():
-            z, space = workers_.get()
-            z.close() if z is not None else None
-            space.close()
-    if package == PACKAGE:
-        void_broken_catchers(results, confirmed)
-    return results
+    order = sorted(range(len(mutations)), key=lambda i: -(cost or (lambda m: 1.0))(mutations[i]))
+    with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
+        list(ex.map(one, order))
+    return results, confirmed
 
 
 def _unmutated_verdict(cid, zygote, space, timeout, package):

@@ -451,11 +451,215 @@ def _order_right(order, core):
             and len(order) == len(set(order)))
 
 
+class _PlantedZygote:
+    """A zygote the pool is given: alive until a run marks it dead; closing it is recorded."""
+
+    def __init__(self, name):
+        self.name, self.alive, self.closed = name, True, False
+
+    def close(self):
+        self.closed = True
+
+
+def _pool_cases():
+    """pool_mutations on planted runs, one worker (its order then fixed): the longest first, a dead
+    zygote replaced before its copy is used again, each crash's catcher confirmed once, the progress
+    lines counted, the results in the catalogue's order; without a zygote (no fork) none is made."""
+    import queue
+
+    from refimpl.tools.mutations import Mutation, Outcome, pool_mutations
+    cost = {"m0": 1.0, "m1": 5.0, "m2": 3.0, "m3": 5.0, "m4": 0.0}
+    answers = {"m0": {}, "m1": dict(caught_by=["k.x"], crashed=True), "m2": dict(caught_by=["k.y"]),
+               "m3": dict(caught_by=["k.x"], crashed=True), "m4": dict(caught_by=["k.z"], crashed=True)}
+    mutations = [Mutation(i, "core", "f", "a", "b", "") for i in cost]
+
+    def pool(zygote, confirming=True):
+        log, lines, made = [], [], []
+        workers_ = queue.Queue()
+        workers_.put((zygote, "space0"))
+
+        def run(m, z, space):
+            log.append((m.id, getattr(z, "name", None), space))
+            if m.id == "m2" and z is not None:
+                z.alive = False                     # this mutation kills its zygote
+            return Outcome(m.id, "core", "", **answers[m.id])
+
+        def confirm(cid, z, space):
+            log.append(("confirm", cid, getattr(z, "name", None)))
+            return None if cid == "k.x" else "it fails"
+
+        def new_zygote(space):
+            made.append(_PlantedZygote(f"z{len(made) + 1}"))
+            return made[-1]
+        results, confirmed = pool_mutations(mutations, workers_, 1, run, confirm if confirming else None, new_zygote,
+                                            lines.append, lambda m: cost[m.id])
+        return [r.id for r in results], confirmed, log, lines, made, list(workers_.queue)
+    z0 = _PlantedZygote("z0")
+    ids, confirmed, log, lines, made, left = pool(z0)
+    out = [("the pool runs the longest first (ties in the catalogue's order), confirms a crash's catcher once, "
+            "right after its first catch, and returns the results in the catalogue's order",
+            ids == list(cost) and confirmed == {"k.x": None, "k.z": "it fails"}
+            and log == [("m1", "z0", "space0"), ("confirm", "k.x", "z0"), ("m3", "z0", "space0"),
+                        ("m2", "z0", "space0"), ("m0", "z1", "space0"), ("m4", "z1", "space0"),
+                        ("confirm", "k.z", "z1")]),
+           ("a zygote that died under a mutation is closed and replaced once; the worker's copy is kept",
+            z0.closed and [z.name for z in made] == ["z1"] and not made[0].closed and left == [(made[0], "space0")]),
+           ("each mutation's progress line counts the mutations done",
+            lines == ["[1/5] m1: caught by k.x (0 s)", "[2/5] m3: caught by k.x (0 s)", "[3/5] m2: caught by k.y (0 s)",
+                      "[4/5] m0: NOT CAUGHT (0 s)", "[5/5] m4: caught by k.z (0 s)"])]
+    ids, confirmed, log, lines, made, left = pool(None, confirming=False)
+    out.append(("without a zygote (no fork) every run gets none and none is made; without confirming, no check "
+                "is run unmutated", confirmed == {} and made == [] and left == [(None, "space0")]
+                and [e for e in log if e[0] == "confirm"] == [] and [e[1] for e in log] == [None] * 5))
+    return out
+
+
+def _workspace_cases(tmp):
+    """Workspace on a planted package: the copy's bytecode written, one mutation applied and the copy
+    put back after it — its file, its module's bytecode, and nothing a run left at the top level."""
+    import os
+
+    from refimpl.tools.mutations import Mutation, Workspace
+    root = pathlib.Path(tmp) / "ws" / "refimpl"
+    for name, src in (("__init__.py", ""), ("h.py", "Y = 0\n"), ("k.py", "Z = 2\n")):
+        root.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(src)
+    m = Mutation("m", "core", "refimpl/h.py", "Y = 0", "Y = 1", "")
+    space = Workspace(root)
+    try:
+        copy = pathlib.Path(space.dir) / "refimpl"
+        cache = copy / "__pycache__"
+        pycs = sorted(f.name for f in cache.glob("*.pyc"))
+        before = {f.name: f.read_bytes() for f in cache.glob("h.*")}
+        with space.applied(m) as where:
+            inside = ((copy / "h.py").read_text(), sorted(f.name for f in cache.glob("h.*")), where == space.dir)
+            (pathlib.Path(where) / ".out").write_text("left by a run")
+            (cache / "h.planted.nbi").write_text("a cache file a run wrote")
+        after = ((copy / "h.py").read_text(), {f.name: f.read_bytes() for f in cache.glob("h.*")},
+                 sorted(os.listdir(space.dir)))
+        with space.unmutated() as where:
+            (pathlib.Path(where) / "left.d").mkdir()
+        after_unmutated = sorted(os.listdir(space.dir))
+    finally:
+        space.close()
+    return [("the copy holds the package's bytecode, one file a module", len(pycs) == 3 and len(before) == 1),
+            ("inside a mutation the copy's file is mutated, its module's bytecode gone, the run in the copy",
+             inside == ("Y = 1\n", [], True) and (root / "h.py").read_text() == "Y = 0\n"),
+            ("after it the file and its module's bytecode are as before, a run's leftovers removed",
+             after == ("Y = 0\n", before, ["refimpl"]) and after_unmutated == ["refimpl"]),
+            ("closing removes the copy", not os.path.exists(space.dir) and not os.path.exists(space.stash))]
+
+
+def _zygote_reply_cases(tmp):
+    """Zygote.run on planted replies of its fork server: the job it sends, and how each reply is read."""
+    import io
+    import os
+
+    from refimpl.tools.mutations import Zygote, ZygoteGone
+    (pathlib.Path(tmp) / ".out").write_text("the fork's stdout")
+    (pathlib.Path(tmp) / ".err").write_text("the fork's stderr")
+
+    def run(reply, stdin=None, preload=None, where=tmp):
+        z = Zygote.__new__(Zygote)
+        z.preload = preload
+        z.proc = SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply), poll=lambda: 3)
+        try:
+            got = z.run(where, "print(1)", 5)
+        except (ZygoteGone, ValueError) as exc:
+            got = f"{type(exc).__name__}: {exc}"
+        return got, z.proc.stdin
+    said = ("the fork's stdout", "the fork's stderr")
+    got, sent = run(json.dumps({"status": 0}) + "\n")
+    job = json.loads(sent.getvalue())
+
+    class Broken(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError("the zygote's stdin is closed")
+    cases = [("the job sent: the copy, the code, the timeout, the output files in the copy, the memory cap",
+              job == {"tmp": tmp, "code": "print(1)", "timeout": 5, "out": os.path.join(tmp, ".out"),
+                      "err": os.path.join(tmp, ".err"), "max_rss": 4 * 2 ** 30}),
+             ("a fork that exited 0: its output read", got, (*said, False, "the fork exited 0")),
+             ("a fork that exited 3", run(json.dumps({"status": 3 << 8}) + "\n")[0], (*said, False, "the fork exited 3")),
+             ("a fork killed by signal 9", run(json.dumps({"status": 9}) + "\n")[0],
+              (*said, False, "the fork was killed by signal 9")),
+             ("a fork stopped over memory: stopped, saying so",
+              run(json.dumps({"status": None, "why": "over memory"}) + "\n")[0], (*said, True, "above 4 GiB of memory")),
+             ("a fork stopped at its time", run(json.dumps({"status": None, "why": "timed out"}) + "\n")[0],
+              (*said, True, "timed out after 5 s")),
+             ("no reply: the zygote is gone, with its exit", run("")[0], "ZygoteGone: the zygote exited (3)"),
+             ("a closed pipe: the zygote is gone", run("", stdin=Broken())[0],
+              "ZygoteGone: the zygote's stdin is closed"),
+             ("a zygote holding another copy's modules refuses", run("", preload="/elsewhere")[0],
+              f"ValueError: this zygote holds the modules of /elsewhere, not of {tmp}")]
+    os.remove(os.path.join(tmp, ".err"))
+    cases.append(("an output file the fork did not write reads empty", run(json.dumps({"status": 0}) + "\n")[0],
+                  ("the fork's stdout", "", False, "the fork exited 0")))
+    return [(what, got == want) for what, got, want in cases[1:]] + [cases[0]]
+
+
+#: the planted package a fresh interpreter imports in _fallback_cases: its ``_child`` answers as the
+#: file ``mode`` in the copy says
+_FALLBACK_CHILD = """import json, os, sys, time
+import refimpl
+def _child(ids, claims, modules):
+    mode = open("mode").read()
+    if mode == "answer":
+        print("a line before the answer")
+        print(json.dumps({"package": refimpl.__file__, "ran": json.loads(ids), "caught_by": ["grad.fd"]}))
+    elif mode == "silent":
+        sys.stderr.write("one\\ntwo\\nthree\\n")
+        sys.exit(1)
+    elif mode == "hang":
+        open(".running-check", "w").write("grad.fd")
+        time.sleep(30)
+    else:
+        time.sleep(30)
+"""
+
+
+def _fallback_cases(tmp):
+    """_run_in without a zygote, or with one that is gone: the child run in a fresh interpreter on a
+    planted copy, its answer (text), its silence (stderr's last lines) or its timeout read."""
+    from refimpl.tools.mutations import Mutation, Outcome, ZygoteGone, _run_in
+    copy = pathlib.Path(tmp) / "fallback"
+    for name, src in (("refimpl/__init__.py", ""), ("refimpl/tools/__init__.py", ""),
+                      ("refimpl/tools/verify.py", ""), ("refimpl/tools/mutations.py", _FALLBACK_CHILD)):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_text(src)
+    m, order = Mutation("m", "core", "refimpl/__init__.py", "", "", ""), ["tools.verdicts", "grad.fd"]
+
+    class Gone:
+        preload = None
+
+        def run(self, *a):
+            raise ZygoteGone("planted")
+
+    def run(mode, zygote=None, timeout=20):
+        (copy / "mode").write_text(mode)
+        (copy / ".running-check").write_text("grad.fd")     # a stale one: removed before the child runs
+        out = Outcome("m", "core", "")
+        _run_in(m, str(copy), order, [], out, timeout, copy / "refimpl", None, zygote)
+        return out.caught_by, out.ran, out.crashed, out.ended, out.error
+    return [(what, got == want) for what, got, want in (
+        ("a child in a fresh interpreter: its last line read as text", run("answer"),
+         (["grad.fd"], order, False, None, None)),
+        ("a zygote that is gone: the same child in a fresh interpreter", run("answer", Gone()),
+         (["grad.fd"], order, False, None, None)),
+        ("a silent child: the checks did not run, with its exit and stderr's last two lines", run("silent"),
+         ([], [], False, None, "the checks did not run (exit 1): two three")),
+        ("a child stopped at its time inside a check: that check's crash (not the stale running file's)",
+         run("hang", timeout=0.5), (["grad.fd"], [], True, "stopped: timed out after 0.5 s", None)),
+        ("a child stopped before its first check: the first check's crash, whatever an earlier child's running "
+         "file said", run("hang before", timeout=0.2),
+         (["tools.verdicts"], [], True, "stopped while the package was imported: timed out after 0.2 s", None)))]
+
+
 def _runner_cases():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
-                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp) + _order_cases())
+                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp) + _order_cases()
+                + _pool_cases() + _workspace_cases(tmp) + _zygote_reply_cases(tmp) + _fallback_cases(tmp))
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

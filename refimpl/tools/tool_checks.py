@@ -818,13 +818,19 @@ def _snapshot_edge_cases(w1, w2):
     row = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots={0: (one, w2)}),
                                             Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)}))}
     note = row.get("W1@0", {}).get("note", "")
-    out = [("one NaN entry in the first trace's W1 is flagged there (not finite in the first)",
-            row.get("W1@0", {}).get("rel") == np.inf and note.endswith("in the first"))]
+    out = [("one NaN entry in the first trace's W1 is flagged there (not finite in the first), a round compared",
+            row.get("W1@0", {}).get("rel") == np.inf and note.endswith("in the first")
+            and row.get("W1@0", {}).get("rounds") == 1)]
     row = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)}),
                                             Trace(config={}, metrics={"round": [0]}, snapshots={0: (one, w2)}))}
     note = row.get("W1@0", {}).get("note", "")
     out.append(("… and in the second trace's, there", row.get("W1@0", {}).get("rel") == np.inf
                 and note == "not finite (NaN or inf) in the second"))
+    row = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1, w2)}),
+                                            Trace(config={}, metrics={"round": [0]}, snapshots={0: (w1.T, w2)}))}
+    out.append(("a transposed W1 differs by its shape, no value compared",
+                row.get("W1@0") == {"what": "W1@0", "abs": np.inf, "rel": np.inf, "rounds": 0,
+                                    "note": f"shape {w1.shape} vs {w1.T.shape}"}))
     zero = {r: (np.array([[0.0, 1000.0 + r]]), np.array([[1.0]])) for r in range(3)}
     zero_near = {r + 1: (zero[r][0] * (1 + 1e-10), zero[r][1]) for r in range(2)}
     agree1 = {r + 1: (np.array([[zero[r][0][0, 0], 5.0]]), zero[r][1]) for r in range(2)}   # one entry equal only

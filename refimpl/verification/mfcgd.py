@@ -563,6 +563,10 @@ def _radius_scale_record():
     refused = all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"{name} must be a finite number")
                   for name, kw in (("eta", dict(eta=True)), ("k", dict(k="1")), ("gamma", dict(gamma=np.nan))))
     refused &= not raises(lambda: replace(cfg, heterogeneity=0.0).validate(), "")    # homogeneous clients: allowed
+    # the radii's scale is a finite number > 0: -1, 0 and inf refused, naming the option
+    refused &= all(raises(lambda v=v: replace(cfg, radius_scale=v).validate(),
+                          f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), got {v!r}")
+                   for v in (-1.0, 0.0, np.inf))
     # a seed is a whole number >= 0: 1.5, True and -1 refused, naming the option
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"--{opt} must be a whole number >= 0, got {v!r}")
                    for opt, kw, v in (("seed", dict(seed=1.5), 1.5), ("problem-seed", dict(problem_seed=True), True),
@@ -714,6 +718,9 @@ def lemma2(quick):
                                 lemma2=True)
     # with the samples given, the generator only picks the output x̄_τ: τ its first draw on 1..T
     output_right = np.array_equal(rk.output, rk.x_bar[np.random.default_rng(7).integers(Ts)])
+    # … and without a generator, the first draw of the documented default, default_rng(0): reproducible
+    r0 = run_mfcgd_synthetic_nb(syn, np.zeros(syn.d), Ts, par, AdamType(0.1), None, noise=noise)
+    output_right &= np.array_equal(r0.output, r0.x_bar[np.random.default_rng(0).integers(Ts)])
     lhs, rhs = lemma2_outside(syn, rn.states, 0.8, Cs["C_g"], 1.0)
     ak = float(max(np.max(np.abs(lhs - rk.lemma2_lhs) / np.maximum(lhs, 1e-300)),
                    np.max(np.abs(rhs - rk.lemma2_rhs) / np.maximum(rhs, 1e-300))))
@@ -722,7 +729,7 @@ def lemma2(quick):
     worst = max_or_nan(worst, float(np.max(lhs / rhs)))
     return {"measured": worst, "bound": 1.0, "holds": worst <= 1.0 and max_or_nan(agree, ak) <= 1e-9 and output_right,
             "details": {**det, "wrong": [] if output_right else ["the Numba kernel's output is not x̄_τ of the given "
-                                                                 "generator's draw"]}}
+                                                                 "(or the default) generator's draw"]}}
 
 
 @check("mfcgd.lemma8_descent", "the one-step descent inequality of the proof, evaluated from the recorded states "
