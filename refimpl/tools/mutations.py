@@ -510,6 +510,12 @@ class ZygoteGone(RuntimeError):
     """The zygote process died (killed, out of memory): the runner falls back to a fresh interpreter."""
 
 
+def zygote_argv(preload=None):
+    """The command that starts a zygote: this interpreter running ``_ZYGOTE``, given the copy whose
+    unmutated modules it is to hold (``preload``), if any."""
+    return [sys.executable, "-c", _ZYGOTE] + ([str(preload)] if preload else [])
+
+
 class Zygote:
     """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
 
@@ -517,8 +523,8 @@ class Zygote:
         env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.preload = None                     # the copy whose unmutated modules it holds, once ready
         self._asked = preload
-        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE] + ([str(preload)] if preload else []), env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(zygote_argv(preload), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
         if wait:
             self.wait_ready()
 

@@ -473,7 +473,7 @@ def _pool_cases():
                "m3": dict(caught_by=["k.x"], crashed=True), "m4": dict(caught_by=["k.z"], crashed=True)}
     mutations = [Mutation(i, "core", "f", "a", "b", "") for i in cost]
 
-    def pool(zygote, confirming=True):
+    def pool(zygote, confirming=True, workers=1):
         log, lines, made = [], [], []
         workers_ = queue.Queue()
         workers_.put((zygote, "space0"))
@@ -491,7 +491,7 @@ def _pool_cases():
         def new_zygote(space):
             made.append(_PlantedZygote(f"z{len(made) + 1}"))
             return made[-1]
-        results, confirmed = pool_mutations(mutations, workers_, 1, run, confirm if confirming else None, new_zygote,
+        results, confirmed = pool_mutations(mutations, workers_, workers, run, confirm if confirming else None, new_zygote,
                                             lines.append, lambda m: cost[m.id])
         return [r.id for r in results], confirmed, log, lines, made, list(workers_.queue)
     z0 = _PlantedZygote("z0")
@@ -507,6 +507,14 @@ def _pool_cases():
            ("each mutation's progress line counts the mutations done",
             lines == ["[1/5] m1: caught by k.x (0 s)", "[2/5] m3: caught by k.x (0 s)", "[3/5] m2: caught by k.y (0 s)",
                       "[4/5] m0: NOT CAUGHT (0 s)", "[5/5] m4: caught by k.z (0 s)"])]
+    import sys
+
+    from refimpl.tools.mutations import _ZYGOTE, zygote_argv
+    out.append(("a zygote is this interpreter running the fork server, given the copy it preloads, if any",
+                zygote_argv() == [sys.executable, "-c", _ZYGOTE] and zygote_argv(pathlib.Path("/copy"))[3:] == ["/copy"]
+                and zygote_argv("")[3:] == []))
+    out.append(("0 workers asked: one runs them all, in the same order",
+                pool(_PlantedZygote("z0"), workers=0)[:4] == (ids, confirmed, log, lines)))
     ids, confirmed, log, lines, made, left = pool(None, confirming=False)
     out.append(("without a zygote (no fork) every run gets none and none is made; without confirming, no check "
                 "is run unmutated", confirmed == {} and made == [] and left == [(None, "space0")]

@@ -2440,17 +2440,27 @@ def _verdict_cases():
 
 
 def _timed_case(VF, REGISTRY):
-    """(what, right): a planted check's recorded seconds lie within the time its run took."""
+    """(what, right): a planted check's recorded seconds lie within the time its run took; its Numba
+    seconds are the 0.02 s it holds Numba's compiler lock (the event Numba fires while compiling)."""
     import time
+
+    from numba.core import event
+
+    def compiling(q):
+        with event.trigger_event("numba:compiler_lock"):
+            time.sleep(0.02)
+        return {"measured": 1.0, "bound": 2.0}
     t0 = time.perf_counter()
-    REGISTRY["planted.verdict.timed"] = ("planted timed", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0},
-                                         "theorem")
+    REGISTRY["planted.verdict.timed"] = ("planted timed", "nowhere", compiling, "theorem")
     try:
-        timed = VF.run_check("planted.verdict.timed").details.get("seconds")
+        details = VF.run_check("planted.verdict.timed").details
     finally:
         REGISTRY.pop("planted.verdict.timed", None)
+    timed, jit = details.get("seconds"), details.get("jit_seconds")
     return [("a check's recorded seconds lie between 0 and the time its run took",
-             isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3)]
+             isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3),
+            ("its Numba seconds are the time it held Numba's compiler lock: 0.02 s, within its seconds",
+             isinstance(jit, float) and 0.02 <= jit <= timed)]
 
 
 def _engine_and_coverage_cases():
