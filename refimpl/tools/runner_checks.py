@@ -10,6 +10,7 @@ import builtins
 import json
 import pathlib
 import tempfile
+import time
 from types import SimpleNamespace
 
 from refimpl.tools.tool_checks import _cases_result
@@ -662,12 +663,81 @@ def _fallback_cases(tmp):
          (["tools.verdicts"], [], True, "stopped while the package was imported: timed out after 0.2 s", None)))]
 
 
+class _AnsweringZygote:
+    """A zygote whose every fork answers ``caught`` (None: prints nothing); it records each job."""
+    preload = None
+
+    def __init__(self, caught):
+        self.caught, self.jobs = caught, []
+
+    def run(self, tmp, code, timeout):
+        self.jobs.append((tmp, code, timeout))
+        answer = {"package": tmp + "/refimpl/__init__.py", "ran": ["x"], "caught_by": self.caught or []}
+        return ("" if self.caught is None else json.dumps(answer)), "", False, "the fork exited 0"
+
+
+class _PlantedSpace:
+    """A worker's copy: where a mutation is applied, or the copy run unmutated; it records which."""
+
+    def __init__(self, tmp):
+        self.tmp, self.used = tmp, []
+
+    def applied(self, m):
+        import contextlib
+        self.used.append(("applied", m.id))
+        return contextlib.nullcontext(self.tmp)
+
+    def unmutated(self):
+        import contextlib
+        self.used.append(("unmutated",))
+        return contextlib.nullcontext(self.tmp)
+
+
+def _run_mutation_cases(tmp):
+    """run_mutation and the unmutated run of a crash's catcher on a planted copy and zygote: the
+    mutated copy, the checks and claims sent (a paper's claims are its claim-kind checks: the core
+    has none), the time allowed, the answer read; a catcher that holds unmutated, fails there, or
+    could not be run."""
+    from refimpl.tools.mutations import PACKAGE, Mutation, _unmutated_verdict, check_order, run_mutation
+    from refimpl.tools.verify import load_checks
+    m = Mutation("m", "vfl", "refimpl/vfl/speeds.py", "a", "b", "eq", ("vfl.clock",))
+    claims = [cid for cid, e in load_checks().items() if e[3] == "claim" and cid.startswith("vfl.")]
+    z, space = _AnsweringZygote(["vfl.clock"]), _PlantedSpace(tmp)
+    t0 = time.perf_counter()
+    r = run_mutation(m, timeout=7, zygote=z, claims=True, workspace=space)
+    took = time.perf_counter() - t0
+    sent = z.jobs[0][1]
+    z2 = _AnsweringZygote([])
+    r2 = run_mutation(Mutation("c", "core", "refimpl/core/model.py", "a", "b", "eq"), zygote=z2, claims=True,
+                      workspace=space)
+
+    def unmutated(caught):
+        zu = _AnsweringZygote(caught)
+        said = _unmutated_verdict("tools.verdicts", zu, space, 9, PACKAGE)
+        return said, [(t, c.count(json.dumps(json.dumps(["tools.verdicts"]))), s) for t, c, s in zu.jobs]
+    return [("a mutation runs on its copy with its time, its checks in their order and its paper's claims sent, "
+             "its answer read", z.jobs[0][0] == tmp and z.jobs[0][2] == 7 and len(claims) == 3
+             and json.dumps(json.dumps(check_order(m))) in sent and json.dumps(json.dumps(claims)) in sent
+             and (r.id, r.paper, r.equation, r.caught_by, r.ran) == ("m", "vfl", "eq", ["vfl.clock"], ["x"])
+             and 0 < r.seconds <= took),
+            ("a core mutation has no claims to send; nothing caught is read as such",
+             json.dumps(json.dumps([])) in z2.jobs[0][1] and r2.caught_by == [] and r2.ran == ["x"]),
+            ("a crash's catcher that holds unmutated: None, run alone on the copy unmutated",
+             unmutated([]) == (None, [(tmp, 1, 9)])),
+            ("… that fails there: it does not hold, naming it",
+             unmutated(["tools.verdicts"])[0] == "tools.verdicts does not hold on the unmutated package"),
+            ("… that could not be run: '' (the counting runs it itself)", unmutated(None)[0] == ""),
+            ("the copy was applied for each mutation and run unmutated for each catcher",
+             space.used == [("applied", "m"), ("applied", "c")] + [("unmutated",)] * 3)]
+
+
 def _runner_cases():
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
                 + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp) + _order_cases()
-                + _pool_cases() + _workspace_cases(tmp) + _zygote_reply_cases(tmp) + _fallback_cases(tmp))
+                + _pool_cases() + _workspace_cases(tmp) + _zygote_reply_cases(tmp) + _fallback_cases(tmp)
+                + _run_mutation_cases(tmp))
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

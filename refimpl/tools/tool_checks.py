@@ -1903,12 +1903,13 @@ def _search_and_comparison_cases(tmp):
     os.makedirs(ours)
     with open(os.path.join(ours, "trace.json"), "w") as fh:
         json.dump({"config": {"curvature": "recursive", "activation": "swish", "sampling": "per-client"}}, fh)
-    theirs = {r: {"omega": np.array([1.0, 1.0])} for r in (1, 2)}
-    calls = []
+    theirs = {r: {"omega": np.array([1.0, 1.0])} for r in (2, 1)}     # THEIR dump read in another order
+    calls, asked = [], []
 
     def planted(values):
         def rerun(path, replay_file, arrays, rounds, overrides, data):
             calls.append(dict(overrides))
+            asked.append(list(rounds))
             v = values[tuple(sorted(overrides.items()))]
             return {r: {"omega": np.array([v, 1.0])} for r in rounds}
         return rerun
@@ -1919,7 +1920,8 @@ def _search_and_comparison_cases(tmp):
                                       None, one)
     out = [("of two switches the one that makes every round agree is credited, and only switches away from OURS's "
             "values are rerun", verdict["kind"] == "switch" and verdict["row"]["switch"] == "--curvature fixed"
-            and calls == [{}, {"curvature": "fixed"}, {"activation": "relu"}])]
+            and calls == [{}, {"curvature": "fixed"}, {"activation": "relu"}]),
+           ("each rerun is asked THEIR rounds, in order", asked == [[1, 2]] * 3)]
     nothing = "this switch changes nothing here"
     out.append(("the progress says 'changes nothing' of the switch whose rerun equals the baseline's (ReLU) and of "
                 "no other", [nothing in line for line in said] == [False, False, True]
@@ -2499,7 +2501,12 @@ def _engine_and_coverage_cases():
              [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == [f"{top}/core/a.py", f"{top}/tools/b.py",
                                                                      "total: core + the three papers", "total: package"]
              and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
-             and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"])]
+             and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"]),
+            ("a module's coverage row: a line run at import is executed, a compiled one is counted apart, the "
+             "lines not executed listed in order",
+             VF.coverage_row(f"{top}/x.py", [1, 2, 3, 5, 70, 1000], [1000, 3, 70, 5], [5], [70, 2])
+             == {"module": f"{top}/x.py", "statements": 6, "executed": 3, "compiled": 1, "not_executed": 2,
+                 "missing": [3, 1000]})]
 
 
 def _table_layout_cases(CheckRecord):
@@ -2537,7 +2544,25 @@ def _table_layout_cases(CheckRecord):
              and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
                              "target ≤ 20 s: met"),
             ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",
-             md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"])]
+             md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"])
+            ] + _table_note_cases(VF, CheckRecord)
+
+
+def _table_note_cases(VF, CheckRecord):
+    """(what, right): a check's note (or its error) on the lines under its row, wrapped to the table's
+    width, in the narrow table; in a column, on its row, in the wide one; none for a check without."""
+    recs = [CheckRecord("t.n", "c", "s", 0.5, 1.0, 0.5, True, {"kind": "theorem", "table_note": "a long note " * 12}),
+            CheckRecord("t.e", "c", "s", None, None, None, False, {"kind": "theorem", "error": "RuntimeError: boom"}),
+            CheckRecord("t.q", "c", "s", 0.5, 1.0, 0.5, True, {"kind": "theorem"})]
+    narrow, wide = VF.format_table(recs).splitlines(), VF.format_table(recs, wide=True).splitlines()
+    return [("the narrow table: each note under its row, wrapped at 100 columns", narrow[2:8] == [
+                "t.n | 0.5      | ≤   | 1     | 0.5   | yes",
+                "    note: " + "a long note " * 7 + "a long", "          note" + " a long note" * 4,
+                "t.e | -        | ≤   | -     | -     | NO", "    note: RuntimeError: boom",
+                "t.q | 0.5      | ≤   | 1     | 0.5   | yes"]),
+            ("the wide table: the note in its column, no line under a row",
+             wide[2].endswith("| yes   | " + ("a long note " * 12).strip()) and wide[3].endswith("| NO    | RuntimeError: boom")
+             and wide[4].endswith("| yes") and not any("note:" in ln for ln in wide))]
 
 
 def _report_table_cases(CheckRecord):

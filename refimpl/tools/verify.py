@@ -426,6 +426,16 @@ def format_profile(records, wall=None, cpu=None, rss=None, target=None):
 
 # ----------------------------------------------------------------------------- --coverage
 
+def coverage_row(module, statements, missing, import_time, compiled):
+    """One module's --coverage row: its statements, those executed (a line run while the module was
+    imported counts as executed, ``import_time``), those of Numba-compiled functions not traced
+    (``compiled``: run as machine code), and the lines not executed, in order."""
+    statements, missing = set(statements), set(missing) - set(import_time)
+    jit = missing & set(compiled)
+    return {"module": module, "statements": len(statements), "executed": len(statements - missing),
+            "compiled": len(jit), "not_executed": len(missing - jit), "missing": sorted(missing - jit)}
+
+
 def _compiled_lines():
     """{file: set of line numbers} of the Numba-compiled functions of the package: their bodies run
     as machine code, which a line tracer never sees (the checks compare them with their NumPy twins)."""
@@ -504,13 +514,9 @@ def run_coverage(quick=True, progress=None, only=None):
                 continue
             path = os.path.join(dirpath, f)
             _, statements, _, missing, _ = cov.analysis2(path)
-            statements, missing = set(statements), set(missing)
-            if os.path.realpath(path) in imported:
-                missing -= _import_time_lines(path)
-            jit = missing & compiled.get(path, set())
-            rows.append({"module": os.path.relpath(path, os.path.dirname(root)), "statements": len(statements),
-                         "executed": len(statements - missing), "compiled": len(jit),
-                         "not_executed": len(missing - jit), "missing": sorted(missing - jit)})
+            rows.append(coverage_row(os.path.relpath(path, os.path.dirname(root)), statements, missing,
+                                     _import_time_lines(path) if os.path.realpath(path) in imported else (),
+                                     compiled.get(path, ())))
     rows.sort(key=lambda r: r["module"])
     return records, rows
 
