@@ -14,7 +14,7 @@ import time
 from types import SimpleNamespace
 
 from refimpl.tools.tool_checks import _cases_result
-from refimpl.verification.registry import check, raises
+from refimpl.verification.registry import check, fact_groups, raises
 
 
 #: the planted package: module → source (its graph is written out in _graph_cases)
@@ -600,6 +600,13 @@ def _zygote_reply_cases(tmp):
               "ZygoteGone: the zygote's stdin is closed"),
              ("a zygote holding another copy's modules refuses", run("", preload="/elsewhere")[0],
               f"ValueError: this zygote holds the modules of /elsewhere, not of {tmp}")]
+    polled = []
+    for code in (None, 0, -9):
+        z = Zygote.__new__(Zygote)
+        z.proc = SimpleNamespace(poll=lambda code=code: code)
+        polled.append(z.alive)
+    cases.append(("a zygote is alive while its process has no exit code (None), not after 0 or a signal",
+                  polled, [True, False, False]))
     os.remove(os.path.join(tmp, ".err"))
     cases.append(("an output file the fork did not write reads empty", run(json.dumps({"status": 0}) + "\n")[0],
                   ("the fork's stdout", "", False, "the fork exited 0")))
@@ -732,12 +739,16 @@ def _run_mutation_cases(tmp):
 
 
 def _runner_cases():
+    """Every group of planted cases, cheapest first: under the mutation runner the groups stop after
+    the first with a wrong answer (``fact_groups``), so a mutation caught early skips the planted
+    fresh interpreters of the last group (0.8 s)."""
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
-        return (_catalogue_cases(tmp, pkg) + _graph_cases(pkg) + _interpreting_cases(pkg) + _purge_code_cases(pkg)
-                + _child_code_cases(pkg) + _answer_cases() + _child_cases(tmp) + _counting_cases(tmp) + _order_cases()
-                + _pool_cases() + _workspace_cases(tmp) + _zygote_reply_cases(tmp) + _fallback_cases(tmp)
-                + _run_mutation_cases(tmp))
+        return fact_groups([
+            lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
+            lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
+            lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
+            lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _fallback_cases(tmp)])
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

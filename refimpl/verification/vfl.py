@@ -400,7 +400,12 @@ def _durations_errors(model, data, shown):
     errors["flex/overrun"] = float(np.max(np.abs(tr.arrays["round_time"] - np.array([8.0, 6.0] * 2) - S))) \
         + float(np.sum(tr.arrays["overrun"] != late)) \
         + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 1], [12, 6, 3]] * 2))) \
-        + float(exactly.tolist() != [False, False, True])     # a step of exactly the timeout fits in the round
+        + float(exactly.tolist() != [False, False, True]) \
+        + float(tr.config.get("overrun_fraction") != [0.0, 0.0, 0.5])     # per party: the rounds it overran
+    # … and a run without a timeout (τ given by its rule alone) records no overrun fraction
+    untimed = FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, over, Q=2, network=net)
+    errors["flex/overrun"] += float("overrun_fraction" in untimed.run(model.init(np.random.default_rng(1)), 2,
+                                                                      np.random.default_rng(2)).config)
     # latency and a finite bandwidth, with speed rows that change every round: B = 8, Σ O_k = 4, so
     # 8·4 = 32 floats up (the embeddings) and K(|θ_0| + B Σ O_k) = 2(10 + 32) = 84 floats down (the
     # head and every embedding, to each party), each message latency + 8·floats/bandwidth; τ from
@@ -1218,6 +1223,8 @@ def round_literal(quick):
         tau_bad = int(np.sum(tr.arrays["tau"] != taus))
         eta_rel = float(np.max(np.abs(tr.arrays["eta"] - etas) / etas))
         dump_rel, wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
+        if opt == "sgd":
+            dump_rel = max_or_nan(dump_rel, _dump_steps_errors(tr, R, (X1, X2), y, shapes, wrong))
         rule = tr.config["policy"]["step_size"]["rule"]
         want_rule = f"{lit.get('rule', 'paper')}-adaptive" if lit["method"] == "adaptive" else "fixed"
         if rule != want_rule:
@@ -1290,6 +1297,32 @@ def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
                 ref = dH[:, cols[k - 1]:cols[k]]
                 diff = max_or_nan(diff, np.max(np.abs(a[f"dh{k}"] - ref)) / np.max(np.abs(ref)))
     return diff, wrong
+
+
+def _dump_steps_errors(tr, R, Xs, y, shapes, wrong):
+    """A plain-SGD run's dumped local steps against step (6), θ^{t+1} = θ^t − η_k g^t: τ_k + 1 rows of
+    θ_k and τ_k of g_k, each step's change −η_k g_k^t, the last row the next round's first; and the
+    server's first gradient, ∂l/∂θ_0 at the round's H, written out (vfl_literal). Appends to ``wrong``
+    what is missing; returns the worst relative difference."""
+    from refimpl.verification.vfl_literal import _xent_grads
+    diff = 0.0
+    for r in range(1, R + 1):
+        a = {n[len(f"r{r}_"):]: v for n, v in tr.arrays.items() if n.startswith(f"r{r}_")}
+        nxt = {n[len(f"r{r + 1}_"):]: v for n, v in tr.arrays.items() if n.startswith(f"r{r + 1}_")}
+        for k in range(len(Xs) + 1):
+            tau, th, g = int(a["tau"][k]), a[f"theta{k}"], a[f"grad{k}"]
+            if th.shape != (tau + 1, int(np.prod(shapes[k]))) or g.shape != (tau, th.shape[1]):
+                wrong.append(f"round {r}: theta{k} {th.shape} and grad{k} {g.shape} for τ_{k} = {tau}")
+                continue
+            if tau:
+                step = th[:-1] - a["eta"][k] * g
+                diff = max_or_nan(diff, float(np.max(np.abs(th[1:] - step)) / np.max(np.abs(th))))
+            if nxt:
+                diff = max_or_nan(diff, float(np.max(np.abs(nxt[f"theta{k}"][0] - th[-1])) / np.max(np.abs(th))))
+        if int(a["tau"][0]):
+            g0 = _xent_grads(a["theta0"][0].reshape(shapes[0]), a["H"], y[a["batch"]])[0].ravel()
+            diff = max_or_nan(diff, float(np.max(np.abs(a["grad0"][0] - g0)) / np.max(np.abs(g0))))
+    return diff
 
 
 def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
