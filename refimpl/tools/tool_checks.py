@@ -2545,7 +2545,28 @@ def _table_layout_cases(CheckRecord):
                              "target ≤ 20 s: met"),
             ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",
              md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"])
-            ] + _table_note_cases(VF, CheckRecord)
+            ] + _table_note_cases(VF, CheckRecord) + _records_of_cases(VF, CheckRecord)
+
+
+def _records_of_cases(VF, CheckRecord):
+    """(what, right): a note cut at a word boundary (short), and the records an engine run reads from
+    its tasks' results (records_of): in the order asked, a check whose task died failed with the
+    task's reason, one no task answered failed with "no result"."""
+    from dataclasses import asdict
+    ids = ["tools.verdicts", "grad.fd", "tools.crosscheck", "kernels.numba_numpy"]
+    rec = {i: CheckRecord(i, "c", "s", 0.5, 1.0, 0.5, True, {"kind": "theorem"}) for i in ids}
+    tasks = [{"id": "t1", "label": "one", "checks": ["grad.fd", "tools.verdicts"]},
+             {"id": "t2", "label": "two", "checks": ["tools.crosscheck"]}]
+    got = VF.records_of(ids, tasks, {"t1": [asdict(rec["grad.fd"]), asdict(rec["tools.verdicts"])]},
+                        ["two: the worker died (signal 9)"])
+    return [("a note cut at a word boundary to at most its width, an ellipsis marking the cut, punctuation before "
+             "it dropped", [VF.short("alpha beta, gamma delta", w) for w in (23, 22, 13, 11)]
+             == ["alpha beta, gamma delta", "alpha beta, gamma…", "alpha beta…", "alpha…"]),
+            ("an engine run's records: in the order asked, from its tasks' results", got[:2] == [rec[i] for i in ids[:2]]),
+            ("a check whose task died failed with the task's reason; one no task answered, with 'no result'",
+             [(r.id, r.holds, r.details.get("error")) for r in got[2:]]
+             == [("tools.crosscheck", False, "two: the worker died (signal 9)"),
+                 ("kernels.numba_numpy", False, "no result")])]
 
 
 def _table_note_cases(VF, CheckRecord):

@@ -580,6 +580,8 @@ def _radius_scale_record():
     # … and the matrices themselves refuse ρ = 0, whatever a configuration let through
     refused &= raises(lambda: AdamType(0.0, 0.9), "ρ of the adaptive matrix must be > 0 (Assumption 5), got 0.0")
     refused &= not raises(lambda: replace(cfg, theta=1.0).validate(), "")       # … and so does a run's configuration
+    refused &= raises(lambda: replace(cfg, theta=0.0).validate(), "theta (ϑ, the adaptive matrix's averaging weight) "
+                      "must be in (0, 1], got 0.0")
     # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
