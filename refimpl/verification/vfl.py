@@ -1589,10 +1589,10 @@ def assembly_literal(quick):
     def options_wrong():
         found["options"], wrong = _q_and_timeout_errors()
         return wrong
-    # the cheapest group first
-    wrong = wrong_groups([options_wrong, blocks_wrong, initial_point_wrong, server_steps_wrong,
-                          lambda: _recorded_metric_errors(ds), lambda: _run_loop_record_errors(ds),
-                          lambda: _target_stop_errors(ds), lambda: _command_errors(ds)])
+    # the cheapest group first (measured warm: 0.000, 0.06, 0.13, 0.26, 0.27, 0.52, 0.55, 0.61 s)
+    wrong = wrong_groups([options_wrong, lambda: _command_errors(ds), blocks_wrong,
+                          lambda: _run_loop_record_errors(ds), initial_point_wrong, lambda: _target_stop_errors(ds),
+                          lambda: _recorded_metric_errors(ds), server_steps_wrong])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
