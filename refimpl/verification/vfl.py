@@ -1589,8 +1589,9 @@ def assembly_literal(quick):
     def options_wrong():
         found["options"], wrong = _q_and_timeout_errors()
         return wrong
-    # the cheapest group first (measured warm: 0.000, 0.06, 0.13, 0.26, 0.27, 0.52, 0.55, 0.61 s)
-    wrong = wrong_groups([options_wrong, lambda: _command_errors(ds), blocks_wrong,
+    # the cheapest group first (measured warm: 0.000, 0.13, 0.06, 0.26, 0.27, 0.52, 0.55, 0.61 s); the feature
+    # blocks before any run, which a wrong block would make raise
+    wrong = wrong_groups([options_wrong, blocks_wrong, lambda: _command_errors(ds),
                           lambda: _run_loop_record_errors(ds), initial_point_wrong, lambda: _target_stop_errors(ds),
                           lambda: _recorded_metric_errors(ds), server_steps_wrong])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
