@@ -2502,11 +2502,40 @@ def _engine_and_coverage_cases():
                                                                      "total: core + the three papers", "total: package"]
              and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
              and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"]),
+            _compiled_lines_case(),
             ("a module's coverage row: a line run at import is executed, a compiled one is counted apart, the "
              "lines not executed listed in order",
              VF.coverage_row(f"{top}/x.py", [1, 2, 3, 5, 70, 1000], [1000, 3, 70, 5], [5], [70, 2])
              == {"module": f"{top}/x.py", "statements": 6, "executed": 3, "compiled": 1, "not_executed": 2,
                  "missing": [3, 1000]})]
+
+
+def _compiled_lines_case():
+    """(what, right): the lines --coverage counts as compiled — a Numba function's, decorator to last line,
+    of the package's modules; not a plain function's, not another package's kernel."""
+    import importlib.util
+    import os
+    import sys
+    import tempfile
+
+    from refimpl.tools import verify as VF
+    src = "from numba import njit\n\n\n@njit\ndef k(x):\n    y = x + 1\n    return y\n\n\ndef plain(x):\n    return x\n"
+    names = ("refimpl_planted_kernels", "planted_other_kernels")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.realpath(os.path.join(tmp, n + ".py")) for n in names]
+        for name, path in zip(names, paths):
+            with open(path, "w") as fh:
+                fh.write(src)
+            spec = importlib.util.spec_from_file_location(name, path)
+            sys.modules[name] = mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        try:
+            got = VF._compiled_lines()
+        finally:
+            for name in names:
+                sys.modules.pop(name, None)
+    return ("--coverage's compiled lines: a Numba function of the package, its decorator to its last line; no plain "
+            "function, no other package's kernel", got.get(paths[0]) == {4, 5, 6, 7} and paths[1] not in got)
 
 
 def _table_layout_cases(CheckRecord):
@@ -2560,8 +2589,9 @@ def _records_of_cases(VF, CheckRecord):
     got = VF.records_of(ids, tasks, {"t1": [asdict(rec["grad.fd"]), asdict(rec["tools.verdicts"])]},
                         ["two: the worker died (signal 9)"])
     return [("a note cut at a word boundary to at most its width, an ellipsis marking the cut, punctuation before "
-             "it dropped", [VF.short("alpha beta, gamma delta", w) for w in (23, 22, 13, 11)]
-             == ["alpha beta, gamma delta", "alpha beta, gamma…", "alpha beta…", "alpha…"]),
+             "it dropped; one word longer than the width cut inside it",
+             [VF.short("alpha beta, gamma delta", w) for w in (23, 22, 13, 11)] + [VF.short("abcdefghij", 5)]
+             == ["alpha beta, gamma delta", "alpha beta, gamma…", "alpha beta…", "alpha…", "abcd…"]),
             ("an engine run's records: in the order asked, from its tasks' results", got[:2] == [rec[i] for i in ids[:2]]),
             ("a check whose task died failed with the task's reason; one no task answered, with 'no result'",
              [(r.id, r.holds, r.details.get("error")) for r in got[2:]]

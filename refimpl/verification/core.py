@@ -828,7 +828,11 @@ def _replay_id_refusals():
             and raises(lambda: check_index_base(2), "--index-base must be 0 or 1 (the id of the first sample), got 2")
             and check_index_base("1") is None and from_index_base(np.array([1, 4]), "1", "b").tolist() == [0, 3]
             and raises(lambda: parse_dump_rounds("1,x", 5),
-                       "--dump-rounds '1,x': expected 'all' or comma-separated round numbers, got 'x'"))
+                       "--dump-rounds '1,x': expected 'all' or comma-separated round numbers, got 'x'")
+            # rounds given out of order and repeated are read sorted, once each; 'all' and '' written out
+            and parse_dump_rounds(" 10,2,2 ", 12) == [2, 10] and parse_dump_rounds("all", 3) == [1, 2, 3]
+            and parse_dump_rounds("", 3) == [] and parse_dump_rounds(None, 3) == []
+            and raises(lambda: parse_dump_rounds("0", 3), "--dump-rounds '0': round 0 is outside the run (rounds 1..3)"))
 
 
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "

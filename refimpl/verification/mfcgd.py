@@ -566,7 +566,7 @@ def _radius_scale_record():
     # the radii's scale is a finite number > 0: -1, 0 and inf refused, naming the option
     refused &= all(raises(lambda v=v: replace(cfg, radius_scale=v).validate(),
                           f"--radius-scale must be a finite number > 0 (1: the a-priori bounds C_g, C_f), got {v!r}")
-                   for v in (-1.0, 0.0, np.inf))
+                   for v in (-1.0, 0.0, np.inf, True, "1"))
     # a seed is a whole number >= 0: 1.5, True and -1 refused, naming the option
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"--{opt} must be a whole number >= 0, got {v!r}")
                    for opt, kw, v in (("seed", dict(seed=1.5), 1.5), ("problem-seed", dict(problem_seed=True), True),
