@@ -866,7 +866,7 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
     workers_ = _started_workers(mutations, workers, package, preload)
     from refimpl.tools.verify import check_costs
     seconds, compiling = check_costs(True), os.environ.get(KERNELS_ENV, "interpret") == "compile"
-    confirming = package == PACKAGE and vectors_dir is None
+    confirming = confirms_crashes(package, vectors_dir)
     try:
         results, confirmed = pool_mutations(
             mutations, workers_, workers,
@@ -883,6 +883,12 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
     if package == PACKAGE:
         void_broken_catchers(results, confirmed)
     return results
+
+
+def confirms_crashes(package, vectors_dir):
+    """Whether a crash's catcher is run on the unmutated package before the catch counts: for
+    refimpl's own catalogue against the theorem checks (a vector that fails is no crash)."""
+    return package == PACKAGE and vectors_dir is None
 
 
 def mutation_cost(m, seconds, compiling, package=PACKAGE):
@@ -904,7 +910,7 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
     zygote, space)``, while the pool still has work (None: no confirming); ``progress`` is told each
     mutation's line as it ends."""
     results = [None] * len(mutations)
-    confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
+    confirmed, lock, done = {}, threading.Lock(), [0]     # catcher that ended in an error -> its verdict unmutated
 
     def pooled(fn):
         z, space = workers_.get()
@@ -925,7 +931,10 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
             if first:
                 confirmed[r.caught_by[0]] = pooled(lambda z, space: confirm(r.caught_by[0], z, space))
         if progress:
-            progress(progress_text(r, sum(x is not None for x in results), len(mutations)))
+            with lock:                          # counted here: two mutations ending at once get two numbers
+                done[0] += 1
+                said = progress_text(r, done[0], len(mutations))
+            progress(said)
     order = sorted(range(len(mutations)), key=lambda i: -(cost or (lambda m: 1.0))(mutations[i]))
     with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
         list(ex.map(one, order))

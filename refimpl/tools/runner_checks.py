@@ -514,6 +514,11 @@ def _pool_cases():
     out.append(("a zygote is this interpreter running the fork server, given the copy it preloads, if any",
                 zygote_argv() == [sys.executable, "-c", _ZYGOTE] and zygote_argv(pathlib.Path("/copy"))[3:] == ["/copy"]
                 and zygote_argv("")[3:] == []))
+    from refimpl.tools.mutations import PACKAGE, confirms_crashes
+    out.append(("a crash's catcher is confirmed unmutated for refimpl's own catalogue against the checks, not "
+                "against the vectors, not for another package",
+                [confirms_crashes(PACKAGE, None), confirms_crashes(PACKAGE, "/vectors"),
+                 confirms_crashes(pathlib.Path("/elsewhere/refimpl"), None)] == [True, False, False]))
     out.append(("0 workers asked: one runs them all, in the same order",
                 pool(_PlantedZygote("z0"), workers=0)[:4] == (ids, confirmed, log, lines)))
     ids, confirmed, log, lines, made, left = pool(None, confirming=False)
@@ -600,6 +605,17 @@ def _zygote_reply_cases(tmp):
               "ZygoteGone: the zygote's stdin is closed"),
              ("a zygote holding another copy's modules refuses", run("", preload="/elsewhere")[0],
               f"ValueError: this zygote holds the modules of /elsewhere, not of {tmp}")]
+    def ready(line, asked="/copy"):
+        z = Zygote.__new__(Zygote)
+        z._asked, z.proc = asked, SimpleNamespace(stdout=io.StringIO(line))
+        try:
+            z.wait_ready()
+        except RuntimeError as exc:
+            return f"RuntimeError: {exc}"
+        return z.preload
+    cases.append(("a zygote ready with the copy preloaded holds it; one ready bare holds none; no 'ready' line "
+                  "refused", [ready("ready preloaded\n"), ready("ready bare\n"), ready(""), ready("Traceback\n")],
+                  ["/copy", None] + ["RuntimeError: the mutation runner's zygote did not start"] * 2))
     polled = []
     for code in (None, 0, -9):
         z = Zygote.__new__(Zygote)

@@ -1563,7 +1563,7 @@ def _witness_edge_case(records):
 
 def _schema_tolerance_case(docs):
     """(what, right): each exported JSON Schema admits in a case's ``tol`` exactly the two kinds
-    the harness reads (``rel`` ≥ 0, a whole ``ulps`` ≥ 0) and no other key, and in an array value
+    the harness reads (``rel`` ≥ 0, a whole ``ulps`` ≥ 0), at least one, and no other key, and in an array value
     exactly ``shape`` and ``data``, so that a file the schema accepts is one the harness can judge."""
     from refimpl.conformance import vectors as V
     wrong = []
@@ -1572,13 +1572,15 @@ def _schema_tolerance_case(docs):
         tol = case["tol"]
         arrays = [v for part in ("inputs", "expected") for v in case[part]["additionalProperties"]["anyOf"]
                   if v.get("type") == "object"]
-        if (tol.get("additionalProperties"), sorted(tol.get("properties", {})), tol["properties"]["rel"],
-                tol["properties"]["ulps"]) != (False, ["rel", "ulps"], {"type": "number", "minimum": 0},
-                                               {"type": "integer", "minimum": 0}) \
+        if (tol.get("additionalProperties"), tol.get("minProperties"), sorted(tol.get("properties", {})),
+                tol["properties"]["rel"], tol["properties"]["ulps"]) != (False, 1, ["rel", "ulps"],
+                                                                         {"type": "number", "minimum": 0},
+                                                                         {"type": "integer", "minimum": 0}) \
                 or len(arrays) != 2 or any((a.get("additionalProperties"), a.get("required")) != (False, ["shape", "data"])
                                            for a in arrays):
             wrong.append(fam)
-    what = "every family's schema admits exactly rel and ulps in a tolerance, and exactly shape and data in an array"
+    what = ("every family's schema admits exactly rel and ulps in a tolerance (one at least), and exactly shape and "
+            "data in an array")
     return (f"{what} (not: {wrong[:3]})" if wrong else what, not wrong)
 
 
@@ -2459,10 +2461,17 @@ def _timed_case(VF, REGISTRY):
     finally:
         REGISTRY.pop("planted.verdict.timed", None)
     timed, jit = details.get("seconds"), details.get("jit_seconds")
+    import resource
+
+    def larger():
+        return max(resource.getrusage(w).ru_maxrss / 1024 for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    before, peak, after = larger(), VF.peak_rss_mb(), larger()
     return [("a check's recorded seconds lie between 0 and the time its run took",
              isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3),
             ("its Numba seconds are the time it held Numba's compiler lock: 0.02 s, within its seconds",
-             isinstance(jit, float) and 0.02 <= jit <= timed)]
+             isinstance(jit, float) and 0.02 <= jit <= timed),
+            ("the peak memory reported is the larger of this process's and its largest finished child's",
+             0 < before <= peak <= after)]
 
 
 def _engine_and_coverage_cases():
