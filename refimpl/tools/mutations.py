@@ -557,7 +557,7 @@ class Zygote:
             raise ZygoteGone(f"the zygote exited ({self.proc.poll()})")
         reply = json.loads(line)
         status = reply["status"]
-        read = (lambda p: open(p).read() if os.path.exists(p) else "")
+        read = (lambda p: Path(p).read_text() if os.path.exists(p) else "")
         if status is None:
             how = (f"above {MAX_RSS_BYTES / 2 ** 30:g} GiB of memory" if reply.get("why") == "over memory"
                    else f"timed out after {timeout:g} s")
