@@ -112,6 +112,9 @@ def _graph_cases(pkg):
                 "pkg.sub and its parent's import of it", M.reloaded_with(want, "pkg.a")
                 == {"pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.sub.leaf", "pkg.sub", "pkg.i"}))
     out.append(("a mutation of pkg.h reaches pkg.f only", M.reloaded_with(want, "pkg.h") == {"pkg.h", "pkg.f"}))
+    cycle = {"pkg.p": {"pkg.q"}, "pkg.q": {"pkg.p"}, "pkg.r": {"pkg.q"}, "pkg.s": set()}
+    out.append(("modules that import each other: a mutation of one reaches both and what imports them, and the "
+                "search ends", M.reloaded_with(cycle, "pkg.p") == {"pkg.p", "pkg.q", "pkg.r"}))
     out.append(("nothing to execute afresh writes no code", M._purging(set(), want) == ""))
     return out + _purge_run_cases(M, want)
 

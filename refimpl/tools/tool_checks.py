@@ -1259,6 +1259,12 @@ def _harness_cases():
     out += _return_and_compare_cases(own, docs)
     with tempfile.TemporaryDirectory() as tmp:
         out += _loader_refusals(tmp)
+    # an array another writer exported with whole numbers among floats (JSON's 1 for 1.0) is read as floats;
+    # whole numbers only, as integers; no entries, as floats
+    decoded = [V.decode({"shape": sh, "data": d}) for sh, d in (([2], [1, 2.5]), ([1, 2], [1, 2]), ([0], []))]
+    out.append(("an array's values read as floats when any is a float (none: floats), as integers when all are whole",
+                [(a.dtype.kind, a.shape, a.tolist()) for a in decoded]
+                == [("f", (2,), [1.0, 2.5]), ("i", (1, 2), [[1, 2]]), ("f", (0,), [])]))
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "stale_family.json"), "w") as fh:       # an earlier export's file
             fh.write("{}")
