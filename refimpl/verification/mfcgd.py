@@ -1567,6 +1567,18 @@ def _samples_prefix_errors():
             if not raises(lambda: run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "no0.npz"), **base)),
                           "missing array 'zeta0'"):
                 wrong.append(f"{method}: --samples without zeta0 (and no initial estimators) is not refused")
+    # a problem whose samples are integer seeds (MAML's tasks): its own samples replay, floats are refused
+    base = dict(method="mfcgd", problem="maml", clients=2, q=2, eval_every=1)
+    kept = run_mfcgd_config(MFCGDConfig(steps=3, keep_samples=True, **base))
+    with tempfile.TemporaryDirectory() as tmp:
+        kept.save(tmp)
+        arrays = {k.split("_", 1)[1]: v for k, v in np.load(os.path.join(tmp, "trace.npz")).items()}
+        again = run_mfcgd_config(MFCGDConfig(steps=3, samples=os.path.join(tmp, "trace.npz"), **base))
+        np.savez(os.path.join(tmp, "floats.npz"), **{**arrays, "samples_zeta": arrays["samples_zeta"].astype(float)})
+        if again.metrics["grad_norm"] != kept.metrics["grad_norm"] or not raises(
+                lambda: run_mfcgd_config(MFCGDConfig(steps=3, samples=os.path.join(tmp, "floats.npz"), **base)),
+                "array 'zeta' must hold integer sample seeds for problem maml, got dtype float64"):
+            wrong.append("maml: its kept seeds do not replay, or seeds given as floats are not refused")
     return wrong
 
 
