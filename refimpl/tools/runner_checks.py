@@ -517,7 +517,15 @@ def _pool_cases():
     out.append(("a zygote is this interpreter running the fork server, given the copy it preloads, if any",
                 zygote_argv() == [sys.executable, "-c", _ZYGOTE] and zygote_argv(pathlib.Path("/copy"))[3:] == ["/copy"]
                 and zygote_argv("")[3:] == []))
-    from refimpl.tools.mutations import PACKAGE, confirms_crashes
+    from refimpl.tools.mutations import PACKAGE, confirms_crashes, mutation_cost
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = _planted_package(tmp)
+        costs = [mutation_cost(Mutation("c", "core", f, "a", "b", "", checks), {"k.a": 4.0}, compiling, pkg)
+                 for f, checks, compiling in (("pkg/h.py", ("k.a",), False), ("pkg/h.py", (), False),
+                                              ("pkg/kern.py", ("k.a",), True), ("pkg/h.py", ("k.a",), True),
+                                              ("pkg/kern.py", ("k.b",), False), ("pkg/gone.py", ("k.a",), True))]
+    out.append(("a mutation's expected cost: its first catcher's recorded seconds (1 without), 10 s more for a "
+                "kernel file that recompiles", costs == [4.0, 1.0, 14.0, 4.0, 1.0, 4.0]))
     out.append(("a crash's catcher is confirmed unmutated for refimpl's own catalogue against the checks, not "
                 "against the vectors, not for another package",
                 [confirms_crashes(PACKAGE, None), confirms_crashes(PACKAGE, "/vectors"),
