@@ -495,8 +495,8 @@ def _pool_cases():
         def new_zygote(space):
             made.append(_PlantedZygote(f"z{len(made) + 1}"))
             return made[-1]
-        results, confirmed = pool_mutations(mutations, workers_, workers, run, confirm if confirming else None, new_zygote,
-                                            lines.append, lambda m: cost[m.id])
+        results, confirmed = pool_mutations(mutations, workers_, workers, run, confirm if confirming else None,
+                                            new_zygote, lines.append, lambda m: cost[m.id])
         return [r.id for r in results], confirmed, log, lines, made, list(workers_.queue)
     z0 = _PlantedZygote("z0")
     ids, confirmed, log, lines, made, left = pool(z0)
@@ -549,7 +549,7 @@ def _workspace_cases(tmp):
     for name, src in (("__init__.py", ""), ("h.py", "Y = 0\n"), ("k.py", "Z = 2\n")):
         root.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(src)
-    m = Mutation("m", "core", "refimpl/h.py", "Y = 0", "Y = 1", "")
+    m = Mutation("m", "core", f"{root.name}/h.py", "Y = 0", "Y = 1", "")
     space = Workspace(root)
     try:
         copy = pathlib.Path(space.dir) / "refimpl"
@@ -604,11 +604,13 @@ def _zygote_reply_cases(tmp):
               job == {"tmp": tmp, "code": "print(1)", "timeout": 5, "out": os.path.join(tmp, ".out"),
                       "err": os.path.join(tmp, ".err"), "max_rss": 4 * 2 ** 30}),
              ("a fork that exited 0: its output read", got, (*said, False, "the fork exited 0")),
-             ("a fork that exited 3", run(json.dumps({"status": 3 << 8}) + "\n")[0], (*said, False, "the fork exited 3")),
+             ("a fork that exited 3", run(json.dumps({"status": 3 << 8}) + "\n")[0],
+              (*said, False, "the fork exited 3")),
              ("a fork killed by signal 9", run(json.dumps({"status": 9}) + "\n")[0],
               (*said, False, "the fork was killed by signal 9")),
              ("a fork stopped over memory: stopped, saying so",
-              run(json.dumps({"status": None, "why": "over memory"}) + "\n")[0], (*said, True, "above 4 GiB of memory")),
+              run(json.dumps({"status": None, "why": "over memory"}) + "\n")[0],
+              (*said, True, "above 4 GiB of memory")),
              ("a fork stopped at its time", run(json.dumps({"status": None, "why": "timed out"}) + "\n")[0],
               (*said, True, "timed out after 5 s")),
              ("no reply: the zygote is gone, with its exit", run("")[0], "ZygoteGone: the zygote exited (3)"),

@@ -1154,6 +1154,15 @@ def _npz_export_case(docs):
             bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]) and bool(same))
 
 
+def _decode_case(V):
+    """(what, right): an array another writer exported with whole numbers among floats (JSON's 1 for
+    1.0) is read as floats; whole numbers only, as integers; no entries, as floats."""
+    decoded = [V.decode({"shape": sh, "data": d}) for sh, d in (([2], [1, 2.5]), ([1, 2], [1, 2]), ([0], []))]
+    return ("an array's values read as floats when any is a float (none: floats), as integers when all are whole",
+            [(a.dtype.kind, a.shape, a.tolist()) for a in decoded]
+            == [("f", (2,), [1.0, 2.5]), ("i", (1, 2), [[1, 2]]), ("f", (0,), [])])
+
+
 def _loader_refusals(tmp):
     """(what, right): the vectors' loader refuses a directory without a manifest, a manifest
     without its files table, another export format, and a listed file that is missing."""
@@ -1259,12 +1268,7 @@ def _harness_cases():
     out += _return_and_compare_cases(own, docs)
     with tempfile.TemporaryDirectory() as tmp:
         out += _loader_refusals(tmp)
-    # an array another writer exported with whole numbers among floats (JSON's 1 for 1.0) is read as floats;
-    # whole numbers only, as integers; no entries, as floats
-    decoded = [V.decode({"shape": sh, "data": d}) for sh, d in (([2], [1, 2.5]), ([1, 2], [1, 2]), ([0], []))]
-    out.append(("an array's values read as floats when any is a float (none: floats), as integers when all are whole",
-                [(a.dtype.kind, a.shape, a.tolist()) for a in decoded]
-                == [("f", (2,), [1.0, 2.5]), ("i", (1, 2), [[1, 2]]), ("f", (0,), [])]))
+    out.append(_decode_case(V))
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "stale_family.json"), "w") as fh:       # an earlier export's file
             fh.write("{}")
@@ -1901,8 +1905,8 @@ def _search_and_comparison_cases(tmp):
     """(what, right): the switch search's rules on planted reruns (each rerun's dump written out
     here): only switches away from OURS's value are tried, a switch is credited when it agrees and
     changes something, a pair that agrees with THEIRS but stays within the tolerance of the baseline
-    is not; a quantity dumped only from round 2 on is compared; a replay input that differs by 1e-13
-    is named; the epoch hint's probability, exp(−Σ B_i B_j / n), by hand."""
+    is not; each rerun is asked THEIR rounds in order; a quantity dumped only from round 2 on is
+    compared; a replay input that differs by 1e-13 is named; then the epoch hint (_epoch_hint_cases)."""
     import json
     import os
 
@@ -1959,6 +1963,13 @@ def _search_and_comparison_cases(tmp):
     differ, unknown = DG.differing_inputs(ours, {"W1_0": w1 * (1 + 1e-13), "W2_0": w2}, "ssca")
     out.append(("an initial point 1e-13 apart is a differing replay input",
                 differ == ["initial point"] and not unknown))
+    return out + _epoch_hint_cases(DG)
+
+
+def _epoch_hint_cases(DG):
+    """(what, right): the epoch hint's probability, exp(−Σ B_i B_j / n), by hand; its underflow said as
+    such; the hint given against OURS drawn independently, not against OURS drawn by epoch."""
+    out = []
     rng = np.random.default_rng(3)
     rows10 = []
     for _ in range(2):                              # 2 epochs of n = 10 in batches of 4: 4, 4, 2 (padded)
@@ -2607,7 +2618,8 @@ def _records_of_cases(VF, CheckRecord):
              "it dropped; one word longer than the width cut inside it",
              [VF.short("alpha beta, gamma delta", w) for w in (23, 22, 13, 11)] + [VF.short("abcdefghij", 5)]
              == ["alpha beta, gamma delta", "alpha beta, gamma…", "alpha beta…", "alpha…", "abcd…"]),
-            ("an engine run's records: in the order asked, from its tasks' results", got[:2] == [rec[i] for i in ids[:2]]),
+            ("an engine run's records: in the order asked, from its tasks' results",
+             got[:2] == [rec[i] for i in ids[:2]]),
             ("a check whose task died failed with the task's reason; one no task answered, with 'no result'",
              [(r.id, r.holds, r.details.get("error")) for r in got[2:]]
              == [("tools.crosscheck", False, "two: the worker died (signal 9)"),
@@ -2627,7 +2639,8 @@ def _table_note_cases(VF, CheckRecord):
                 "t.e | -        | ≤   | -     | -     | NO", "    note: RuntimeError: boom",
                 "t.q | 0.5      | ≤   | 1     | 0.5   | yes"]),
             ("the wide table: the note in its column, no line under a row",
-             wide[2].endswith("| yes   | " + ("a long note " * 12).strip()) and wide[3].endswith("| NO    | RuntimeError: boom")
+             wide[2].endswith("| yes   | " + ("a long note " * 12).strip())
+             and wide[3].endswith("| NO    | RuntimeError: boom")
              and wide[4].endswith("| yes") and not any("note:" in ln for ln in wide))]
 
 

@@ -832,7 +832,8 @@ def _replay_id_refusals():
             # rounds given out of order and repeated are read sorted, once each; 'all' and '' written out
             and parse_dump_rounds(" 10,2,2 ", 12) == [2, 10] and parse_dump_rounds("all", 3) == [1, 2, 3]
             and parse_dump_rounds("", 3) == [] and parse_dump_rounds(None, 3) == []
-            and raises(lambda: parse_dump_rounds("0", 3), "--dump-rounds '0': round 0 is outside the run (rounds 1..3)"))
+            and raises(lambda: parse_dump_rounds("0", 3),
+                       "--dump-rounds '0': round 0 is outside the run (rounds 1..3)"))
 
 
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "

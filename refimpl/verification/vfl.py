@@ -1190,7 +1190,8 @@ def _protocol_convention_errors():
 @check("vfl.round_literal", "four rounds of Flex-VFL (SGD, momentum reset and persistent, proximal, labels at the "
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
-       "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k, "
+       "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k "
+       "(and, for plain SGD, its local steps against step (6) and the server's first gradient), "
        "the step-size rule the trace records (with the authors' d_k exactly when it reads them), a run from its own "
        "τ table given, a timeout below 1 accepted; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
@@ -1241,7 +1242,8 @@ def round_literal(quick):
     det["async"] = _async_literal_errors(model, data, thetas, shapes, (X1, X2), y, B)
     measured = max_or_nan(measured, det["async"]["blocks_relative"], det["async"]["floats_wrong"])
     return {"measured": measured, "bound": 1e-12, "details": det,
-            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H and ∂l/∂h_k too), "
+            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H, ∂l/∂h_k and SGD's local "
+                    "steps too), "
                     f"and {det['async']['events']} events of the asynchronous baseline"}
 
 
