@@ -618,6 +618,7 @@ def _zygote_reply_cases(tmp):
               "ZygoteGone: the zygote's stdin is closed"),
              ("a zygote holding another copy's modules refuses", run("", preload="/elsewhere")[0],
               f"ValueError: this zygote holds the modules of /elsewhere, not of {tmp}")]
+
     def ready(line, asked="/copy"):
         z = Zygote.__new__(Zygote)
         z._asked, z.proc = asked, SimpleNamespace(stdout=io.StringIO(line))
@@ -693,7 +694,7 @@ def _fallback_cases(tmp):
         ("a silent child: the checks did not run, with its exit and stderr's last two lines", run("silent"),
          ([], [], False, None, "the checks did not run (exit 1): two three")),
         ("a child stopped at its time inside a check: that check's crash (not the stale running file's)",
-         run("hang", timeout=0.5), (["grad.fd"], [], True, "stopped: timed out after 0.5 s", None)),
+         run("hang", timeout=1.0), (["grad.fd"], [], True, "stopped: timed out after 1 s", None)),
         ("a child stopped before its first check: the first check's crash, whatever an earlier child's running "
          "file said", run("hang before", timeout=0.2),
          (["tools.verdicts"], [], True, "stopped while the package was imported: timed out after 0.2 s", None)))]
@@ -770,7 +771,7 @@ def _run_mutation_cases(tmp):
 def _runner_cases():
     """Every group of planted cases, cheapest first: under the mutation runner the groups stop after
     the first with a wrong answer (``fact_groups``), so a mutation caught early skips the planted
-    fresh interpreters of the last group (0.8 s)."""
+    fresh interpreters of the last group (1.3 s)."""
     with tempfile.TemporaryDirectory() as tmp:
         pkg = _planted_package(tmp)
         return fact_groups([
