@@ -565,6 +565,9 @@ def _workspace_cases(tmp):
         with space.unmutated() as where:
             (pathlib.Path(where) / "left.d").mkdir()
         after_unmutated = sorted(os.listdir(space.dir))
+        with space.applied(m):                  # the copy takes the next mutation as it took the first
+            again = (copy / "h.py").read_text()
+        again = (again, (copy / "h.py").read_text())
     finally:
         space.close()
     return [("the copy holds the package's bytecode, one file a module", len(pycs) == 3 and len(before) == 1),
@@ -572,6 +575,7 @@ def _workspace_cases(tmp):
              inside == ("Y = 1\n", [], True) and (root / "h.py").read_text() == "Y = 0\n"),
             ("after it the file and its module's bytecode are as before, a run's leftovers removed",
              after == ("Y = 0\n", before, ["refimpl"]) and after_unmutated == ["refimpl"]),
+            ("a second mutation is applied and put back as the first", again == ("Y = 1\n", "Y = 0\n")),
             ("closing removes the copy", not os.path.exists(space.dir) and not os.path.exists(space.stash))]
 
 

@@ -368,8 +368,9 @@ def _layout_hint_cases(DG):
                 and "transposed" in (DG.layout_hint(a, a.T) or "")
                 and "column-major" in (DG.layout_hint(a, a.reshape(-1, order="F").reshape(3, 4)) or "")
                 and DG.layout_hint(a, 2 * a) is None))
-    out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value",
-                DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None))
+    out.append(("one entry one apart is no evidence of 1-based ids: no layout is named for a single value; two are",
+                DG.layout_hint(np.array([3.0]), np.array([4.0])) is None and DG.layout_hint(3, 4) is None
+                and "1-based" in (DG.layout_hint(np.array([3, 7]), np.array([4, 8])) or "")))
 
     def hint_of(a, b):
         try:
@@ -1578,7 +1579,8 @@ def _schema_tolerance_case(docs):
     from refimpl.conformance import vectors as V
     wrong = []
     for fam, doc in docs.items():
-        case = V.schema(doc)["properties"]["cases"]["items"]["properties"]
+        cases = V.schema(doc)["properties"]["cases"]
+        case = cases["items"]["properties"]
         tol = case["tol"]
         arrays = [v for part in ("inputs", "expected") for v in case[part]["additionalProperties"]["anyOf"]
                   if v.get("type") == "object"]
@@ -1587,10 +1589,10 @@ def _schema_tolerance_case(docs):
                                                                          {"type": "number", "minimum": 0},
                                                                          {"type": "integer", "minimum": 0}) \
                 or len(arrays) != 2 or any((a.get("additionalProperties"), a.get("required")) != (False, ["shape", "data"])
-                                           for a in arrays):
+                                           for a in arrays) or cases.get("minItems") != 1:
             wrong.append(fam)
-    what = ("every family's schema admits exactly rel and ulps in a tolerance (one at least), and exactly shape and "
-            "data in an array")
+    what = ("every family's schema admits exactly rel and ulps in a tolerance (one at least), exactly shape and "
+            "data in an array, and a file of one case at least")
     return (f"{what} (not: {wrong[:3]})" if wrong else what, not wrong)
 
 
