@@ -909,8 +909,9 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
     copy is used again. Each check a crash was caught by is run unmutated once, by ``confirm(check,
     zygote, space)``, while the pool still has work (None: no confirming); ``progress`` is told each
     mutation's line as it ends."""
-    results = [None] * len(mutations)
-    confirmed, lock, done = {}, threading.Lock(), [0]     # catcher that ended in an error -> its verdict unmutated
+    results, done = [None] * len(mutations), [0]
+    confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
+    cost = cost or (lambda m: 1.0)
 
     def pooled(fn):
         z, space = workers_.get()
@@ -935,7 +936,7 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
                 done[0] += 1
                 said = progress_text(r, done[0], len(mutations))
             progress(said)
-    order = sorted(range(len(mutations)), key=lambda i: -(cost or (lambda m: 1.0))(mutations[i]))
+    order = sorted(range(len(mutations)), key=lambda i: -cost(mutations[i]))
     with ThreadPoolExecutor(max_workers=max(1, int(workers))) as ex:
         list(ex.map(one, order))
     return results, confirmed

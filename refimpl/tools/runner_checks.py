@@ -588,10 +588,14 @@ def _zygote_reply_cases(tmp):
     (pathlib.Path(tmp) / ".out").write_text("the fork's stdout")
     (pathlib.Path(tmp) / ".err").write_text("the fork's stderr")
 
-    def run(reply, stdin=None, preload=None, where=tmp):
+    def planted(**attrs):               # a Zygote over a planted process: no interpreter started
         z = Zygote.__new__(Zygote)
-        z.preload = preload
-        z.proc = SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply), poll=lambda: 3)
+        z.__dict__.update(attrs)
+        return z
+
+    def run(reply, stdin=None, preload=None, where=tmp):
+        z = planted(preload=preload, proc=SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply),
+                                                          poll=lambda: 3))
         try:
             got = z.run(where, "print(1)", 5)
         except (ZygoteGone, ValueError) as exc:
@@ -624,8 +628,7 @@ def _zygote_reply_cases(tmp):
               f"ValueError: this zygote holds the modules of /elsewhere, not of {tmp}")]
 
     def ready(line, asked="/copy"):
-        z = Zygote.__new__(Zygote)
-        z._asked, z.proc = asked, SimpleNamespace(stdout=io.StringIO(line))
+        z = planted(_asked=asked, proc=SimpleNamespace(stdout=io.StringIO(line)))
         try:
             z.wait_ready()
         except RuntimeError as exc:
@@ -634,11 +637,7 @@ def _zygote_reply_cases(tmp):
     cases.append(("a zygote ready with the copy preloaded holds it; one ready bare holds none; no 'ready' line "
                   "refused", [ready("ready preloaded\n"), ready("ready bare\n"), ready(""), ready("Traceback\n")],
                   ["/copy", None] + ["RuntimeError: the mutation runner's zygote did not start"] * 2))
-    polled = []
-    for code in (None, 0, -9):
-        z = Zygote.__new__(Zygote)
-        z.proc = SimpleNamespace(poll=lambda code=code: code)
-        polled.append(z.alive)
+    polled = [planted(proc=SimpleNamespace(poll=lambda code=code: code)).alive for code in (None, 0, -9)]
     cases.append(("a zygote is alive while its process has no exit code (None), not after 0 or a signal",
                   polled, [True, False, False]))
     os.remove(os.path.join(tmp, ".err"))

@@ -15,7 +15,7 @@ from refimpl.ssca.experiment import RunConfig, build, rounds_to_target, run_expe
 from refimpl.ssca.protocols import FeatureBasedProtocol, SampleBasedProtocol
 from refimpl.ssca.surrogate import SurrogateState, momentum_form_step, surrogate_update
 from refimpl.verification.core import plain_objective_grad
-from refimpl.verification.registry import check, embedded, map_parts, max_or_nan, raises
+from refimpl.verification.registry import check, embedded, first_wrong, map_parts, max_or_nan, raises
 
 
 def _minimize(*args, **kwargs):
@@ -1257,7 +1257,6 @@ def flower_aggregation(quick):
     coll.assemble(replies_by_partition(results, list))
     ledger = coll.collect(theta, batches)[2]
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
-    from refimpl.verification.registry import first_wrong
     # under the mutation runner a wrong answer above is the verdict already: Flower is not driven then
     found = misrouted or rounds_wrong or not worst <= 1e-12
     driven = ["not driven: a wrong answer above"] if first_wrong() and found else _flower_driven_errors()

@@ -123,6 +123,11 @@ def tuned_eta(cfg, ds, seeds, target, budget, grid=TUNE_GRID, max_widen=3, keep=
     return best, ok[best], table, keys[0] < best < keys[-1]
 
 
+def grid_record(table):
+    """A tuned row's η grid as recorded: {η as text: its time to target}, η increasing."""
+    return {str(k): v for k, v in sorted(table.items())}
+
+
 def row_eta(cfg):
     """The η a regime row names for a run at the configuration's fixed η: the value given, or the
     first of a comma list (the server's; the parties' follow)."""
@@ -162,7 +167,7 @@ def regime_row(cfg, ds, S, meth, protocol, target=0.85, seeds=1, keep=None):
     keep = {} if keep is None else keep
     if protocol == "tuned":
         eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget, keep=keep)
-        row = {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())}, "eta_interior": interior}
+        row = {"eta": eta, "grid": grid_record(table), "eta_interior": interior}
     else:
         t, per_seed = time_to(c, ds, seeds, target, budget, keep)
         row = {"eta": row_eta(cfg), "per_seed": per_seed}
@@ -251,7 +256,7 @@ def regime_rows(cfg, ds, server_times, meth, protocol, target=0.85, seeds=1):
         for S in server_times:
             eta, t, table, interior = tuned_eta(c, ds, seeds, target, budget_of(S),
                                                 time_of=lambda e, S=S: time_of(e, S))
-            rows.append((S, t, {"eta": eta, "grid": {str(k): v for k, v in sorted(table.items())},
+            rows.append((S, t, {"eta": eta, "grid": grid_record(table),
                                 "eta_interior": interior}))
     else:
         times = times_over_server_times(c, ds, server_times, seeds, target, budget_of)
