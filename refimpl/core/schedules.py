@@ -81,23 +81,24 @@ class Condition:
 
 
 def _decay(sched):
-    """(scale, exponent, estimated?) of a schedule's tail."""
+    """(exponent, estimated?) of a schedule's tail: a power law's own exponent, or the slope fitted
+    on a sequence's last half in log–log (0 for fewer than 4 values: no decay can be told)."""
     if isinstance(sched, PowerLaw):
-        return sched.a, sched.alpha, False
+        return sched.alpha, False
     s = sched.s
     n = s.size
     if n < 4:
-        return s[-1], 0.0, True
+        return 0.0, True
     t = np.arange(1, n + 1, dtype=np.float64)[n // 2:]
-    slope, icpt = np.polyfit(np.log(t), np.log(s[n // 2:]), 1)
-    return float(np.exp(icpt)), float(-slope), True
+    slope, _ = np.polyfit(np.log(t), np.log(s[n // 2:]), 1)
+    return float(-slope), True
 
 
 def check_step_sizes(rho, gamma):
     """Verdict on each condition of (4) (for ρ) and (6) (for γ); returns a list of Condition."""
     out = []
     for label, eq, sched in (("rho", "(4)", rho), ("gamma", "(6)", gamma)):
-        a, p, est = _decay(sched)
+        p, est = _decay(sched)
         how = f"tail exponent {'≈' if est else '='} {p:.3g}" + (" (estimated from a finite sequence)" if est else "")
         vals = sched.s if isinstance(sched, Sequence) else sched.values(1000)
         in_range = bool(np.all((vals > 0) & (vals <= 1)))
@@ -110,8 +111,8 @@ def check_step_sizes(rho, gamma):
         out.append(Condition(f"{label}_to_0", eq, p > 0, how + "; → 0 iff exponent > 0"))
         out.append(Condition(f"sum_{label}_infinite", eq, p <= 1, how + "; Σ t^−p = ∞ iff p ≤ 1"))
         out.append(Condition(f"sum_{label}_sq_finite", eq, 2 * p > 1, how + "; Σ t^−2p < ∞ iff p > 1/2"))
-    _, pr, _ = _decay(rho)
-    _, pg, _ = _decay(gamma)
+    pr, _ = _decay(rho)
+    pg, _ = _decay(gamma)
     out.append(Condition("gamma_over_rho_to_0", "(6)", pg > pr,
                          f"γ/ρ ~ t^−({pg:.3g} − {pr:.3g}); → 0 iff γ decays faster than ρ"))
     return out

@@ -168,8 +168,11 @@ def _differing_inputs_cases():
     with tempfile.TemporaryDirectory() as tmp:
         np.savez(os.path.join(tmp, "trace.npz"), **ours)
         got = DG.differing_inputs(tmp, theirs, "vfl")
+        same_tau = DG.differing_inputs(tmp, {**theirs, "tau": ours["tau"].copy()}, "vfl")
     return [("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
              got == (["batch schedule", "initial point", "τ table"], [])),
+            ("a replay input both sides hold equal (the τ table) is not listed", same_tau == (
+                ["batch schedule", "initial point"], [])),
             ("a span of rounds given out of order reads from the least to the greatest (1..30 (7); 2, 5)",
              DG._span([30, 2, 1, 9, 7, 3, 12]) == "1..30 (7)" and DG._span({5, 2}) == "2, 5"),
             ("THEIR file without any replay input: the reruns use OURS's, and a difference in them cannot be told "

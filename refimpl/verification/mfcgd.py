@@ -1526,6 +1526,23 @@ def _single_machine_errors():
     return wrong
 
 
+def _unkept_samples_errors():
+    """A ComFedL-style run without --keep-samples (on the Numba kernel) is the kernel run on the
+    problem and the run's stream of the seed (SeedSequence(seed).spawn(3): problem, run,
+    evaluation) from x1 = 0: no sample is drawn ahead of it."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
+    from refimpl.mfcgd.kernels import run_local_scgd_synthetic_nb
+    cfg = MFCGDConfig(method="comfedl", problem="synthetic", clients=2, dim=4, eval_every=1, q=2, steps=5, seed=3)
+    tr = run_mfcgd_config(cfg)
+    rng_prob, rng_run, _ = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
+    pr = build_problem(cfg, rng_prob)
+    gn = run_local_scgd_synthetic_nb(pr, np.zeros(pr.d), cfg.steps, cfg.q, cfg.eta, cfg.beta, None, rng_run)[0]
+    if tr.config["backend_used"] != "numba" or not np.array_equal(tr.metrics["grad_norm"], gn):
+        return [f"a ComFedL run without --keep-samples ({tr.config['backend_used']}) gives ||∇F(x̄_t)|| "
+                f"{tr.metrics['grad_norm']}, the Numba kernel on the run's stream {list(gn)}"]
+    return []
+
+
 def _samples_prefix_errors():
     """--samples from a longer run replays its first T steps (MFCGD, ComFedL-style SCGD and STORM, whose
     one machine keeps one initial sample): a 7-step run's kept samples, given to a 5-step run, give
@@ -1567,6 +1584,8 @@ def _samples_prefix_errors():
             if not raises(lambda: run_mfcgd_config(MFCGDConfig(steps=4, samples=os.path.join(tmp, "no0.npz"), **base)),
                           "missing array 'zeta0'"):
                 wrong.append(f"{method}: --samples without zeta0 (and no initial estimators) is not refused")
+    # without --keep-samples nothing is drawn ahead: the Numba kernel draws from the run's own stream
+    wrong += _unkept_samples_errors()
     # a problem whose samples are integer seeds (MAML's tasks): its own samples replay, floats are refused
     base = dict(method="mfcgd", problem="maml", clients=2, q=2, eval_every=1)
     kept = run_mfcgd_config(MFCGDConfig(steps=3, keep_samples=True, **base))
