@@ -89,6 +89,26 @@ def check_section(records):
     return lines
 
 
+def reproduction_failures(failures, check_tasks):
+    """The failures (``label: reason``) that are reproduction runs': a check's failure is its
+    record's (a crash in the table), not a failed run."""
+    return [f for f in failures if not any(f.startswith(t["label"] + ":") for t in check_tasks)]
+
+
+def execution_record(executor, counts, seconds, records):
+    """execution.json of a report: the executor, its workers and task counts, the seconds of the
+    whole report and each check's own."""
+    return {"executor": executor, "workers": counts["workers"], "tasks": counts, "seconds": seconds,
+            "check_seconds": {r.id: r.details.get("seconds") for r in records}}
+
+
+def header_lines(quick, when, versions_):
+    """REPORT.md's title and the line saying when, with which versions and at which settings."""
+    return ["# refimpl verification report", "",
+            f"Generated {when} with " + ", ".join(f"{k} {v}" for k, v in versions_.items())
+            + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
+
+
 def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None,
                  rounds=None):
     """Every check and every run of the five reproductions as tasks of one engine execution (so
@@ -118,7 +138,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     counts, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="tasks")
     records = records_of(ids, ctasks, results, failures)
     shutil.rmtree(checks_root, ignore_errors=True)
-    run_failures = [f for f in failures if not any(f.startswith(t["label"] + ":") for t in ctasks)]
+    run_failures = reproduction_failures(failures, ctasks)
     if run_failures:
         raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
                            "retry): " + "; ".join(run_failures[:3]))
@@ -129,12 +149,8 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
         repro[name] = rep.out
     seconds = round(time.perf_counter() - t0, 1)
     with open(os.path.join(out, "execution.json"), "w") as fh:
-        json.dump({"executor": executor, "workers": counts["workers"], "tasks": counts, "seconds": seconds,
-                   "check_seconds": {r.id: r.details.get("seconds") for r in records}}, fh, indent=1)
-    lines = [f"# refimpl verification report", "",
-             f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} with "
-             + ", ".join(f"{k} {v}" for k, v in versions().items())
-             + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
+        json.dump(execution_record(executor, counts, seconds, records), fh, indent=1)
+    lines = header_lines(quick, datetime.datetime.now().isoformat(timespec="seconds"), versions())
     lines += smoke_lines(rounds)
     lines += check_section(records)
     lines += ["", "## Reproductions", ""]

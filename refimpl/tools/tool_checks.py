@@ -1549,6 +1549,10 @@ def _witness_edge_case(records):
                                                   "expected": {"index": 2}}, True),
              ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
                                                        "expected": {"index": 2}}, True),
+             # a slow blow-up judged on the costs up to its stop only: a last cost 1000 × below the initial one
+             # after it changes nothing
+             ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
+                 [2.0, 1000.0, 2500.0, 1e-3]), cost_factor=1e3), "expected": {"index": 2}}, True),
              # a round whose longest compute equals the timeout: the timeout adds nothing, so not shown
              ("vfl_round_time", "at-least-the-timeout", {"inputs": dict(timeout=2.0, server_free=False, tau=np.array(
                  [1, 2]), step_times=np.array([2.0, 1.0]))}, False),
@@ -1567,7 +1571,7 @@ def _witness_edge_case(records):
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; each part of a "
-            "witness needed ('scalar-state' of an adam state, 'constraint-active' with ν = 0 on the constraint, "
+            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
             "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
@@ -2250,7 +2254,10 @@ def _report_section_cases(tmp):
     import json
     import os
 
-    from refimpl.tools.report import reproduction_lines, smoke_lines
+    from types import SimpleNamespace
+
+    from refimpl.tools.report import (execution_record, header_lines, reproduction_failures, reproduction_lines,
+                                      smoke_lines)
     d = os.path.join(tmp, "report", "ssca-sample")
     os.makedirs(d)
     with open(os.path.join(d, "reproduction.json"), "w") as fh:
@@ -2273,6 +2280,20 @@ def _report_section_cases(tmp):
     return [("refimpl report's section on a reproduction: seeds, data, settings with each SSCA curvature once, runs, "
              "its figure, each table it wrote (a figure beside it only where one was drawn; numbers as the check "
              "table prints them), where its curves and configuration are", got == want),
+            ("a report's failed runs are the failures no check task's label (with its colon) starts: a run "
+             "labelled like a check and more is a run", reproduction_failures(
+                 ["ssca.a: boom", "SSCA_B=10-0: died", "ssca.ab: x", "ssca.a-run: died"],
+                 [{"label": "ssca.a"}, {"label": "ssca.ab"}]) == ["SSCA_B=10-0: died", "ssca.a-run: died"]),
+            ("execution.json of a report: executor, workers, task counts, seconds, each check's seconds",
+             execution_record("local", {"workers": 2, "ran": 5}, 3.5, [
+                 SimpleNamespace(id="t.a", details={"seconds": 0.25}), SimpleNamespace(id="t.b", details={})]) == {
+                 "executor": "local", "workers": 2, "tasks": {"workers": 2, "ran": 5}, "seconds": 3.5,
+                 "check_seconds": {"t.a": 0.25, "t.b": None}}),
+            ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
+                False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [
+                "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
+                "full settings; embedded MNIST subset unless stated.", ""] and "; quick settings;" in header_lines(
+                True, "now", {})[2]),
             ("the smoke warning of --rounds 7, and none without it",
              smoke_lines(None) == [] and smoke_lines(7) == [
                  "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
@@ -2308,8 +2329,9 @@ def _execution_records(rep, tmp):
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no "
-       "FedAvg in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks "
-       "(wrong answers: 0)",
+       "FedAvg in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; "
+       "refimpl report's failed runs (a run labelled like a check and more is a run), its execution.json and "
+       "REPORT.md's head (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _report_section_cases(tmp)

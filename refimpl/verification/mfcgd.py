@@ -1307,10 +1307,11 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "bend); the nonlinear g^m and MAML's g^m and ∇f^m on a given sample, written out; DRFL's client accuracy reads the model as its loss "
        "does (bias in column 0: on zero features the bias alone decides, and the predicted class is the one of least "
        "loss); a run's trace records step 1, every eval_every-th step and the last one, with the samples and "
-       "rounds counted after each, and tells its progress at the same steps (Numba and NumPy); the DRFL "
+       "rounds counted after each, and tells its progress at the same steps (Numba and NumPy), the NumPy runners "
+       "called without eval_every evaluating every step; the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
-       "kept); --init's initial estimators start a run, all three or none; SCGD and STORM run on one machine whatever "
+       "kept, none drawn ahead of the Numba kernel unless kept); --init's initial estimators start a run, all three or none; SCGD and STORM run on one machine whatever "
        "the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "
@@ -1363,6 +1364,7 @@ def problem_evaluations(quick):
         if told != [1, 3, 6, 7]:
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps tells its progress at steps {told}, "
                          "not 1, 3, 6, 7")
+    wrong += _default_evaluation_errors(problems["synthetic"])
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
@@ -1524,6 +1526,16 @@ def _single_machine_errors():
             wrong.append(f"{method} asked for 3 clients: recorded clients {many.config.get('clients')}, "
                          f"||∇F|| {many.metrics['grad_norm']} vs one client's {one.metrics['grad_norm']}")
     return wrong
+
+
+def _default_evaluation_errors(pr):
+    """The NumPy runners called as a library without ``eval_every`` evaluate ||∇F(x̄_t)|| at every step."""
+    from refimpl.mfcgd.algorithm import MFCGDParams, make_matrix, run_local_scgd, run_mfcgd
+    x1 = np.zeros(pr.d)
+    runs = {"run_mfcgd": run_mfcgd(pr, x1, 4, MFCGDParams(q=2), make_matrix("identity"), np.random.default_rng(1)),
+            "run_local_scgd": run_local_scgd(pr, x1, 4, 2, 0.1, 0.5, rng=np.random.default_rng(1))}
+    return [f"{name} without eval_every records ||∇F(x̄_t)|| {list(r.grad_norm)}, not one value per step"
+            for name, r in runs.items() if len(r.grad_norm) != 4 or not np.all(np.isfinite(r.grad_norm))]
 
 
 def _unkept_samples_errors():
