@@ -48,12 +48,23 @@ class Trace:
         family), test accuracy against simulated time (VFL), or ||∇F(x̄_t)|| against samples and
         communication rounds (MFCGD). Returns the path, or None without matplotlib."""
         from refimpl.core.plots import plot_mfcgd, plot_trace, plot_vfl
-        name = self.config.get("algorithm") or self.config.get("method") or "run"
-        if "grad_norm" in self.metrics and "samples" in self.metrics:
+        kind, name = self.figure_kind(), self.label()
+        if kind == "mfcgd":
             return plot_mfcgd({name: self}, path)
-        if "time" in self.metrics:
+        if kind == "vfl":
             return plot_vfl({name: self}, path)
         return plot_trace(self, path, title or name)
+
+    def figure_kind(self):
+        """Which figure :meth:`plot` draws: "mfcgd" (||∇F(x̄_t)|| and samples recorded), "vfl" (a
+        simulated time recorded) or "ssca" (per round)."""
+        if "grad_norm" in self.metrics and "samples" in self.metrics:
+            return "mfcgd"
+        return "vfl" if "time" in self.metrics else "ssca"
+
+    def label(self):
+        """The run's name in a figure: its algorithm, else its method, else "run"."""
+        return self.config.get("algorithm") or self.config.get("method") or "run"
 
     # -- persistence ----------------------------------------------------------------------------
     def save(self, out_dir):

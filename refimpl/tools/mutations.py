@@ -660,9 +660,10 @@ class Workspace:
     bytecode written once (the untouched modules then load compiled in every child, even where
     ``PYTHONDONTWRITEBYTECODE`` keeps Python from writing it: 0.06 s a mutation, measured).
     :meth:`applied` writes one mutation and, after the run, puts back the file and its directory's
-    ``__pycache__`` as they were before it, and removes whatever the run left at the top level."""
+    ``__pycache__`` as they were before it, and removes whatever the run left at the top level.
+    ``outside``: {top-level package: directory} of those papers (default: the registered ones)."""
 
-    def __init__(self, package=PACKAGE):
+    def __init__(self, package=PACKAGE, outside=None):
         import compileall
         import py_compile
         self.package = package
@@ -671,7 +672,8 @@ class Workspace:
             ensure_kernel_cache()               # the copy then takes a full cache
         self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
         shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
-        for top, where in outside_packages(package).items():     # papers written outside refimpl
+        outside = outside_packages(package) if outside is None else outside
+        for top, where in outside.items():                          # papers written outside refimpl
             shutil.copytree(where, Path(self.dir) / top, copy_function=shutil.copy2,
                             ignore=shutil.ignore_patterns("__pycache__"))
         self.tops = set(os.listdir(self.dir))

@@ -550,8 +550,14 @@ def _workspace_cases(tmp):
         root.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(src)
     m = Mutation("m", "core", f"{root.name}/h.py", "Y = 0", "Y = 1", "")
-    space = Workspace(root)
+    paper = pathlib.Path(tmp) / "ws" / "toyplanted"            # a paper written outside the package
+    (paper / "__pycache__").mkdir(parents=True)
+    (paper / "__init__.py").write_text("T = 1\n")
+    (paper / "__pycache__" / "stale.pyc").write_text("not copied")
+    space = Workspace(root, outside={"toyplanted": paper})
     try:
+        outside = (sorted(os.listdir(space.dir)), (pathlib.Path(space.dir) / "toyplanted" / "__init__.py").read_text(),
+                   (pathlib.Path(space.dir) / "toyplanted" / "__pycache__" / "stale.pyc").exists())
         copy = pathlib.Path(space.dir) / "refimpl"
         cache = copy / "__pycache__"
         pycs = sorted(f.name for f in cache.glob("*.pyc"))
@@ -573,8 +579,11 @@ def _workspace_cases(tmp):
     return [("the copy holds the package's bytecode, one file a module", len(pycs) == 3 and len(before) == 1),
             ("inside a mutation the copy's file is mutated, its module's bytecode gone, the run in the copy",
              inside == ("Y = 1\n", [], True) and (root / "h.py").read_text() == "Y = 0\n"),
+            ("a paper written outside the package is copied beside it, without its old bytecode",
+             outside == (["refimpl", "toyplanted"], "T = 1\n", False)),
             ("after it the file and its module's bytecode are as before, a run's leftovers removed",
-             after == ("Y = 0\n", before, ["refimpl"]) and after_unmutated == ["refimpl"]),
+             after == ("Y = 0\n", before, ["refimpl", "toyplanted"])
+             and after_unmutated == ["refimpl", "toyplanted"]),
             ("a second mutation is applied and put back as the first", again == ("Y = 1\n", "Y = 0\n")),
             ("closing removes the copy", not os.path.exists(space.dir) and not os.path.exists(space.stash))]
 

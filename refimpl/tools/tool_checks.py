@@ -1553,6 +1553,10 @@ def _witness_edge_case(records):
              # after it changes nothing
              ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
                  [2.0, 1000.0, 2500.0, 1e-3]), cost_factor=1e3), "expected": {"index": 2}}, True),
+             # the cap c η_1² with η_1 = k/(n + 1)^{1/3}: k = n = 1 gives η_1² = 2^{−2/3} ≈ 0.63, so c = 1.5
+             # leaves it below 1 (with n for n + 1 it would be 1.5) and c = 1.7 puts it above
+             ("mfcgd_run", "cap-active", {"inputs": dict(c1=1.5, c2=0.1, c3=0.1, k=1.0, n=1.0)}, False),
+             ("mfcgd_run", "cap-active", {"inputs": dict(c1=0.1, c2=0.1, c3=1.7, k=1.0, n=1.0)}, True),
              # a round whose longest compute equals the timeout: the timeout adds nothing, so not shown
              ("vfl_round_time", "at-least-the-timeout", {"inputs": dict(timeout=2.0, server_free=False, tau=np.array(
                  [1, 2]), step_times=np.array([2.0, 1.0]))}, False),
@@ -1570,7 +1574,8 @@ def _witness_edge_case(records):
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; each part of a "
+            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; the cap at η_1 = "
+            "k/(n + 1)^{1/3}; each part of a "
             "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
@@ -2256,6 +2261,7 @@ def _report_section_cases(tmp):
 
     from types import SimpleNamespace
 
+    from refimpl.core.trace import Trace
     from refimpl.tools.report import (execution_record, header_lines, reproduction_failures, reproduction_lines,
                                       smoke_lines)
     d = os.path.join(tmp, "report", "ssca-sample")
@@ -2294,6 +2300,12 @@ def _report_section_cases(tmp):
                 "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
                 "full settings; embedded MNIST subset unless stated.", ""] and "; quick settings;" in header_lines(
                 True, "now", {})[2]),
+            ("a trace's figure: ||∇F(x̄_t)|| against samples with both recorded, accuracy against time with a "
+             "time, per round otherwise; named by its algorithm, else its method, else 'run'", [
+                 (Trace(config=c, metrics=m).figure_kind(), Trace(config=c, metrics=m).label()) for c, m in (
+                     ({"algorithm": "ssca", "method": "x"}, {"grad_norm": [1.0], "samples": [2]}),
+                     ({"method": "flexvfl"}, {"grad_norm": [1.0], "time": [0.5]}), ({}, {"cost": [1.0]}))] == [
+                 ("mfcgd", "ssca"), ("vfl", "flexvfl"), ("ssca", "run")]),
             ("the smoke warning of --rounds 7, and none without it",
              smoke_lines(None) == [] and smoke_lines(7) == [
                  "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
@@ -2498,13 +2510,14 @@ def _timed_case(VF, REGISTRY):
         with event.trigger_event("numba:compiler_lock"):
             time.sleep(0.02)
         return {"measured": 1.0, "bound": 2.0}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), VF.cpu_seconds()
     REGISTRY["planted.verdict.timed"] = ("planted timed", "nowhere", compiling, "theorem")
     try:
         details = VF.run_check("planted.verdict.timed").details
     finally:
         REGISTRY.pop("planted.verdict.timed", None)
-    timed, jit = details.get("seconds"), details.get("jit_seconds")
+    timed, jit, cpu = details.get("seconds"), details.get("jit_seconds"), details.get("cpu_seconds")
+    cpu_taken = VF.cpu_seconds() - c0
     import resource
 
     def larger():
@@ -2512,6 +2525,8 @@ def _timed_case(VF, REGISTRY):
     before, peak, after = larger(), VF.peak_rss_mb(), larger()
     return [("a check's recorded seconds lie between 0 and the time its run took",
              isinstance(timed, float) and 0.0 <= timed <= time.perf_counter() - t0 + 1e-3),
+            ("its CPU seconds lie between 0 and the CPU time its run took",
+             isinstance(cpu, float) and 0.0 <= cpu <= cpu_taken + 1e-3),
             ("its Numba seconds are the time it held Numba's compiler lock: 0.02 s, within its seconds",
              isinstance(jit, float) and 0.02 <= jit <= timed),
             ("the peak memory reported is the larger of this process's and its largest finished child's",
@@ -2587,8 +2602,11 @@ def _compiled_lines_case():
         finally:
             for name in names:
                 sys.modules.pop(name, None)
+        # at import: the import, the decorator and both def lines of an imported module; none of one not imported
+        at_import = (set(VF.import_time_lines(paths[0], {paths[0]})), VF.import_time_lines(paths[1], {paths[0]}))
     return ("--coverage's compiled lines: a Numba function of the package, its decorator to its last line; no plain "
-            "function, no other package's kernel", got.get(paths[0]) == {4, 5, 6, 7} and paths[1] not in got)
+            "function, no other package's kernel; the lines run at import only for an imported module",
+            got.get(paths[0]) == {4, 5, 6, 7} and paths[1] not in got and at_import == ({1, 4, 5, 10}, ()))
 
 
 def _table_layout_cases(CheckRecord):

@@ -458,6 +458,12 @@ def _compiled_lines():
     return out
 
 
+def import_time_lines(path, imported):
+    """The lines --coverage counts as run at import: a module's (:func:`_import_time_lines`) when it
+    is among the ``imported`` (real paths of the modules in sys.modules), none otherwise."""
+    return _import_time_lines(path) if os.path.realpath(path) in imported else ()
+
+
 def _import_time_lines(path):
     """Lines a module runs when it is imported (its top-level and class-level statements, the def
     and decorator lines): the tracer starts after the checks' modules are imported, so these count
@@ -515,7 +521,7 @@ def run_coverage(quick=True, progress=None, only=None):
             path = os.path.join(dirpath, f)
             _, statements, _, missing, _ = cov.analysis2(path)
             rows.append(coverage_row(os.path.relpath(path, os.path.dirname(root)), statements, missing,
-                                     _import_time_lines(path) if os.path.realpath(path) in imported else (),
+                                     import_time_lines(path, imported),
                                      compiled.get(path, ())))
     rows.sort(key=lambda r: r["module"])
     return records, rows

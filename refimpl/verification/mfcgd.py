@@ -1541,7 +1541,8 @@ def _default_evaluation_errors(pr):
 def _unkept_samples_errors():
     """A ComFedL-style run without --keep-samples (on the Numba kernel) is the kernel run on the
     problem and the run's stream of the seed (SeedSequence(seed).spawn(3): problem, run,
-    evaluation) from x1 = 0: no sample is drawn ahead of it."""
+    evaluation) from x1 = 0: no sample is drawn ahead of it; the kernel draws from the generator
+    it is given, and without one from default_rng(0)."""
     from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
     from refimpl.mfcgd.kernels import run_local_scgd_synthetic_nb
     cfg = MFCGDConfig(method="comfedl", problem="synthetic", clients=2, dim=4, eval_every=1, q=2, steps=5, seed=3)
@@ -1549,10 +1550,17 @@ def _unkept_samples_errors():
     rng_prob, rng_run, _ = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(3))
     pr = build_problem(cfg, rng_prob)
     gn = run_local_scgd_synthetic_nb(pr, np.zeros(pr.d), cfg.steps, cfg.q, cfg.eta, cfg.beta, None, rng_run)[0]
+    wrong = []
     if tr.config["backend_used"] != "numba" or not np.array_equal(tr.metrics["grad_norm"], gn):
-        return [f"a ComFedL run without --keep-samples ({tr.config['backend_used']}) gives ||∇F(x̄_t)|| "
-                f"{tr.metrics['grad_norm']}, the Numba kernel on the run's stream {list(gn)}"]
-    return []
+        wrong.append(f"a ComFedL run without --keep-samples ({tr.config['backend_used']}) gives ||∇F(x̄_t)|| "
+                     f"{tr.metrics['grad_norm']}, the Numba kernel on the run's stream {list(gn)}")
+    # the kernel draws from the generator it is given; without one, from default_rng(0)
+    none, zero = (run_local_scgd_synthetic_nb(pr, np.zeros(pr.d), cfg.steps, cfg.q, cfg.eta, cfg.beta, None, r)[0]
+                  for r in (None, np.random.default_rng(0)))
+    if not np.array_equal(none, zero) or np.array_equal(gn, zero):
+        wrong.append("the ComFedL Numba kernel does not draw from the generator given (or, without one, from "
+                     f"default_rng(0)): {list(gn)}, {list(zero)} with default_rng(0), {list(none)} with none")
+    return wrong
 
 
 def _samples_prefix_errors():
