@@ -753,8 +753,10 @@ def _crosscheck_cases():
     near = w1.copy()
     near[1, 2] += 1e-6
     rows = {r["what"]: r for r in crosscheck(a, Trace(config={}, metrics={"round": [0]}, snapshots={0: (near, w2)}))}
-    out.append(("a snapshot's difference of 1e-6 where max|W1| is 2 is measured as 5e-7",
-                abs(rows.get("W1@0", {}).get("rel", 0.0) - 5e-7) < 1e-12 and rows.get("W2@0", {}).get("rel") == 0.0))
+    out.append(("a snapshot's difference of 1e-6 where max|W1| is 2 is measured as 5e-7, each snapshot one round "
+                "compared", abs(rows.get("W1@0", {}).get("rel", 0.0) - 5e-7) < 1e-12
+                and rows.get("W2@0", {}).get("rel") == 0.0 and [rows.get(w, {}).get("rounds") for w in ("W1@0", "W2@0")]
+                == [1, 1]))
     rows = {r["what"]: r for r in crosscheck(a, Trace(config={}, metrics={"round": [0]},
                                                         snapshots={0: (w1.reshape(3, 2), w2)}))}
     out.append(("a snapshot of another shape (the same entries, 3×2 for 2×3) differs, and counts as no round "
@@ -1568,6 +1570,9 @@ def _witness_edge_case(records):
              ("loss_grad", "large-logits", {"inputs": unit(40.0), "expected": {"loss": 0.0}}, False),
              ("loss_grad", "large-logits", {"inputs": unit(45.0), "expected": {"loss": 0.0}}, True),
              ("full_cost", "more-rows-than-a-chunk", {"inputs": {"X": np.zeros((8192, 1))}}, False),
+             # A^t = τ after a step under the recursive curvature (which would give 0.75) is not the fixed convention
+             ("surrogate_update", "curvature-fixed", {"inputs": {"curvature": "recursive", "A": 0.5, "rho": 0.5,
+                                                                 "tau": 1.0}, "expected": {"A": 1.0}}, False),
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
                                                      "expected": {"A": np.array([0.5, 0.5])}}, False)]
@@ -1577,7 +1582,7 @@ def _witness_edge_case(records):
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
             "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, 'constraint-active' with ν = 0 on the constraint, "
-            "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive run); a Dirichlet split whose first "
+            "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive step or run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
             "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
             "'more-rows-than-a-chunk'")
