@@ -48,19 +48,19 @@ class Trace:
         family), test accuracy against simulated time (VFL), or ||∇F(x̄_t)|| against samples and
         communication rounds (MFCGD). Returns the path, or None without matplotlib."""
         from refimpl.core.plots import plot_mfcgd, plot_trace, plot_vfl
-        kind, name = self.figure_kind(), self.label()
-        if kind == "mfcgd":
+        axis, name = self.figure_axis(), self.label()
+        if axis == "samples":
             return plot_mfcgd({name: self}, path)
-        if kind == "vfl":
+        if axis == "time":
             return plot_vfl({name: self}, path)
         return plot_trace(self, path, title or name)
 
-    def figure_kind(self):
-        """Which figure :meth:`plot` draws: "mfcgd" (||∇F(x̄_t)|| and samples recorded), "vfl" (a
-        simulated time recorded) or "ssca" (per round)."""
+    def figure_axis(self):
+        """The x-axis of the figure :meth:`plot` draws: "samples" (||∇F(x̄_t)|| and samples recorded:
+        the MFCGD family), "time" (a simulated time recorded: Flex-VFL) or "round" (SSCA)."""
         if "grad_norm" in self.metrics and "samples" in self.metrics:
-            return "mfcgd"
-        return "vfl" if "time" in self.metrics else "ssca"
+            return "samples"
+        return "time" if "time" in self.metrics else "round"
 
     def label(self):
         """The run's name in a figure: its algorithm, else its method, else "run"."""

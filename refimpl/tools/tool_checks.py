@@ -2307,10 +2307,10 @@ def _report_section_cases(tmp):
                 True, "now", {})[2]),
             ("a trace's figure: ||∇F(x̄_t)|| against samples with both recorded, accuracy against time with a "
              "time, per round otherwise; named by its algorithm, else its method, else 'run'", [
-                 (Trace(config=c, metrics=m).figure_kind(), Trace(config=c, metrics=m).label()) for c, m in (
+                 (Trace(config=c, metrics=m).figure_axis(), Trace(config=c, metrics=m).label()) for c, m in (
                      ({"algorithm": "ssca", "method": "x"}, {"grad_norm": [1.0], "samples": [2]}),
                      ({"method": "flexvfl"}, {"grad_norm": [1.0], "time": [0.5]}), ({}, {"cost": [1.0]}))] == [
-                 ("mfcgd", "ssca"), ("vfl", "flexvfl"), ("ssca", "run")]),
+                 ("samples", "ssca"), ("time", "flexvfl"), ("round", "run")]),
             ("the smoke warning of --rounds 7, and none without it",
              smoke_lines(None) == [] and smoke_lines(7) == [
                  "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
