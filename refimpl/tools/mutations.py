@@ -833,18 +833,19 @@ def read_child(out, order, tmp, stdout, stderr, timed_out, exit_note, running, v
         out.crashed, out.ended = bool(res.get("crashed")), res.get("ended")
 
 
-def _started_workers(mutations, workers, package, preload):
+def _started_workers(mutations, workers, package, preload, zygote=None, forking=hasattr(os, "fork")):
     """A queue of (zygote, its copy of the package) per worker, each zygote started as soon as its
     copy exists (holding the copy's unmutated modules when ``preload``): the zygotes set up on
     their own cores while this process copies, reads the module graph and compiles the mutated
-    files. Without os.fork the zygote is None (one fresh interpreter per mutation)."""
+    files. Without os.fork (``forking``) the zygote is None (one fresh interpreter per mutation).
+    ``zygote``: the class started (:class:`Zygote`)."""
     import queue
-    forking = hasattr(os, "fork")
+    zygote = zygote or Zygote
     workers_, starting = queue.Queue(), []
     try:
         for _ in range(max(1, int(workers))):
             sp = Workspace(package)
-            starting.append((Zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None)
+            starting.append((zygote(_mutation_env(), wait=False, preload=sp.dir if preload else None)
                              if forking else None, sp))
         package_graph(package)                  # read once here, before the workers share it
         compile_mutated(mutations, package)     # once a process: see _compiles

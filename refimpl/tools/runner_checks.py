@@ -588,6 +588,52 @@ def _workspace_cases(tmp):
             ("closing removes the copy", not os.path.exists(space.dir) and not os.path.exists(space.stash))]
 
 
+def _started_workers_cases(tmp):
+    """_started_workers on a planted package and zygote class: one copy and one zygote per worker (at
+    least one), each started without waiting and holding its copy when preloading, then waited for
+    once; without fork no zygote; a mutation that does not compile closes every zygote and copy."""
+    import os
+
+    from refimpl.tools.mutations import Mutation, _started_workers
+    root = pathlib.Path(tmp) / "sw" / "refimpl"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "h.py").write_text("Y = 0\n")
+
+    class Planted:
+        def __init__(self, env, wait, preload):
+            self.args, self.ready, self.closed = (wait, preload), 0, 0
+
+        def wait_ready(self):
+            self.ready += 1
+
+        def close(self):
+            self.closed += 1
+
+    def started(workers, preload=True, forking=True, mutations=()):
+        q = _started_workers(list(mutations), workers, root, preload, zygote=Planted, forking=forking)
+        got = [q.get_nowait() for _ in range(q.qsize())]
+        for _, sp in got:
+            sp.close()
+        return got
+    two, one, bare, none = started(2), started(0), started(1, preload=False), started(2, forking=False)
+    bad = Mutation("m", "core", f"{root.name}/h.py", "Y = 0", "Y = (", "")
+    made = []
+    try:
+        _started_workers([bad], 2, root, True, zygote=lambda *a, **k: made.append(Planted(*a, **k)) or made[-1])
+        raised = False
+    except ValueError:
+        raised = True
+    return [("one copy and one zygote a worker, started without waiting, holding its copy, waited for once",
+             len(two) == 2 and all(isinstance(z, Planted) and z.args == (False, sp.dir) and z.ready == 1
+                                   and z.closed == 0 for z, sp in two) and two[0][1].dir != two[1][1].dir),
+            ("0 workers asked: one; not preloading: the zygote holds no copy",
+             len(one) == 1 and len(bare) == 1 and bare[0][0].args == (False, None)),
+            ("without fork no zygote, a copy each", [z for z, _ in none] == [None, None]),
+            ("a mutation that does not compile: refused, each zygote closed once, each copy removed",
+             raised and len(made) == 2 and all(z.closed == 1 and not os.path.exists(z.args[1]) for z in made))]
+
+
 def _zygote_reply_cases(tmp):
     """Zygote.run on planted replies of its fork server: the job it sends, and how each reply is read."""
     import io
@@ -790,7 +836,8 @@ def _runner_cases():
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
             lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
-            lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _fallback_cases(tmp)])
+            lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
+            lambda: _fallback_cases(tmp)])
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

@@ -1551,6 +1551,9 @@ def _witness_edge_case(records):
                                                   "expected": {"index": 2}}, True),
              ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
                                                        "expected": {"index": 2}}, True),
+             # a run that never stops but whose cost rises once is not converging
+             ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
+                                                "expected": {"index": -1}}, False),
              # a slow blow-up judged on the costs up to its stop only: a last cost 1000 × below the initial one
              # after it changes nothing
              ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
@@ -1581,7 +1584,7 @@ def _witness_edge_case(records):
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
-            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, 'constraint-active' with ν = 0 on the constraint, "
+            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive step or run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
             "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
