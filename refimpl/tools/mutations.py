@@ -879,13 +879,18 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
             lambda space: Zygote(_mutation_env(), preload=space.dir if preload else None),
             progress, lambda m: mutation_cost(m, seconds, compiling, package))
     finally:
-        while not workers_.empty():
-            z, space = workers_.get()
-            z.close() if z is not None else None
-            space.close()
+        close_workers(workers_)
     if package == PACKAGE:
         void_broken_catchers(results, confirmed)
     return results
+
+
+def close_workers(workers_):
+    """Close every worker's zygote (None without fork) and remove its copy, emptying the queue."""
+    while not workers_.empty():
+        z, space = workers_.get()
+        z.close() if z is not None else None
+        space.close()
 
 
 def confirms_crashes(package, vectors_dir):

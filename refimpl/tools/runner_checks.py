@@ -594,7 +594,9 @@ def _started_workers_cases(tmp):
     once; without fork no zygote; a mutation that does not compile closes every zygote and copy."""
     import os
 
-    from refimpl.tools.mutations import Mutation, _started_workers
+    import queue
+
+    from refimpl.tools.mutations import Mutation, _started_workers, close_workers
     root = pathlib.Path(tmp) / "sw" / "refimpl"
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
@@ -624,12 +626,21 @@ def _started_workers_cases(tmp):
         raised = False
     except ValueError:
         raised = True
+    q, spaces = queue.Queue(), [SimpleNamespace(closed=0), SimpleNamespace(closed=0)]
+    for sp in spaces:
+        sp.close = lambda sp=sp: setattr(sp, "closed", sp.closed + 1)
+    zygote = Planted({}, False, None)
+    q.put((zygote, spaces[0]))
+    q.put((None, spaces[1]))
+    close_workers(q)
     return [("one copy and one zygote a worker, started without waiting, holding its copy, waited for once",
              len(two) == 2 and all(isinstance(z, Planted) and z.args == (False, sp.dir) and z.ready == 1
                                    and z.closed == 0 for z, sp in two) and two[0][1].dir != two[1][1].dir),
             ("0 workers asked: one; not preloading: the zygote holds no copy",
              len(one) == 1 and len(bare) == 1 and bare[0][0].args == (False, None)),
             ("without fork no zygote, a copy each", [z for z, _ in none] == [None, None]),
+            ("after the pool each worker's zygote (none without fork) is closed and its copy removed, once",
+             q.empty() and zygote.closed == 1 and [sp.closed for sp in spaces] == [1, 1]),
             ("a mutation that does not compile: refused, each zygote closed once, each copy removed",
              raised and len(made) == 2 and all(z.closed == 1 and not os.path.exists(z.args[1]) for z in made))]
 
