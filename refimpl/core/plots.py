@@ -66,6 +66,16 @@ def draw(ax, curves, log=None, where=""):
         plot(x, y, label=labels[name], gid=name, **style(i, len(x)))
 
 
+def legend_layout(labels, width):
+    """(columns, inches below the panels) of the legend of ``labels`` under a figure ``width``
+    inches wide: as many columns as the longest text allows at 7 pt (4.3 pt a character and 40
+    pt for the line and gaps), at least one and at most one a label; 0.1 in plus 0.16 in a row."""
+    longest = max(len(t) for t in labels)
+    ncol = max(1, min(len(labels), int(width * 72 / (4.3 * longest + 40))))
+    rows = -(-len(labels) // ncol)
+    return ncol, 0.1 + 0.16 * rows
+
+
 def _finish(fig, axes, path, legend=True):
     """Grid, one legend outside the panels (below them, so it covers no curve), save, close."""
     entries = {}                 # one entry per curve: its base name (gid) → (handle, text)
@@ -80,11 +90,8 @@ def _finish(fig, axes, path, legend=True):
     handles = [h for h, _ in entries.values()]
     labels = [t for _, t in entries.values()]
     if legend and labels:
-        longest = max(len(t) for t in labels)
-        ncol = max(1, min(len(labels), int(fig.get_figwidth() * 72 / (4.3 * longest + 40))))
+        ncol, room = legend_layout(labels, fig.get_figwidth())
         fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-        rows = -(-len(labels) // ncol)
-        room = 0.1 + 0.16 * rows                               # inches the legend needs below the panels
         fig.set_figheight(fig.get_figheight() + room)
         fig.tight_layout(rect=(0, room / fig.get_figheight(), 1, 1))
     else:

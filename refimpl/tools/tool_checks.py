@@ -2269,6 +2269,7 @@ def _report_section_cases(tmp):
 
     from types import SimpleNamespace
 
+    from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
     from refimpl.tools.report import (execution_record, header_lines, reproduction_failures, reproduction_lines,
                                       smoke_lines)
@@ -2314,6 +2315,11 @@ def _report_section_cases(tmp):
                      ({"algorithm": "ssca", "method": "x"}, {"grad_norm": [1.0], "samples": [2]}),
                      ({"method": "flexvfl"}, {"grad_norm": [1.0], "time": [0.5]}), ({}, {"cost": [1.0]}))] == [
                  ("samples", "ssca"), ("time", "flexvfl"), ("round", "run")]),
+            ("a figure's legend below 6.4 in: 3 labels of 10 characters in 3 columns and one row (0.26 in), 12 of 30 "
+             "in 2 columns and 6 rows (1.06 in), 7 of 30 in 2 and 4 rows, one of 200 in one column",
+             [(n, round(r, 6)) for n, r in (legend_layout(["x" * 10] * 3, 6.4), legend_layout(["x" * 30] * 12, 6.4),
+                                            legend_layout(["x" * 30] * 7, 6.4), legend_layout(["x" * 200], 6.4))]
+             == [(3, 0.26), (2, 1.06), (2, 0.74), (1, 0.26)]),
             ("the smoke warning of --rounds 7, and none without it",
              smoke_lines(None) == [] and smoke_lines(7) == [
                  "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
