@@ -1558,6 +1558,9 @@ def _witness_edge_case(records):
              # after it changes nothing
              ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
                  [2.0, 1000.0, 2500.0, 1e-3]), cost_factor=1e3), "expected": {"index": 2}}, True),
+             # the step-size exponent is told from t = 100 on
+             ("storm_weights", "eta-exponent", {"inputs": dict(t=100, k=1.0, n=8.0), "expected": {
+                 "eta": 1.0 / 108.0 ** (1 / 3)}}, True),
              # the cap c η_1² with η_1 = k/(n + 1)^{1/3}: k = n = 1 gives η_1² = 2^{−2/3} ≈ 0.63, so c = 1.5
              # leaves it below 1 (with n for n + 1 it would be 1.5) and c = 1.7 puts it above
              ("mfcgd_run", "cap-active", {"inputs": dict(c1=1.5, c2=0.1, c3=0.1, k=1.0, n=1.0)}, False),
@@ -1582,7 +1585,8 @@ def _witness_edge_case(records):
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; the cap at η_1 = "
+            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; η_t's exponent told "
+            "from t = 100; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
             "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive step or run); a Dirichlet split whose first "
@@ -2583,7 +2587,10 @@ def _engine_and_coverage_cases():
              [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == [f"{top}/core/a.py", f"{top}/tools/b.py",
                                                                      "total: core + the three papers", "total: package"]
              and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
-             and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"]),
+             and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"]
+             # the module's column padded on the right, the numbers' on the left
+             and all(c[0] == c[0].strip().ljust(len(c[0])) and all(x == x.strip().rjust(len(x)) for x in c[1:])
+                     for c in (ln.split(" | ") for ln in [lines[0]] + lines[2:-1]))),
             _compiled_lines_case(),
             ("a module's coverage row: a line run at import is executed, a compiled one is counted apart, the "
              "lines not executed listed in order",
@@ -2599,6 +2606,7 @@ def _compiled_lines_case():
     import os
     import sys
     import tempfile
+    from types import SimpleNamespace
 
     from refimpl.tools import verify as VF
     src = "from numba import njit\n\n\n@njit\ndef k(x):\n    y = x + 1\n    return y\n\n\ndef plain(x):\n    return x\n"
@@ -2616,11 +2624,16 @@ def _compiled_lines_case():
         finally:
             for name in names:
                 sys.modules.pop(name, None)
+        found = VF.imported_paths({"refimpl_planted_kernels": sys.modules.get("os"), "refimpl.none": None,
+                                   "planted_other_kernels": SimpleNamespace(__file__=paths[1]),
+                                   "refimpl.mine": SimpleNamespace(__file__=paths[0])})
         # at import: the import, the decorator and both def lines of an imported module; none of one not imported
         at_import = (set(VF.import_time_lines(paths[0], {paths[0]})), VF.import_time_lines(paths[1], {paths[0]}))
     return ("--coverage's compiled lines: a Numba function of the package, its decorator to its last line; no plain "
-            "function, no other package's kernel; the lines run at import only for an imported module",
-            got.get(paths[0]) == {4, 5, 6, 7} and paths[1] not in got and at_import == ({1, 4, 5, 10}, ()))
+            "function, no other package's kernel; the lines run at import only for an imported module, the package's "
+            "modules imported read from sys.modules",
+            got.get(paths[0]) == {4, 5, 6, 7} and paths[1] not in got and at_import == ({1, 4, 5, 10}, ())
+            and found == {paths[0], os.path.realpath(os.__file__)})
 
 
 def _table_layout_cases(CheckRecord):

@@ -458,6 +458,12 @@ def _compiled_lines():
     return out
 
 
+def imported_paths(modules):
+    """The real paths of the refimpl modules among ``modules`` ({name: module}, sys.modules)."""
+    return {os.path.realpath(getattr(m, "__file__", "") or "") for n, m in list(modules.items())
+            if n.startswith("refimpl") and m is not None}
+
+
 def import_time_lines(path, imported):
     """The lines --coverage counts as run at import: a module's (:func:`_import_time_lines`) when it
     is among the ``imported`` (real paths of the modules in sys.modules), none otherwise."""
@@ -511,8 +517,7 @@ def run_coverage(quick=True, progress=None, only=None):
         cov.stop()
     compiled = _compiled_lines()
     import sys
-    imported = {os.path.realpath(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())
-                if n.startswith("refimpl") and m is not None}
+    imported = imported_paths(sys.modules)
     rows = []
     for dirpath, _, files in os.walk(root):
         for f in sorted(files):

@@ -1416,6 +1416,10 @@ def _post_adaptation_errors(pr):
         out.append(0.5 * np.mean((Zq @ xa - Yq) ** 2))
     want = float(np.mean(out))
     wrong = [] if abs(got - want) <= 1e-12 * abs(want) else [f"MAML post-adaptation loss {got:.12g}, by hand {want:.12g}"]
+    # F(x) = (1/M) Σ_m ½||(1 − η_in)(x − a_m)||² + ½ s²: the query loss's expectation (E[zzᵀ] = I, noise variance s²)
+    F = np.mean([0.5 * np.sum(((1 - pr.eta_in) * (x - a_m)) ** 2) for a_m in pr.a]) + 0.5 * pr.noise ** 2
+    if not abs(pr.F(x) - F) <= 1e-12 * F:
+        wrong.append(f"MAML F(x) {pr.F(x):.12g}, written out {F:.12g}")
     # the tasks' generator: a_m = c + spread · z_m / √d, with c and then the z_m standard normal from the seed
     r = np.random.default_rng(16)
     c = r.standard_normal(3)

@@ -209,6 +209,10 @@ def stepsize_conditions(quick):
     wrong += exact != ["tail exponent = 0.6"] or short != ["tail exponent ≈ 0 (estimated from a finite sequence)"]
     det["a power law's exponent stated, three values' estimated as 0"] = exact + short
     wrong += not all(raises(lambda a=a: PowerLaw(0.5, a), "must be finite and >= 0") for a in (-0.1, np.inf, np.nan))
+    # a power law's first T values, t = 1 … T, are its values at each t
+    values = PowerLaw(0.5, 0.6).values(4)
+    wrong += values.shape != (4,) or not np.allclose(values, [0.5 / t_ ** 0.6 for t_ in (1, 2, 3, 4)], rtol=1e-15)
+    det["0.5/t^0.6's first 4 values"] = [float(v) for v in values]
     wrong += not raises(lambda: Sequence(np.array([0.5, np.nan, 0.25])), "must be non-empty and finite")
     # the value outside (0, 1] is named by its t (ρ_1 here, the first)
     said = [c.reason for c in check_step_sizes(Sequence(np.r_[0.0, 1 / t[1:] ** 0.75], check_range=False),
@@ -900,7 +904,10 @@ def constrained_records(quick):
     wrong = [f"{k}: {got[k]:.6g}, by hand {v:.6g}" for k, v in want.items()
              if not abs(got[k] - v) <= 1e-9 * max(1.0, abs(v))]
     state = ConstrainedState(theta, (), nu, np.array([0.1, 0.25]))
-    ev = ConstrainedEvaluator(m, X, y, X[:10], y[:10], U=U, parts=parts)(theta, state)
+    evaluator = ConstrainedEvaluator(m, X, y, X[:10], y[:10], U=U, parts=parts)
+    if evaluator.every != 1:                    # train evaluates round t when t % every == 0
+        wrong.append(f"an evaluator built without `every` evaluates every {evaluator.every}th round, not every round")
+    ev = evaluator(theta, state)
     for k, v in (("constraint_value", f.max()), ("slack", 0.35), ("multiplier", 0.4)):
         if not abs(ev[k] - v) <= 1e-9:
             wrong.append(f"recorded {k} {ev[k]:.6g}, by hand {v:.6g}")
