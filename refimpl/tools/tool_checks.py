@@ -1554,6 +1554,11 @@ def _witness_edge_case(records):
              # a run that never stops but whose cost rises once is not converging
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),
+             # heavy-ball momentum with g = 0: the dampened form gives the same state, so it is not shown
+             ("local_update", "heavy-ball-not-dampened", {"inputs": {"optimizer": "momentum", "param": 0.9, "state": np.array(
+                 [2.0, -1.0]), "g": np.zeros(2)}, "expected": {"state": np.array([1.8, -0.9])}}, False),
+             # a multiplier of 0.5 < c = 1 on the constraint: active
+             ("constrained_run", "constraint-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([0.5])}}, True),
              # a slow blow-up judged on the costs up to its stop only: a last cost 1000 × below the initial one
              # after it changes nothing
              ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
@@ -1588,7 +1593,7 @@ def _witness_edge_case(records):
             "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; η_t's exponent told "
             "from t = 100; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
-            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "
+            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "
             "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive step or run); a Dirichlet split whose first "
             "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
             "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
@@ -2266,6 +2271,26 @@ def _reproduction_table_cases(tmp):
          executions == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])])]
 
 
+def _plot_dispatch():
+    """[(the drawing function Trace.plot called, the name or title it passed)] for an MFCGD-family, a
+    Flex-VFL and an SSCA trace, with refimpl.core.plots' functions replaced by recorders."""
+    from refimpl.core import plots
+    from refimpl.core.trace import Trace
+    names, called = ("plot_mfcgd", "plot_vfl", "plot_trace"), []
+    saved = {n: getattr(plots, n) for n in names}
+    for n in names:
+        setattr(plots, n, lambda first, path, title=None, n=n: called.append(
+            (n, title if isinstance(first, Trace) else next(iter(first)))))
+    try:
+        for c, m, title in (({"algorithm": "ssca"}, {"grad_norm": [1.0], "samples": [2]}, ""),
+                            ({"method": "flexvfl"}, {"time": [0.5]}, ""), ({}, {"cost": [1.0]}, "title")):
+            Trace(config=c, metrics=m).plot("unused.png", title)
+    finally:
+        for n, f in saved.items():
+            setattr(plots, n, f)
+    return called
+
+
 def _report_section_cases(tmp):
     """(what, right): refimpl report's section on a planted reproduction and its smoke warning, written out."""
     import json
@@ -2324,6 +2349,8 @@ def _report_section_cases(tmp):
              [(n, round(r, 6)) for n, r in (legend_layout(["x" * 10] * 3, 6.4), legend_layout(["x" * 30] * 12, 6.4),
                                             legend_layout(["x" * 30] * 7, 6.4), legend_layout(["x" * 200], 6.4))]
              == [(3, 0.26), (2, 1.06), (2, 0.74), (1, 0.26)]),
+            ("a trace's plot draws the figure of its axis (the drawing functions planted)", _plot_dispatch() == [
+                ("plot_mfcgd", "ssca"), ("plot_vfl", "flexvfl"), ("plot_trace", "title")]),
             ("the smoke warning of --rounds 7, and none without it",
              smoke_lines(None) == [] and smoke_lines(7) == [
                  "**Smoke report: every reproduction was cut to 7 rounds (`--rounds`)**; its figures show that the "
@@ -2668,6 +2695,7 @@ def _table_layout_cases(CheckRecord):
              "cell, and the command's totals",
              [ln.split(" ")[0] for ln in prof[2:5]] == ["t.b", "t.c", "t.a"]
              and prof[0] == "id  | wall s | cpu s | numba s | holds" and len({len(ln) for ln in prof[:5]}) == 1
+             and prof[2] == "t.b |   3.00 |  3.00 |       - | no   "           # the seconds padded on the left
              and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
                              "target ≤ 20 s: met"),
             ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",
