@@ -78,6 +78,8 @@ def _catalogue_cases(tmp, pkg):
         ("a replacement equal to its find", load(entry(replace="Y = 0")), "replacement equals the original"),
         ("a mutated file that does not compile", load(entry(replace="Y = (")), "the mutated pkg/h.py does not compile"),
         ("an id asked for that no entry has", load(entry(), only={"m1", "ghost"}), "no mutation ['ghost']"),
+        ("ids asked for that no entry has, named in order", load(entry(), only=["m1", "zed", "ghost", "kappa"]),
+         "no mutation ['ghost', 'kappa', 'zed']"),
     ]
     for what, fn, says in refusals:
         out.append((f"{what} is refused, saying {says!r}", raises(fn, says)))

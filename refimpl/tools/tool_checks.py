@@ -1535,6 +1535,12 @@ def _witness_edge_case(records):
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.75}}, True),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False),
+             # batches in proportion to the partitions (1, 3): B_k/Σ B weights give the N_k/N value, so not shown
+             ("client_aggregate", "weights-N_k/N", {"inputs": dict(aggregate, loss_sums=np.array([1.0, 6.0]), batch=np.array(
+                 [1, 3])), "expected": {"loss_hat": 1.75}}, False),
+             # the slack at c with none left (s = 0) is not the slack's branch
+             ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
+                                                                                  "slack": np.array([0.0])}}, False),
              # each part of a witness is needed: one part true, another false
              ("adaptive_matrix", "scalar-state", {"inputs": {"kind": "adam"}, "expected": {"a": np.ones(3)}}, False),
              ("adaptive_matrix", "scalar-state", {"inputs": {"kind": "norm"}, "expected": {"a": np.arange(3.0)}}, False),
@@ -1590,7 +1596,8 @@ def _witness_edge_case(records):
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below; η_t's exponent told "
+            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below and not with batches in "
+            "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
             "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "

@@ -539,7 +539,8 @@ def _radius_scale_record():
     """``refimpl run mfcgd --problem nonlinear --radius-scale 0.5``: the trace's radii are half the
     problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
-    boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ;
+    boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ, and for
+    a count (clients, dim, steps, q, eval_every);
     heterogeneity 0 is accepted; the trace records the instance (its arrays' names, its scalars s_g,
     r_g, r_f as the problem defines them); each dumped step's communication flag is t ≡ 0 (mod q)."""
     import os
@@ -571,6 +572,9 @@ def _radius_scale_record():
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"--{opt} must be a whole number >= 0, got {v!r}")
                    for opt, kw, v in (("seed", dict(seed=1.5), 1.5), ("problem-seed", dict(problem_seed=True), True),
                                       ("seed", dict(seed=-1), -1)))
+    # a count is at least 1: 0 clients, dimensions, steps, q or eval_every refused, naming it
+    refused &= all(raises(lambda f=f: replace(cfg, **{f: 0}).validate(), f"{f} must be >= 1, got 0")
+                   for f in ("clients", "dim", "steps", "q", "eval_every"))
     # 0 is no step size and no ρ (A_t ⪰ ρI with ρ > 0): refused, naming the option
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), words)
                    for words, kw in (("eta must be > 0", dict(eta=0.0)), ("alpha must be > 0", dict(alpha=0.0)),
@@ -1364,7 +1368,7 @@ def problem_evaluations(quick):
         if told != [1, 3, 6, 7]:
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps tells its progress at steps {told}, "
                          "not 1, 3, 6, 7")
-    wrong += _default_evaluation_errors(problems["synthetic"])
+    wrong += _default_evaluation_errors(problems["synthetic"]) + _instance_recipe_errors()
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
@@ -1529,6 +1533,24 @@ def _single_machine_errors():
                 or many.metrics["samples"] != one.metrics["samples"]:
             wrong.append(f"{method} asked for 3 clients: recorded clients {many.config.get('clients')}, "
                          f"||∇F|| {many.metrics['grad_norm']} vs one client's {one.metrics['grad_norm']}")
+    return wrong
+
+
+def _instance_recipe_errors():
+    """The synthetic and nonlinear instances as docs/mfcgd.md states them, drawn in this order from
+    the generator: A = N(0, 1)/√d (the nonlinear one × its scale 1.5), b = h·N(0, 1) (M, p), c =
+    h·N(0, 1) (M, p) (the nonlinear one plus a shared N(0, 1) (p,))."""
+    from refimpl.mfcgd.problems import NonlinearComposition, SyntheticComposition
+    wrong = []
+    for name, cls, scale, shared in (("synthetic", SyntheticComposition, 1.0, False),
+                                     ("nonlinear", NonlinearComposition, 1.5, True)):
+        r = np.random.default_rng(9)
+        A = scale * r.standard_normal((2, 4)) / 2.0
+        b = 0.3 * r.standard_normal((3, 2))
+        c = 0.3 * r.standard_normal((3, 2)) + (r.standard_normal(2) if shared else 0.0)
+        pr = cls.random(M=3, p=2, d=4, heterogeneity=0.3, rng=np.random.default_rng(9))
+        if not all(np.allclose(x, y, rtol=1e-15, atol=0) for x, y in ((pr.A, A), (pr.b, b), (pr.c, c))):
+            wrong.append(f"the {name} instance is not drawn as stated (A = {scale:g}·N(0, 1)/√d, b, c)")
     return wrong
 
 
