@@ -150,13 +150,18 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     seconds = round(time.perf_counter() - t0, 1)
     with open(os.path.join(out, "execution.json"), "w") as fh:
         json.dump(execution_record(executor, counts, seconds, records), fh, indent=1)
-    lines = header_lines(quick, datetime.datetime.now().isoformat(timespec="seconds"), versions())
-    lines += smoke_lines(rounds)
-    lines += check_section(records)
-    lines += ["", "## Reproductions", ""]
-    for name, d in repro.items():
-        lines += reproduction_lines(name, d, out)
+    lines = report_lines(header_lines(quick, datetime.datetime.now().isoformat(timespec="seconds"), versions()),
+                         rounds, records, repro, out)
     path = os.path.join(out, "REPORT.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path, records
+
+
+def report_lines(head, rounds, records, repro, out):
+    """REPORT.md's lines: its ``head``, the smoke warning of ``rounds``, the checks' section, then
+    a section per reproduction ({name: its directory}, in that order; links relative to ``out``)."""
+    lines = head + smoke_lines(rounds) + check_section(records) + ["", "## Reproductions", ""]
+    for name, d in repro.items():
+        lines += reproduction_lines(name, d, out)
+    return lines

@@ -2307,8 +2307,8 @@ def _report_section_cases(tmp):
 
     from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
-    from refimpl.tools.report import (execution_record, header_lines, reproduction_failures, reproduction_lines,
-                                      smoke_lines)
+    from refimpl.tools.report import (check_section, execution_record, header_lines, report_lines, reproduction_failures,
+                                      reproduction_lines, smoke_lines)
     d = os.path.join(tmp, "report", "ssca-sample")
     os.makedirs(d)
     with open(os.path.join(d, "reproduction.json"), "w") as fh:
@@ -2321,6 +2321,7 @@ def _report_section_cases(tmp):
         fh.write("run,sq_norm_mean\nSSCA,20000.0\n")
     open(os.path.join(d, "figure4_norm_vs_cost.png"), "w").close()
     got = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
+    whole = report_lines(["# head", ""], 7, [], {"ssca-sample": d, "again": d}, os.path.join(tmp, "report"))
     want = ["### ssca-sample", "", "Seeds: 2; data: planted; settings: quick, SSCA curvature: 0.5, 1.0; runs: SSCA, "
             "SGD, SSCA tau=1.", "", "![ssca-sample](ssca-sample/ssca-sample.png)", "",
             "![figure4_norm_vs_cost](ssca-sample/figure4_norm_vs_cost.png)", "",
@@ -2331,6 +2332,9 @@ def _report_section_cases(tmp):
     return [("refimpl report's section on a reproduction: seeds, data, settings with each SSCA curvature once, runs, "
              "its figure, each table it wrote (a figure beside it only where one was drawn; numbers as the check "
              "table prints them), where its curves and configuration are", got == want),
+            ("REPORT.md in order: its head, the smoke warning, the checks, then each reproduction's section in the "
+             "order given", whole == ["# head", ""] + smoke_lines(7) + check_section([]) + ["", "## Reproductions", ""]
+             + want + reproduction_lines("again", d, os.path.join(tmp, "report"))),
             ("a report's failed runs are the failures no check task's label (with its colon) starts: a run "
              "labelled like a check and more is a run", reproduction_failures(
                  ["ssca.a: boom", "SSCA_B=10-0: died", "ssca.ab: x", "ssca.a-run: died"],
