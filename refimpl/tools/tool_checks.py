@@ -1572,6 +1572,11 @@ def _witness_edge_case(records):
              # the step-size exponent is told from t = 100 on
              ("storm_weights", "eta-exponent", {"inputs": dict(t=100, k=1.0, n=8.0), "expected": {
                  "eta": 1.0 / 108.0 ** (1 / 3)}}, True),
+             # α = β = ϱ = 1 but h half a unit off g(x_new; ζ): not the forgetting update
+             ("storm_update", "cap-active", {"inputs": dict(alpha=1.0, beta=1.0, varrho=1.0, A=np.eye(2), x_new=np.ones(
+                 2), b=np.zeros(2), zeta=np.zeros(2)), "expected": {"h": np.array([1.5, 1.0])}}, False),
+             # Flex-VFL's time-varying step: its first step (t = 1) already shows the index
+             ("local_update", "step-index-t", {"inputs": {"optimizer": "time-varying-lr", "t": 1, "param": 0.5}}, True),
              # the cap c η_1² with η_1 = k/(n + 1)^{1/3}: k = n = 1 gives η_1² = 2^{−2/3} ≈ 0.63, so c = 1.5
              # leaves it below 1 (with n for n + 1 it would be 1.5) and c = 1.7 puts it above
              ("mfcgd_run", "cap-active", {"inputs": dict(c1=1.5, c2=0.1, c3=0.1, k=1.0, n=1.0)}, False),
@@ -1596,7 +1601,8 @@ def _witness_edge_case(records):
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', N_k/N weights shown when both wrong weightings fall below and not with batches in "
+            "time not 'server-free', a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
+            "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
             "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
@@ -2685,7 +2691,9 @@ def _table_layout_cases(CheckRecord):
 
     from refimpl.tools import verify as VF
     from refimpl.tools.report import _csv_table
-    fmt = [VF._fmt(x) for x in (1e4, 9999.5, 1e-3, 9.99e-4, 0.0, None, 3)]
+    fmt = [VF._fmt(x) for x in (1e4, 9999.5, 1e-3, 9.99e-4, 0.0, None, 3, -0.5, -9.99e-4)]
+    from refimpl.tools.report import _fmt as report_fmt
+    report_numbers = [report_fmt(x) for x in (-0.5, -2e-4, -2e4, 0.0, None, True, False)]
     recs = [CheckRecord(i, "claim " + i, "src", m, 1.0, m, m <= 1.0, {"kind": "theorem", "relation": "≤",
                                                                         "seconds": sec, "cpu_seconds": sec})
             for i, m, sec in (("t.a", 0.5, 1.0), ("t.b", 2.0, 3.0), ("t.c", 1.0, 2.0))]
@@ -2697,7 +2705,10 @@ def _table_layout_cases(CheckRecord):
             fh.write("method,rounds,time\nssca,12,0.000123\nsgd,n/a,2\n")
         md = _csv_table(path).splitlines()
     return [("numbers: 1.000e+04 from 1e4 (9999.5 to 4 digits, 1e+04), 0.001 plain, 9.990e-04 below it, 0 plain, "
-             "none as -", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-", "3"]),
+             "none as -, a negative number by its size", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-",
+                                                                "3", "-0.5", "-9.990e-04"]),
+            ("REPORT.md's numbers: a negative one by its size, 0 plain, none as –, booleans as words",
+             report_numbers == ["-0.5", "-2.000e-04", "-2.000e+04", "0", "–", "yes", "**no**"]),
             ("the table: header, rule, then t.a, t.b, t.c in that order (narrow and wide, the wide one with the "
              "claim)", [ln.split(" ")[0] for ln in narrow[2:5]] == ["t.a", "t.b", "t.c"]
              and narrow[0].startswith("id ") and set(narrow[1]) <= {"-", "+"}
