@@ -1533,6 +1533,16 @@ def _witness_edge_case(records):
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
+             # a server bound from its second gap on (0.5 then 2, 2 with s_0 = 2), and one as fast as a party
+             ("vfl_async_events", "server-bound", {"inputs": {"server_free": False, "speeds": np.array([[2.0, 1.0, 1.0]]),
+                                                              "server_time": 0.0},
+                                                   "expected": {"time": np.array([0.0, 1.0, 1.5, 3.5, 5.5])}}, False),
+             ("vfl_async_events", "server-bound", {"inputs": {"server_free": False, "speeds": np.array([[1.0, 1.0, 0.5]]),
+                                                              "server_time": 0.0},
+                                                   "expected": {"time": np.array([0.0, 1.0, 2.0, 3.0])}}, False),
+             # one argument below the underflow threshold and one far above it (with a 0 written for it)
+             ("exp_nonpos", "underflow", {"inputs": {"x": np.array([-800.0, -10.0])},
+                                          "expected": {"y": np.array([0.0, 0.0])}}, False),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.75}}, True),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False),
              # batches in proportion to the partitions (1, 3): B_k/Σ B weights give the N_k/N value, so not shown
@@ -1601,7 +1611,8 @@ def _witness_edge_case(records):
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
-            "time not 'server-free', a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
+            "time not 'server-free', a server bound only from the first gap on and only slower than every party, "
+            "'underflow' only where every argument is below the threshold, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
             "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
             "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "

@@ -1224,8 +1224,10 @@ def round_literal(quick):
         tau_bad = int(np.sum(tr.arrays["tau"] != taus))
         eta_rel = float(np.max(np.abs(tr.arrays["eta"] - etas) / etas))
         dump_rel, wrong = _dump_literal_errors(tr, R, (X1, X2), y, shapes, kw.get("labels", "all"))
-        if opt == "sgd":
-            dump_rel = max_or_nan(dump_rel, _dump_steps_errors(tr, R, (X1, X2), y, shapes, wrong))
+        if opt == "sgd" or opt.startswith("momentum"):
+            rho = float(opt.split(":")[1]) if opt.startswith("momentum") else None
+            dump_rel = max_or_nan(dump_rel, _dump_steps_errors(tr, R, (X1, X2), y, shapes, wrong, rho,
+                                                               reset=kw.get("momentum") != "persistent"))
         rule = tr.config["policy"]["step_size"]["rule"]
         want_rule = f"{lit.get('rule', 'paper')}-adaptive" if lit["method"] == "adaptive" else "fixed"
         if rule != want_rule:
@@ -1301,11 +1303,12 @@ def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
     return diff, wrong
 
 
-def _dump_steps_errors(tr, R, Xs, y, shapes, wrong):
+def _dump_steps_errors(tr, R, Xs, y, shapes, wrong, rho=None, reset=True):
     """A plain-SGD run's dumped local steps against step (6), θ^{t+1} = θ^t − η_k g^t: τ_k + 1 rows of
     θ_k and τ_k of g_k, each step's change −η_k g_k^t, the last row the next round's first; and the
-    server's first gradient, ∂l/∂θ_0 at the round's H, written out (vfl_literal). Appends to ``wrong``
-    what is missing; returns the worst relative difference."""
+    server's first gradient, ∂l/∂θ_0 at the round's H, written out (vfl_literal). With momentum ρ
+    (``rho``): the dumped u^{t+1} = ρu^t + g^t (u = 0 at a round's start when ``reset``) and the
+    change −η_k u^{t+1}. Appends to ``wrong`` what is missing; returns the worst relative difference."""
     from refimpl.verification.vfl_literal import _xent_grads
     diff = 0.0
     for r in range(1, R + 1):
@@ -1316,6 +1319,16 @@ def _dump_steps_errors(tr, R, Xs, y, shapes, wrong):
             if th.shape != (tau + 1, int(np.prod(shapes[k]))) or g.shape != (tau, th.shape[1]):
                 wrong.append(f"round {r}: theta{k} {th.shape} and grad{k} {g.shape} for τ_{k} = {tau}")
                 continue
+            if tau and rho is not None:
+                u = a.get(f"momentum{k}")
+                if u is None or u.shape != g.shape:
+                    wrong.append(f"round {r}: momentum{k} {None if u is None else u.shape} for grad{k} {g.shape}")
+                    continue
+                prev = np.vstack([np.zeros_like(u[:1]), u[:-1]])
+                rows = slice(0 if reset else 1, None)          # persistent: u^0 is the previous round's
+                diff = max_or_nan(diff, float(np.max(np.abs(u[rows] - (rho * prev[rows] + g[rows])), initial=0.0)
+                                              / np.max(np.abs(u))))
+                g = u
             if tau:
                 step = th[:-1] - a["eta"][k] * g
                 diff = max_or_nan(diff, float(np.max(np.abs(th[1:] - step)) / np.max(np.abs(th))))
