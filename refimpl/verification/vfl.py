@@ -353,12 +353,16 @@ def _durations_errors(model, data, shown):
     net = Network(bandwidth=1e18, latency=0.0, server_time=S)
     rows = np.tile(s, (4, 1))
     slow_server = np.tile([4.0, 1.0, 3.0], (4, 1))     # the server is the slowest: its compute decides sync
+    # … and with party 1 the slowest party, whose compute the free server's round then lasts
+    rows_of = {"slow-server": slow_server, "party-1-slowest": np.tile([4.0, 3.0, 1.0], (4, 1))}
     expected = {"sync": Q * s.max() + S, "flex": timeout + S, "flex/authors": timeout + S, "pbcd": s.max() + S,
-                "sync/slow-server": Q * 4.0 + S, "sync/slow-server/authors": Q * 3.0 + S}
+                "sync/slow-server": Q * 4.0 + S, "sync/slow-server/authors": Q * 3.0 + S,
+                "sync/party-1-slowest/authors": Q * 3.0 + S}
     errors = {}
     for label, want in expected.items():
         method = label.split("/")[0]
-        run = FlexVFL.from_method(model, data, method, [SGD()] * 3, 0.1, 8, slow_server if "slow-server" in label else rows,
+        run = FlexVFL.from_method(model, data, method, [SGD()] * 3, 0.1, 8, next(
+            (r for key, r in rows_of.items() if key in label), rows),
                       timeout=timeout, Q=Q, network=net, server_steps=Q if label.endswith("authors") else None)
         tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
         errors[label] = float(np.max(np.abs(tr.arrays["round_time"] - want)))
