@@ -1540,6 +1540,12 @@ def _witness_edge_case(records):
              ("vfl_async_events", "server-bound", {"inputs": {"server_free": False, "speeds": np.array([[1.0, 1.0, 0.5]]),
                                                               "server_time": 0.0},
                                                    "expected": {"time": np.array([0.0, 1.0, 2.0, 3.0])}}, False),
+             # two equal shards per client, but from an iid split: not the label-skew rule
+             ("partition", "shards-by-label", {"inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 1, "kind": "iid"},
+                                               "expected": {"owner": np.zeros(4, dtype=int)}}, False),
+             # a negative run stopped at a cost exactly at the limit (−1000 · |−2|): not beyond it
+             ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([-2.0, -2000.0]),
+                                                                   cost_factor=1e3), "expected": {"index": 1}}, False),
              # the closed form's first branch holds at C = U too
              ("closed_form_step", "C<=U", {"inputs": {"C": 1.0, "U": 1.0}}, True),
              # one argument below the underflow threshold and one far above it (with a 0 written for it)
@@ -1614,7 +1620,8 @@ def _witness_edge_case(records):
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', a server bound only from the first gap on and only slower than every party, "
-            "'underflow' only where every argument is below the threshold, 'C<=U' at C = U, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
+            "'underflow' only where every argument is below the threshold, 'C<=U' at C = U, label shards only from "
+            "the label-skew rule, a negative cost exactly at the limit not beyond it, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
             "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
             "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "

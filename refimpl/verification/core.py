@@ -839,7 +839,8 @@ def _replay_id_refusals():
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
-       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused); the "
+       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused), a "
+       "partition kind without its parameters or with one it does not take; the "
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
@@ -972,7 +973,8 @@ def _cover_refusals():
     feature block or one that is no list refused (given blocks read as written), a batch schedule
     beyond memory refused before it is built, a file of index lists is read
     as written, as feature blocks and as a partition of the samples, and a quantity law wide enough to
-    overflow exp still gives every client a sample."""
+    overflow exp still gives every client a sample; a partition kind that takes parameters given
+    none (and one that takes none given one) refused."""
     import json
     import os
     import tempfile
@@ -996,6 +998,11 @@ def _cover_refusals():
     right &= raises(lambda: sample_based_schedule([np.arange(10 ** 6)] * 100, 10 ** 4, 1000, np.random.default_rng(0)),
                     "the batch schedule (10,000 × 100 × 1,000 sample ids) would need 7.5 GiB of memory, above the "
                     "4 GiB allowed: fewer --rounds, clients or a smaller --batch")
+    # a kind that takes parameters given none, and one that takes none given one: refused, naming what is allowed
+    from refimpl.core.partition import parse_partition
+    right &= all(raises(lambda k=k: parse_partition(k), f"partition kind {k!r} is not known; allowed: contiguous, "
+                        "iid, label_skew, dirichlet:ALPHA[:MIN_SIZE], quantity:SIGMA")
+                 for k in ("dirichlet", "quantity", "iid:3"))
     # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
     sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
     right &= sum(sizes) == 1000 and min(sizes) >= 1

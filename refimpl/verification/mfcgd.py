@@ -540,7 +540,7 @@ def _radius_scale_record():
     problem's a-priori bounds, and its counts of client-steps where each projection acted equal the
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
     boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ, and for
-    a count (clients, dim, steps, q, eval_every);
+    a count (clients, dim, steps, q, eval_every), and η or β of 0 by the baselines' runner;
     heterogeneity 0 is accepted; the trace records the instance (its arrays' names, its scalars s_g,
     r_g, r_f as the problem defines them); each dumped step's communication flag is t ≡ 0 (mod q)."""
     import os
@@ -572,6 +572,12 @@ def _radius_scale_record():
     refused &= all(raises(lambda kw=kw: replace(cfg, **kw).validate(), f"--{opt} must be a whole number >= 0, got {v!r}")
                    for opt, kw, v in (("seed", dict(seed=1.5), 1.5), ("problem-seed", dict(problem_seed=True), True),
                                       ("seed", dict(seed=-1), -1)))
+    # the baselines' runner called as a library: η or β of 0 refused, naming it
+    from refimpl.mfcgd.algorithm import run_local_scgd
+    from refimpl.mfcgd.problems import SyntheticComposition
+    pr = SyntheticComposition.random(M=2, p=2, d=3)
+    refused &= all(raises(lambda kw=kw: run_local_scgd(pr, np.zeros(3), 2, 1, **kw), f"{n} must be > 0, got 0.0")
+                   for n, kw in (("eta", dict(eta=0.0, beta=0.5)), ("beta", dict(eta=0.1, beta=0.0))))
     # a count is at least 1: 0 clients, dimensions, steps, q or eval_every refused, naming it
     refused &= all(raises(lambda f=f: replace(cfg, **{f: 0}).validate(), f"{f} must be >= 1, got 0")
                    for f in ("clients", "dim", "steps", "q", "eval_every"))
