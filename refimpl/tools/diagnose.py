@@ -457,7 +457,9 @@ def describe(cmp_, tol, verdict=None, allowed=(), inputs=None, entry_words=None)
         entry = ""
         a, b = np.asarray(d.ours, dtype=float), np.asarray(d.theirs, dtype=float)
         if a.shape == b.shape and a.size > 1:
-            i = int(np.nanargmax(np.abs(a - b))) if np.all(np.isfinite(a - b)) else int(np.argmax(~np.isfinite(a - b)))
+            with np.errstate(over="ignore", invalid="ignore"):     # 1e308 vs −1e308 differ by inf: named
+                diff = a - b
+            i = int(np.nanargmax(np.abs(diff))) if np.all(np.isfinite(diff)) else int(np.argmax(~np.isfinite(diff)))
             idx = np.unravel_index(i, a.shape)
             full = ((d.step,) if d.step is not None else ()) + tuple(int(j) for j in idx)   # a local step's row
             words = entry_words(d.quantity, full) if entry_words else None

@@ -64,6 +64,15 @@ def _diagnose_cases():
     last = tuple(int(j) for j in np.unravel_index(w.size - 1, w.shape))
     out.append(("a NaN entry among differing ones is the entry named (at entry (last), vs nan)",
                 f"round 10, omega_next at entry {last}" in said and " vs nan" in said))
+    # a difference that overflows (1e308 against −1e308) comes before a NaN later on: it is the entry named
+    ours, theirs = _planted_dumps()
+    a = np.array(ours[10]["omega_next"], dtype=float).ravel()
+    b = a.copy()
+    a[1], b[1], b[-1] = 1e308, -1e308, np.nan
+    ours[10]["omega_next"], theirs[10]["omega_next"] = a, b
+    said = " ".join(DG.describe(DG.compare_dumps(ours, theirs, 1e-8), 1e-8))
+    out.append(("an entry whose difference overflows is not finite either: the first such entry is named (entry 1)",
+                "round 10, omega_next at entry (1,)" in said))
     out += _scalar_against_vector_cases()
     out += _local_step_cases()
     out += _differing_inputs_cases()
@@ -1546,6 +1555,8 @@ def _witness_edge_case(records):
              # a negative run stopped at a cost exactly at the limit (−1000 · |−2|): not beyond it
              ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([-2.0, -2000.0]),
                                                                    cost_factor=1e3), "expected": {"index": 1}}, False),
+             # every q = 2 steps (q ≤ T) is periodic averaging
+             ("mfcgd_run", "average-every-q", {"inputs": {"matrix": "identity", "q": 2, "T": 4}}, True),
              # the closed form's first branch holds at C = U too
              ("closed_form_step", "C<=U", {"inputs": {"C": 1.0, "U": 1.0}}, True),
              # one argument below the underflow threshold and one far above it (with a 0 written for it)
@@ -1621,7 +1632,7 @@ def _witness_edge_case(records):
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', a server bound only from the first gap on and only slower than every party, "
             "'underflow' only where every argument is below the threshold, 'C<=U' at C = U, label shards only from "
-            "the label-skew rule, a negative cost exactly at the limit not beyond it, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
+            "the label-skew rule, a negative cost exactly at the limit not beyond it, averaging every q = 2 steps, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
             "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
             "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "

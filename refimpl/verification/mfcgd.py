@@ -609,7 +609,8 @@ def _radius_scale_record():
        "difference ≤ 1e-12), and the samples and communication "
        "rounds counted after every step, by the runner and by the Numba kernel, equal to the transcription's; the "
        "Numba kernel's ||x̄_t||² and ||∇F(x̄_t)|| on the same samples equal the transcription's (≤ 1e-10, fastmath); "
-       "a period q of 2.5, 0 or True refused",
+       "a period q of 2.5, 0 or True refused, and given samples one step short (either array, or both) refused by "
+       "the kernel; the NumPy runner without a generator draws from default_rng(0)",
        "[MFCGD] Table 1 baselines (ComFedL, Local-SCGDM); docs/mfcgd.md")
 def baselines_literal(quick):
     T = 24
@@ -654,6 +655,18 @@ def baselines_literal(quick):
         lambda q=q: run_local_scgd(syn, np.zeros(syn.d), 2, q, 0.2, 0.6, None, np.random.default_rng(0)),
         f"q (communication period) must be a positive integer, got {q!r}")]
     det["q_accepted_or_refused_otherwise"], count_bad = refused, count_bad + len(refused)
+    # given samples of 3 steps for a 4-step run, one array or both short, refused by the kernel; the NumPy
+    # runner without a generator draws from default_rng(0)
+    three = draw_scgd_samples(syn, 3, np.random.default_rng(5))
+    four = draw_scgd_samples(syn, 4, np.random.default_rng(5))
+    short = [i for i, given in enumerate([(three[0], four[1], four[2], three[3]), (three[0], three[1], four[2], four[3]),
+                                          three]) if not raises(
+        lambda given=given: run_local_scgd_synthetic_nb(syn, np.zeros(syn.d), 4, 1, 0.2, 0.6, samples=given),
+        "given samples hold 3 steps, the run needs 4")]
+    plain = [run_local_scgd(syn, np.zeros(syn.d), 3, 1, 0.2, 0.6, None, g).grad_norm
+             for g in (None, np.random.default_rng(0))]
+    det["short_samples_not_refused"] = short
+    count_bad += len(short) + int(not np.array_equal(*plain))
     return {"measured": max_or_nan(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
             "holds": worst <= 1e-12 and count_bad == 0 and worst_nb <= 1e-10,
             "note": f"{T} steps; counts: {count_bad} mismatches; Numba kernel on the same samples: {worst_nb:.1e} "
