@@ -1662,10 +1662,11 @@ def _schema_tolerance_case(docs):
                                                                          {"type": "number", "minimum": 0},
                                                                          {"type": "integer", "minimum": 0}) \
                 or len(arrays) != 2 or any((a.get("additionalProperties"), a.get("required")) != (False, ["shape", "data"])
-                                           for a in arrays) or cases.get("minItems") != 1:
+                                           for a in arrays) or cases.get("minItems") != 1 \
+                or any(a["properties"]["shape"]["items"] != {"type": "integer", "minimum": 0} for a in arrays):
             wrong.append(fam)
     what = ("every family's schema admits exactly rel and ulps in a tolerance (one at least), exactly shape and "
-            "data in an array, and a file of one case at least")
+            "data in an array (an empty array's 0 among a shape's whole numbers), and a file of one case at least")
     return (f"{what} (not: {wrong[:3]})" if wrong else what, not wrong)
 
 

@@ -610,7 +610,8 @@ def _radius_scale_record():
        "rounds counted after every step, by the runner and by the Numba kernel, equal to the transcription's; the "
        "Numba kernel's ||x̄_t||² and ||∇F(x̄_t)|| on the same samples equal the transcription's (≤ 1e-10, fastmath); "
        "a period q of 2.5, 0 or True refused, and given samples one step short (either array, or both) refused by "
-       "the kernel; the NumPy runner without a generator draws from default_rng(0)",
+       "the kernel; the NumPy runner without a generator draws from default_rng(0); the samples drawn for a replay "
+       "in the runner's order (ζ, ζ' and ξ each its own draw)",
        "[MFCGD] Table 1 baselines (ComFedL, Local-SCGDM); docs/mfcgd.md")
 def baselines_literal(quick):
     T = 24
@@ -667,6 +668,13 @@ def baselines_literal(quick):
              for g in (None, np.random.default_rng(0))]
     det["short_samples_not_refused"] = short
     count_bad += len(short) + int(not np.array_equal(*plain))
+    # the samples drawn in the runner's order: M initial ζ, then per step and client ζ, ζ' and ξ, each its own draw
+    r = np.random.default_rng(6)
+    z0 = np.stack([syn.draw_zeta(r, ()) for _ in range(syn.M)])
+    per = [[(syn.draw_zeta(r, ()), syn.draw_zeta(r, ()), syn.draw_xi(r, ())) for _ in range(syn.M)] for _ in range(2)]
+    want = (z0,) + tuple(np.array([[c[j] for c in row] for row in per]) for j in range(3))
+    drawn = draw_scgd_samples(syn, 2, np.random.default_rng(6))
+    count_bad += int(not all(np.array_equal(a, b) for a, b in zip(drawn, want)))
     return {"measured": max_or_nan(worst, float(count_bad), worst_nb / 100), "bound": 1e-12, "details": det,
             "holds": worst <= 1e-12 and count_bad == 0 and worst_nb <= 1e-10,
             "note": f"{T} steps; counts: {count_bad} mismatches; Numba kernel on the same samples: {worst_nb:.1e} "

@@ -214,6 +214,11 @@ def stepsize_conditions(quick):
                                                PowerLaw(0.5, 1.0)) if c.name == "rho_in_(0,1]"]
     wrong += said != ["all 4 values of the sequence checked; rho_3 = 1.5 is outside (0, 1]"]
     det["0.9, 0.5, 1.5, 0.4: the value named"] = said
+    # what a schedule says of itself: a power law its formula, a sequence its size and where it came from
+    told = [PowerLaw(0.5, 0.6).describe(), Sequence(np.array([0.5, 0.4])).describe(),
+            Sequence(np.array([0.5, 0.4, 0.3]), label="rho.npy").describe()]
+    wrong += told != ["0.5/t^0.6", "sequence of 2 values", "sequence of 3 values (rho.npy)"]
+    det["schedules described"] = told
     # a power law's first T values, t = 1 … T, are its values at each t
     values = PowerLaw(0.5, 0.6).values(4)
     wrong += values.shape != (4,) or not np.allclose(values, [0.5 / t_ ** 0.6 for t_ in (1, 2, 3, 4)], rtol=1e-15)
