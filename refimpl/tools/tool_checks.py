@@ -1567,6 +1567,11 @@ def _witness_edge_case(records):
              # batches in proportion to the partitions (1, 3): B_k/Σ B weights give the N_k/N value, so not shown
              ("client_aggregate", "weights-N_k/N", {"inputs": dict(aggregate, loss_sums=np.array([1.0, 6.0]), batch=np.array(
                  [1, 3])), "expected": {"loss_hat": 1.75}}, False),
+             # losses near 1000 whose wrong weightings fall 1e-5 from the right value: within 1e-6 of it
+             # (relative), so the weights are not shown
+             ("client_aggregate", "weights-N_k/N", {"inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.00004]),
+                                                                    batch=np.array([1, 1])),
+                                                    "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.00004}}, False),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),
@@ -1634,7 +1639,7 @@ def _witness_edge_case(records):
             "'underflow' only where every argument is below the threshold, 'C<=U' at C = U, label shards only from "
             "the label-skew rule, a negative cost exactly at the limit not beyond it, averaging every q = 2 steps, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
             "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
-            "proportion to the partitions; ν = c with no slack not 'slack-active'; η_t's exponent told "
+            "proportion to the partitions nor within 1e-6 (relative) of the right value; ν = c with no slack not 'slack-active'; η_t's exponent told "
             "from t = 100; the cap at η_1 = "
             "k/(n + 1)^{1/3}; each part of a "
             "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "

@@ -1342,7 +1342,8 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "called without eval_every evaluating every step; the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
-       "kept, none drawn ahead of the Numba kernel unless kept); --init's initial estimators start a run, all three or none; SCGD and STORM run on one machine whatever "
+       "kept, none drawn ahead of the Numba kernel unless kept); --init's initial estimators start a run, all three or none, "
+       "and its x1 is a point (a 2 × 2 matrix of d entries refused, a column read); SCGD and STORM run on one machine whatever "
        "the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "
@@ -1408,7 +1409,8 @@ def problem_evaluations(quick):
 
 def _init_errors():
     """--init with initial estimators: all of h1, u1, v1 start the run (its step-1 dump holds them),
-    one of them alone is refused naming what was found. The wrong answers."""
+    one of them alone is refused naming what was found; an x1 of d entries as a matrix refused, as a
+    column read. The wrong answers."""
     import os
     import tempfile
 
@@ -1425,6 +1427,14 @@ def _init_errors():
                  for n in ("h", "u", "v") if not np.array_equal(started[f"r1_{n}"], given[f"{n}1"])]
         wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, init=alone)),
                               "give all of h1, u1, v1 or none (found ['h1'])") else ["--init with h1 alone accepted"]
+        # x1 as a 2 × 2 matrix holds d = 4 entries but is no point; a MATLAB column (4, 1) is one
+        square, column = os.path.join(tmp, "square.npz"), os.path.join(tmp, "column.npz")
+        np.savez(square, x1=np.full((2, 2), 0.1))
+        np.savez(column, x1=np.full((4, 1), 0.1))
+        wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, init=square)), "array 'x1' has shape (2, 2); "
+                              "expected (4,)") else ["--init x1 of shape (2, 2) accepted as a point"]
+        wrong += [] if np.array_equal(run_mfcgd_config(replace(cfg, init=column)).arrays["init_x1"], np.full(4, 0.1)) \
+            else ["--init x1 of shape (4, 1) not read as the point"]
     return wrong
 
 
