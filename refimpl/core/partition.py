@@ -211,6 +211,16 @@ class BatchSchedule:
     def rounds(self):
         return self.indices.shape[0]
 
+    def save(self, path):
+        np.save(path, self.indices, allow_pickle=False)
+
+    @classmethod
+    def load(cls, path):
+        arr = np.load(path, allow_pickle=False)
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{path}: batch indices must be integers, got dtype {arr.dtype}")
+        return cls(arr.astype(np.int64))
+
     def validate_sample_based(self, parts, rounds, per_client):
         idx = self.indices
         K = len(parts)

@@ -1521,13 +1521,9 @@ def _flag_cases():
     return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
 
 
-def _witness_edge_case(records):
-    """(what, right): witnesses at their edges, on cases written out here: the smallest normal double
-    is no subnormal result and the double below it is; a free server with no step time of its own
-    is not 'server-free' (freeness changes nothing) and one with 0.5 is; N_k/N weights shown when
-    the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1);
-    a round whose longest compute equals the timeout does not show the timeout's floor; the logit
-    and row-count witnesses at their edges."""
+def _witness_edges():
+    """(family, flag, planted case, whether the witness must hold) at each witness's edge, for
+    :func:`_witness_edge_case` (and :func:`_witness_edges_more`)."""
     tiny = 2.2250738585072014e-308
     aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
     # q(ω̄) = ||ω̄||² = 1 = U: on the constraint, with ν in (0, c) or not
@@ -1535,10 +1531,7 @@ def _witness_edge_case(records):
     # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
     split = {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet": np.array([0.9, 0.1, 0.9, 0.1])}
     falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
-
-    def unit(w2):           # one input, one swish unit, one logit w2 · swish(1)
-        return dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), w2), activation="swish", bias=False)
-    edges = [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
+    return [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
@@ -1586,6 +1579,17 @@ def _witness_edge_case(records):
              # shares 0.1/0.9 of two samples a class: client 1 gets none (MIN 1)
              ("partition", "min-size-redraw", {"inputs": dict(split, kind="dirichlet:1:1", dirichlet=np.array(
                  [0.1, 0.9, 0.1, 0.9])), "expected": {"draws": 4}}, True),
+    ]
+
+
+def _witness_edges_more():
+    """The rest of :func:`_witness_edges`: the divergence rule's, the vectors of Flex-VFL's steps and
+    rounds, the constrained runs', the network's and the MFCGD runs' witnesses at their edges."""
+    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+
+    def unit(w2):           # one input, one swish unit, one logit w2 · swish(1)
+        return dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), w2), activation="swish", bias=False)
+    return [
              # a negative initial cost: the limits are factor × |cost_0|
              ("divergence_stop", "iterate-norm", {"inputs": dict(falling, sq_norms=np.array([0.0, 0.0, 5.0])),
                                                   "expected": {"index": 2}}, True),
@@ -1632,6 +1636,16 @@ def _witness_edge_case(records):
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
                                                      "expected": {"A": np.array([0.5, 0.5])}}, False)]
+
+
+def _witness_edge_case(records):
+    """(what, right): witnesses at their edges, on cases written out here: the smallest normal double
+    is no subnormal result and the double below it is; a free server with no step time of its own
+    is not 'server-free' (freeness changes nothing) and one with 0.5 is; N_k/N weights shown when
+    the two wrong weightings both give less than the right one (sizes 1, 3; losses 1, 2; batches 1);
+    a round whose longest compute equals the timeout does not show the timeout's floor; the logit
+    and row-count witnesses at their edges."""
+    edges = _witness_edges() + _witness_edges_more()
     wrong = [f"{fam} '{flag}' {not want} on {case}" for fam, flag, case, want in edges
              if bool(records[fam].witnesses[flag](case)) != want]
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
@@ -2705,9 +2719,10 @@ def _compiled_lines_case():
         finally:
             for name in names:
                 sys.modules.pop(name, None)
-        found = VF.imported_paths({"refimpl_planted_kernels": sys.modules.get("os"), "refimpl.none": None,
-                                   "planted_other_kernels": SimpleNamespace(__file__=paths[1]),
-                                   "refimpl.mine": SimpleNamespace(__file__=paths[0])})
+        top = names[0].split("_")[0]            # the package's name: its modules, planted here
+        found = VF.imported_paths({names[0]: sys.modules.get("os"), f"{top}.none": None,
+                                   names[1]: SimpleNamespace(__file__=paths[1]),
+                                   f"{top}.mine": SimpleNamespace(__file__=paths[0])})
         # at import: the import, the decorator and both def lines of an imported module; none of one not imported
         at_import = (set(VF.import_time_lines(paths[0], {paths[0]})), VF.import_time_lines(paths[1], {paths[0]}))
     return ("--coverage's compiled lines: a Numba function of the package, its decorator to its last line; no plain "

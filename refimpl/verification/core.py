@@ -840,7 +840,8 @@ def _replay_id_refusals():
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
        "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused), a "
-       "partition kind without its parameters or with one it does not take; the "
+       "partition kind without its parameters or with one it does not take, a batch-schedule file of floats or "
+       "pickled objects; the "
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
@@ -974,7 +975,8 @@ def _cover_refusals():
     beyond memory refused before it is built, a file of index lists is read
     as written, as feature blocks and as a partition of the samples, and a quantity law wide enough to
     overflow exp still gives every client a sample; a partition kind that takes parameters given
-    none (and one that takes none given one) refused."""
+    none (and one that takes none given one) refused; a saved batch schedule read back, one of
+    floats or of pickled objects refused."""
     import json
     import os
     import tempfile
@@ -998,6 +1000,17 @@ def _cover_refusals():
     right &= raises(lambda: sample_based_schedule([np.arange(10 ** 6)] * 100, 10 ** 4, 1000, np.random.default_rng(0)),
                     "the batch schedule (10,000 × 100 × 1,000 sample ids) would need 7.5 GiB of memory, above the "
                     "4 GiB allowed: fewer --rounds, clients or a smaller --batch")
+    # a saved batch schedule loads back as saved; a file of floats or of Python objects is refused, never unpickled
+    from refimpl.core.partition import BatchSchedule
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = BatchSchedule(np.array([[3, 1], [0, 2]]))
+        saved.save(os.path.join(tmp, "b.npy"))
+        np.save(os.path.join(tmp, "f.npy"), np.array([[0.5, 1.0]]))
+        np.save(os.path.join(tmp, "o.npy"), np.array([[0, "1"]], dtype=object), allow_pickle=True)
+        right &= np.array_equal(BatchSchedule.load(os.path.join(tmp, "b.npy")).indices, saved.indices)
+        right &= raises(lambda: BatchSchedule.load(os.path.join(tmp, "f.npy")), "batch indices must be integers, "
+                        "got dtype float64")
+        right &= raises(lambda: BatchSchedule.load(os.path.join(tmp, "o.npy")), "allow_pickle=False")
     # a kind that takes parameters given none, and one that takes none given one: refused, naming what is allowed
     from refimpl.core.partition import parse_partition
     right &= all(raises(lambda k=k: parse_partition(k), f"partition kind {k!r} is not known; allowed: contiguous, "
