@@ -1536,15 +1536,16 @@ def _witness_edges():
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.5, 1.0, 1.0]]}}, True),
              # a server bound from its second gap on (0.5 then 2, 2 with s_0 = 2), and one as fast as a party
-             ("vfl_async_events", "server-bound", {"inputs": {"server_free": False, "speeds": np.array([[2.0, 1.0, 1.0]]),
-                                                              "server_time": 0.0},
-                                                   "expected": {"time": np.array([0.0, 1.0, 1.5, 3.5, 5.5])}}, False),
-             ("vfl_async_events", "server-bound", {"inputs": {"server_free": False, "speeds": np.array([[1.0, 1.0, 0.5]]),
-                                                              "server_time": 0.0},
-                                                   "expected": {"time": np.array([0.0, 1.0, 2.0, 3.0])}}, False),
+             ("vfl_async_events", "server-bound", {
+                 "inputs": {"server_free": False, "speeds": np.array([[2.0, 1.0, 1.0]]), "server_time": 0.0},
+                 "expected": {"time": np.array([0.0, 1.0, 1.5, 3.5, 5.5])}}, False),
+             ("vfl_async_events", "server-bound", {
+                 "inputs": {"server_free": False, "speeds": np.array([[1.0, 1.0, 0.5]]), "server_time": 0.0},
+                 "expected": {"time": np.array([0.0, 1.0, 2.0, 3.0])}}, False),
              # two equal shards per client, but from an iid split: not the label-skew rule
-             ("partition", "shards-by-label", {"inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 1, "kind": "iid"},
-                                               "expected": {"owner": np.zeros(4, dtype=int)}}, False),
+             ("partition", "shards-by-label", {
+                 "inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 1, "kind": "iid"},
+                 "expected": {"owner": np.zeros(4, dtype=int)}}, False),
              # a negative run stopped at a cost exactly at the limit (−1000 · |−2|): not beyond it
              ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([-2.0, -2000.0]),
                                                                    cost_factor=1e3), "expected": {"index": 1}}, False),
@@ -1558,13 +1559,14 @@ def _witness_edges():
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.75}}, True),
              ("client_aggregate", "weights-N_k/N", {"inputs": aggregate, "expected": {"loss_hat": 1.5}}, False),
              # batches in proportion to the partitions (1, 3): B_k/Σ B weights give the N_k/N value, so not shown
-             ("client_aggregate", "weights-N_k/N", {"inputs": dict(aggregate, loss_sums=np.array([1.0, 6.0]), batch=np.array(
-                 [1, 3])), "expected": {"loss_hat": 1.75}}, False),
+             ("client_aggregate", "weights-N_k/N", {
+                 "inputs": dict(aggregate, loss_sums=np.array([1.0, 6.0]), batch=np.array([1, 3])),
+                 "expected": {"loss_hat": 1.75}}, False),
              # losses near 1000 whose wrong weightings fall 1e-5 from the right value: within 1e-6 of it
              # (relative), so the weights are not shown
-             ("client_aggregate", "weights-N_k/N", {"inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.00004]),
-                                                                    batch=np.array([1, 1])),
-                                                    "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.00004}}, False),
+             ("client_aggregate", "weights-N_k/N", {
+                 "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.00004]), batch=np.array([1, 1])),
+                 "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.00004}}, False),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),
@@ -1599,10 +1601,12 @@ def _witness_edges_more():
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),
              # heavy-ball momentum with g = 0: the dampened form gives the same state, so it is not shown
-             ("local_update", "heavy-ball-not-dampened", {"inputs": {"optimizer": "momentum", "param": 0.9, "state": np.array(
-                 [2.0, -1.0]), "g": np.zeros(2)}, "expected": {"state": np.array([1.8, -0.9])}}, False),
+             ("local_update", "heavy-ball-not-dampened", {
+                 "inputs": {"optimizer": "momentum", "param": 0.9, "state": np.array([2.0, -1.0]), "g": np.zeros(2)},
+                 "expected": {"state": np.array([1.8, -0.9])}}, False),
              # a multiplier of 0.5 < c = 1 on the constraint: active
-             ("constrained_run", "constraint-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([0.5])}}, True),
+             ("constrained_run", "constraint-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([0.5])}},
+              True),
              # a slow blow-up judged on the costs up to its stop only: a last cost 1000 × below the initial one
              # after it changes nothing
              ("divergence_stop", "reference-is-initial", {"inputs": dict(falling, costs=np.array(
@@ -1651,16 +1655,17 @@ def _witness_edge_case(records):
     what = ("witnesses at their edges: the smallest normal double no subnormal result, a free server without a step "
             "time not 'server-free', a server bound only from the first gap on and only slower than every party, "
             "'underflow' only where every argument is below the threshold, 'C<=U' at C = U, label shards only from "
-            "the label-skew rule, a negative cost exactly at the limit not beyond it, averaging every q = 2 steps, a forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index "
-            "from t = 1, N_k/N weights shown when both wrong weightings fall below and not with batches in "
-            "proportion to the partitions nor within 1e-6 (relative) of the right value; ν = c with no slack not 'slack-active'; η_t's exponent told "
-            "from t = 100; the cap at η_1 = "
-            "k/(n + 1)^{1/3}; each part of a "
-            "witness needed ('scalar-state' of an adam state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', 'constraint-active' with ν = 0 on the constraint, "
-            "'min-size-redraw' of an IID split, 'curvature-fixed' of a recursive step or run); a Dirichlet split whose first "
-            "client gets none; the divergence limits of a negative initial cost; a compute equal to the timeout not "
-            "'at-least-the-timeout'; one swish unit's logit of 29.2 not 'large-logits', 32.9 one; 8,192 rows not "
-            "'more-rows-than-a-chunk'")
+            "the label-skew rule, a negative cost exactly at the limit not beyond it, averaging every q = 2 steps, a "
+            "forgetting STORM step only where h = g(x_new; ζ), a time-varying step's index from t = 1, N_k/N weights "
+            "shown when both wrong weightings fall below and not with batches in proportion to the partitions nor "
+            "within 1e-6 (relative) of the right value; ν = c with no slack not 'slack-active'; η_t's exponent told "
+            "from t = 100; the cap at η_1 = k/(n + 1)^{1/3}; each part of a witness needed ('scalar-state' of an adam"
+            " state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the "
+            "dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', "
+            "'constraint-active' with ν = 0 on the constraint, 'min-size-redraw' of an IID split, 'curvature-fixed' "
+            "of a recursive step or run); a Dirichlet split whose first client gets none; the divergence limits of a "
+            "negative initial cost; a compute equal to the timeout not 'at-least-the-timeout'; one swish unit's logit"
+            " of 29.2 not 'large-logits', 32.9 one; 8,192 rows not 'more-rows-than-a-chunk'")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
 
 
@@ -2364,8 +2369,8 @@ def _report_section_cases(tmp):
 
     from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
-    from refimpl.tools.report import (check_section, execution_record, header_lines, report_lines, reproduction_failures,
-                                      reproduction_lines, smoke_lines)
+    from refimpl.tools.report import (check_section, execution_record, header_lines, report_lines,
+                                      reproduction_failures, reproduction_lines, smoke_lines)
     d = os.path.join(tmp, "report", "ssca-sample")
     os.makedirs(d)
     with open(os.path.join(d, "reproduction.json"), "w") as fh:

@@ -660,8 +660,8 @@ def baselines_literal(quick):
     # runner without a generator draws from default_rng(0)
     three = draw_scgd_samples(syn, 3, np.random.default_rng(5))
     four = draw_scgd_samples(syn, 4, np.random.default_rng(5))
-    short = [i for i, given in enumerate([(three[0], four[1], four[2], three[3]), (three[0], three[1], four[2], four[3]),
-                                          three]) if not raises(
+    givens = [(three[0], four[1], four[2], three[3]), (three[0], three[1], four[2], four[3]), three]
+    short = [i for i, given in enumerate(givens) if not raises(
         lambda given=given: run_local_scgd_synthetic_nb(syn, np.zeros(syn.d), 4, 1, 0.2, 0.6, samples=given),
         "given samples hold 3 steps, the run needs 4")]
     plain = [run_local_scgd(syn, np.zeros(syn.d), 3, 1, 0.2, 0.6, None, g).grad_norm
@@ -1342,8 +1342,9 @@ def _directional_fd_errors(pr, rng, h=1e-6, tol=1e-6):
        "called without eval_every evaluating every step; the DRFL "
        "FedAvg baseline averages its clients' models (written out, at least one round); --samples from a longer run "
        "replays its first steps (a NaN sample refused, zeta0 needed without initial estimators, none stored unless "
-       "kept, none drawn ahead of the Numba kernel unless kept); --init's initial estimators start a run, all three or none, "
-       "and its x1 is a point (a 2 × 2 matrix of d entries refused, a column read); SCGD and STORM run on one machine whatever "
+       "kept, none drawn ahead of the Numba kernel unless kept); --init's initial estimators start a run, all three or "
+       "none, and its x1 is a point (a 2 × 2 matrix of d entries refused, a column read); SCGD and STORM run on one "
+       "machine whatever "
        "the clients asked; a DRFL run's recorded ||∇F(x̄_t)||, worst-client and "
        "average accuracy recomputed from its dumped x̄_t, and its projection radii C_g = sqrt(2)(the largest row norm "
        "over the clients + 1), C_f = 1; the meta-learning problem's held-out loss after one inner step, written "

@@ -512,7 +512,8 @@ def _speed_refusal_errors():
               "switching probabilities must be in [0, 1], got 1.1")]
     # the two-state model's edges: p = 1 switches every round (slow, fast, slow, …), p = 0 never
     edges = [MarkovSpeed((1.0, 2.0), (3.0, 5.0), p, p).sample(4, np.random.default_rng(0)) for p in (1.0, 0.0)]
-    # lognormal:M without σ (and the model built without one) is the documented σ = 0.5; markov:FAST:SLOW:p_slow:p_fast as written
+    # lognormal:M without σ (and the model built without one) is the documented σ = 0.5;
+    # markov:FAST:SLOW:p_slow:p_fast as written
     # (markov without its SLOW speeds is no model)
     parsed = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5)) + float(
         LogNormalSpeed((1.0, 2.0)).sigma != 0.5) + float(
