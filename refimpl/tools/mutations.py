@@ -664,13 +664,22 @@ class Workspace:
     ``outside``: {top-level package: directory} of those papers (default: the registered ones)."""
 
     def __init__(self, package=PACKAGE, outside=None):
-        import compileall
-        import py_compile
         self.package = package
         if Path(package) == PACKAGE:
             from refimpl.tools.engine import ensure_kernel_cache
             ensure_kernel_cache()               # the copy then takes a full cache
         self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
+        try:
+            self._copy(package, outside)
+        except BaseException:                   # a copy that could not be made is not left behind
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        self.stash = self.dir + "-pycache"      # the mutated file's __pycache__ during a run
+
+    def _copy(self, package, outside):
+        """The package and each outside paper copied into the copy's directory, its bytecode written."""
+        import compileall
+        import py_compile
         shutil.copytree(package, Path(self.dir) / package.name, copy_function=shutil.copy2)
         outside = outside_packages(package) if outside is None else outside
         for top, where in outside.items():                          # papers written outside refimpl
@@ -678,7 +687,6 @@ class Workspace:
                             ignore=shutil.ignore_patterns("__pycache__"))
         self.tops = set(os.listdir(self.dir))
         compileall.compile_dir(self.dir, quiet=2, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
-        self.stash = self.dir + "-pycache"      # the mutated file's __pycache__ during a run
 
     @contextlib.contextmanager
     def unmutated(self):
