@@ -661,14 +661,15 @@ class Workspace:
     ``PYTHONDONTWRITEBYTECODE`` keeps Python from writing it: 0.06 s a mutation, measured).
     :meth:`applied` writes one mutation and, after the run, puts back the file and its directory's
     ``__pycache__`` as they were before it, and removes whatever the run left at the top level.
-    ``outside``: {top-level package: directory} of those papers (default: the registered ones)."""
+    ``outside``: {top-level package: directory} of those papers (default: the registered ones);
+    ``root``: the directory the copy is made in (default: the system's temporary directory)."""
 
-    def __init__(self, package=PACKAGE, outside=None):
+    def __init__(self, package=PACKAGE, outside=None, root=None):
         self.package = package
         if Path(package) == PACKAGE:
             from refimpl.tools.engine import ensure_kernel_cache
             ensure_kernel_cache()               # the copy then takes a full cache
-        self.dir = tempfile.mkdtemp(prefix="refimpl-mut-")
+        self.dir = tempfile.mkdtemp(prefix="refimpl-mut-", dir=root)
         try:
             self._copy(package, outside)
         except BaseException:                   # a copy that could not be made is not left behind
