@@ -1197,7 +1197,8 @@ def _protocol_convention_errors():
        "server only, the authors' fixed server steps), synchronous VFL, P-BCD and Adaptive Flex-VFL (the paper's rule "
        "and the authors') through the runner, Numba party kernels included, equal to a literal transcription of "
        "Algorithms 1–2 sharing no code with the package: τ, η and every block, each dumped round's H and ∂l/∂h_k "
-       "(and, for plain SGD, its local steps against step (6) and the server's first gradient), "
+       "(and, for plain SGD and heavy-ball momentum, its local steps against step (6), u^{t+1} = ρu^t + g^t for "
+       "momentum, and the server's first gradient), "
        "the step-size rule the trace records (with the authors' d_k exactly when it reads them), a run from its own "
        "τ table given, a timeout below 1 accepted; "
        "and the asynchronous baseline's events (the server's step on its table, the party's on the ∂l/∂h_k it "
@@ -1250,8 +1251,8 @@ def round_literal(quick):
     det["async"] = _async_literal_errors(model, data, thetas, shapes, (X1, X2), y, B)
     measured = max_or_nan(measured, det["async"]["blocks_relative"], det["async"]["floats_wrong"])
     return {"measured": measured, "bound": 1e-12, "details": det,
-            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H, ∂l/∂h_k and SGD's local "
-                    "steps too), "
+            "note": f"{len(ROUND_CASES)} method/policy cases × {R} rounds (their dumps' H, ∂l/∂h_k and SGD's and "
+                    "momentum's local steps too), "
                     f"and {det['async']['events']} events of the asynchronous baseline"}
 
 
@@ -1310,8 +1311,9 @@ def _dump_literal_errors(tr, R, Xs, y, shapes, labels):
 
 
 def _dump_steps_errors(tr, R, Xs, y, shapes, wrong, rho=None, reset=True):
-    """A plain-SGD run's dumped local steps against step (6), θ^{t+1} = θ^t − η_k g^t: τ_k + 1 rows of
-    θ_k and τ_k of g_k, each step's change −η_k g_k^t, the last row the next round's first; and the
+    """A plain-SGD or heavy-ball run's dumped local steps against step (6), θ^{t+1} = θ^t − η_k g^t:
+    τ_k + 1 rows of θ_k and τ_k of g_k, each step's change −η_k g_k^t, the last row the next
+    round's first; and the
     server's first gradient, ∂l/∂θ_0 at the round's H, written out (vfl_literal). With momentum ρ
     (``rho``): the dumped u^{t+1} = ρu^t + g^t (u = 0 at a round's start when ``reset``) and the
     change −η_k u^{t+1}. Appends to ``wrong`` what is missing; returns the worst relative difference."""
