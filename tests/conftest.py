@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -29,8 +31,10 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 threadpool_limits(limits=1, user_api="blas")
 
 # `refimpl verify --claims` records the claims' last verdicts in a cache directory: the tests'
-# records go to a directory of their own, never the user's ~/.cache
+# records go to a directory of their own, never the user's ~/.cache, removed when the process ends
+# (each pytest-xdist worker and the controller make and remove their own)
 os.environ["REFIMPL_CACHE_DIR"] = tempfile.mkdtemp(prefix="refimpl-test-cache-")
+atexit.register(shutil.rmtree, os.environ["REFIMPL_CACHE_DIR"], ignore_errors=True)
 
 
 #: Debian's Fashion-MNIST (package dataset-fashion-mnist), which a few tests train on
