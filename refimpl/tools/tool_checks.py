@@ -551,6 +551,7 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: mat_snapshots(plain, default, round_=True), "a round is an integer ≥ 0")
             and _raises(lambda: parse_map("W1=a,W2=b,W3=c"), "expected W1=NAME,W2=NAME")
             and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")
+            and parse_map(" W1 = Theta1a , W2=Theta2a ") == default
             and _raises(lambda: load_mat(v73), "a MATLAB v7.3 (HDF5) file, which scipy.io cannot read")
             and not _raises(lambda: load_mat(v73), "not a readable .mat file")
             and _raises(lambda: mat_snapshots(numbered, default), " (in the authors' scripts Theta1/Theta2 hold the "
