@@ -1313,7 +1313,22 @@ def _harness_cases():
             else:
                 with open(path, "w") as fh:
                     fh.write(before)
-    return out
+    return out + _stale_file_cases(V)
+
+
+def _stale_file_cases(V):
+    """(what, right): the files an export removes as stale, on a directory of planted names."""
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        names = [f"{c}{i}.{ext}" for i, c in enumerate("zyxwvutsrqpo") for ext in ("json", "npz", "mat", "txt")]
+        for n in names + ["manifest.json"]:
+            open(os.path.join(tmp, n), "w").close()
+        os.mkdir(os.path.join(tmp, "sub.json"))
+        want = sorted(n for n in names if not n.endswith(".txt") and not n.startswith("z"))
+        return [("the files an export would remove: its kinds (.json, .npz, .mat) not listed, in name order; "
+                 "never the manifest, another kind or a directory",
+                 V.stale_files(tmp, [n for n in names if n.startswith("z")]) == want)]
 
 
 def _cases_result(cases, planted=""):
@@ -1332,6 +1347,7 @@ def _cases_result(cases, planted=""):
        "error within the tolerance passes, a missing function is skipped; outputs by name or bare pass, a missing "
        "name, the wrong count, a non-number or text in another case fail; exported vectors load back as generated "
        "(JSON and NPZ), and an edited, unlisted or missing file, a damaged manifest or another format is refused; "
+       "an export removes as stale only its own kinds of file its manifest does not list; "
        "REFIMPL_IMPL chooses the adapter (unset: refimpl's; blank: refused) (wrong answers: 0)",
        "refimpl vectors / python -m pytest --pyargs refimpl.conformance; docs/conformance.md")
 def conformance_harness(quick):
@@ -2553,6 +2569,12 @@ def _verdict_cases():
 
     def crash(quick):
         raise RuntimeError("planted crash")
+
+    def warned(quick):
+        import warnings
+        warnings.warn("b second")
+        warnings.warn("a first", RuntimeWarning)
+        return {"measured": 1.0, "bound": 2.0, "note": "its note"}
     planted = {  # name: (what the check returns, or a function; holds; ratio — None: no ratio)
         "le-below": ({"measured": 1.0, "bound": 2.0}, True, 0.5),
         "le-equal": ({"measured": 2.0, "bound": 2.0}, True, 1.0),
@@ -2577,6 +2599,7 @@ def _verdict_cases():
         "no-measured": ({"measured": None, "bound": 1.0}, False, None),
         "unknown-relation": ({"measured": 1.0, "bound": 2.0, "relation": "=<"}, False, None),
         "crash": (crash, False, None),
+        "warned": (warned, True, 0.5),
     }
     ids = {name: f"planted.verdict.{name}" for name in planted}
     try:
@@ -2592,6 +2615,11 @@ def _verdict_cases():
               recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
     cases += [("a NaN measured value is recorded as no value (None), never as NaN",
                recs["nan-measured"].measured is None),
+              ("a check's warnings in its record, sorted, and the first of them in its table note after its own",
+               recs["warned"].details.get("warnings") == ["RuntimeWarning: a first", "UserWarning: b second"]
+               and recs["warned"].details.get("table_note") == "its note; 2 warning(s): RuntimeWarning: a first"),
+              ("a progress bar's total: the recorded seconds of the checks summed, 1 s for one never recorded",
+               _recorded_cost_right(VF)),
               ("a crash, an unknown relation and ≈ without the check's own holds carry an error naming it",
                "planted crash" in recs["crash"].details.get("error", "")
                and "=<" in recs["unknown-relation"].details.get("error", "")
@@ -2840,14 +2868,24 @@ def _report_table_cases(CheckRecord):
                       "| `t.v` | vacuous | 3.000e-05 | ≤ | 6.86 | 4.373e-06 | yes (vacuous) |  | src |"])]
 
 
+def _recorded_cost_right(VF):
+    """recorded_cost against the recorded seconds read here: two recorded checks' sum (2 decimals),
+    1 s for an id never recorded, and 0.01 s for none (a bar's total is never 0)."""
+    cost = VF.check_costs(True)
+    a, b = sorted(cost)[:2]
+    return (VF.recorded_cost([a, b], True) == round(cost[a] + cost[b], 2)
+            and VF.recorded_cost([a, "planted.never-recorded"], True) == round(cost[a] + 1.0, 2)
+            and VF.recorded_cost([], True) == 0.01)
+
+
 @check("tools.verdicts", "the verdicts refimpl verify names are right on planted checks: each side of ≤ < ≥ > "
        "(equality too, negative bounds such as slopes), ≈ only with the check's own holds, a check's own holds over "
        "the relation, a NaN or missing value, an unknown relation and a crash fail (the last three with their error); "
        "the uniform ratio is ≤ 1 exactly when a one-sided relation holds; only a failing theorem-kind check is fatal "
        "unless --strict; the table's words yes, yes (vacuous), no (claim), NO; the closing line's claims; REPORT.md's "
-       "count of the checks that hold and its rows, written out by hand; a check's seconds; the table's and "
-       "--profile's layout and number format; a reproduction's CSV as Markdown; the tiers each of verify's flags "
-       "selects; the claims named as not reproduced (wrong answers: 0)",
+       "count of the checks that hold and its rows, written out by hand; a check's seconds and warnings; a progress "
+       "bar's total; the table's and --profile's layout and number format; a reproduction's CSV as Markdown; the "
+       "tiers each of verify's flags selects; the claims named as not reproduced (wrong answers: 0)",
        "refimpl/tools/verify.py (run_check, uniform_ratio, failing, verdict, format_table, format_profile, "
        "selection, unreproduced); "
        "refimpl/tools/report.py (check_section, _csv_table)")

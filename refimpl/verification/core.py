@@ -875,7 +875,7 @@ def boundary_refusals(quick):
              ("True is refused where a count is asked; 3 is read",
               raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3),
              ("a given step-size sequence: round t takes s_t (the last round the last value); 0 in it is refused, named by its t",
-              Sequence(np.array([0.5, 0.25, 0.125])).values(3).tolist() == [0.5, 0.25, 0.125]
+              Sequence(np.array([0.5, 0.25, 0.1])).values(3).tolist() == [0.5, 0.25, 0.1]
               and raises(lambda: Sequence(np.array([0.5, 0.0])), "step size at t = 2 is 0.0, outside (0, 1]")),
              ("the checks' fact groups: a plain run runs every group in order; the mutation runner's stops after the "
               "first group with a wrong fact", _fact_group_modes()),

@@ -1589,6 +1589,14 @@ def _instance_recipe_errors():
         pr = cls.random(M=3, p=2, d=4, heterogeneity=0.3, rng=np.random.default_rng(9))
         if not all(np.allclose(x, y, rtol=1e-15, atol=0) for x, y in ((pr.A, A), (pr.b, b), (pr.c, c))):
             wrong.append(f"the {name} instance is not drawn as stated (A = {scale:g}·N(0, 1)/√d, b, c)")
+        # `refimpl run mfcgd`'s instance: h = 0.5 for both classes (docs/mfcgd.md), p = 5 for the synthetic one
+        from refimpl.mfcgd.experiment import MFCGDConfig, build_problem
+        cfg = MFCGDConfig(problem=name)
+        ours = build_problem(cfg, np.random.default_rng(9))
+        sizes = dict(p=5) if name == "synthetic" else {}
+        stated = cls.random(M=cfg.clients, d=cfg.dim, heterogeneity=0.5, rng=np.random.default_rng(9), **sizes)
+        if not all(np.array_equal(getattr(ours, a), getattr(stated, a)) for a in "Abc"):
+            wrong.append(f"the command's {name} instance is not the class's with heterogeneity 0.5")
     return wrong
 
 

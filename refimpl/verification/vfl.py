@@ -866,6 +866,10 @@ def _regime_and_speed_errors():
     dip.arrays["round_work"] = np.array([1.0, 1.0])
     wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.55) != 0.0)
     wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.6) != 0.0)      # the initial point exactly at it
+    # a run that diverged before the target misses it at every S (None), never "not covered"
+    gone = Trace(config={}, metrics={"round": [0, 1, 2], "test_accuracy": [0.1, 0.2, 0.3]})
+    gone.arrays["round_work"], gone.status = np.array([1.0, 1.0]), "diverged: round 3: loss inf; trace holds rounds 0..2"
+    wrong += int(time_at_server_time(gone, 1.0, 100.0, 10, 0.9) is not None)
 
     def parabola(c):
         return lambda e: (np.log10(e) - np.log10(c)) ** 2 + 1.0
@@ -1045,8 +1049,8 @@ def _regime_helper_errors(cfg, ds):
     if crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2}) != (1.0, 2.0):
         wrong.append(f"ratios 0.8, 1.0, 1.2 at S = 0, 1, 2: crossover {crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2})}")
     try:
-        if parse_server_times("0,1.5") != [0.0, 1.5]:
-            wrong.append(f"--server-time 0,1.5 read as {parse_server_times('0,1.5')}")
+        if parse_server_times("0,1.5") != [0.0, 1.5] or parse_server_times("0, ,1.5,") != [0.0, 1.5]:
+            wrong.append(f"--server-time '0, ,1.5,' read as {parse_server_times('0, ,1.5,')} (blank items skipped)")
     except ValueError as exc:
         wrong.append(f"--server-time 0,1.5 refused: {exc}")
     if not raises(lambda: parse_server_times("-1"), "must be finite and >= 0"):
