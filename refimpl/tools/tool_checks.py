@@ -2560,6 +2560,14 @@ def _tiers_right(VF):
             and VF.selection(["grad.fd"]) == (["grad.fd"], True, "verify"))
 
 
+def _planted_warnings(quick):
+    """A planted check that warns twice (the second warning first in sorted order) and holds."""
+    import warnings
+    warnings.warn("b second")
+    warnings.warn("a first", RuntimeWarning)
+    return {"measured": 1.0, "bound": 2.0, "note": "its note"}
+
+
 def _verdict_cases():
     """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
     written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
@@ -2569,12 +2577,6 @@ def _verdict_cases():
 
     def crash(quick):
         raise RuntimeError("planted crash")
-
-    def warned(quick):
-        import warnings
-        warnings.warn("b second")
-        warnings.warn("a first", RuntimeWarning)
-        return {"measured": 1.0, "bound": 2.0, "note": "its note"}
     planted = {  # name: (what the check returns, or a function; holds; ratio — None: no ratio)
         "le-below": ({"measured": 1.0, "bound": 2.0}, True, 0.5),
         "le-equal": ({"measured": 2.0, "bound": 2.0}, True, 1.0),
@@ -2599,7 +2601,7 @@ def _verdict_cases():
         "no-measured": ({"measured": None, "bound": 1.0}, False, None),
         "unknown-relation": ({"measured": 1.0, "bound": 2.0, "relation": "=<"}, False, None),
         "crash": (crash, False, None),
-        "warned": (warned, True, 0.5),
+        "warned": (_planted_warnings, True, 0.5),
     }
     ids = {name: f"planted.verdict.{name}" for name in planted}
     try:
