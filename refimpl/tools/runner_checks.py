@@ -388,13 +388,15 @@ def _counting_cases(tmp):
     O = M.Outcome
     results = [O("m1", "core", "", caught_by=["k.bad"], crashed=True),
                O("m2", "core", "", caught_by=["k.good"], crashed=True),
-               O("m3", "ssca", "", caught_by=["k.bad"]), None, O("m5", "ssca", "")]
+               O("m3", "ssca", "", caught_by=["k.bad"]), None, O("m5", "ssca", ""),
+               O("m7", "vfl", "", caught_by=["k.good", "k.bad"], crashed=True)]
     broken = M.void_broken_catchers(results, {"k.bad": "it fails", "k.good": None})
-    out.append(("a crash's catch by a check that fails unmutated too is void, naming why; a crash caught by a check "
-                "that holds unmutated, and a wrong answer, stay caught",
+    out.append(("a crash's catch by a check that fails unmutated too is void, naming why; a crash caught first by a "
+                "check that holds unmutated, and a wrong answer, stay caught",
                 broken == {"k.bad": "it fails"} and results[0].caught_by == [] and results[0].caught is False
                 and results[0].error == "k.bad fails on the unmutated package too (it fails): no catch"
-                and results[1].caught_by == ["k.good"] and results[2].caught_by == ["k.bad"]))
+                and results[1].caught_by == ["k.good"] and results[2].caught_by == ["k.bad"]
+                and results[5].caught_by == ["k.good", "k.bad"]))
     try:            # a wrong answer's catch is final: its check is not run again (this one is not registered)
         unrun = M.void_broken_catchers([O("m6", "core", "", caught_by=["k.not-registered"])], {})
     except Exception as exc:    # noqa: BLE001 - the fact is that nothing runs

@@ -541,6 +541,8 @@ def _mat_refusal_cases(tmp, W1, W2):
     savemat(unnumbered, {"Theta1a": W1, "Theta2a": W2})
     unsorted = os.path.join(tmp, "unsorted.mat")
     savemat(unsorted, {"Zeta": W1, "Alpha": W2, "Mid": W1})
+    trailing = os.path.join(tmp, "trailing.mat")
+    savemat(trailing, {"Theta1a": W1, "W__": W2})       # MATLAB's own entries are __header__, __version__, …
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
     try:
@@ -552,6 +554,7 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: parse_map("W1=a,W2=b,W3=c"), "expected W1=NAME,W2=NAME")
             and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")
             and parse_map(" W1 = Theta1a , W2=Theta2a ") == default
+            and sorted(load_mat(trailing)) == ["Theta1a", "W__"]
             and _raises(lambda: load_mat(v73), "a MATLAB v7.3 (HDF5) file, which scipy.io cannot read")
             and not _raises(lambda: load_mat(v73), "not a readable .mat file")
             and _raises(lambda: mat_snapshots(numbered, default), " (in the authors' scripts Theta1/Theta2 hold the "
@@ -955,7 +958,8 @@ def _crosscheck_cli_cases():
          "no-iterates", "rounds-only", dict(metrics_only=True), 2, "only the first trace records it\n"),
         ("… and exit 0 with --metrics-only", "no-iterates", "a", dict(metrics_only=True), 0, "only metrics"),
         ("a metric of one trace only is not compared: exit 1", "extra", "a", {}, 1, "not compared: test_accuracy"),
-        ("… and exit 0 when --allow-missing names it", "extra", "a", dict(allow_missing="test_accuracy"), 0, "ok"),
+        ("… and exit 0 when --allow-missing names it (spaces around a name dropped)", "extra", "a",
+         dict(allow_missing="train_cost, test_accuracy ,"), 0, "ok"),
         ("NaN on the second side is not compared: exit 1", "a", "nan", {}, 1,
          "train_cost at 1 round (NaN on one side: not evaluated there)"),
         ("NaN on the first side as well", "nan", "a", {}, 1, "train_cost at 1 round (NaN on one side"),
@@ -2792,6 +2796,7 @@ def _table_layout_cases(CheckRecord):
         with open(path, "w") as fh:
             fh.write("method,rounds,time\nssca,12,0.000123\nsgd,n/a,2\n")
         md = _csv_table(path).splitlines()
+        cut = _csv_table(path, limit=1).splitlines()
     return [("numbers: 1.000e+04 from 1e4 (9999.5 to 4 digits, 1e+04), 0.001 plain, 9.990e-04 below it, 0 plain, "
              "none as -, a negative number by its size", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-",
                                                                 "3", "-0.5", "-9.990e-04"]),
@@ -2808,8 +2813,10 @@ def _table_layout_cases(CheckRecord):
              and prof[2] == "t.b |   3.00 |  3.00 |       - | no   "           # the seconds padded on the left
              and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
                              "target ≤ 20 s: met"),
-            ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept",
-             md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"])
+            ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept; with a limit "
+             "of 1, the first row only",
+             md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"]
+             and cut == md[:3]),
             ] + _table_note_cases(VF, CheckRecord) + _records_of_cases(VF, CheckRecord)
 
 

@@ -1249,6 +1249,7 @@ def round_literal(quick):
             wrong.append(f"the trace records d_k {tr.config['policy']['step_size'].get('denominator')}, want {want_d}")
         if label == "flex/sgd":
             wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
+            wrong += _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R)
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "wrong": wrong}
         measured = max_or_nan(measured, rel, eta_rel, tau_bad, dump_rel, len(wrong))
@@ -1264,6 +1265,26 @@ def _blocks_relative(tr, W):
     """The worst relative difference of a run's final blocks from the transcription's W (NaN if any is)."""
     return max_or_nan(*(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
                         for k in range(len(W))))
+
+
+def _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R):
+    """The rows of step times a run needs: R for fixed step sizes, R + 1 for the paper's adaptive rule
+    (its row 0 is the dummy round); a schedule one row short of that is refused naming both counts."""
+    from refimpl.vfl.local_optimizers import make_optimizer
+    wrong = []
+    for method, need in (("flex", R), ("adaptive", R + 1)):
+        kw = dict(A=0.4) if method == "adaptive" else {}
+        run = FlexVFL.from_method(model, data, method, [make_optimizer("sgd") for _ in range(3)], 0.15, B,
+                                  speeds[:need], timeout=timeout, batches=batches, **kw)
+        tr = run.run(thetas, R, np.random.default_rng(0), eval_every=R)
+        if tr.status != "finished":
+            wrong.append(f"{method} on {need} rows of step times: status {tr.status!r}")
+        short = FlexVFL.from_method(model, data, method, [make_optimizer("sgd") for _ in range(3)], 0.15, B,
+                                    speeds[:need - 1], timeout=timeout, batches=batches, **kw)
+        if not raises(lambda: short.run(thetas, R, np.random.default_rng(0), eval_every=R),
+                      f"speed schedule holds {need - 1} rounds, the run needs {need}"):
+            wrong.append(f"{method} on {need - 1} rows of step times not refused as one row short")
+    return wrong
 
 
 def _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr):
