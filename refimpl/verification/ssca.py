@@ -6,7 +6,7 @@ import numpy as np
 
 from refimpl.core.model import TwoLayerNet, full_gradient
 from refimpl.core.partition import feature_based_schedule, feature_partition, sample_based_schedule, sample_partition
-from refimpl.core.schedules import PowerLaw, Sequence, check_step_sizes, meets_conditions
+from refimpl.core.schedules import PowerLaw, Sequence, _decay, check_step_sizes, meets_conditions
 from refimpl.core.trace import Trace
 from refimpl.ssca.algorithms import SSCA, Evaluator, train
 from refimpl.ssca.constrained import QCQPStep, closed_form_step, subproblem_kkt_residuals
@@ -201,9 +201,7 @@ def stepsize_conditions(quick):
     wrong += fitted != ["tail exponent ≈ 1.02 (estimated from a finite sequence)",
                         "tail exponent ≈ 1.1 (estimated from a finite sequence)"]
     det["fitted tail exponents of the 8-value sequences"] = fitted
-    # … and to round-off: an exact power law's log–log line is fitted exactly
-    from refimpl.core.schedules import _decay
-    wrong += abs(_decay(Sequence(1 / t8 ** 1.02))[0] - 1.02) > 1e-12
+    wrong += abs(_decay(Sequence(1 / t8 ** 1.02))[0] - 1.02) > 1e-12      # … and to round-off: an exact line
     exact = [c.reason.split(";")[0] for c in check_step_sizes(PowerLaw(1, 0.6), PowerLaw(0.5, 0.7))
              if c.name == "sum_rho_infinite"]
     short = [c.reason.split(";")[0] for c in check_step_sizes(Sequence(np.array([0.9, 0.8, 0.7])),
