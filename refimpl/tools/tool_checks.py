@@ -560,7 +560,7 @@ def _mat_refusal_cases(tmp, W1, W2):
             and _raises(lambda: mat_snapshots(numbered, default), " (in the authors' scripts Theta1/Theta2 hold the "
                         "surrogate minimiser ω̄ and Theta1a/Theta2a the iterate ω; to compare ω̄ anyway, give --map "
                         "W1=Theta1,W2=Theta2)") and no_hint
-            and np.array_equal(numeric_matrix("x.mat", "s", np.array([[2.5]])), [[2.5]])
+            and np.array_equal(numeric_matrix("x.mat", "s", np.array([[0.1]])), [[0.1]])
             and _raises(lambda: numeric_matrix("x.mat", "e", np.zeros((0, 3))), "variable 'e' is empty")
             and _raises(lambda: numeric_matrix("x.mat", "c", np.array([np.ones(2), "a"], dtype=object)),
                         "x.mat: variable 'c' holds a cell array or struct; expected a real numeric matrix")
@@ -2840,7 +2840,37 @@ def _records_of_cases(VF, CheckRecord):
             ("a check whose task died failed with the task's reason; one no task answered, with 'no result'",
              [(r.id, r.holds, r.details.get("error")) for r in got[2:]]
              == [("tools.crosscheck", False, "two: the worker died (signal 9)"),
-                 ("kernels.numba_numpy", False, "no result")])]
+                 ("kernels.numba_numpy", False, "no result")]),
+            ("the engine's tasks: one per check, the checks of a group in one task named after the group, each "
+             "with its part workers, its checks' recorded seconds summed (1 s for one never recorded)",
+             _check_tasks_right(VF)),
+            ("without an executor the checks run in this process, their records in the order asked",
+             _in_process_right(VF))]
+
+
+def _check_tasks_right(VF):
+    cost = VF.check_costs(True)
+    tasks = VF.check_tasks(["ssca.lemma1_vs_cvxpy", "grad.fd", "ssca.multi_constraint_qcqp", "planted.none"], True,
+                           "/r", part_workers=2)
+    want = {("ssca.cvxpy", ("ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp"),
+             cost["ssca.lemma1_vs_cvxpy"] + cost["ssca.multi_constraint_qcqp"]),
+            ("grad.fd", ("grad.fd",), cost["grad.fd"]), ("planted.none", ("planted.none",), 1.0)}
+    return (len(tasks) == 3 and {(t["label"], tuple(t["checks"]), t["cost"]) for t in tasks} == want
+            and all(t["part_workers"] == 2 and t["quick"] is True and t["root"] == "/r"
+                    and t["fn"] == "refimpl.tools.verify:check_task" for t in tasks))
+
+
+def _in_process_right(VF):
+    from refimpl.verification.registry import REGISTRY
+    ids = ["planted.in-process.b", "planted.in-process.a"]
+    try:
+        for i, m in zip(ids, (3.0, 1.0)):
+            REGISTRY[i] = (f"planted {i}", "nowhere", lambda q, m=m: {"measured": m, "bound": 2.0}, "theorem")
+        recs = VF.run_checks(only=ids)
+    finally:
+        for i in ids:
+            REGISTRY.pop(i, None)
+    return [(r.id, r.holds) for r in recs] == [(ids[0], False), (ids[1], True)]
 
 
 def _table_note_cases(VF, CheckRecord):

@@ -874,7 +874,8 @@ def boundary_refusals(quick):
               and V.index_array("batches", np.array([1.0, 13.0])).tolist() == [1, 13]),
              ("True is refused where a count is asked; 3 is read",
               raises(lambda: V.positive_int("rounds", True), "positive integer") and V.positive_int("rounds", 3) == 3),
-             ("a given step-size sequence: round t takes s_t (the last round the last value); 0 in it is refused, named by its t",
+             ("a given step-size sequence: round t takes s_t (the last round the last value); 0 in it is refused, "
+              "named by its t",
               Sequence(np.array([0.5, 0.25, 0.1])).values(3).tolist() == [0.5, 0.25, 0.1]
               and raises(lambda: Sequence(np.array([0.5, 0.0])), "step size at t = 2 is 0.0, outside (0, 1]")),
              ("the checks' fact groups: a plain run runs every group in order; the mutation runner's stops after the "
@@ -934,9 +935,9 @@ def _batch_schedule_refusals():
     """True when a replayed batch schedule is refused exactly where it should be: a sample-based one
     of the wrong shape (any of its three axes), a feature-based one holding −1 or n (the message
     naming round 2 and the position; of two, the first), one holding 0 read; a sample-based id
-    outside its client's partition named with the client and position, with the 1-based hint only
-    when every client's ids minus 1 lie in its own partition; a sample drawn twice in one batch
-    named with its round."""
+    outside its client's partition named with the client and position (of two, the first), with the
+    1-based hint only when every client's ids minus 1 lie in its own partition; a sample drawn twice
+    in one batch named with its round."""
     from refimpl.core.partition import BatchSchedule
     parts = [np.array([0, 1, 2]), np.array([3, 4, 5])]
     good = np.array([[[1, 2], [4, 5]], [[2, 3], [5, 6]]])           # every id + 1: 1-based on both clients
@@ -949,6 +950,9 @@ def _batch_schedule_refusals():
         right = False
     except ValueError as exc:
         right &= "round 2, client 0, position 1 holds sample 3" in str(exc) and "--index-base" not in str(exc)
+    two = np.array([[[0, 4], [3, 4]], [[5, 1], [3, 5]]])            # client 0: 4 at round 1, 5 at round 2
+    right &= raises(lambda: BatchSchedule(two).validate_sample_based(parts, 2, 2),
+                    "round 1, client 0, position 1 holds sample 4")
     for bad, words in ((-1, "round 2, position 1 holds sample -1"), (6, "round 2, position 1 holds sample 6")):
         right &= raises(lambda b=bad: BatchSchedule(np.array([[0, 1], [2, b]])).validate_feature_based(6, 2, 2),
                         words)

@@ -1275,6 +1275,11 @@ def flower_aggregation(quick):
     coll.assemble(replies_by_partition(results, list))
     ledger = coll.collect(theta, batches)[2]
     rounds_wrong = _flower_round_misroutes(results) + _flower_engine_errors(ledger, model.n_params, K)
+    try:                           # a round without partition 0's reply is refused, naming what came
+        coll.assemble(replies_by_partition(results[1:], list))
+        rounds_wrong += 1
+    except RuntimeError as exc:
+        rounds_wrong += str(exc) != "a round needs replies from partitions 0..5, got [1, 2, 3, 4, 5]"
     # under the mutation runner a wrong answer above is the verdict already: Flower is not driven then
     found = misrouted or rounds_wrong or not worst <= 1e-12
     driven = ["not driven: a wrong answer above"] if first_wrong() and found else _flower_driven_errors()

@@ -868,7 +868,8 @@ def _regime_and_speed_errors():
     wrong += int(time_at_server_time(dip, 1.0, 100.0, 2, 0.6) != 0.0)      # the initial point exactly at it
     # a run that diverged before the target misses it at every S (None), never "not covered"
     gone = Trace(config={}, metrics={"round": [0, 1, 2], "test_accuracy": [0.1, 0.2, 0.3]})
-    gone.arrays["round_work"], gone.status = np.array([1.0, 1.0]), "diverged: round 3: loss inf; trace holds rounds 0..2"
+    gone.arrays["round_work"] = np.array([1.0, 1.0])
+    gone.status = "diverged: round 3: loss inf; trace holds rounds 0..2"
     wrong += int(time_at_server_time(gone, 1.0, 100.0, 10, 0.9) is not None)
 
     def parabola(c):
