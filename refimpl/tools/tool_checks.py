@@ -1654,6 +1654,11 @@ def _witness_edges_more():
              # over more rows than a chunk
              ("loss_grad", "large-logits", {"inputs": unit(40.0), "expected": {"loss": 0.0}}, False),
              ("loss_grad", "large-logits", {"inputs": unit(45.0), "expected": {"loss": 0.0}}, True),
+             # a logit of ≈ −712.8 overflows e^|logit| as ≈ +712.8 does; ≈ −705.5 does not (the loss finite)
+             ("loss_grad", "large-logits", {"inputs": unit(-45.0), "expected": {"loss": 0.0}}, True),
+             ("loss_grad", "overflowing-logits", {"inputs": unit(-975.0), "expected": {"loss": 0.0}}, True),
+             ("loss_grad", "overflowing-logits", {"inputs": unit(975.0), "expected": {"loss": 0.0}}, True),
+             ("loss_grad", "overflowing-logits", {"inputs": unit(-965.0), "expected": {"loss": 0.0}}, False),
              ("full_cost", "more-rows-than-a-chunk", {"inputs": {"X": np.zeros((8192, 1))}}, False),
              # A^t = τ after a step under the recursive curvature (which would give 0.75) is not the fixed convention
              ("surrogate_update", "curvature-fixed", {"inputs": {"curvature": "recursive", "A": 0.5, "rho": 0.5,
