@@ -512,11 +512,12 @@ def _speed_refusal_errors():
               "switching probabilities must be in [0, 1], got 1.1")]
     # the two-state model's edges: p = 1 switches every round (slow, fast, slow, …), p = 0 never
     edges = [MarkovSpeed((1.0, 2.0), (3.0, 5.0), p, p).sample(4, np.random.default_rng(0)) for p in (1.0, 0.0)]
-    # lognormal:M without σ (and the model built without one) is the documented σ = 0.5;
+    # lognormal:M without σ (and the model built without one) is the documented σ = 0.5, its mean M itself;
     # markov:FAST:SLOW:p_slow:p_fast as written
     # (markov without its SLOW speeds is no model)
     parsed = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5)) + float(
         LogNormalSpeed((1.0, 2.0)).sigma != 0.5) + float(
+        not np.array_equal(LogNormalSpeed((0.1, 0.3)).mean(), [0.1, 0.3])) + float(
         parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0), 0.2, 0.6)
         or not raises(lambda: parse_speeds("markov:1,2", 2), "unknown speed model"))
     return {"lognormal_and_markov_misparsed": parsed,
@@ -948,7 +949,8 @@ def _authors_rule_replay_errors():
             # the authors' d_k = 10·max(1 − cpu) + 1 lies in [1, 11]: a replayed 0.5 is refused, 1 and 11 are not;
             # without any, the refusal says how many values a --taus file must hold (server + 3 parties: 4)
             "authors_denominator_below_1_accepted": float(not raises(
-                lambda: authors_denominator([0.5, 2.0], 2), "lr_denominator entry 0 is 0.5"))
+                lambda: authors_denominator([0.5, 2.0], 2),
+                "lr_denominator entry 0 is 0.5; the authors' 10·max(1 − cpu) + 1 is in [1, 11]"))
             + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))
             + float(not raises(lambda: authors_denominator(None, 4), "--adaptive-rule authors starts each party at "
                                "lr/(10·max(1 − cpu) + 1) over its machine's utilisation row: give --speeds cputrace:FILE, "
