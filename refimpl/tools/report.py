@@ -143,10 +143,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
         raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
                            "retry): " + "; ".join(run_failures[:3]))
     write_json(records, os.path.join(out, "checks.json"))
-    repro = {}
-    for name, rep in reps.items():
-        finish(rep, None, None, executor, workers)
-        repro[name] = rep.out
+    repro = finished_reproductions(reps, finish, executor, workers)
     seconds = round(time.perf_counter() - t0, 1)
     with open(os.path.join(out, "execution.json"), "w") as fh:
         json.dump(execution_record(executor, counts, seconds, records), fh, indent=1)
@@ -156,6 +153,16 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path, records
+
+
+def finished_reproductions(reps, finish, executor, workers):
+    """Each prepared reproduction of ``reps`` finished by ``finish`` (its figures and tables written
+    from its runs), in order: {name: its directory}."""
+    repro = {}
+    for name, rep in reps.items():
+        finish(rep, None, None, executor, workers)
+        repro[name] = rep.out
+    return repro
 
 
 def report_lines(head, rounds, records, repro, out):

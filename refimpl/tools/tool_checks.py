@@ -2395,8 +2395,11 @@ def _report_section_cases(tmp):
 
     from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
-    from refimpl.tools.report import (check_section, execution_record, header_lines, report_lines,
-                                      reproduction_failures, reproduction_lines, smoke_lines)
+    from refimpl.tools.report import (check_section, execution_record, finished_reproductions, header_lines,
+                                      report_lines, reproduction_failures, reproduction_lines, smoke_lines)
+    finished = []
+    repro = finished_reproductions({"b": SimpleNamespace(out="/r/b"), "a": SimpleNamespace(out="/r/a")},
+                                   lambda rep, *rest: finished.append((rep.out, rest)), "local", 3)
     d = os.path.join(tmp, "report", "ssca-sample")
     os.makedirs(d)
     with open(os.path.join(d, "reproduction.json"), "w") as fh:
@@ -2427,6 +2430,9 @@ def _report_section_cases(tmp):
              "labelled like a check and more is a run", reproduction_failures(
                  ["ssca.a: boom", "SSCA_B=10-0: died", "ssca.ab: x", "ssca.a-run: died"],
                  [{"label": "ssca.a"}, {"label": "ssca.ab"}]) == ["SSCA_B=10-0: died", "ssca.a-run: died"]),
+            ("a report's reproductions each finished once, in order, with the executor and workers, and named by "
+             "their directories", finished == [("/r/b", (None, None, "local", 3)), ("/r/a", (None, None, "local", 3))]
+             and list(repro.items()) == [("b", "/r/b"), ("a", "/r/a")]),
             ("execution.json of a report: executor, workers, task counts, seconds, each check's seconds",
              execution_record("local", {"workers": 2, "ran": 5}, 3.5, [
                  SimpleNamespace(id="t.a", details={"seconds": 0.25}), SimpleNamespace(id="t.b", details={})]) == {
