@@ -556,8 +556,7 @@ def write_report(directory, cmp_, lines, rows):
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     for n, vals in cmp_.per_round.items():
-        v = np.asarray(vals, dtype=float)
-        ax.semilogy(cmp_.rounds, np.maximum(np.where(np.isinf(v), 1e3, v), 1e-18), marker=".", label=n)
+        ax.semilogy(cmp_.rounds, plotted_differences(vals), marker=".", label=n)
     if cmp_.divergence is not None:
         ax.axvline(cmp_.divergence.round, color="k", ls="--", lw=1)
         ax.annotate(f"first: {cmp_.divergence.quantity}", (cmp_.divergence.round, 1e-3), fontsize=8)
@@ -569,6 +568,14 @@ def write_report(directory, cmp_, lines, rows):
     fig.savefig(os.path.join(directory, "diagnose.png"), dpi=110)
     plt.close(fig)
     return os.path.join(directory, "diagnose.png")
+
+
+def plotted_differences(vals):
+    """A quantity's relative differences as diagnose.png draws them on its log axis: an infinite one
+    (a NaN or inf on one side) at 1e3, above every finite difference worth reading, and 0 (exact
+    agreement) at 1e-18, below round-off."""
+    v = np.asarray(vals, dtype=float)
+    return np.maximum(np.where(np.isinf(v), 1e3, v), 1e-18)
 
 
 def epoch_order_hint(batches, n, level=1e-3):

@@ -2024,6 +2024,8 @@ def _report_cases(tmp):
                 "transposed" in (DG.layout_hint(sq, sq.T) or "")
                 and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "") and DG.layout_hint(sq, sq) is None
                 and DG.layout_hint(sq, np.full_like(sq, np.nan)) is None))
+    out.append(("diagnose.png's curves: an infinite difference drawn at 1e3, exact agreement at 1e-18, the others "
+                "as they are", DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
     return out
 
 

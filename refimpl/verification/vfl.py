@@ -1252,7 +1252,7 @@ def round_literal(quick):
             wrong.append(f"the trace records d_k {tr.config['policy']['step_size'].get('denominator')}, want {want_d}")
         if label == "flex/sgd":
             wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
-            wrong += _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R)
+            wrong += _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R) + _mixed_optimizer_errors()
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "wrong": wrong}
         measured = max_or_nan(measured, rel, eta_rel, tau_bad, dump_rel, len(wrong))
@@ -1268,6 +1268,27 @@ def _blocks_relative(tr, W):
     """The worst relative difference of a run's final blocks from the transcription's W (NaN if any is)."""
     return max_or_nan(*(float(np.max(np.abs(tr.arrays[f"final_theta{k}"] - W[k].ravel())) / np.max(np.abs(W[k])))
                         for k in range(len(W))))
+
+
+def _mixed_optimizer_errors():
+    """One round with a local optimizer of its own per party (server SGD; parties momentum 0.5,
+    proximal 0.9, SGD): each party's new block, from its Numba loop and from its NumPy loop, equals
+    the block of a round in which every party runs that party's optimizer (≤ 1e-12 relative)."""
+    from refimpl.vfl.flexvfl import local_round
+    rng = np.random.default_rng(61)
+    m = VerticalModel(tuple(LinearEncoder(5, 3) for _ in range(3)), LinearFusion(9, 4))
+    thetas, Xb, yb = m.init(rng), [rng.standard_normal((8, 5)) for _ in range(3)], rng.integers(0, 4, 8)
+    opts, tau, eta = [SGD(), LocalMomentum(0.5), Proximal(0.9), SGD()], np.array([2, 3, 4, 2]), np.full(4, 0.1)
+    wrong = []
+    for use_numba in (True, False):
+        mixed = local_round(m, thetas, Xb, yb, opts, tau, eta, use_numba=use_numba)[2]
+        for k in range(4):
+            alone = local_round(m, thetas, Xb, yb, [opts[k]] * 4, tau, eta, use_numba=use_numba)[2][k]
+            rel = float(np.max(np.abs(mixed[k] - alone)) / np.max(np.abs(alone - thetas[k])))
+            if not rel <= 1e-12:
+                wrong.append(f"block {k} of a round with per-party optimizers ({'Numba' if use_numba else 'NumPy'} "
+                             f"loop) is {rel:.2g} from its own optimizer's")
+    return wrong
 
 
 def _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R):
