@@ -1542,6 +1542,11 @@ def _flag_cases():
     return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
 
 
+#: line 1 of an MFCGD run where h_m = c_m (φ = 0): v_m is the mean of client m's own ξ0 samples
+_V_START = dict(x1=np.zeros(1), A=np.zeros((1, 1)), b=np.zeros((2, 1)), c=np.zeros((2, 1)), zeta0=np.zeros((2, 2, 1)),
+                xi0=np.array([[[1.0], [1.0]], [[-1.0], [-1.0]]]))
+
+
 def _witness_edges():
     """(family, flag, planted case, whether the witness must hold) at each witness's edge, for
     :func:`_witness_edge_case` (and :func:`_witness_edges_more`)."""
@@ -1572,6 +1577,12 @@ def _witness_edges():
                                                                    cost_factor=1e3), "expected": {"index": 1}}, False),
              # every q = 2 steps (q ≤ T) is periodic averaging
              ("mfcgd_run", "average-every-q", {"inputs": {"matrix": "identity", "q": 2, "T": 4}}, True),
+             # line 1's v_m averages client m's own ξ0 samples (client 0's at +1, client 1's at −1: |v_m| = 1,
+             # where an average over the clients would give 0); u_m = A, |A| = 5, outside C_g = 4.9 only
+             ("mfcgd_run", "projection-v-binds", {"inputs": dict(_V_START, C_f=0.5)}, True),
+             ("mfcgd_run", "projection-v-binds", {"inputs": dict(_V_START, C_f=1.0)}, False),
+             ("mfcgd_run", "projection-u-binds", {"inputs": {"A": np.array([[3.0, 4.0]]), "C_g": 4.9}}, True),
+             ("mfcgd_run", "projection-u-binds", {"inputs": {"A": np.array([[3.0, 4.0]]), "C_g": 5.0}}, False),
              # the closed form's first branch holds at C = U too
              ("closed_form_step", "C<=U", {"inputs": {"C": 1.0, "U": 1.0}}, True),
              # one argument below the underflow threshold and one far above it (with a 0 written for it)
