@@ -207,10 +207,6 @@ class BatchSchedule:
     def __post_init__(self):
         object.__setattr__(self, "indices", V.index_array("batch schedule", self.indices))
 
-    @property
-    def rounds(self):
-        return self.indices.shape[0]
-
     def save(self, path):
         np.save(path, self.indices, allow_pickle=False)
 
