@@ -1646,6 +1646,9 @@ def _witness_edges_more():
              # the step-size exponent is told from t = 100 on
              ("storm_weights", "eta-exponent", {"inputs": dict(t=100, k=1.0, n=8.0), "expected": {
                  "eta": 1.0 / 108.0 ** (1 / 3)}}, True),
+             # … to round-off: one ulp off is the same η
+             ("storm_weights", "eta-exponent", {"inputs": dict(t=100, k=1.0, n=8.0), "expected": {
+                 "eta": np.nextafter(1.0 / 108.0 ** (1 / 3), 1.0)}}, True),
              # α = β = ϱ = 1 but h half a unit off g(x_new; ζ): not the forgetting update
              ("storm_update", "cap-active", {"inputs": dict(alpha=1.0, beta=1.0, varrho=1.0, A=np.eye(2), x_new=np.ones(
                  2), b=np.zeros(2), zeta=np.zeros(2)), "expected": {"h": np.array([1.5, 1.0])}}, False),

@@ -293,7 +293,8 @@ def _condition20_record_errors():
 
 
 @check("vfl.clock", "the simulated clock with a server round trip S, against durations computed by hand on a "
-       "3-participant toy (step times 0.5, 1, 3; timeout 6; S = 10): sync Q·max s + S, Flex-VFL timeout + S (also with "
+       "3-participant toy (step times 0.5, 1, 3; timeout 6; S = 10): each runner's τ (⌊timeout/s_k⌋, Q, 1), "
+       "sync Q·max s + S, Flex-VFL timeout + S (also with "
        "the authors' server τ = Q and free server compute), P-BCD max s + S, asynchronous events every s_k + s_0 + S "
        "per party, a slow server's compute counted unless the authors' protocol makes it free; the asynchronous "
        "server as one resource (arrivals wait while it is busy: event times by hand with a slow server and with "
@@ -366,6 +367,9 @@ def _durations_errors(model, data, shown):
                       timeout=timeout, Q=Q, network=net, server_steps=Q if label.endswith("authors") else None)
         tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
         errors[label] = float(np.max(np.abs(tr.arrays["round_time"] - want)))
+        if "/" not in label:      # a runner's τ for given step times: ⌊timeout/s_k⌋, Q each, 1 each
+            taus = {"flex": [12, 6, 2], "sync": [Q] * 3, "pbcd": [1] * 3}[method]
+            errors[f"{label} τ"] = float(np.max(np.abs(run.taus(s) - taus)))
     # asynchronous: party k's j-th event at s_k + (j − 1)(s_k + s_0 + S) (no contention on this toy)
     tr = run_async(model, data, model.init(np.random.default_rng(1)), 0.1, 8, rows, np.random.default_rng(2), 40.0,
                    network=net, eval_every_time=0.25)
@@ -410,19 +414,25 @@ def _durations_errors(model, data, shown):
     untimed = FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8, over, Q=2, network=net)
     errors["flex/overrun"] += float("overrun_fraction" in untimed.run(model.init(np.random.default_rng(1)), 2,
                                                                       np.random.default_rng(2)).config)
-    # latency and a finite bandwidth, with speed rows that change every round: B = 8, Σ O_k = 4, so
-    # 8·4 = 32 floats up (the embeddings) and K(|θ_0| + B Σ O_k) = 2(10 + 32) = 84 floats down (the
-    # head and every embedding, to each party), each message latency + 8·floats/bandwidth; τ from
-    # each round's own row
+    errors["flex/latency+bandwidth"] = _varying_network_error(model, data, timeout, S)
+    shown.update(expected_round_time=expected, async_events=events_of)
+    return errors
+
+
+def _varying_network_error(model, data, timeout, S):
+    """Latency and a finite bandwidth, with speed rows that change every round: B = 8, Σ O_k = 4, so
+    8·4 = 32 floats up (the embeddings) and K(|θ_0| + B Σ O_k) = 2(10 + 32) = 84 floats down (the
+    head and every embedding, to each party), each message latency + 8·floats/bandwidth; τ from
+    each round's own row."""
+    from refimpl.vfl.flexvfl import FlexVFL
+    from refimpl.vfl.speeds import Network
     slow_net = Network(bandwidth=800.0, latency=0.25, server_time=S)
     varying = np.array([[0.5, 1.0, 3.0], [1.5, 2.0, 0.75], [0.25, 4.0, 1.0]])
     run = FlexVFL.from_method(model, data, "flex", [SGD()] * 3, 0.1, 8, varying, timeout=timeout, network=slow_net)
     tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2))
     by_hand = timeout + (0.25 + 8 * 32 / 800.0) + (0.25 + 8 * 84 / 800.0) + S
-    errors["flex/latency+bandwidth"] = float(np.max(np.abs(tr.arrays["round_time"] - by_hand))) \
+    return float(np.max(np.abs(tr.arrays["round_time"] - by_hand))) \
         + float(np.sum(tr.arrays["tau"] != np.array([[12, 6, 2], [4, 3, 8], [24, 1, 6]])))
-    shown.update(expected_round_time=expected, async_events=events_of)
-    return errors
 
 
 def _async_network_error(model, data):
