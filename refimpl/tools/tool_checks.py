@@ -433,6 +433,7 @@ def _stored_round_cases():
     0..n − 1); a run's streamed round files and its dump.mat give every round back under its own
     number; a trace.npz's ``array_<name>`` is read as ``<name>``."""
     import os
+    import shutil
     import tempfile
 
     from refimpl.core.dumps import read_rounds, save_rounds
@@ -448,13 +449,15 @@ def _stored_round_cases():
     with tempfile.TemporaryDirectory() as tmp:
         save_rounds(tmp, {f"r{t}_omega": np.full(3, float(t)) for t in (2, 9, 10, 12)})
         back, mat = read_rounds(tmp), read_dump(os.path.join(tmp, "dump.mat"))
+        shutil.copy(os.path.join(tmp, "dump.mat"), os.path.join(tmp, "DUMP.MAT"))       # the suffix in capitals
+        upper = read_dump(os.path.join(tmp, "DUMP.MAT"))
         np.savez(os.path.join(tmp, "trace.npz"), array_tau=np.ones((2, 3)), batches=np.zeros((2, 4)))
         names = sorted(read_arrays(os.path.join(tmp, "trace.npz"), "THEIRS"))
     out.append(("a trace.npz's array_<name> is read as <name>", names == ["batches", "tau"]))
-    out.append(("a run's round files and its dump.mat give rounds 2, 9, 10 and 12 back under their own numbers, "
-                "a vector as a vector",
+    out.append(("a run's round files and its dump.mat (also named DUMP.MAT) give rounds 2, 9, 10 and 12 back under "
+                "their own numbers, a vector as a vector",
                 all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t and q["omega"].shape == (3,)
-                                                        for t, q in d.items()) for d in (back, mat))))
+                                                        for t, q in d.items()) for d in (back, mat, upper))))
     return out + _replay_value_cases() + _replay_layout_cases()
 
 

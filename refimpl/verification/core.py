@@ -1020,6 +1020,7 @@ def _cover_refusals():
     right &= all(raises(lambda k=k: parse_partition(k), f"partition kind {k!r} is not known; allowed: contiguous, "
                         "iid, label_skew, dirichlet:ALPHA[:MIN_SIZE], quantity:SIGMA")
                  for k in ("dirichlet", "quantity", "iid:3"))
+    right &= raises(lambda: parse_partition("dirichlet:1:2.5"), "MIN_SIZE must be an integer >= 0, got 2.5")
     # a quantity law so wide that exp overflows: the shares computed shifted, every client at least one sample
     sizes = [len(p) for p in sample_partition(1000, 5, "quantity:800", np.random.default_rng(2))]
     right &= sum(sizes) == 1000 and min(sizes) >= 1
