@@ -1246,7 +1246,8 @@ def assembly_literal(quick):
        "partition id they report whatever their arrival order, and the assembled estimates give "
        "ℓ̂ = Σ_k (N_k/N)(1/B_k) Σ ℓ_n and ĝ likewise, computed here as one weighted pass over the samples "
        "(worst relative difference ≤ 1e-12 over 5 rounds × 3 arrival orders); Flower's round r sends schedule row "
-       "r − 1 and steps refimpl's server on that row, the client of partition k answers for k, and two replies "
+       "r − 1 and steps refimpl's server on that row, the client of partition k answers for k (the run's ClientApp "
+       "driven through Flower's own message handling), a round missing a partition's reply and two replies "
        "from one partition are refused, and nothing is sent once the run has ended; a round's ledger is ω down "
        "once and K × (dim ω + 1) up, the run starts "
        "from what refimpl's runner starts from (snapshots 0 and T kept, batches rows 0..T−1), and feature-based "
@@ -1316,8 +1317,8 @@ def flower_aggregation(quick):
 def _flower_driven_errors():
     """Flower's strategy and ClientApp clients driven by hand, through Flower's own message types, for
     a 3-client, 3-round SSCA run: the strategy starts from refimpl's ω^0, each round sends every
-    client one FitIns with ω^t, the clients answer on their partition (replies passed in reverse
-    order), and after the last round ω agrees with refimpl's own runner within 1e-10 relative and
+    client one FitIns with ω^t, the run's ClientApp answers on each partition (replies passed in
+    reverse order), and after the last round ω agrees with refimpl's own runner within 1e-10 relative and
     nothing more is sent; a failed client is refused naming the round, a run Flower ends early is
     marked stopped, the evaluation hooks do nothing. Wrong answers (a list), None without Flower."""
     from refimpl.ssca.flower import INSTALL_HINT, ssca_flower_apps
@@ -1334,13 +1335,28 @@ def _flower_driven_errors():
         return [f"driving the strategy raised {type(exc).__name__}: {exc}"]
 
 
+def _client_app_fit(app, ins, k, K):
+    """The fit reply of the run's Flower ``ClientApp`` on node partition k of K to ``ins``, through
+    Flower's own message handling: a TRAIN message holding the FitIns in, its content read back
+    as a FitRes (the app's client_fn builds the client of that partition)."""
+    from flwr.app import Context, Message, Metadata, RecordDict
+    from flwr.app.message_type import MessageType
+    from flwr.compat.common.recorddict_compat import fitins_to_recorddict, recorddict_to_fitres
+    meta = Metadata(run_id=0, message_id=f"fit-{k}", src_node_id=0, dst_node_id=10 + k, reply_to_message_id="",
+                    group_id="1", created_at=0.0, ttl=3600.0, message_type=MessageType.TRAIN)
+    context = Context(run_id=0, node_id=10 + k, node_config={"partition-id": k, "num-partitions": K},
+                      state=RecordDict(), run_config={})
+    reply = app(Message(fitins_to_recorddict(ins, keep_input=True), metadata=meta), context)
+    return recorddict_to_fitres(reply.content, keep_input=False)
+
+
 def _driven_through_flower(cfg, run):
     """The rounds of :func:`_flower_driven_errors`, each reply through Flower's types (see there)."""
     from types import SimpleNamespace
 
     from flwr.common import Code, FitRes, Status, parameters_to_ndarrays
 
-    from refimpl.ssca.flower import gradient_client, ssca_flower_apps
+    from refimpl.ssca.flower import ssca_flower_apps
     own = run_experiment(cfg, embedded())
     manager = SimpleNamespace(sample=lambda num_clients, min_num_clients: [f"node {k}" for k in range(num_clients)])
     wrong = []
@@ -1356,8 +1372,7 @@ def _driven_through_flower(cfg, run):
             break
         replies = []
         for k in (2, 1, 0):
-            fit = gradient_client(run.trainer.algorithm.protocol.inner,
-                                  SimpleNamespace(node_config={"partition-id": k})).fit(ins[0][1])
+            fit = _client_app_fit(run.client_app, ins[0][1], k, 3)
             replies.append((f"node {k}", FitRes(Status(Code.OK, ""), fit.parameters, fit.num_examples, fit.metrics)))
         new = parameters_to_ndarrays(run.strategy.aggregate_fit(r, replies, [])[0])[0]
         if not np.array_equal(new, run.trainer.state.omega):
