@@ -337,7 +337,8 @@ def nonlinear_constants(quick):
        "||∇f(y; ξ)|| ≤ C_f = sqrt(p) + r_f and attained (φ saturated, ξ aligned with it: ratio ≥ 0.999); ||∇g|| = "
        "C_g = ||A||_F and ∇g constant (L_g = 0); ∇f 1-Lipschitz, attained near c_m; the value noise E||ζ||² = p s_g² "
        "and the ∇f noise E||ξ||² = r_f², σ² their larger (|z| ≤ 4 on 20,000 draws); δ_g attained by its pair, "
-       "δ_f bounding ∇f's client differences; F ≥ F* (worst ratio ≤ 1)",
+       "δ_f bounding ∇f's client differences and equal to max ||min(2, |c_m − c_j|)|| as written (clients whose c "
+       "differ by more than 2, either sign); F ≥ F* (worst ratio ≤ 1)",
        "[MFCGD] Assumptions 1–3, 6; docs/mfcgd.md")
 def synthetic_constants(quick):
     pr, C = synthetic()
@@ -364,6 +365,10 @@ def synthetic_constants(quick):
     r["L_g_nonzero"] = float(np.max(np.abs(pr.jac_g(0, x, z) - pr.jac_g(1, -x, pr.draw_zeta(rng, ())))))
     pairs = [float(np.linalg.norm(pr.g_exact(m, x) - pr.g_exact(j, x))) for m in range(pr.M) for j in range(pr.M)]
     r["delta_g"] = max_or_nan(*pairs) / C["delta_g"]
+    # δ_f as docs/mfcgd.md writes it, on clients far apart (|c_m − c_j| above 2 in some entries, either sign)
+    wide = SyntheticComposition.random(M=4, p=3, d=5, heterogeneity=3.0, rng=np.random.default_rng(58))
+    clipped = [np.linalg.norm(np.minimum(2.0, np.abs(wide.c[m] - wide.c[j]))) for m in range(4) for j in range(4)]
+    r["delta_f_formula"] = abs(wide.constants()["delta_f"] - max(clipped)) / max(clipped)
     z2 = np.sum(pr.draw_zeta(rng, (20000,)) ** 2, axis=1)
     xi2 = np.sum(pr.draw_xi(rng, (20000,)) ** 2, axis=1)
     zs = {"value_noise": float((z2.mean() - p * pr.s_g ** 2) / (z2.std(ddof=1) / np.sqrt(z2.size))),
@@ -372,7 +377,7 @@ def synthetic_constants(quick):
     r["grad_f_noise"] = float(np.max(np.abs(xi2 - pr.r_f ** 2)))       # on the sphere: exactly r_f²
     holds = (max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"]) <= 1.0 + 1e-12 and r["C_f_attained"] >= 0.999
              and r["L_f"] >= 0.999 and abs(r["C_g"] - 1) <= 1e-12 and r["L_g_nonzero"] == 0.0
-             and abs(r["delta_g"] - 1) <= 1e-12 and r["grad_f_noise"] <= 1e-15 and max_or_nan(*map(abs, zs.values())) <= 4)
+             and abs(r["delta_g"] - 1) <= 1e-12 and r["delta_f_formula"] <= 1e-15 and r["grad_f_noise"] <= 1e-15 and max_or_nan(*map(abs, zs.values())) <= 4)
     worst = max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"], r["C_g"], r["delta_g"])
     return {"measured": worst, "bound": 1.0 + 1e-12, "holds": holds,
             "note": f"C_f attained to {r['C_f_attained']:.6f}, L_f to {r['L_f']:.6f}; noise z {zs['value_noise']:.2f}",

@@ -885,6 +885,11 @@ def baselines_literal(quick):
                     if not _rel(tr.arrays[f"r{t}_client_loss"], np.array(mine)) <= 1e-12:
                         wrong[f"{algorithm}/E=1: round {t}'s client_loss"] = (
                             tr.arrays[f"r{t}_client_loss"].tolist(), mine)
+                    # the dampened heavy ball's velocity, v^{t+1} = (ω^t − ω^{t+1})/η_t, dumped by SGD-m only
+                    v = tr.arrays.get(f"r{t}_velocity")
+                    step = (om - tr.arrays[f"r{t}_omega_next"]) / tr.arrays[f"r{t}_eta"]
+                    if (v is None) != (algorithm == "sgd") or (v is not None and not _rel(v, step) <= 1e-12):
+                        wrong[f"{algorithm}/E=1: round {t}'s velocity"] = (None if v is None else v.shape, step.shape)
         one = run_experiment(RunConfig("ssca", batch=5, rounds=1, clients=3, hidden=6, partition_file=pfile), ds)
         P = 6 * (ds.n_features + ds.n_classes)
         ledger = [(m["sender"], m["receiver"], m["floats"]) for m in one.ledger_round1]
