@@ -122,7 +122,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
 
     from refimpl.tools.engine import resolve_workers
     from refimpl.tools.reproduce import finish, prepare, run_tasks
-    from refimpl.tools.verify import check_tasks, load_checks, records_of
+    from refimpl.tools.verify import load_checks
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
     reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
@@ -130,18 +130,13 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
             for name in names()}
     checks_root = os.path.join(out, "checks")
     shutil.rmtree(checks_root, ignore_errors=True)          # checks are never reused
-    ids = list(load_checks())
-    n_tasks = len(check_tasks(ids, quick, checks_root)) + sum(len(rep.tasks) for rep in reps.values())
-    w = resolve_workers(workers, n_tasks, "tasks")
-    ctasks = check_tasks(ids, quick, checks_root, part_workers=w)
-    tasks = ctasks + [t for rep in reps.values() for t in rep.tasks]
-    counts, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="tasks")
-    records = records_of(ids, ctasks, results, failures)
-    shutil.rmtree(checks_root, ignore_errors=True)
-    run_failures = reproduction_failures(failures, ctasks)
-    if run_failures:
-        raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
-                           "retry): " + "; ".join(run_failures[:3]))
+    try:
+        counts, records = run_report_tasks(list(load_checks()), quick, checks_root, reps,
+                                           lambda n: resolve_workers(workers, n, "tasks"),
+                                           lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress,
+                                                                      what="tasks"))
+    finally:
+        shutil.rmtree(checks_root, ignore_errors=True)
     write_json(records, os.path.join(out, "checks.json"))
     repro = finished_reproductions(reps, finish, executor, workers)
     seconds = round(time.perf_counter() - t0, 1)
@@ -153,6 +148,24 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path, records
+
+
+def run_report_tasks(ids, quick, checks_root, reps, workers_for, run):
+    """One engine execution of a report: a task per check (or group) of ``ids`` and every task of
+    the prepared reproductions ``reps``, on ``workers_for(number of tasks)`` workers (a check with
+    parts may spread over as many), run by ``run(tasks, workers)`` → (counts, failures, results).
+    Returns (counts, the checks' records in the order of ``ids``); a reproduction run that failed
+    is raised (RuntimeError, naming the first three), a check that failed is a failed record."""
+    from refimpl.tools.verify import check_tasks, records_of
+    n_tasks = len(check_tasks(ids, quick, checks_root)) + sum(len(rep.tasks) for rep in reps.values())
+    w = workers_for(n_tasks)
+    ctasks = check_tasks(ids, quick, checks_root, part_workers=w)
+    counts, failures, results = run(ctasks + [t for rep in reps.values() for t in rep.tasks], w)
+    run_failures = reproduction_failures(failures, ctasks)
+    if run_failures:
+        raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
+                           "retry): " + "; ".join(run_failures[:3]))
+    return counts, records_of(ids, ctasks, results, failures)
 
 
 def finished_reproductions(reps, finish, executor, workers):

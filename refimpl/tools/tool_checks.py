@@ -2320,6 +2320,39 @@ def crosscheck_tools(quick):
     return _cases_result(cases, "planted ")
 
 
+def _report_tasks_right():
+    """run_report_tasks on planted reproductions and a planted engine (what it was given, what it returns)."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    from refimpl.tools.report import run_report_tasks
+    from refimpl.verification.registry import CheckRecord
+    ids = ["grad.fd", "ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp"]
+    reps = {"r": SimpleNamespace(tasks=[{"id": "r0", "label": "r-0"}, {"id": "r1", "label": "r-1"}])}
+    sized, ran = [], []
+
+    def run(failures):
+        def engine(tasks, w):
+            ran.append(([t["label"] for t in tasks], [t.get("part_workers") for t in tasks], w))
+            results = {t["id"]: [asdict(CheckRecord(c, "", "", 0.5, 1.0, 0.5, True, {"kind": "theorem"}))
+                                 for c in t["checks"]] for t in tasks
+                       if "checks" in t and not any(f.startswith(t["label"] + ":") for f in failures)}
+            return {"workers": w}, failures, results
+        return engine
+    counts, recs = run_report_tasks(ids, True, "/planted", reps, lambda n: sized.append(n) or 2, run(["grad.fd: boom"]))
+    right = (sized == [4] and counts == {"workers": 2}
+             and ran == [(["grad.fd", "ssca.cvxpy", "r-0", "r-1"], [2, 2, None, None], 2)]
+             and [(r.id, r.holds, r.details.get("error")) for r in recs]
+             == [("grad.fd", False, "grad.fd: boom"), ("ssca.lemma1_vs_cvxpy", True, None),
+                 ("ssca.multi_constraint_qcqp", True, None)])
+    try:
+        run_report_tasks(ids, True, "/planted", reps, lambda n: 2, run(["r-1: died", "grad.fd: boom"]))
+        return False
+    except RuntimeError as exc:
+        return right and str(exc) == ("1 reproduction runs failed (finished runs are kept; rerun to retry): "
+                                      "r-1: died")
+
+
 def _reproduction_table_cases(tmp):
     """(what, right): the tables `refimpl reproduce` writes, from planted runs whose rows are
     worked out by hand (two or three seeds each; the figures themselves are not drawn)."""
@@ -2449,6 +2482,9 @@ def _report_section_cases(tmp):
              "labelled like a check and more is a run", reproduction_failures(
                  ["ssca.a: boom", "SSCA_B=10-0: died", "ssca.ab: x", "ssca.a-run: died"],
                  [{"label": "ssca.a"}, {"label": "ssca.ab"}]) == ["SSCA_B=10-0: died", "ssca.a-run: died"]),
+            ("a report's one engine execution: a task per check or group and each reproduction's tasks after them, "
+             "the workers sized on all of them, the checks' records in order (a failed check's with its reason), a "
+             "failed reproduction run raised", _report_tasks_right()),
             ("a report's reproductions each finished once, in order, with the executor and workers, and named by "
              "their directories", finished == [("/r/b", (None, None, "local", 3)), ("/r/a", (None, None, "local", 3))]
              and list(repro.items()) == [("b", "/r/b"), ("a", "/r/a")]),
