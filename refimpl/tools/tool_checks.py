@@ -651,6 +651,15 @@ def _replay_value_cases():
                             "free; dump fewer rounds or choose another --out")))
     out.append(_dump_record_case())
     out += _dump_writer_cases()
+    from types import SimpleNamespace
+
+    from refimpl.core.dumps import put
+    streamed, kept = [], SimpleNamespace(arrays={})
+    put(kept, 3, {"omega": [1.0, 2.0]})
+    put(SimpleNamespace(arrays={}), 4, {"omega": np.ones(2)}, SimpleNamespace(put=lambda *a: streamed.append(a)))
+    out.append(("a round's dump goes to the run's writer (round, arrays), or without one into the trace as r<t>_<name>",
+                [(t, sorted(a)) for t, a in streamed] == [(4, ["omega"])] and list(kept.arrays) == ["r3_omega"]
+                and kept.arrays["r3_omega"].tolist() == [1.0, 2.0]))
     return out
 
 
@@ -1632,6 +1641,12 @@ def _witness_edges_more():
                                                   "expected": {"index": 2}}, True),
              ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
                                                        "expected": {"index": 2}}, True),
+             # a positive initial cost below 1 is no negative cost; equal shards are not unequal; A = C = 0 with
+             # one entry of B nonzero is no A^0 = 0 start
+             ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([0.5, -2000.0])),
+                                                    "expected": {"index": 1}}, False),
+             ("client_aggregate", "unequal-partitions", {"inputs": {"sizes": [5, 5, 5]}}, False),
+             ("surrogate_update", "A0=0", {"inputs": {"A": 0.0, "C": 0.0, "B": np.array([0.0, 1.0])}}, False),
              # a run that never stops but whose cost rises once is not converging
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),
