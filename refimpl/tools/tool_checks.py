@@ -1647,6 +1647,11 @@ def _witness_edges_more():
                                                     "expected": {"index": 1}}, False),
              ("client_aggregate", "unequal-partitions", {"inputs": {"sizes": [5, 5, 5]}}, False),
              ("surrogate_update", "A0=0", {"inputs": {"A": 0.0, "C": 0.0, "B": np.array([0.0, 1.0])}}, False),
+             # u on the ball C_g = 5 to round-off (|u| = 5(1 + 2e-16)) binds; 1e-10 outside it is no projection's
+             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
+                 [3.0, np.nextafter(4.0, 5.0)])}}, True),
+             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
+                 [3.0, 4.0]) * (1 + 1e-10)}}, False),
              # a run that never stops but whose cost rises once is not converging
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),
