@@ -1172,7 +1172,11 @@ def _npz_export_case(docs):
         V.export(tmp, papers=(V.families()[fam].paper,), fmt="json")   # one paper's families: not generate()'s
         with environ({H.VECTORS_ENV: tmp}):          # the harness tests the vectors of REFIMPL_VECTORS
             chosen = H.documents()
-    right = True
+    with tempfile.TemporaryDirectory() as tmp:                  # the MATLAB export holds the same arrays
+        V.export(tmp, papers=(V.families()[fam].paper,), fmt="mat")
+        from scipy.io import loadmat
+        mat = loadmat(os.path.join(tmp, f"{fam}.mat"))
+    right = all(np.array_equal(np.ravel(mat[k]), np.ravel(v)) for k, v in arrays.items())
     for case, m in zip(docs[fam]["cases"], meta["cases"]):
         for where, key in m["arrays"].items():
             part, name = where.split(".", 1)
@@ -1181,7 +1185,8 @@ def _npz_export_case(docs):
     same = len(own) < len(docs) and sorted(chosen) == own and all(
         np.array_equal(np.asarray(V.decode(a["expected"][k])), np.asarray(V.decode(b["expected"][k])))
         for f in own for a, b in zip(chosen[f]["cases"], docs[f]["cases"]) for k in b["expected"])
-    return ("the NPZ export holds every case's inputs and expected outputs apart, also where they share a name; "
+    return ("the NPZ export (and the .mat one) holds every case's inputs and expected outputs apart, also where they "
+            "share a name; "
             "REFIMPL_VECTORS makes the harness test the exported directory (one paper's families, as exported)",
             bool(right) and len(meta["cases"]) == len(docs[fam]["cases"]) and bool(same))
 
