@@ -210,11 +210,11 @@ def stepsize_conditions(quick):
     wrong += exact != ["tail exponent = 0.6"] or short != ["tail exponent ≈ 0 (estimated from a finite sequence)"]
     det["a power law's exponent stated, three values' estimated as 0"] = exact + short
     wrong += not all(raises(lambda a=a: PowerLaw(0.5, a), "must be finite and >= 0") for a in (-0.1, np.inf, np.nan))
-    # the first value outside (0, 1] is named, after values inside it
-    said = [c.reason for c in check_step_sizes(Sequence(np.array([0.9, 0.5, 1.5, 0.4]), check_range=False),
+    # the first value outside (0, 1] is named, after values inside it and before another one outside
+    said = [c.reason for c in check_step_sizes(Sequence(np.array([0.9, 0.5, 1.5, 0.4, 2.0]), check_range=False),
                                                PowerLaw(0.5, 1.0)) if c.name == "rho_in_(0,1]"]
-    wrong += said != ["all 4 values of the sequence checked; rho_3 = 1.5 is outside (0, 1]"]
-    det["0.9, 0.5, 1.5, 0.4: the value named"] = said
+    wrong += said != ["all 5 values of the sequence checked; rho_3 = 1.5 is outside (0, 1]"]
+    det["0.9, 0.5, 1.5, 0.4, 2: the value named"] = said
     # what a schedule says of itself: a power law its formula, a sequence its size and where it came from
     told = [PowerLaw(0.5, 0.6).describe(), Sequence(np.array([0.5, 0.4])).describe(),
             Sequence(np.array([0.5, 0.4, 0.3]), label="rho.npy").describe()]
