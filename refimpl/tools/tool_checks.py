@@ -1657,6 +1657,10 @@ def _witness_edges_more():
                  [3.0, np.nextafter(4.0, 5.0)])}}, True),
              ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
                  [3.0, 4.0]) * (1 + 1e-10)}}, False),
+             # the server's τ fixed at 3, party 1's own count (6 / 2), not the server's own (6 / 1): fixed
+             ("vfl_taus", "server-steps-fixed", {"inputs": {"rule": "timeout", "timeout": 6.0, "server_steps": 3,
+                                                           "step_times": np.array([1.0, 2.0]), "Q": 1},
+                                                "expected": {"tau": np.array([3, 3])}}, True),
              # a run that never stops but whose cost rises once is not converging
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),

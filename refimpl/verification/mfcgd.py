@@ -277,7 +277,8 @@ def complexity_vs_baselines(quick):
 
 @check("mfcgd.nonlinear_constants", "the derived constants of the nonlinear-inner-map problem hold on samples: "
        "||∇g(x;ζ)|| ≤ C_g, g(·;ζ) C_g-Lipschitz, ∇g(·;ζ) L_g-Lipschitz, ||∇f|| ≤ C_f, noise second moments ≤ σ², "
-       "heterogeneity ≤ δ_f, δ_g, F ≥ F*; σ² = max(r_g² + p s_g², r_f²) as derived; exact ∇F and ∇g against "
+       "heterogeneity ≤ δ_f, δ_g, F ≥ F*; σ² = max(r_g² + p s_g², r_f²) and L_g = C_g·max|φ''| as derived; exact "
+       "∇F and ∇g against "
        "central differences (worst ratio ≤ 1)",
        "[MFCGD] Assumptions 1–3, 6; docs/mfcgd.md")
 def nonlinear_constants(quick):
@@ -327,6 +328,11 @@ def nonlinear_constants(quick):
     # as docs/mfcgd.md derives it, σ² = max(r_g² + p s_g², r_f²) (E||Eφ||² ≤ r_g², the value noise p s_g²)
     sigma = float(np.sqrt(max(pr.r_g * pr.r_g + pr.p * pr.s_g * pr.s_g, pr.r_f * pr.r_f)))
     derived = abs(C["sigma"] - sigma) <= 1e-15 * sigma
+    # … and L_g = C_g max|φ''| as derived, max|φ''| = 1.5·1.25^{−5/2} at z = 1/2 (φ'' = −3z/(1 + z²)^{5/2}, on a grid)
+    z = np.linspace(-3.0, 3.0, 600001)
+    phi2 = float(np.max(np.abs(3 * z / (1 + z * z) ** 2.5)))
+    derived &= abs(C["L_g"] - C["C_g"] * 1.5 * 1.25 ** -2.5) <= 1e-15 * C["L_g"]
+    derived &= abs(phi2 - 1.5 * 1.25 ** -2.5) <= 1e-9
     return {"measured": r[worst], "bound": 1.0, "holds": r[worst] <= 1.0 + 1e-12 and derived,
             "note": f"worst: {worst}" + (" (attained: the constant is tight)" if tight else ""),
             "details": {"ratios": r, "worst": worst, "constants": C, "pairs": n, "sigma_as_derived": derived,
