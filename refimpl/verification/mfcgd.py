@@ -552,8 +552,8 @@ def _radius_scale_record():
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
     boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ, and for
     a count (clients, dim, steps, q, eval_every), and η or β of 0 by the baselines' runner;
-    heterogeneity 0 is accepted; the trace records the instance (its arrays' names, its scalars s_g,
-    r_g, r_f as the problem defines them); each dumped step's communication flag is t ≡ 0 (mod q)."""
+    heterogeneity 0 is accepted; the trace records the instance (its arrays' names and values, its
+    scalars s_g, r_g, r_f as the problem defines them); each dumped step's communication flag is t ≡ 0 (mod q)."""
     import os
     import tempfile
 
@@ -607,6 +607,10 @@ def _radius_scale_record():
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
                 and {k: inst.get(k) for k in ("s_g", "r_g", "r_f")} == {"s_g": 0.1, "r_g": 0.5, "r_f": 0.1})
+    # … its arrays exactly (double precision): the instance drawn from the first of the seed's three streams
+    from refimpl.mfcgd.experiment import build_problem
+    drawn = build_problem(cfg, np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0]))
+    refused &= all(np.array_equal(tr.arrays[f"problem_{a}"], getattr(drawn, a)) for a in "Abc")
     refused &= said == [t % cfg.q == 0 for t in range(1, 13)] and any(said)
     right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
