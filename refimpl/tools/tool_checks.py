@@ -2826,7 +2826,28 @@ def _engine_and_coverage_cases():
              "lines not executed listed in order",
              VF.coverage_row(f"{top}/x.py", [1, 2, 3, 5, 70, 1000], [1000, 3, 70, 5], [5], [70, 2])
              == {"module": f"{top}/x.py", "statements": 6, "executed": 3, "compiled": 1, "not_executed": 2,
-                 "missing": [3, 1000]})]
+                 "missing": [3, 1000]}),
+            ("the --coverage rows of a package directory: one per Python file, named from the package down, in "
+             "name order, the import-time lines executed only in an imported module", _coverage_rows_right(VF))]
+
+
+def _coverage_rows_right(VF):
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "pkg")                 # os.walk gives b.py before a/c.py
+        os.makedirs(os.path.join(root, "a"))
+        files = {"a/c.py": "y = 2\n", "b.py": "x = 1\ndef f():\n    return 2\n", "notes.txt": "x = 1\n"}
+        for name, text in files.items():
+            with open(os.path.join(root, name), "w") as fh:
+                fh.write(text)
+        b, c = os.path.join(root, "b.py"), os.path.join(root, "a", "c.py")
+        seen = {b: ([1, 2, 3], [1, 2, 3]), c: ([1], [1])}
+        rows = VF.coverage_rows(root, seen.__getitem__, {os.path.realpath(b)}, {b: [3]})
+    return rows == [{"module": "pkg/a/c.py", "statements": 1, "executed": 0, "compiled": 0, "not_executed": 1,
+                     "missing": [1]},
+                    {"module": "pkg/b.py", "statements": 3, "executed": 2, "compiled": 1, "not_executed": 0,
+                     "missing": []}]
 
 
 def _compiled_lines_case():

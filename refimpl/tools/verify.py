@@ -515,21 +515,26 @@ def run_coverage(quick=True, progress=None, only=None):
         records = run_checks(ids, quick=quick, progress=progress)
     finally:
         cov.stop()
-    compiled = _compiled_lines()
     import sys
-    imported = imported_paths(sys.modules)
+    return records, coverage_rows(root, lambda path: cov.analysis2(path)[1:4:2], imported_paths(sys.modules),
+                                  _compiled_lines())
+
+
+def coverage_rows(root, analysis, imported, compiled):
+    """A --coverage row (:func:`coverage_row`) per Python file under the package directory ``root``,
+    named from the package's name down, in name order: ``analysis(path)`` gives its (statements,
+    lines not executed), ``imported`` the real paths of the modules imported (their import-time
+    lines executed), ``compiled`` {path: lines of Numba-compiled functions}."""
     rows = []
     for dirpath, _, files in os.walk(root):
         for f in sorted(files):
             if not f.endswith(".py"):
                 continue
             path = os.path.join(dirpath, f)
-            _, statements, _, missing, _ = cov.analysis2(path)
+            statements, missing = analysis(path)
             rows.append(coverage_row(os.path.relpath(path, os.path.dirname(root)), statements, missing,
-                                     import_time_lines(path, imported),
-                                     compiled.get(path, ())))
-    rows.sort(key=lambda r: r["module"])
-    return records, rows
+                                     import_time_lines(path, imported), compiled.get(path, ())))
+    return sorted(rows, key=lambda r: r["module"])
 
 
 def format_coverage(rows):

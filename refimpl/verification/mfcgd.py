@@ -611,6 +611,10 @@ def _radius_scale_record():
     from refimpl.mfcgd.experiment import build_problem
     drawn = build_problem(cfg, np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0]))
     refused &= all(np.array_equal(tr.arrays[f"problem_{a}"], getattr(drawn, a)) for a in "Abc")
+    # --problem-seed 5 draws the instance a run of seed 5 draws, whatever the run's own seed
+    fixed, own = (run_mfcgd_config(replace(cfg, steps=1, dump_rounds="", **kw)) for kw in (
+        dict(seed=1, problem_seed=5), dict(seed=5)))
+    refused &= all(np.array_equal(fixed.arrays[f"problem_{a}"], own.arrays[f"problem_{a}"]) for a in "Abc")
     refused &= said == [t % cfg.q == 0 for t in range(1, 13)] and any(said)
     right = refused and (abs(radii["C_g"] - want[0]) <= 1e-12 * want[0] and abs(radii["C_f"] - want[1]) <= 1e-12 * want[1]
              and all(0 <= counts[n] - surface[n] <= 3 for n in ("u", "v")) and counts["u"] > 0 and counts["v"] > 0)
