@@ -1138,9 +1138,12 @@ def _return_and_compare_cases(own, docs):
                 "from either 1, −1 from its neighbour 1", all(ulp_distance(a, b) == n for a, b, n in pairs)))
     big = np.array([1000.0, 1.0, 1.0, 1.0])                # max|expected| 1000, mean 250.75
     out.append(("the relative tolerance scales with max|expected|: an error of 5e-10 in a small entry passes at "
-                "rel 1e-12 (limit 1e-9), 2e-9 fails",
+                "rel 1e-12 (limit 1e-9), 2e-9 fails; the same for negative outputs",
                 compare("v", big, big + [0, 5e-10, 0, 0], {"rel": 1e-12}) is None
-                and compare("v", big, big + [0, 2e-9, 0, 0], {"rel": 1e-12}) is not None))
+                and compare("v", big, big + [0, 2e-9, 0, 0], {"rel": 1e-12}) is not None
+                # … by its size: negative outputs (max|expected| 1000) the same
+                and compare("v", -big, -big - [0, 5e-10, 0, 0], {"rel": 1e-12}) is None
+                and compare("v", -big, -big - [0, 2e-9, 0, 0], {"rel": 1e-12}) is not None))
     out.append(("whole numbers under a relative tolerance are compared with it (3.5 for 3 at rel 0.01 fails on the "
                 "tolerance; 3.02 passes)",
                 "rel tolerance 0.01" in (compare("n", np.int64(3), 3.5, {"rel": 0.01}) or "")
@@ -2070,6 +2073,11 @@ def _report_cases(tmp):
                 "transposed" in (DG.layout_hint(sq, sq.T) or "")
                 and "permuted" in (DG.layout_hint(sq, sq[::-1]) or "") and DG.layout_hint(sq, sq) is None
                 and DG.layout_hint(sq, np.full_like(sq, np.nan)) is None))
+    tried = [sorted(set(DG.switches("vfl", held)) & {"batch_order", "init_scheme"})
+             for held in ({"init_theta0", "batches"}, {"theta0"}, set(), None)]
+    out.append(("a convention on the inputs is tried only when THEIR dump holds no replay input fixing it (the initial "
+                "point as init_theta0 or theta0, the batches), and not when what THEIR dump holds is unknown",
+                tried == [[], ["batch_order"], ["batch_order", "init_scheme"], []]))
     out.append(("diagnose.png's curves: an infinite difference drawn at 1e3, exact agreement at 1e-18, the others "
                 "as they are", DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
     return out

@@ -505,7 +505,7 @@ def _speed_refusal_errors():
     """Speed inputs refused with their reason in full: --speeds with 2 values for 3 parties (give 3, or
     one for all), a CPU trace of 3 machines for 5 parties (each needs its own), recorded step times
     of 2 rows for a run needing 4 (rounds + 1: row 0 is the dummy round), an unknown model (the
-    forms listed) and a switching probability of 1.1; the two-state model at its edges p = 1
+    forms listed), a switching probability of 1.1 and a CPU trace of no machine; the two-state model at its edges p = 1
     (switching every round) and p = 0 (never)."""
     from refimpl.vfl.speeds import CPUTraceSpeed, StepTimes, parse_speeds
     cases = [(lambda: parse_speeds("constant:1,2", 3), "speed model 'constant:1,2': 2 values for 3 parties "
@@ -519,7 +519,9 @@ def _speed_refusal_errors():
              (lambda: parse_speeds("fast:1", 2), "unknown speed model 'fast:1'; use constant:…, lognormal:…[:σ], "
               "markov:FAST:SLOW[:p_slow[:p_fast]], trace:FILE[:BASE], cputrace:FILE or steptimes:FILE"),
              (lambda: MarkovSpeed((1.0,), (3.0,), 1.1, 0.5).sample(2, np.random.default_rng(0)),
-              "switching probabilities must be in [0, 1], got 1.1")]
+              "switching probabilities must be in [0, 1], got 1.1"),
+             (lambda: CPUTraceSpeed(np.zeros((0, 4)), 10.0).taus(2, np.random.default_rng(0), 3),
+              "CPU trace array: expected a matrix (rows: machines, columns: time), got shape (0, 4)")]
     # the two-state model's edges: p = 1 switches every round (slow, fast, slow, …), p = 0 never
     edges = [MarkovSpeed((1.0, 2.0), (3.0, 5.0), p, p).sample(4, np.random.default_rng(0)) for p in (1.0, 0.0)]
     # lognormal:M without σ (and the model built without one) is the documented σ = 0.5, its mean M itself;
