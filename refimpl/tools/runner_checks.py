@@ -120,7 +120,22 @@ def _graph_cases(pkg):
     out.append(("modules that import each other: a mutation of one reaches both and what imports them, and the "
                 "search ends", M.reloaded_with(cycle, "pkg.p") == {"pkg.p", "pkg.q", "pkg.r"}))
     out.append(("nothing to execute afresh writes no code", M._purging(set(), want) == ""))
+    out.append(("a package named in a string (where a module imports by name while imported) references the "
+                "package and its submodules, not a module whose name merely ends like it", _named_package_right(M)))
     return out + _purge_run_cases(M, want)
+
+
+def _named_package_right(M):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp) / "pk"
+        for name, src in {"__init__.py": "", "sub/__init__.py": "", "sub/leaf.py": "Y = 0\n", "x/__init__.py": "",
+                          "x/sub.py": "Z = 0\n",
+                          "k.py": "import importlib\nM = importlib.import_module('pk.sub')\n"}.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(src)
+        graph = M.module_references({"pk": root})
+    return set(graph["pk.k"]) == {"pk.sub", "pk.sub.leaf"}
 
 
 def _purge_run_cases(M, graph):

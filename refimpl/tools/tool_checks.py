@@ -1649,21 +1649,6 @@ def _witness_edges_more():
                                                   "expected": {"index": 2}}, True),
              ("divergence_stop", "at-the-limit-kept", {"inputs": dict(falling, costs=np.array([-1.0, -10.0, -50.0])),
                                                        "expected": {"index": 2}}, True),
-             # a positive initial cost below 1 is no negative cost; equal shards are not unequal; A = C = 0 with
-             # one entry of B nonzero is no A^0 = 0 start
-             ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([0.5, -2000.0])),
-                                                    "expected": {"index": 1}}, False),
-             ("client_aggregate", "unequal-partitions", {"inputs": {"sizes": [5, 5, 5]}}, False),
-             ("surrogate_update", "A0=0", {"inputs": {"A": 0.0, "C": 0.0, "B": np.array([0.0, 1.0])}}, False),
-             # u on the ball C_g = 5 to round-off (|u| = 5(1 + 2e-16)) binds; 1e-10 outside it is no projection's
-             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
-                 [3.0, np.nextafter(4.0, 5.0)])}}, True),
-             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
-                 [3.0, 4.0]) * (1 + 1e-10)}}, False),
-             # the server's τ fixed at 3, party 1's own count (6 / 2), not the server's own (6 / 1): fixed
-             ("vfl_taus", "server-steps-fixed", {"inputs": {"rule": "timeout", "timeout": 6.0, "server_steps": 3,
-                                                           "step_times": np.array([1.0, 2.0]), "Q": 1},
-                                                "expected": {"tau": np.array([3, 3])}}, True),
              # a run that never stops but whose cost rises once is not converging
              ("divergence_stop", "converging", {"inputs": dict(falling, costs=np.array([2.3, 2.5, 1.0])),
                                                 "expected": {"index": -1}}, False),
@@ -1714,7 +1699,35 @@ def _witness_edges_more():
                                                                  "tau": 1.0}, "expected": {"A": 1.0}}, False),
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
-                                                     "expected": {"A": np.array([0.5, 0.5])}}, False)]
+                                                     "expected": {"A": np.array([0.5, 0.5])}}, False)] + _witness_edges_last()
+
+def _witness_edges_last():
+    """The witness edges of the latest probe rounds: the divergence rule's negative costs, the
+    shards, the surrogate's A⁰ = 0, the projections on the ball, the server's fixed steps, a stale
+    gradient and relu at zero."""
+    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+    return [
+             # a positive initial cost below 1 is no negative cost; equal shards are not unequal; A = C = 0 with
+             # one entry of B nonzero is no A^0 = 0 start
+             ("divergence_stop", "negative-costs", {"inputs": dict(falling, costs=np.array([0.5, -2000.0])),
+                                                    "expected": {"index": 1}}, False),
+             ("client_aggregate", "unequal-partitions", {"inputs": {"sizes": [5, 5, 5]}}, False),
+             ("surrogate_update", "A0=0", {"inputs": {"A": 0.0, "C": 0.0, "B": np.array([0.0, 1.0])}}, False),
+             # u on the ball C_g = 5 to round-off (|u| = 5(1 + 2e-16)) binds; 1e-10 outside it is no projection's
+             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
+                 [3.0, np.nextafter(4.0, 5.0)])}}, True),
+             ("storm_update", "projection-u-binds", {"inputs": {"C_g": 5.0}, "expected": {"u": np.array(
+                 [3.0, 4.0]) * (1 + 1e-10)}}, False),
+             # the server's τ fixed at 3, party 1's own count (6 / 2), not the server's own (6 / 1): fixed
+             ("vfl_taus", "server-steps-fixed", {"inputs": {"rule": "timeout", "timeout": 6.0, "server_steps": 3,
+                                                           "step_times": np.array([1.0, 2.0]), "Q": 1},
+                                                "expected": {"tau": np.array([3, 3])}}, True),
+             # labels at the server, party 2 stepping 3 times on its stale ∂l/∂h (party 1 once): stale
+             ("vfl_round", "stale-gradient", {"inputs": {"labels": "server", "tau": np.array([2, 1, 3])}}, True),
+             # relu with one hidden pre-activation exactly 0 (x_1 = 0, no bias) while the logit is 3
+             ("loss_grad", "relu-at-zero", {"inputs": dict(X=np.array([[0.0, 1.0]]), W1=np.eye(2),
+                                                           W2=np.array([[2.0, 3.0]]), activation="relu", bias=False)},
+              True)]
 
 
 def _witness_edge_case(records):
