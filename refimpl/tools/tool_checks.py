@@ -1727,7 +1727,11 @@ def _witness_edges_last():
              # relu with one hidden pre-activation exactly 0 (x_1 = 0, no bias) while the logit is 3
              ("loss_grad", "relu-at-zero", {"inputs": dict(X=np.array([[0.0, 1.0]]), W1=np.eye(2),
                                                            W2=np.array([[2.0, 3.0]]), activation="relu", bias=False)},
-              True)]
+              True),
+             # shares 1/2 of two samples a class: one of each class per client, none short of MIN 1
+             ("partition", "min-size-redraw", {"inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet":
+                                                          np.full(4, 0.5), "kind": "dirichlet:1:1"},
+                                               "expected": {"draws": 4}}, False)]
 
 
 def _witness_edge_case(records):
