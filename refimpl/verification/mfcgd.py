@@ -1620,13 +1620,19 @@ def _instance_recipe_errors():
 
 
 def _default_evaluation_errors(pr):
-    """The NumPy runners called as a library without ``eval_every`` evaluate ||∇F(x̄_t)|| at every step."""
+    """The NumPy runners called as a library without ``eval_every`` evaluate ||∇F(x̄_t)|| at every step;
+    with one, at its multiples, the first and the last step, NaN between them."""
     from refimpl.mfcgd.algorithm import MFCGDParams, make_matrix, run_local_scgd, run_mfcgd
     x1 = np.zeros(pr.d)
     runs = {"run_mfcgd": run_mfcgd(pr, x1, 4, MFCGDParams(q=2), make_matrix("identity"), np.random.default_rng(1)),
             "run_local_scgd": run_local_scgd(pr, x1, 4, 2, 0.1, 0.5, rng=np.random.default_rng(1))}
-    return [f"{name} without eval_every records ||∇F(x̄_t)|| {list(r.grad_norm)}, not one value per step"
-            for name, r in runs.items() if len(r.grad_norm) != 4 or not np.all(np.isfinite(r.grad_norm))]
+    wrong = [f"{name} without eval_every records ||∇F(x̄_t)|| {list(r.grad_norm)}, not one value per step"
+             for name, r in runs.items() if len(r.grad_norm) != 4 or not np.all(np.isfinite(r.grad_norm))]
+    # every 3rd step, the first and the last evaluated (1, 3, 6, 7 of 7); NaN at the steps between
+    sparse = run_mfcgd(pr, x1, 7, MFCGDParams(q=2), make_matrix("identity"), np.random.default_rng(1), eval_every=3)
+    if np.isfinite(sparse.grad_norm).tolist() != [True, False, True, False, False, True, True]:
+        wrong.append(f"run_mfcgd with eval_every 3 records ||∇F(x̄_t)|| {list(sparse.grad_norm)} at steps 1..7")
+    return wrong
 
 
 def _unkept_samples_errors():
