@@ -453,7 +453,12 @@ def _stored_round_cases():
         upper = read_dump(os.path.join(tmp, "DUMP.MAT"))
         np.savez(os.path.join(tmp, "trace.npz"), array_tau=np.ones((2, 3)), batches=np.zeros((2, 4)))
         names = sorted(read_arrays(os.path.join(tmp, "trace.npz"), "THEIRS"))
+        from refimpl.core.trace import Trace
+        Trace(config={"eta": np.float64(0.5), "taus": np.arange(2), "q": np.int64(3)}).save(os.path.join(tmp, "t"))
+        config = Trace.load(os.path.join(tmp, "t")).config
     out.append(("a trace.npz's array_<name> is read as <name>", names == ["batches", "tau"]))
+    out.append(("a trace's configuration with NumPy values is saved as plain JSON and read back",
+                config == {"eta": 0.5, "taus": [0, 1], "q": 3}))
     out.append(("a run's round files and its dump.mat (also named DUMP.MAT) give rounds 2, 9, 10 and 12 back under "
                 "their own numbers, a vector as a vector",
                 all(sorted(d) == [2, 9, 10, 12] and all(float(np.ravel(q["omega"])[0]) == t and q["omega"].shape == (3,)

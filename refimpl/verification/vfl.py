@@ -529,7 +529,8 @@ def _speed_refusal_errors():
     # (markov without its SLOW speeds is no model)
     parsed = float(parse_speeds("lognormal:1,2", 2) != LogNormalSpeed((1.0, 2.0), 0.5)) + float(
         LogNormalSpeed((1.0, 2.0)).sigma != 0.5) + float(
-        not np.array_equal(LogNormalSpeed((0.1, 0.3)).mean(), [0.1, 0.3])) + float(
+        not np.array_equal(LogNormalSpeed((0.1, 0.3)).mean(), [0.1, 0.3])
+        or not np.array_equal(ConstantSpeed((0.1, 0.3)).mean(), [0.1, 0.3])) + float(
         parse_speeds("markov:1,2:3,4:0.2:0.6", 2) != MarkovSpeed((1.0, 2.0), (3.0, 4.0), 0.2, 0.6)
         or not raises(lambda: parse_speeds("markov:1,2", 2), "unknown speed model"))
     return {"lognormal_and_markov_misparsed": parsed,
