@@ -2385,7 +2385,9 @@ def _report_tasks_right():
     from types import SimpleNamespace
 
     from refimpl.tools.report import run_report_tasks
+    from refimpl.tools.verify import load_checks
     from refimpl.verification.registry import CheckRecord
+    load_checks()           # the checks named below and their groups, also where only this module was imported
     ids = ["grad.fd", "ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp"]
     reps = {"r": SimpleNamespace(tasks=[{"id": "r0", "label": "r-0"}, {"id": "r1", "label": "r-1"}])}
     sized, ran = [], []
@@ -2995,6 +2997,7 @@ def _records_of_cases(VF, CheckRecord):
 
 
 def _check_tasks_right(VF):
+    VF.load_checks()        # the groups of the checks named below, also where only this module was imported
     cost = VF.check_costs(True)
     tasks = VF.check_tasks(["ssca.lemma1_vs_cvxpy", "grad.fd", "ssca.multi_constraint_qcqp", "planted.none"], True,
                            "/r", part_workers=2)
