@@ -1691,15 +1691,13 @@ def _split_cache_errors(ds):
     """A dataset's vertical split is kept while the dataset lives and leaves with it: the cache's
     entry for a copy of the embedded data is there after a split and gone once the copy is freed."""
     import dataclasses
-    import gc
 
     from refimpl.vfl import flexvfl
     copy = dataclasses.replace(ds)
     key = id(copy)
     VerticalData.from_dataset(copy, quadrant_blocks())
     held = key in flexvfl._SPLITS
-    del copy
-    gc.collect()
+    del copy                # its last reference: the weak reference's callback runs now (no collection needed)
     return [] if held and key not in flexvfl._SPLITS else [
         f"the split cache {'keeps' if held else 'never held'} the entry of a freed dataset"]
 
