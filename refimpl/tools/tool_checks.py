@@ -1704,7 +1704,8 @@ def _witness_edges_more():
                                                                  "tau": 1.0}, "expected": {"A": 1.0}}, False),
              # A^t = τ in every round under the recursive curvature is not the fixed convention
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "recursive", "tau": 0.5, "rho_a": 0.5},
-                                                     "expected": {"A": np.array([0.5, 0.5])}}, False)] + _witness_edges_last()
+                                                     "expected": {"A": np.array([0.5, 0.5])}}, False),
+    ] + _witness_edges_last()
 
 def _witness_edges_last():
     """The witness edges of the latest probe rounds: the divergence rule's negative costs, the
@@ -2101,7 +2102,8 @@ def _report_cases(tmp):
                 "point as init_theta0 or theta0, the batches), and not when what THEIR dump holds is unknown",
                 tried == [[], ["batch_order"], ["batch_order", "init_scheme"], []]))
     out.append(("diagnose.png's curves: an infinite difference drawn at 1e3, exact agreement at 1e-18, the others "
-                "as they are", DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
+                "as they are",
+                DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
     return out
 
 

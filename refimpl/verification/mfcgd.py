@@ -383,7 +383,8 @@ def synthetic_constants(quick):
     r["grad_f_noise"] = float(np.max(np.abs(xi2 - pr.r_f ** 2)))       # on the sphere: exactly r_f²
     holds = (max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"]) <= 1.0 + 1e-12 and r["C_f_attained"] >= 0.999
              and r["L_f"] >= 0.999 and abs(r["C_g"] - 1) <= 1e-12 and r["L_g_nonzero"] == 0.0
-             and abs(r["delta_g"] - 1) <= 1e-12 and r["delta_f_formula"] <= 1e-15 and r["grad_f_noise"] <= 1e-15 and max_or_nan(*map(abs, zs.values())) <= 4)
+             and abs(r["delta_g"] - 1) <= 1e-12 and r["delta_f_formula"] <= 1e-15 and r["grad_f_noise"] <= 1e-15
+             and max_or_nan(*map(abs, zs.values())) <= 4)
     worst = max_or_nan(r["C_f"], r["L_f"], r["delta_f"], r["F_star"], r["C_g"], r["delta_g"])
     return {"measured": worst, "bound": 1.0 + 1e-12, "holds": holds,
             "note": f"C_f attained to {r['C_f_attained']:.6f}, L_f to {r['L_f']:.6f}; noise z {zs['value_noise']:.2f}",
