@@ -1567,6 +1567,9 @@ def _flag_cases():
     return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
 
 
+#: a divergence rule's inputs whose costs fall from a negative start (limits are factor × |cost_0|)
+_FALLING = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+
 #: line 1 of an MFCGD run where h_m = c_m (φ = 0): v_m is the mean of client m's own ξ0 samples
 _V_START = dict(x1=np.zeros(1), A=np.zeros((1, 1)), b=np.zeros((2, 1)), c=np.zeros((2, 1)), zeta0=np.zeros((2, 2, 1)),
                 xi0=np.array([[[1.0], [1.0]], [[-1.0], [-1.0]]]))
@@ -1581,7 +1584,7 @@ def _witness_edges():
     active, on_u = {"A": 1.0, "B": np.zeros(2), "C": 0.0, "U": 1.0, "c": 1.0}, {"slack": 0.0, "omega_bar": np.array([1.0, 0.0])}
     # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
     split = {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet": np.array([0.9, 0.1, 0.9, 0.1])}
-    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+    falling = _FALLING
     return [("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, tiny])}}, False),
              ("exp_nonpos", "subnormal-results", {"expected": {"y": np.array([1.0, np.nextafter(tiny, 0.0)])}}, True),
              ("vfl_async_events", "server-free", {"inputs": {"server_free": True, "speeds": [[0.0, 1.0, 1.0]]}}, False),
@@ -1644,7 +1647,7 @@ def _witness_edges():
 def _witness_edges_more():
     """The rest of :func:`_witness_edges`: the divergence rule's, the vectors of Flex-VFL's steps and
     rounds, the constrained runs', the network's and the MFCGD runs' witnesses at their edges."""
-    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+    falling = _FALLING
 
     def unit(w2):           # one input, one swish unit, one logit w2 · swish(1)
         return dict(X=np.ones((1, 1)), W1=np.ones((1, 1)), W2=np.full((1, 1), w2), activation="swish", bias=False)
@@ -1711,7 +1714,7 @@ def _witness_edges_last():
     """The witness edges of the latest probe rounds: the divergence rule's negative costs, the
     shards, the surrogate's A⁰ = 0, the projections on the ball, the server's fixed steps, a stale
     gradient and relu at zero."""
-    falling = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
+    falling = _FALLING
     return [
              # a positive initial cost below 1 is no negative cost; equal shards are not unequal; A = C = 0 with
              # one entry of B nonzero is no A^0 = 0 start

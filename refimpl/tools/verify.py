@@ -516,8 +516,11 @@ def run_coverage(quick=True, progress=None, only=None):
     finally:
         cov.stop()
     import sys
-    return records, coverage_rows(root, lambda path: cov.analysis2(path)[1:4:2], imported_paths(sys.modules),
-                                  _compiled_lines())
+
+    def analysis(path):
+        _, statements, _, missing, _ = cov.analysis2(path)
+        return statements, missing
+    return records, coverage_rows(root, analysis, imported_paths(sys.modules), _compiled_lines())
 
 
 def coverage_rows(root, analysis, imported, compiled):
