@@ -346,8 +346,8 @@ def test_a_crashed_catchers_unmutated_verdict_is_found_in_the_pool_and_used():
         space.close()
     rs = [MU.Outcome("a", "core", "e", caught_by=["grad.fd"], crashed=True),
           MU.Outcome("b", "core", "e", caught_by=["planted.never-run"], crashed=True)]
-    broken = MU.void_broken_catchers(rs, {"grad.fd": "grad.fd does not hold on the unmutated package",
-                                          "planted.never-run": None})
+    broken = MU.void_broken_catchers(rs, {("grad.fd", "f.py"): "grad.fd does not hold on the unmutated package",
+                                          ("planted.never-run", "f.py"): None}, {"a": "f.py", "b": "f.py"})
     assert list(broken) == ["grad.fd"] and [r.caught for r in rs] == [False, True]
 
 
@@ -456,3 +456,36 @@ def test_a_preloaded_zygote_gives_the_verdicts_of_a_bare_one():
         space.close()
     assert found[space.dir] == found[None], found
     assert all(found[None][i][:1] == [cat[i].checks[0]] for i in ids), found
+
+
+def test_a_catcher_that_crashes_only_after_its_files_dependants_are_dropped_does_not_catch():
+    """In a preloaded zygote a mutation's child drops the checks of every module depending on the
+    mutated file and re-imports only its own checks' modules. A check that reads another check's
+    registration without loading it then crashes there under any edit, a harmless one too. The
+    unmutated run that confirms such a crash drops the same modules: the catch is void."""
+    import os
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork on this platform: a preloading zygote forks")
+    space = MU.Workspace()
+    core = Path(space.dir) / "refimpl" / "verification" / "core.py"    # the copy's grad.fd needs an ssca check
+    core.write_text(core.read_text().replace(
+        "def grad_fd(quick):\n", "def grad_fd(quick):\n    from refimpl.verification.registry import REGISTRY\n"
+        "    REGISTRY['ssca.stepsize_conditions']\n", 1))
+    harmless = MU.Mutation("harmless", "core", "refimpl/core/model.py", "D1 *= dA", "D1 *= dA  # planted", "",
+                           ("grad.fd",))
+    try:
+        z = MU.Zygote(MU._mutation_env(), preload=space.dir)
+        try:
+            out = MU.run_mutation(harmless, zygote=z, workspace=space)
+            assert out.crashed and out.caught_by == ["grad.fd"], out
+            plain = MU._unmutated_verdict("grad.fd", z, space, 300, MU.PACKAGE)
+            as_after = MU._unmutated_verdict("grad.fd", z, space, 300, MU.PACKAGE, harmless.file)
+        finally:
+            z.close()
+    finally:
+        space.close()
+    assert plain is None, plain           # run as before: every check registered, it holds
+    assert as_after == ("grad.fd does not hold on the unmutated package with refimpl/core/model.py's "
+                        "dependants re-imported"), as_after
+    assert MU.void_broken_catchers([out], {("grad.fd", harmless.file): as_after}, {"harmless": harmless.file}) \
+        and not out.caught and "fails on the unmutated package too" in out.error

@@ -742,14 +742,17 @@ def fallback_argv(code, every=0.5):
     return [sys.executable, "-c", watch + code]
 
 
-def purge_code(m, zygote, package=PACKAGE):
+def purge_code(m, zygote, package=PACKAGE, changed=None):
     """What a child of ``zygote`` runs first so that it executes ``m``'s mutated module afresh: the
     :func:`_purging` of :func:`reloaded_with` that module, where the zygote preloaded the package
-    (nothing where it did not, or for the unmutated run, whose find equals its replace)."""
+    (nothing where it did not). ``changed``: whether the file counts as mutated (default: ``m``'s
+    find differs from its replace; the unmutated run of a crash's catcher passes True to purge as
+    the mutation it confirms did, with no file changed)."""
     if zygote is None or zygote.preload is None:
         return ""
     graph = package_graph(package)
-    return _purging(reloaded_with(graph, module_name(m.file)) if m.find != m.replace else set(), graph)
+    changed = m.find != m.replace if changed is None else changed
+    return _purging(reloaded_with(graph, module_name(m.file)) if changed else set(), graph)
 
 
 def child_code(m, order, claim_ids, purge, package=PACKAGE, vectors_dir=None):
@@ -780,9 +783,10 @@ def progress_text(r, done, total):
     return f"[{done}/{total}] {r.id}: {said} ({r.seconds:.0f} s)"
 
 
-def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote):
-    """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``."""
-    code = child_code(m, order, claim_ids, purge_code(m, zygote, package), package, vectors_dir)
+def _run_in(m, tmp, order, claim_ids, out, timeout, package, vectors_dir, zygote, changed=None):
+    """Run ``m``'s checks (or the vectors) on the mutated copy ``tmp``; fills ``out``. ``changed``:
+    as :func:`purge_code`'s."""
+    code = child_code(m, order, claim_ids, purge_code(m, zygote, package, changed), package, vectors_dir)
     running = os.path.join(tmp, RUNNING_FILE)
     if os.path.exists(running):
         os.remove(running)
@@ -884,13 +888,14 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
             mutations, workers_, workers,
             lambda m, z, space: run_mutation(m, timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
                                              package=package, workspace=space),
-            (lambda cid, z, space: _unmutated_verdict(cid, z, space, timeout, package)) if confirming else None,
+            (lambda cid, file, z, space: _unmutated_verdict(cid, z, space, timeout, package, file))
+            if confirming else None,
             lambda space: Zygote(_mutation_env(), preload=space.dir if preload else None),
             progress, lambda m: mutation_cost(m, seconds, compiling, package))
     finally:
         close_workers(workers_)
     if package == PACKAGE:
-        void_broken_catchers(results, confirmed)
+        void_broken_catchers(results, confirmed, {m.id: m.file for m in mutations})
     return results
 
 
@@ -920,14 +925,15 @@ def mutation_cost(m, seconds, compiling, package=PACKAGE):
 
 
 def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progress=None, cost=None):
-    """(results in the mutations' order, {check: its verdict unmutated}) of ``run(m, zygote, space)``
-    on ``workers`` threads sharing the queue ``workers_`` of (zygote, copy), longest ``cost`` first.
-    A zygote that died under a mutation is closed and replaced by ``new_zygote(space)`` before its
-    copy is used again. Each check a crash was caught by is run unmutated once, by ``confirm(check,
-    zygote, space)``, while the pool still has work (None: no confirming); ``progress`` is told each
+    """(results in the mutations' order, {(check, mutated file): its verdict unmutated}) of ``run(m,
+    zygote, space)`` on ``workers`` threads sharing the queue ``workers_`` of (zygote, copy), longest
+    ``cost`` first. A zygote that died under a mutation is closed and replaced by
+    ``new_zygote(space)`` before its copy is used again. Each check a crash was caught by is run
+    unmutated once for each file whose mutation it crashed on, by ``confirm(check, file, zygote,
+    space)``, while the pool still has work (None: no confirming); ``progress`` is told each
     mutation's line as it ends."""
     results, done = [None] * len(mutations), [0]
-    confirmed, lock = {}, threading.Lock()     # catcher that ended in an error -> its verdict unmutated
+    confirmed, lock = {}, threading.Lock()     # (catcher that ended in an error, file) -> its verdict unmutated
     cost = cost or (lambda m: 1.0)
 
     def pooled(fn):
@@ -943,11 +949,12 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
     def one(i):
         results[i] = r = pooled(lambda z, space: run(mutations[i], z, space))
         if confirm is not None and r.crashed and r.caught_by:
+            key = (r.caught_by[0], mutations[i].file)
             with lock:                          # checked at once, while the pool still has work
-                first = r.caught_by[0] not in confirmed
-                confirmed.setdefault(r.caught_by[0], None)
+                first = key not in confirmed
+                confirmed.setdefault(key, None)
             if first:
-                confirmed[r.caught_by[0]] = pooled(lambda z, space: confirm(r.caught_by[0], z, space))
+                confirmed[key] = pooled(lambda z, space: confirm(*key, z, space))
         if progress:
             with lock:                          # counted here: two mutations ending at once get two numbers
                 done[0] += 1
@@ -959,39 +966,47 @@ def pool_mutations(mutations, workers_, workers, run, confirm, new_zygote, progr
     return results, confirmed
 
 
-def _unmutated_verdict(cid, zygote, space, timeout, package):
+def _unmutated_verdict(cid, zygote, space, timeout, package, file=None):
     """Check ``cid`` run alone on the worker's copy of the package with no mutation applied (as a
     mutation's checks run): None when it holds there, else why not ("" when it could not be run:
-    :func:`void_broken_catchers` then runs it itself)."""
-    none = Mutation("unmutated", "core", "refimpl/__init__.py", "", "", "", (cid,))    # no file is changed
+    :func:`void_broken_catchers` then runs it itself). ``file``: the mutated file of the crash it
+    confirms; the run then drops and re-imports that file's dependants and runs its kernels as
+    that mutation's run did, with the file unchanged (a check that crashes only there, say for a
+    check it needs that the drop unregistered, does not hold)."""
+    none = Mutation("unmutated", "core", file or "refimpl/__init__.py", "", "", "", (cid,))   # no file is changed
     out = Outcome(none.id, none.paper, none.equation)
     with space.unmutated() as tmp:
-        _run_in(none, tmp, [cid], [], out, timeout, package, None, zygote)
+        _run_in(none, tmp, [cid], [], out, timeout, package, None, zygote, changed=file is not None)
     if out.error:
         return ""
-    return None if not out.caught_by else f"{cid} does not hold on the unmutated package"
+    return None if not out.caught_by else (f"{cid} does not hold on the unmutated package"
+                                           + (f" with {file}'s dependants re-imported" if file else ""))
 
 
-def void_broken_catchers(results, confirmed=None):
+def void_broken_catchers(results, confirmed=None, files=None):
     """A catch by a check that ended in an error counts only if that check holds on the unmutated
-    package. ``confirmed`` holds the verdicts the pool found (None: holds; a reason: does not; ""
-    or absent: not found); each other such check runs once here, in this process (the live tree,
-    unmutated). A check that does not hold there would "catch" every entry it is named first on;
-    its catches become NOT CAUGHT with the reason. Returns {check id: why it does not hold}."""
+    package. ``confirmed`` holds the verdicts the pool found, by (check, mutated file) (None: holds;
+    a reason: does not; "" or absent: not found), ``files`` {mutation id: its file}; each check with
+    a verdict not found runs once here, in this process (the live tree, unmutated). A check that
+    does not hold there would "catch" every entry it is named first on; its catches become NOT
+    CAUGHT with the reason. Returns {check id: why it does not hold} (its first reason)."""
     from refimpl.tools.verify import load_checks, run_check
-    confirmed = confirmed or {}
-    suspects = sorted({r.caught_by[0] for r in results if r is not None and r.crashed and r.caught_by})
-    broken = {cid: confirmed[cid] for cid in suspects if confirmed.get(cid)}
-    rerun = [cid for cid in suspects if confirmed.get(cid, "") == ""]
+    confirmed, files = confirmed or {}, files or {}
+    crashes = [r for r in results if r is not None and r.crashed and r.caught_by]
+    found = {id(r): confirmed.get((r.caught_by[0], files.get(r.id)), "") for r in crashes}
+    rerun, here = sorted({r.caught_by[0] for r in crashes if found[id(r)] == ""}), {}
     if rerun:
         load_checks()
     for cid in rerun:
         rec = run_check(cid, quick=True)
-        if fails(rec):
-            broken[cid] = str(rec.details.get("error") or rec.details.get("wrong") or "it does not hold")[:160]
-    for r in results:
-        if r is not None and r.crashed and r.caught_by and r.caught_by[0] in broken:
-            r.error = f"{r.caught_by[0]} fails on the unmutated package too ({broken[r.caught_by[0]]}): no catch"
+        here[cid] = (str(rec.details.get("error") or rec.details.get("wrong") or "it does not hold")[:160]
+                     if fails(rec) else None)
+    broken = {}
+    for r in crashes:
+        why = here[r.caught_by[0]] if found[id(r)] == "" else found[id(r)]
+        if why:
+            broken.setdefault(r.caught_by[0], why)
+            r.error = f"{r.caught_by[0]} fails on the unmutated package too ({why}): no catch"
             r.caught_by = []
     return broken
 

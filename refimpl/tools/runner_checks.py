@@ -405,13 +405,24 @@ def _counting_cases(tmp):
                O("m2", "core", "", caught_by=["k.good"], crashed=True),
                O("m3", "ssca", "", caught_by=["k.bad"]), None, O("m5", "ssca", ""),
                O("m7", "vfl", "", caught_by=["k.good", "k.bad"], crashed=True)]
-    broken = M.void_broken_catchers(results, {"k.bad": "it fails", "k.good": None})
+    broken = M.void_broken_catchers(results, {("k.bad", "a.py"): "it fails", ("k.good", "a.py"): None,
+                                              ("k.good", "b.py"): "it fails with b.py"},
+                                    {"m1": "a.py", "m2": "a.py", "m3": "a.py", "m7": "a.py"})
     out.append(("a crash's catch by a check that fails unmutated too is void, naming why; a crash caught first by a "
                 "check that holds unmutated, and a wrong answer, stay caught",
                 broken == {"k.bad": "it fails"} and results[0].caught_by == [] and results[0].caught is False
                 and results[0].error == "k.bad fails on the unmutated package too (it fails): no catch"
                 and results[1].caught_by == ["k.good"] and results[2].caught_by == ["k.bad"]
                 and results[5].caught_by == ["k.good", "k.bad"]))
+    again = [O(i, "core", "", caught_by=["k.good"], crashed=True) for i in ("m8", "m9", "m10")]
+    broken = M.void_broken_catchers(again, {("k.good", "a.py"): None, ("k.good", "b.py"): "it fails with b.py",
+                                            ("k.good", "c.py"): "it fails with c.py"},
+                                    {"m8": "b.py", "m9": "a.py", "m10": "c.py"})
+    out.append(("a crash's catcher is judged as it ran after the crash's own file changed: void after a file "
+                "where it fails unmutated (its first reason reported), a catch after one where it holds",
+                broken == {"k.good": "it fails with b.py"} and again[0].caught_by == [] == again[2].caught_by
+                and "(it fails with b.py)" in again[0].error and "(it fails with c.py)" in again[2].error
+                and again[1].caught_by == ["k.good"]))
     try:            # a wrong answer's catch is final: its check is not run again (this one is not registered)
         unrun = M.void_broken_catchers([O("m6", "core", "", caught_by=["k.not-registered"])], {})
     except Exception as exc:    # noqa: BLE001 - the fact is that nothing runs
@@ -493,10 +504,11 @@ def _pool_cases():
     import queue
 
     from refimpl.tools.mutations import Mutation, Outcome, pool_mutations
-    cost = {"m0": 1.0, "m1": 5.0, "m2": 3.0, "m3": 5.0, "m4": 0.0}
+    cost = {"m0": 1.0, "m1": 5.0, "m2": 3.0, "m3": 5.0, "m4": 0.0, "m5": 2.0}
     answers = {"m0": {}, "m1": dict(caught_by=["k.x"], crashed=True), "m2": dict(caught_by=["k.y"]),
-               "m3": dict(caught_by=["k.x"], crashed=True), "m4": dict(caught_by=["k.z"], crashed=True)}
-    mutations = [Mutation(i, "core", "f", "a", "b", "") for i in cost]
+               "m3": dict(caught_by=["k.x"], crashed=True), "m4": dict(caught_by=["k.z"], crashed=True),
+               "m5": dict(caught_by=["k.x"], crashed=True)}
+    mutations = [Mutation(i, "core", "g" if i == "m3" else "f", "a", "b", "") for i in cost]
 
     def pool(zygote, confirming=True, workers=1):
         log, lines, made = [], [], []
@@ -509,8 +521,8 @@ def _pool_cases():
                 z.alive = False                     # this mutation kills its zygote
             return Outcome(m.id, "core", "", **answers[m.id])
 
-        def confirm(cid, z, space):
-            log.append(("confirm", cid, getattr(z, "name", None)))
+        def confirm(cid, file, z, space):
+            log.append(("confirm", cid, file, getattr(z, "name", None)))
             return None if cid == "k.x" else "it fails"
 
         def new_zygote(space):
@@ -521,17 +533,18 @@ def _pool_cases():
         return [r.id for r in results], confirmed, log, lines, made, list(workers_.queue)
     z0 = _PlantedZygote("z0")
     ids, confirmed, log, lines, made, left = pool(z0)
-    out = [("the pool runs the longest first (ties in the catalogue's order), confirms a crash's catcher once, "
-            "right after its first catch, and returns the results in the catalogue's order",
-            ids == list(cost) and confirmed == {"k.x": None, "k.z": "it fails"}
-            and log == [("m1", "z0", "space0"), ("confirm", "k.x", "z0"), ("m3", "z0", "space0"),
-                        ("m2", "z0", "space0"), ("m0", "z1", "space0"), ("m4", "z1", "space0"),
-                        ("confirm", "k.z", "z1")]),
+    out = [("the pool runs the longest first (ties in the catalogue's order), confirms a crash's catcher once "
+            "for each file it crashed on, right after its first catch there, and returns the results in the "
+            "catalogue's order",
+            ids == list(cost) and confirmed == {("k.x", "f"): None, ("k.x", "g"): None, ("k.z", "f"): "it fails"}
+            and log == [("m1", "z0", "space0"), ("confirm", "k.x", "f", "z0"), ("m3", "z0", "space0"),
+                        ("confirm", "k.x", "g", "z0"), ("m2", "z0", "space0"), ("m5", "z1", "space0"),
+                        ("m0", "z1", "space0"), ("m4", "z1", "space0"), ("confirm", "k.z", "f", "z1")]),
            ("a zygote that died under a mutation is closed and replaced once; the worker's copy is kept",
             z0.closed and [z.name for z in made] == ["z1"] and not made[0].closed and left == [(made[0], "space0")]),
            ("each mutation's progress line counts the mutations done",
-            lines == ["[1/5] m1: caught by k.x (0 s)", "[2/5] m3: caught by k.x (0 s)", "[3/5] m2: caught by k.y (0 s)",
-                      "[4/5] m0: NOT CAUGHT (0 s)", "[5/5] m4: caught by k.z (0 s)"])]
+            lines == ["[1/6] m1: caught by k.x (0 s)", "[2/6] m3: caught by k.x (0 s)", "[3/6] m2: caught by k.y (0 s)",
+                      "[4/6] m5: caught by k.x (0 s)", "[5/6] m0: NOT CAUGHT (0 s)", "[6/6] m4: caught by k.z (0 s)"])]
     import sys
 
     from refimpl.tools.mutations import _ZYGOTE, zygote_argv
@@ -556,7 +569,7 @@ def _pool_cases():
     ids, confirmed, log, lines, made, left = pool(None, confirming=False)
     out.append(("without a zygote (no fork) every run gets none and none is made; without confirming, no check "
                 "is run unmutated", confirmed == {} and made == [] and left == [(None, "space0")]
-                and [e for e in log if e[0] == "confirm"] == [] and [e[1] for e in log] == [None] * 5))
+                and [e for e in log if e[0] == "confirm"] == [] and [e[1] for e in log] == [None] * 6))
     return out
 
 
@@ -852,6 +865,16 @@ def _run_mutation_cases(tmp):
         zu = _AnsweringZygote(caught)
         said = _unmutated_verdict("tools.verdicts", zu, space, 9, PACKAGE)
         return said, [(t, c.count(json.dumps(json.dumps(["tools.verdicts"]))), s) for t, c, s in zu.jobs]
+
+    def as_after(file, caught, preload=tmp):
+        zu = _AnsweringZygote(caught)
+        zu.preload = preload
+        said = _unmutated_verdict("vfl.clock", zu, space, 9, PACKAGE, file)
+        return said, zu.jobs[0][1]
+    holds, sent_as = as_after("refimpl/vfl/speeds.py", [])
+    fails_as, _ = as_after("refimpl/vfl/speeds.py", ["vfl.clock"])
+    sent_plain = as_after(None, [])[1]
+    sent_kernels = as_after("refimpl/vfl/kernels.py", [])[1]
     return [("a mutation runs on its copy with its time, its checks in their order and its paper's claims sent, "
              "its answer read", z.jobs[0][0] == tmp and z.jobs[0][2] == 7 and len(claims) == 3
              and json.dumps(json.dumps(check_order(m))) in sent and json.dumps(json.dumps(claims)) in sent
@@ -864,8 +887,14 @@ def _run_mutation_cases(tmp):
             ("… that fails there: it does not hold, naming it",
              unmutated(["tools.verdicts"])[0] == "tools.verdicts does not hold on the unmutated package"),
             ("… that could not be run: '' (the counting runs it itself)", unmutated(None)[0] == ""),
+            ("a catcher confirmed as after a file's mutation: that file's dependants dropped first, its "
+             "kernels run as the mutated run's were, no file changed; a failure there names the file",
+             holds is None and "'refimpl.vfl.speeds'" in sent_as and "'refimpl.vfl.speeds'" not in sent_plain
+             and "_njit_here" in sent_kernels and "_njit_here" not in sent_as
+             and fails_as == "vfl.clock does not hold on the unmutated package with refimpl/vfl/speeds.py's "
+                             "dependants re-imported"),
             ("the copy was applied for each mutation and run unmutated for each catcher",
-             space.used == [("applied", "m"), ("applied", "c")] + [("unmutated",)] * 3)]
+             space.used == [("applied", "m"), ("applied", "c")] + [("unmutated",)] * 7)]
 
 
 def _runner_cases():
