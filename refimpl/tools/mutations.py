@@ -406,9 +406,10 @@ def reloaded_with(graph, module):
 #: reaches (``_purging``). It also compiles one throw-away Numba function (not cached,
 #: not refimpl's) touching what refimpl's kernels use: Numba's CPU target and its NumPy, math and
 #: random registries are then set up once here instead of in every child on its first cached
-#: kernel (0.15–0.4 s a mutation, measured).
-_ZYGOTE = r"""
-import json, os, select, sys, time, traceback
+#: kernel (0.15–0.4 s a mutation, measured). The script is the libraries' warm-up
+#: (``_ZYGOTE_LIBRARIES``) then the fork server (``_ZYGOTE_SERVER``); tools.mutation_runner runs
+#: the server alone, on planted jobs.
+_ZYGOTE_LIBRARIES = r"""
 import math
 import numpy, scipy.linalg, scipy.optimize, scipy.stats, numba, cvxpy
 try:
@@ -418,14 +419,6 @@ try:
 except ImportError:          # no plot extra: the children run without matplotlib as well
     matplotlib = None
 np = numpy
-
-
-def _resident_bytes(pid):      # the fork's resident memory (Linux's /proc); 0 where unreadable (no watch)
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 @numba.njit
@@ -441,6 +434,19 @@ def _warm(x, a, M):
 
 
 _warm(1.0, np.ones(3), np.ones((2, 3)))
+"""
+_ZYGOTE_SERVER = r"""
+import json, os, select, sys, time, traceback
+
+
+def _resident_bytes(pid):      # the fork's resident memory (Linux's /proc); 0 where unreadable (no watch)
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 preload = sys.argv[1] if len(sys.argv) > 1 else ""
 if preload:                  # the worker's unmutated copy: its checks' modules, imported once here
     sys.path.insert(0, preload)
@@ -504,27 +510,31 @@ for line in sys.stdin:
         os.close(ended)
     print(json.dumps({"status": status, "why": why}), flush=True)
 """
+_ZYGOTE = _ZYGOTE_LIBRARIES + _ZYGOTE_SERVER
 
 
 class ZygoteGone(RuntimeError):
     """The zygote process died (killed, out of memory): the runner falls back to a fresh interpreter."""
 
 
-def zygote_argv(preload=None):
+def zygote_argv(preload=None, libraries=True):
     """The command that starts a zygote: this interpreter running ``_ZYGOTE``, given the copy whose
-    unmutated modules it is to hold (``preload``), if any."""
-    return [sys.executable, "-c", _ZYGOTE] + ([str(preload)] if preload else [])
+    unmutated modules it is to hold (``preload``), if any; ``libraries=False``: the fork server
+    alone (``_ZYGOTE_SERVER``: nothing imported ahead, for tools.mutation_runner's planted jobs)."""
+    return [sys.executable, "-c", _ZYGOTE if libraries else _ZYGOTE_SERVER] + ([str(preload)] if preload else [])
 
 
 class Zygote:
-    """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy."""
+    """One forking interpreter (see ``_ZYGOTE``); :meth:`run` executes code on a mutated copy.
+    ``libraries`` and ``max_rss`` (a fork's memory cap; default :data:`MAX_RSS_BYTES`): for
+    tools.mutation_runner's server-only zygote."""
 
-    def __init__(self, env, wait=True, preload=None):
+    def __init__(self, env, wait=True, preload=None, libraries=True, max_rss=None):
         env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.preload = None                     # the copy whose unmutated modules it holds, once ready
-        self._asked = preload
-        self.proc = subprocess.Popen(zygote_argv(preload), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+        self._asked, self.max_rss = preload, max_rss
+        self.proc = subprocess.Popen(zygote_argv(preload, libraries), env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
         if wait:
             self.wait_ready()
 
@@ -546,9 +556,10 @@ class Zygote:
         if self.preload is not None and os.path.realpath(tmp) != os.path.realpath(self.preload):
             raise ValueError(f"this zygote holds the modules of {self.preload}, not of {tmp}")
         out, err = os.path.join(tmp, ".out"), os.path.join(tmp, ".err")
+        max_rss = MAX_RSS_BYTES if self.max_rss is None else self.max_rss
         try:
             self.proc.stdin.write(json.dumps({"tmp": tmp, "code": code, "timeout": timeout, "out": out, "err": err,
-                                              "max_rss": MAX_RSS_BYTES}) + "\n")
+                                              "max_rss": max_rss}) + "\n")
             self.proc.stdin.flush()
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError) as exc:
@@ -559,7 +570,7 @@ class Zygote:
         status = reply["status"]
         read = (lambda p: Path(p).read_text() if os.path.exists(p) else "")
         if status is None:
-            how = (f"above {MAX_RSS_BYTES / 2 ** 30:g} GiB of memory" if reply.get("why") == "over memory"
+            how = (f"above {max_rss / 2 ** 30:g} GiB of memory" if reply.get("why") == "over memory"
                    else f"timed out after {timeout:g} s")
         elif os.WIFSIGNALED(status):
             how = f"the fork was killed by signal {os.WTERMSIG(status)}"
@@ -573,6 +584,8 @@ class Zygote:
             self.proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
+        finally:
+            self.proc.stdout.close()
 
 
 def _mutation_env():

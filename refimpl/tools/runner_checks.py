@@ -689,6 +689,59 @@ def _started_workers_cases(tmp):
              raised and len(made) == 2 and all(z.closed == 1 and not os.path.exists(z.args[1]) for z in made))]
 
 
+def _zygote_server_cases(tmp):
+    """A real zygote running the fork server alone (no library imported ahead: 0.1 s to start) on
+    planted jobs: a fork's output, an exception, an exit status, a signal, a fork over its time and
+    one over its memory stopped, the copy first on sys.path and as the working directory; a zygote
+    killed is gone; closing ends it."""
+    import os
+    import signal
+
+    from refimpl.tools.mutations import Zygote, ZygoteGone, _mutation_env
+    z = Zygote(_mutation_env(), libraries=False, max_rss=2 ** 27)
+    try:
+        ready = (z.preload, z.alive)
+        run = lambda code, timeout=30: z.run(tmp, code, timeout)
+
+        def timed(fn):
+            t0 = time.perf_counter()
+            got = fn()
+            return got, time.perf_counter() - t0 < 15
+        cases = [("a fork server without a copy is ready, holding none", ready, (None, True)),
+                 ("a fork's output and its error output, read after it exits 0",
+                  run("import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)"),
+                  ("to stdout\n", "to stderr\n", False, "the fork exited 0")),
+                 ("the copy first on sys.path, the working directory, the code's module name",
+                  run("import os, sys\nprint(sys.path[0] == os.getcwd(), os.path.samefile(os.getcwd(), "
+                      f"{tmp!r}), __name__)")[0], "True True __mutation__\n"),
+                 ("an exception: its traceback in the error output, the fork exits 0",
+                  (lambda r: (r[1].strip().splitlines()[-1], r[2:]))(run("raise ValueError('planted')")),
+                  ("ValueError: planted", (False, "the fork exited 0"))),
+                 ("an exit status", run("import os\nos._exit(3)")[2:], (False, "the fork exited 3")),
+                 ("a signal", run(f"import os\nos.kill(os.getpid(), {int(signal.SIGKILL)})")[2:],
+                  (False, f"the fork was killed by signal {int(signal.SIGKILL)}")),
+                 ("a fork over its time (0.3 s): stopped, within 15 s", timed(lambda: run("while True:\n    pass",
+                                                                                       0.3)[2:]),
+                  ((True, "timed out after 0.3 s"), True)),
+                 ("a fork 64 MiB over its memory (128 MiB): stopped, saying so",
+                  run("import time\nx = b'x' * (3 * 2 ** 26)\ntime.sleep(20)")[2:],
+                  (True, "above 0.125 GiB of memory"))]
+        os.kill(z.proc.pid, signal.SIGKILL)
+        z.proc.wait()
+        try:
+            gone = run("print(1)")
+        except ZygoteGone as exc:
+            gone = f"ZygoteGone: {exc}"
+        cases.append(("a zygote killed: gone (its pipe broken)", (gone, z.alive),
+                      ("ZygoteGone: [Errno 32] Broken pipe", False)))
+    finally:
+        z.close()
+    closed = Zygote(_mutation_env(), libraries=False)
+    closed.close()
+    cases.append(("closing a zygote ends it", closed.proc.poll(), 0))
+    return [(what, got == want) for what, got, want in cases]
+
+
 def _zygote_reply_cases(tmp):
     """Zygote.run on planted replies of its fork server: the job it sends, and how each reply is read."""
     import io
@@ -704,7 +757,7 @@ def _zygote_reply_cases(tmp):
         return z
 
     def run(reply, stdin=None, preload=None, where=tmp):
-        z = planted(preload=preload, proc=SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply),
+        z = planted(preload=preload, max_rss=None, proc=SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply),
                                                           poll=lambda: 3))
         try:
             got = z.run(where, "print(1)", 5)
@@ -907,7 +960,7 @@ def _runner_cases():
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
             lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
-            lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
+            lambda: _zygote_reply_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
             lambda: _fallback_cases(tmp)])
 
 
@@ -916,7 +969,8 @@ def _runner_cases():
        "a find not exactly once in its file, a replacement equal to it or one that does not compile is refused; the "
        "module graph (imports at any depth, relative ones, names in strings of a module importing by name) and what a "
        "mutation makes a child execute afresh (purged from sys.modules, packages reloaded, their checks unregistered); "
-       "a mutated kernel file's functions compile with the JIT off; a stopped child is its running check's crash, "
+       "a mutated kernel file's functions compile with the JIT off; the zygote's fork server on planted jobs (output, "
+       "exit, signal, stops at a time and a memory cap); a stopped child is its running check's crash, "
        "another package than the copy is an error; a crash caught by a check that fails unmutated is void; the rates, "
        "the table's columns and the claims cell (wrong answers: 0)",
        "refimpl verify --mutations; verification/README.md")

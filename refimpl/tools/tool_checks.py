@@ -1737,6 +1737,9 @@ def _witness_edges_last():
              ("loss_grad", "relu-at-zero", {"inputs": dict(X=np.array([[0.0, 1.0]]), W1=np.eye(2),
                                                            W2=np.array([[2.0, 3.0]]), activation="relu", bias=False)},
               True),
+             # a run under the fixed convention whose A leaves τ in one round is not 'curvature-fixed'
+             ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "fixed", "tau": 0.5, "rho_a": 0.5},
+                                                     "expected": {"A": np.array([0.5, 0.25])}}, False),
              # shares 1/2 of two samples a class: one of each class per client, none short of MIN 1
              ("partition", "min-size-redraw", {"inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet":
                                                           np.full(4, 0.5), "kind": "dirichlet:1:1"},
@@ -1764,7 +1767,8 @@ def _witness_edge_case(records):
             " state, a slow blow-up's costs after its stop not read, heavy-ball momentum at g = 0 not told from the "
             "dampened form, a run's multiplier 0.5 < c active, a cost rising once not 'converging', "
             "'constraint-active' with ν = 0 on the constraint, 'min-size-redraw' of an IID split, 'curvature-fixed' "
-            "of a recursive step or run); a Dirichlet split whose first client gets none; the divergence limits of a "
+            "of a recursive step or run or of a run whose A leaves τ once); a Dirichlet split whose first client "
+            "gets none; the divergence limits of a "
             "negative initial cost; a compute equal to the timeout not 'at-least-the-timeout'; one swish unit's logit"
             " of 29.2 not 'large-logits', 32.9 one; 8,192 rows not 'more-rows-than-a-chunk'")
     return (f"{what} (not: {'; '.join(wrong[:2])})" if wrong else what, not wrong)
