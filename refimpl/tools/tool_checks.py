@@ -2863,7 +2863,10 @@ def _engine_and_coverage_cases():
                                                                      "total: core + the three papers", "total: package"]
              and [ln.rsplit(" | ", 1)[1].strip() for ln in lines[2:-1]] == ["80", "10", "80", "28"]
              and [c.strip() for c in lines[4].split(" | ")[1:5]] == ["10", "6", "2", "2"]
-             # the module's column padded on the right, the numbers' on the left
+             # the columns aligned (each line as wide, the rule's joints under the bars), the module's column
+             # padded on the right, the numbers' on the left
+             and len({len(ln) for ln in lines[:-1]}) == 1
+             and [i for i, ch in enumerate(lines[1]) if ch == "+"] == [i for i, ch in enumerate(lines[0]) if ch == "|"]
              and all(c[0] == c[0].strip().ljust(len(c[0])) and all(x == x.strip().rjust(len(x)) for x in c[1:])
                      for c in (ln.split(" | ") for ln in [lines[0]] + lines[2:-1]))),
             _compiled_lines_case(),

@@ -1591,6 +1591,15 @@ def _single_machine_errors():
                 or many.metrics["samples"] != one.metrics["samples"]:
             wrong.append(f"{method} asked for 3 clients: recorded clients {many.config.get('clients')}, "
                          f"||∇F|| {many.metrics['grad_norm']} vs one client's {one.metrics['grad_norm']}")
+    # MFCGD on one client (a federated method run alone): its oracles' shapes checked on client 0, the only one
+    for backend in ("numpy", "numba"):
+        try:
+            alone = run_mfcgd_config(MFCGDConfig(method="mfcgd", problem="synthetic", clients=1, dim=4, steps=3,
+                                                 backend=backend))
+            if not np.all(np.isfinite(alone.metrics["grad_norm"])):
+                wrong.append(f"MFCGD on one client ({backend}): ||∇F|| {alone.metrics['grad_norm']}")
+        except (ValueError, IndexError) as exc:
+            wrong.append(f"MFCGD on one client ({backend}) refused: {type(exc).__name__}: {exc}")
     return wrong
 
 

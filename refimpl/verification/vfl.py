@@ -607,6 +607,10 @@ def _replayed_and_parsed_speed_errors():
         unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
         errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
                                               or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
+        one_row = os.path.join(tmp, "t1.npy")                # a one-round run's table: one row
+        np.save(one_row, np.array([[2, 3, 1]]))
+        one = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, taus=one_row), embedded())
+        errors["one_round_taus_refused"] = float(one.arrays["tau"].tolist() != [[2, 3, 1]])
         errors.update(_given_speeds_errors(taus))
         errors["empty_async_batches_accepted"] = float(not raises(
             lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
