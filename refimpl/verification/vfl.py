@@ -553,6 +553,32 @@ def _given_speeds_errors(taus):
                 "5 values for 3 parties (server + K)"))}
 
 
+def _given_taus_errors():
+    """--taus without --speeds for 2 parties: unit step times, said in a note; a one-round run's
+    table of one row; the given-speeds cases; an asynchronous run's empty batch table refused."""
+    import os
+    import tempfile
+
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    errors = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        taus, empty = os.path.join(tmp, "t.npy"), os.path.join(tmp, "b.npy")
+        np.save(taus, np.array([[2, 3, 1], [1, 2, 2]]))
+        np.save(empty, np.zeros((0, 8), dtype=np.int64))
+        unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
+        errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
+                                              or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
+        one_row = os.path.join(tmp, "t1.npy")                # a one-round run's table: one row
+        np.save(one_row, np.array([[2, 3, 1]]))
+        one = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, taus=one_row), embedded())
+        errors["one_round_taus_refused"] = float(one.arrays["tau"].tolist() != [[2, 3, 1]])
+        errors.update(_given_speeds_errors(taus))
+        errors["empty_async_batches_accepted"] = float(not raises(
+            lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
+                              speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
+    return errors
+
+
 def _replayed_and_parsed_speed_errors():
     """Replayed step times with a 0 refused (naming the party and row); ``--speeds lognormal:M`` without
     σ is the model's documented σ = 0.5; ``trace:FILE:BASE`` and ``markov:FAST:SLOW:p:q`` parsed as
@@ -596,25 +622,10 @@ def _replayed_and_parsed_speed_errors():
         with open(row, "w") as fh:
             fh.write("0.2,0.5,0.9\n")
         errors["one_row_cpu_csv"] = float(not np.array_equal(CPUTraceSpeed.from_file(row, 1.0).cpu, [[0.2, 0.5, 0.9]]))
-    # a zero latency accepted; --taus without --speeds for 2 parties: unit step times, said in a note; an
-    # asynchronous run's empty batch table refused
+    # a zero latency accepted; the given τ tables and batches (_given_taus_errors)
     errors["zero_latency_refused"] = float(raises(lambda: VFLConfig(latency=0.0).check_numbers(), ""))
     errors["target_or_budget_edges_wrong"] = _target_budget_edges_wrong()
-    with tempfile.TemporaryDirectory() as tmp:
-        taus, empty = os.path.join(tmp, "t.npy"), os.path.join(tmp, "b.npy")
-        np.save(taus, np.array([[2, 3, 1], [1, 2, 2]]))
-        np.save(empty, np.zeros((0, 8), dtype=np.int64))
-        unit = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus), embedded())
-        errors["taus_without_speeds"] = float("unit step times" not in unit.config.get("speeds_note", "")
-                                              or unit.arrays["tau"].tolist() != [[2, 3, 1], [1, 2, 2]])
-        one_row = os.path.join(tmp, "t1.npy")                # a one-round run's table: one row
-        np.save(one_row, np.array([[2, 3, 1]]))
-        one = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, taus=one_row), embedded())
-        errors["one_round_taus_refused"] = float(one.arrays["tau"].tolist() != [[2, 3, 1]])
-        errors.update(_given_speeds_errors(taus))
-        errors["empty_async_batches_accepted"] = float(not raises(
-            lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
-                              speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
+    errors.update(_given_taus_errors())
     # a timeout shorter than a party's mean step leaves it no step: refused, naming the party
     errors["timeout_below_a_step_accepted"] = float(not raises(
         lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),

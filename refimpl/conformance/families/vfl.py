@@ -369,7 +369,9 @@ def _cases_vfl_round_time(rng):
              "the authors' protocol: the server's compute (4 · 4 = 16) is free"),
             ([4, 4, 4], 0.0, 0, np.array([4.0, 1.0, 3.0]), ["slow-server"], "the server's compute counts otherwise"),
             ([12, 6, 1], 6.0, 0, np.array([0.5, 1.0, 8.0]), ["overrun"],
-             "a party's one step (8) outlasts the timeout: flagged, and the round lasts it")):
+             "a party's one step (8) outlasts the timeout: flagged, and the round lasts it"),
+            ([3, 2, 1], 0.0, 0, np.array([0.1, 0.3, 0.7]), [],
+             "step times no power of two divides (0.1, 0.3, 0.7), read in double precision")):
         out.append(dict(id=f"vfl_round_time-{len(out)}", comment=comment, flags=flags,
                         inputs=dict(step_times=st_, tau=np.array(tau, dtype=np.int64), timeout=tmo, server_free=free,
                                     floats_up=1200.0, floats_down=800.0, bandwidth=1e6, latency=0.01,
