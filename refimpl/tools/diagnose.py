@@ -554,6 +554,17 @@ def write_report(directory, cmp_, lines, rows):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    fig = diagnose_figure(cmp_, plt)
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "diagnose.png"), dpi=110)
+    plt.close(fig)
+    return os.path.join(directory, "diagnose.png")
+
+
+def diagnose_figure(cmp_, plt):
+    """diagnose.png's figure (``plt``: matplotlib.pyplot): a curve per quantity of its relative
+    differences (:func:`plotted_differences`) against the rounds, a dashed line at the first
+    divergence's round named by its quantity."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for n, vals in cmp_.per_round.items():
         ax.semilogy(cmp_.rounds, plotted_differences(vals), marker=".", label=n)
@@ -564,10 +575,7 @@ def write_report(directory, cmp_, lines, rows):
     ax.set_ylabel("relative difference")
     ax.set_title(f"{cmp_.paper}: ours vs theirs per quantity")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(os.path.join(directory, "diagnose.png"), dpi=110)
-    plt.close(fig)
-    return os.path.join(directory, "diagnose.png")
+    return fig
 
 
 def plotted_differences(vals):

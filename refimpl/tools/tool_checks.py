@@ -2111,7 +2111,36 @@ def _report_cases(tmp):
     out.append(("diagnose.png's curves: an infinite difference drawn at 1e3, exact agreement at 1e-18, the others "
                 "as they are",
                 DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
+    out.append(_figure_case(DG))
     return out
+
+
+def _figure_case(DG):
+    """(what, right): diagnose.png's figure on a planted comparison: a curve per quantity over the
+    rounds, the first divergence a dashed black line of width 1 at its round, named by its quantity."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ("diagnose.png's figure (matplotlib not installed: no figure is drawn)", True)
+    from types import SimpleNamespace
+    cmp_ = SimpleNamespace(paper="ssca", rounds=[1, 2, 3], per_round={"omega": [0.0, 1e-9, np.inf], "rho": [0, 0, 2]},
+                           divergence=SimpleNamespace(round=3, quantity="omega"))
+    fig = DG.diagnose_figure(cmp_, plt)
+    try:
+        ax = fig.axes[0]
+        curves = [(ln.get_label(), list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.lines[:2]]
+        mark = ax.lines[2] if len(ax.lines) == 3 else None
+        said = [t.get_text() for t in ax.texts]
+        right = (curves == [("omega", [1, 2, 3], [1e-18, 1e-9, 1e3]), ("rho", [1, 2, 3], [1e-18, 1e-18, 2.0])]
+                 and mark is not None and list(mark.get_xdata()) == [3, 3] and mark.get_linestyle() == "--"
+                 and mark.get_linewidth() == 1 and mark.get_color() == "k" and said == ["first: omega"]
+                 and ax.get_yscale() == "log" and ax.get_title() == "ssca: ours vs theirs per quantity")
+    finally:
+        plt.close(fig)
+    return ("diagnose.png's figure: a curve per quantity on a log axis, the first divergence a dashed black line "
+            "of width 1 at its round, named by its quantity", right)
 
 
 def _search_and_comparison_cases(tmp):
