@@ -1627,6 +1627,10 @@ def _witness_edges():
              ("client_aggregate", "weights-N_k/N", {
                  "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.00004]), batch=np.array([1, 1])),
                  "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.00004}}, False),
+             # … and 1e-4 from it (losses 1000 and 1000.4): beyond 1e-6, so shown
+             ("client_aggregate", "weights-N_k/N", {
+                 "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.4]), batch=np.array([1, 1])),
+                 "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.4}}, True),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),

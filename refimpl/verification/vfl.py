@@ -942,6 +942,14 @@ def _markov_errors():
             "markov_mean": float(np.max(np.abs(MarkovSpeed(fast, slow, p_slow, p_fast).mean() - mean)))}
 
 
+def _taumax_errors():
+    """authors-taumax's η^1 = lr/τ^max and its d over the run's rounds of a longer given τ table."""
+    from refimpl.vfl.policies import AuthorsAdaptive, GivenSteps
+    eta, d = AuthorsAdaptive(np.array([0.3, 0.6])).init(None, np.ones((2, 2)),
+                                                       GivenSteps(np.array([[1, 2], [3, 1], [9, 9]])))
+    return float(not (np.array_equal(d, [3, 2]) and np.allclose(eta, [0.1, 0.3], rtol=1e-15)))
+
+
 def _authors_rule_replay_errors():
     """Adaptive Flex-VFL under the authors' rule on a CPU trace, then replayed from the trace's τ
     table and d_k (``--taus TRACE``) on constant speeds under another seed: the same rates; under
@@ -979,7 +987,9 @@ def _authors_rule_replay_errors():
             "authors_denominator_below_1_accepted": float(not raises(
                 lambda: authors_denominator([0.5, 2.0], 2),
                 "lr_denominator entry 0 is 0.5; the authors' 10·max(1 − cpu) + 1 is in [1, 11]"))
-            + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0]))
+            + float(not np.array_equal(authors_denominator([1.0, 11.0], 2), [1.0, 11.0])),
+            # authors-taumax over a τ table longer than the run: τ^max of the run's two rounds, not of the third
+            "taumax_beyond_the_run": _taumax_errors()
             + float(not raises(lambda: authors_denominator(None, 4), "--adaptive-rule authors starts each party at "
                                "lr/(10·max(1 − cpu) + 1) over its machine's utilisation row: give --speeds cputrace:FILE, "
                                "or a --taus file holding array 'lr_denominator' (4 values: the server's, then one per "
