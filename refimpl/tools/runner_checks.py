@@ -418,6 +418,7 @@ def _counting_cases(tmp):
     broken = M.void_broken_catchers(again, {("k.good", "a.py"): None, ("k.good", "b.py"): "it fails with b.py",
                                             ("k.good", "c.py"): "it fails with c.py"},
                                     {"m8": "b.py", "m9": "a.py", "m10": "c.py"})
+    out.append(_rerun_here_case(M, O))
     out.append(("a crash's catcher is judged as it ran after the crash's own file changed: void after a file "
                 "where it fails unmutated (its first reason reported), a catch after one where it holds",
                 broken == {"k.good": "it fails with b.py"} and again[0].caught_by == [] == again[2].caught_by
@@ -495,6 +496,25 @@ class _PlantedZygote:
 
     def close(self):
         self.closed = True
+
+
+def _rerun_here_case(M, O):
+    """(what, right): a crash's first catcher with no verdict from the pool is run here, once, on
+    the live tree (two planted checks registered for the case: one fails, one holds)."""
+    from refimpl.verification.registry import REGISTRY
+    REGISTRY["planted.rerun.fails"] = ("p", "nowhere", lambda q: {"measured": 3.0, "bound": 2.0}, "theorem")
+    REGISTRY["planted.rerun.holds"] = ("p", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0}, "theorem")
+    try:
+        rs = [O("m12", "core", "", caught_by=["planted.rerun.fails", "planted.rerun.holds"], crashed=True),
+              O("m13", "core", "", caught_by=["planted.rerun.holds"], crashed=True)]
+        broken = M.void_broken_catchers(rs, {}, {"m12": "a.py", "m13": "a.py"})
+    finally:
+        REGISTRY.pop("planted.rerun.fails", None)
+        REGISTRY.pop("planted.rerun.holds", None)
+    return ("a crash's first catcher without the pool's verdict is run here: one failing unmutated voids the "
+            "catch, one holding keeps it, whatever the catchers after the first",
+            broken == {"planted.rerun.fails": "it does not hold"} and rs[0].caught_by == []
+            and rs[1].caught_by == ["planted.rerun.holds"])
 
 
 def _pool_cases():

@@ -1631,6 +1631,11 @@ def _witness_edges():
              ("client_aggregate", "weights-N_k/N", {
                  "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.4]), batch=np.array([1, 1])),
                  "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.4}}, True),
+             # the proximal weights (1 − ημ)^{τ−1−t} at ημ = 1e-4: the printed exponent's fall 2e-4 (relative)
+             # from them, beyond 1e-6, so the typo is shown
+             ("local_weights", "paper-exponent-typo", {"inputs": {"optimizer": "proximal", "eta": 1e-4, "param": 1.0,
+                                                                  "tau": 3},
+                                                       "expected": {"w": (1 - 1e-4) ** (2 - np.arange(3))}}, True),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),
