@@ -744,7 +744,7 @@ def _zygote_server_cases(tmp):
                                                                                        0.3)[2:]),
                   ((True, "timed out after 0.3 s"), True)),
                  ("a fork 64 MiB over its memory (128 MiB): stopped, saying so",
-                  run("import time\nx = b'x' * (3 * 2 ** 26)\ntime.sleep(20)")[2:],
+                  run("import time\nx = b'x' * (3 * 2 ** 26)\ntime.sleep(8)")[2:],
                   (True, "above 0.125 GiB of memory"))]
         os.kill(z.proc.pid, signal.SIGKILL)
         z.proc.wait()
