@@ -717,7 +717,7 @@ def _zygote_server_cases(tmp):
     import os
     import signal
 
-    from refimpl.tools.mutations import Zygote, ZygoteGone, _mutation_env
+    from refimpl.tools.mutations import Zygote, ZygoteGone, _mutation_env, zygote_argv
     z = Zygote(_mutation_env(), libraries=False, max_rss=2 ** 27)
     try:
         ready = (z.preload, z.alive)
@@ -759,6 +759,11 @@ def _zygote_server_cases(tmp):
     closed = Zygote(_mutation_env(), libraries=False)
     closed.close()
     cases.append(("closing a zygote ends it", closed.proc.poll(), 0))
+    asked = Zygote(_mutation_env(), wait=False, preload="/nowhere/copy", libraries=False)    # not waited for
+    asked.proc.kill()
+    asked.close()
+    cases.append(("a zygote asked to preload a copy is started with it, as the server alone when so asked",
+                  asked.proc.args, zygote_argv("/nowhere/copy", libraries=False)))
     return [(what, got == want) for what, got, want in cases]
 
 

@@ -1420,12 +1420,33 @@ def problem_evaluations(quick):
     wrong += _default_evaluation_errors(problems["synthetic"]) + _instance_recipe_errors()
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
+    wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples; the MAML held-out loss",
             "details": {"wrong": wrong[:5]}}
+
+
+def _sample_shape_errors(problems):
+    """The samples' shapes and kinds as docs/guide.md states them, drawn for (T, M) = (2, 3):
+    synthetic ζ, ξ (p,); nonlinear ζ (p + p·d,), ξ (p,); MAML ζ, ξ integer seeds; DRFL ζ an
+    integer seed, ξ a zero (1,)."""
+    rng = np.random.default_rng(5)
+    syn, non = problems["synthetic"], problems["nonlinear"]
+    want = {"synthetic": (((2, 3, syn.p), "f"), ((2, 3, syn.p), "f")),
+            "nonlinear": (((2, 3, non.p + non.p * non.d), "f"), ((2, 3, non.p), "f")),
+            "maml": (((2, 3), "i"), ((2, 3), "i")), "drfl": (((2, 3), "i"), ((2, 3, 1), "f"))}
+    wrong = []
+    for name, (zeta, xi) in want.items():
+        pr = problems[name]
+        z, x = np.asarray(pr.draw_zeta(rng, (2, 3))), np.asarray(pr.draw_xi(rng, (2, 3)))
+        got = ((z.shape, z.dtype.kind), (x.shape, x.dtype.kind))
+        if got != (zeta, xi) or (name == "drfl" and np.any(x)):
+            wrong.append(f"{name}'s samples for (T, M) = (2, 3): ζ {got[0]}, ξ {got[1]}; docs/guide.md: ζ {zeta}, "
+                         f"ξ {xi}" + (" (zeros)" if name == "drfl" else ""))
+    return wrong
 
 
 def _init_errors():
@@ -1683,9 +1704,11 @@ def _samples_prefix_errors():
 
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
     wrong = []
-    # a STORM-type and an SCGD-type run, and STORM itself (one machine: one initial sample, its q being 1)
-    for method in ("mfcgd", "comfedl", "storm"):
-        base = dict(method=method, problem="synthetic", clients=2, dim=4, eval_every=1, q=2)
+    # a STORM-type and an SCGD-type run, and STORM itself (one machine: one initial sample, its q being 1);
+    # MFCGD on the nonlinear problem too, whose ζ and ξ differ in shape
+    for method, problem in (("mfcgd", "synthetic"), ("comfedl", "synthetic"), ("storm", "synthetic"),
+                            ("mfcgd", "nonlinear")):
+        base = dict(method=method, problem=problem, clients=2, dim=4, eval_every=1, q=2)
         long = run_mfcgd_config(MFCGDConfig(steps=7, keep_samples=True, **base))
         if method == "storm" and long.arrays["samples_zeta0"].shape[:2] != (1, 1):
             wrong.append(f"storm kept initial samples of shape {long.arrays['samples_zeta0'].shape[:2]}, want (1, 1)")

@@ -490,7 +490,32 @@ def _progress_errors(algo, theta, batch, evaluator):
     if [t for t, _ in seen] != [0, 2, 3] or not all(isinstance(mt, dict) and "slack" in mt for _, mt in seen):
         return [f"progress called with {[(t, type(mt).__name__) for t, mt in seen]}, want rounds 0, 2, 3 each "
                 "with its metrics"]
-    return []
+    return _stopped_run_errors(algo, theta, batch, evaluator)
+
+
+def _stopped_run_errors(algo, theta, batch, evaluator):
+    """A round that raises inside the algorithm ends the run at the round before it, saying why:
+    a non-finite iterate (DivergenceError) as 'diverged', a failed solve (SolverError) as 'solver
+    failed: round t'."""
+    from types import SimpleNamespace
+
+    from refimpl.ssca.algorithms import DivergenceError
+    from refimpl.ssca.constrained import SolverError
+    wrong = []
+    for exc, want in ((DivergenceError("round 2: omega is not finite (NaN/inf)"),
+                       "diverged: round 2: omega is not finite (NaN/inf); trace holds rounds 0..1"),
+                      (SolverError("planted"), "solver failed: round 2: planted; trace holds rounds 0..1")):
+        def apply(state, t, b, exc=exc):
+            if t == 2:
+                raise exc
+            return algo.apply(state, t, b)
+        raising = SimpleNamespace(init=algo.init, apply=apply, dump_round=algo.dump_round)
+        tr = Trace({})
+        train(raising, theta, SimpleNamespace(indices=[batch] * 3), 3, evaluator, tr)
+        if tr.status != want or tr.series("round").tolist() != [0, 1]:
+            wrong.append(f"a round raising {type(exc).__name__}: status {tr.status!r}, rounds "
+                         f"{tr.series('round').tolist()}; want {want!r}, rounds 0, 1")
+    return wrong
 
 
 @check("ssca.theorem2_kkt",

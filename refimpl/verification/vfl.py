@@ -546,8 +546,16 @@ def _given_speeds_errors(taus):
     from refimpl.vfl.experiment import VFLConfig
     kept = run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8, taus=taus, speeds="constant:1,2,3"),
                    embedded())
+    # step times no power of two divides, kept in double precision: each round's work is Q·max_k s_k plus the
+    # same messages (equal rounds), the work of a run with a slowest step of 0.5 then 3·0.2 less
+    fine, half = (run_vfl(VFLConfig(method="sync-vfl", parties=2, rounds=2, batch=8, Q=3,
+                                    speeds=f"constant:0.1,0.3,{s}"), embedded()) for s in ("0.7", "0.5"))
+    messages = fine.arrays["round_work"][0] - 3 * 0.7
     return {"taus_with_speeds_not_kept": float("speeds_note" in kept.config
                                                or kept.arrays["step_time_means"].tolist() != [1.0, 2.0, 3.0]),
+            "step_times_not_double": float(fine.arrays["step_times"].tolist() != [[0.1, 0.3, 0.7]] * 3
+                                           or fine.arrays["round_work"].tolist() != [3 * 0.7 + messages] * 2
+                                           or abs(half.arrays["round_work"][0] - (3 * 0.5 + messages)) > 1e-15),
             "default_speeds_for_2_parties_accepted": float(not raises(
                 lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=2, batch=8), embedded()),
                 "5 values for 3 parties (server + K)"))}
@@ -630,6 +638,10 @@ def _replayed_and_parsed_speed_errors():
     errors["timeout_below_a_step_accepted"] = float(not raises(
         lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:1,1,5", timeout=2.0),
                      embedded()), "shorter than one local step of party 2 (mean step time 5)"))
+    # … also 1e-8 shorter (a mean step of 0.70000001 in double precision; in single it would be below 0.7)
+    errors["timeout_just_below_a_step_accepted"] = float(not raises(
+        lambda: run_vfl(VFLConfig(method="flexvfl", parties=2, rounds=1, batch=8, speeds="constant:0.5,0.5,0.70000001",
+                                  timeout=0.7), embedded()), "shorter than one local step of party 2"))
     # the other parsed form: trace:FILE:BASE (a base per party)
     errors["trace_with_base_parsed"] = float(not np.allclose(based.sample(2, np.random.default_rng(0)),
                                                              [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
