@@ -91,6 +91,11 @@ def _catalogue_cases(tmp, pkg):
                 "refimpl's directory); seen from refimpl, they are not",
                 outside_packages(pkg).get("refimpl") == here and "pkg" not in outside_packages(pkg)
                 and "refimpl" not in outside_packages(PACKAGE)))
+    from refimpl.tools.mutations import source_file
+    out.append(("an entry's file read from its own package's directory: refimpl's beside refimpl seen from another "
+                "package, that package's own beside it",
+                source_file("refimpl/core/model.py", pkg) == here.parent / "refimpl/core/model.py"
+                and source_file("pkg/a.py", pkg) == pkg.parent / "pkg/a.py"))
     got = load(entry(find="Y = 9"), entry(id="m2", file="pkg/a.py", find="X = 1", replace="X = 2"), only={"m2"})()
     out.append(("the entries asked for load although another's find no longer matches its file",
                 [m.id for m in got] == ["m2"]))
@@ -782,8 +787,8 @@ def _zygote_reply_cases(tmp):
         return z
 
     def run(reply, stdin=None, preload=None, where=tmp):
-        z = planted(preload=preload, max_rss=None, proc=SimpleNamespace(stdin=stdin or io.StringIO(), stdout=io.StringIO(reply),
-                                                          poll=lambda: 3))
+        z = planted(preload=preload, max_rss=None, proc=SimpleNamespace(
+            stdin=stdin or io.StringIO(), stdout=io.StringIO(reply), poll=lambda: 3))
         try:
             got = z.run(where, "print(1)", 5)
         except (ZygoteGone, ValueError) as exc:
@@ -985,8 +990,8 @@ def _runner_cases():
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
             lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
-            lambda: _zygote_reply_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
-            lambda: _fallback_cases(tmp)])
+            lambda: _zygote_reply_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _workspace_cases(tmp),
+            lambda: _started_workers_cases(tmp), lambda: _fallback_cases(tmp)])
 
 
 @check("tools.mutation_runner", "the mutation runner's bookkeeping on planted catalogues, packages and answers: a "

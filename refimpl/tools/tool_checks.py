@@ -1636,6 +1636,9 @@ def _witness_edges():
              ("local_weights", "paper-exponent-typo", {"inputs": {"optimizer": "proximal", "eta": 1e-4, "param": 1.0,
                                                                   "tau": 3},
                                                        "expected": {"w": (1 - 1e-4) ** (2 - np.arange(3))}}, True),
+             # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
+             ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
+                 [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),
@@ -3009,10 +3012,11 @@ def _table_layout_cases(CheckRecord):
              and narrow[0].startswith("id ") and set(narrow[1]) <= {"-", "+"}
              and [ln.split(" ")[0] for ln in wide[2:5]] == ["t.a", "t.b", "t.c"] and "claim t.b" in wide[3]),
             ("--profile: the checks longest first (t.b 3 s, t.c 2 s, t.a 1 s) in columns as wide as their widest "
-             "cell, and the command's totals",
+             "cell, their seconds summed, and the command's totals",
              [ln.split(" ")[0] for ln in prof[2:5]] == ["t.b", "t.c", "t.a"]
              and prof[0] == "id  | wall s | cpu s | numba s | holds" and len({len(ln) for ln in prof[:5]}) == 1
              and prof[2] == "t.b |   3.00 |  3.00 |       - | no   "           # the seconds padded on the left
+             and prof[-2] == "checks' wall seconds summed: 6.0"
              and prof[-1] == "command: 5.0 s wall, 7.5 s CPU (all processes), peak memory 100 MB (largest process); "
                              "target ≤ 20 s: met"),
             ("a reproduction's CSV as Markdown: its header, a rule, numbers formatted and text kept; with a limit "

@@ -1417,7 +1417,7 @@ def problem_evaluations(quick):
         if told != [1, 3, 6, 7]:
             wrong.append(f"a 7-step run ({backend}) evaluated every 3 steps tells its progress at steps {told}, "
                          "not 1, 3, 6, 7")
-    wrong += _default_evaluation_errors(problems["synthetic"]) + _instance_recipe_errors()
+    wrong += _default_evaluation_errors(problems["synthetic"]) + _instance_recipe_errors() + _command_default_errors()
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
@@ -1648,6 +1648,20 @@ def _instance_recipe_errors():
         if not all(np.array_equal(getattr(ours, a), getattr(stated, a)) for a in "Abc"):
             wrong.append(f"the command's {name} instance is not the class's with heterogeneity 0.5")
     return wrong
+
+
+def _command_default_errors():
+    """`refimpl run mfcgd`'s defaults as docs/mfcgd.md states them: the configuration's fields, and
+    the baselines' η, whose command-line default is the option's own."""
+    from refimpl import papers
+    from refimpl.core.paper import CONFIG_DEFAULT
+    from refimpl.mfcgd.experiment import MFCGDConfig
+    stated = dict(clients=10, dim=20, steps=2000, q=10, k=1.0, n=1000.0, c=10.0, gamma=0.5, matrix="adam", rho=0.2,
+                  theta=0.9, eta=0.05, beta=0.5, alpha=0.2, heterogeneity=0.5)
+    cfg, opts = MFCGDConfig(), {o.field: o for o in papers.get("mfcgd").options}
+    ran = {f: (getattr(cfg, f) if opts[f].default is CONFIG_DEFAULT else opts[f].default) for f in stated}
+    return [f"`refimpl run mfcgd --{f}` defaults to {ran[f]!r}; docs/mfcgd.md states {v!r}"
+            for f, v in stated.items() if ran[f] != v or type(ran[f]) is not type(v)]
 
 
 def _default_evaluation_errors(pr):
