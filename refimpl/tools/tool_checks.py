@@ -1639,6 +1639,8 @@ def _witness_edges():
              # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
              ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
                  [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
+             # ρ = 1 with clients that differ (δ_f > 0) is not the homogeneous case
+             ("theorem_rhs", "homogeneous", {"inputs": {"delta_f": 0.5, "delta_g": 0.0, "rho": 1.0}}, False),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),

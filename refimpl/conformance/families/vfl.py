@@ -245,6 +245,8 @@ def _cases_vfl_taus(rng):
                  "of the two doubles is just below 3 (Python's 10.0 // (10/3) = 2.0)"),
                 ("timeout", 1.0, 0, 0, np.array([0.1, 0.25, 0.2, 0.5]), ["double-quotient", "exact-division"],
                  "fl(1.0/0.1) = 10.0 gives 10 steps (Python's 1.0 // 0.1 = 9.0)"),
+                ("timeout", 0.3, 0, 0, np.array([0.1, 0.3, 0.05]), ["floor-not-round"],
+                 "fl(0.3/0.1) = 2.9999999999999996 gives 2 steps: the quotient of the doubles, not of singles"),
                 ("fixed", 0.0, 5, 0, st, [], "synchronous VFL: Q = 5 for every party"),
                 ("fixed", 0.0, 1, 0, st, [], "P-BCD: one step"),
                 ("timeout", 10.0, 0, 5, st, ["server-steps-fixed", "floor-not-round", "at-least-one-step"],
