@@ -185,7 +185,10 @@ def vfl_round(W0, W1, W2, X1, X2, y, tau, eta, optimizer, param, labels, s0, s1,
 
 def vfl_taus(rule, timeout, Q, server_steps, step_times):
     s = _t(step_times)
-    tau = (torch.clamp(torch.floor(timeout / s), min=1) if rule == "timeout"
+    # tensor / tensor: `timeout / s` with a Python float on the left multiplies by the reciprocal,
+    # not a correctly rounded division (0.3 / 0.1 gives 3.0000000000000004, not 2.9999999999999996:
+    # one step more; vfl_taus-3 fails it)
+    tau = (torch.clamp(torch.floor(torch.full_like(s, timeout) / s), min=1) if rule == "timeout"
            else torch.full_like(s, float(Q))).to(torch.int64)
     if server_steps > 0:
         tau[0] = int(server_steps)

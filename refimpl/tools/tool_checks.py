@@ -1627,20 +1627,6 @@ def _witness_edges():
              ("client_aggregate", "weights-N_k/N", {
                  "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.00004]), batch=np.array([1, 1])),
                  "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.00004}}, False),
-             # … and 1e-4 from it (losses 1000 and 1000.4): beyond 1e-6, so shown
-             ("client_aggregate", "weights-N_k/N", {
-                 "inputs": dict(aggregate, loss_sums=np.array([1000.0, 1000.4]), batch=np.array([1, 1])),
-                 "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.4}}, True),
-             # the proximal weights (1 − ημ)^{τ−1−t} at ημ = 1e-4: the printed exponent's fall 2e-4 (relative)
-             # from them, beyond 1e-6, so the typo is shown
-             ("local_weights", "paper-exponent-typo", {"inputs": {"optimizer": "proximal", "eta": 1e-4, "param": 1.0,
-                                                                  "tau": 3},
-                                                       "expected": {"w": (1 - 1e-4) ** (2 - np.arange(3))}}, True),
-             # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
-             ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
-                 [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
-             # ρ = 1 with clients that differ (δ_f > 0) is not the homogeneous case
-             ("theorem_rhs", "homogeneous", {"inputs": {"delta_f": 0.5, "delta_g": 0.0, "rho": 1.0}}, False),
              # the slack at c with none left (s = 0) is not the slack's branch
              ("constrained_run", "slack-active", {"inputs": {"c": 1.0}, "expected": {"nu": np.array([1.0]),
                                                                                   "slack": np.array([0.0])}}, False),
@@ -1754,6 +1740,20 @@ def _witness_edges_last():
              # a run under the fixed convention whose A leaves τ in one round is not 'curvature-fixed'
              ("constrained_run", "curvature-fixed", {"inputs": {"curvature": "fixed", "tau": 0.5, "rho_a": 0.5},
                                                      "expected": {"A": np.array([0.5, 0.25])}}, False),
+             # … and 1e-4 from it (losses 1000 and 1000.4): beyond 1e-6, so shown
+             ("client_aggregate", "weights-N_k/N", {
+                 "inputs": dict(sizes=np.array([1, 3]), loss_sums=np.array([1000.0, 1000.4]), batch=np.array([1, 1])),
+                 "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.4}}, True),
+             # the proximal weights (1 − ημ)^{τ−1−t} at ημ = 1e-4: the printed exponent's fall 2e-4 (relative)
+             # from them, beyond 1e-6, so the typo is shown
+             ("local_weights", "paper-exponent-typo", {"inputs": {"optimizer": "proximal", "eta": 1e-4, "param": 1.0,
+                                                                  "tau": 3},
+                                                       "expected": {"w": (1 - 1e-4) ** (2 - np.arange(3))}}, True),
+             # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
+             ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
+                 [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
+             # ρ = 1 with clients that differ (δ_f > 0) is not the homogeneous case
+             ("theorem_rhs", "homogeneous", {"inputs": {"delta_f": 0.5, "delta_g": 0.0, "rho": 1.0}}, False),
              # shares 1/2 of two samples a class: one of each class per client, none short of MIN 1
              ("partition", "min-size-redraw", {"inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 2, "dirichlet":
                                                           np.full(4, 0.5), "kind": "dirichlet:1:1"},
