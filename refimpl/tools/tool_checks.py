@@ -49,6 +49,12 @@ def _diagnose_cases():
                 and "agreeing before it: none before it" in first))
     out.append(("the same difference within a tolerance of 1e-4 agrees",
                 DG.compare_dumps(ours, theirs, 1e-4).divergence is None))
+    # THEIRS three times OURS: a relative difference of 2 measured against OURS (2/3 against THEIRS)
+    tripled = {r: dict(q, rho=q["rho"] * 3.0) if r == 10 else q for r, q in _planted_dumps()[1].items()}
+    c = DG.compare_dumps(_planted_dumps()[0], tripled, 1.0)
+    out.append(("a relative difference is measured against OURS: THEIRS three times OURS differs by 2, beyond a "
+                "tolerance of 1", c.divergence is not None and (c.divergence.round, c.divergence.quantity) == (10, "rho")
+                and abs(c.divergence.rel - 2.0) < 1e-12))
     ours, theirs = _planted_dumps()
     ours[4]["rho"], theirs[4]["rho"] = np.array(np.nan), np.array(np.nan)
     c = DG.compare_dumps(ours, theirs, 1e-12)
@@ -1749,6 +1755,12 @@ def _witness_edges_last():
              ("local_weights", "paper-exponent-typo", {"inputs": {"optimizer": "proximal", "eta": 1e-4, "param": 1.0,
                                                                   "tau": 3},
                                                        "expected": {"w": (1 - 1e-4) ** (2 - np.arange(3))}}, True),
+             # the cap at step 0 (η_0 = 1, every c_i η² = 2 > 1) is not 'cap-active', which counts from step 1
+             ("storm_weights", "cap-active", {"inputs": {"t": 0, "k": 1.0, "n": 1.0, "c1": 2.0, "c2": 2.0, "c3": 2.0},
+                                              "expected": {"alpha": 1.0, "beta": 1.0, "varrho": 1.0}}, False),
+             # a proximal round where one party steps twice already shows the anchor at the round's start
+             ("vfl_round", "proximal-anchor-round-start", {"inputs": {"optimizer": "proximal", "param": 0.1,
+                                                                      "tau": np.array([1, 2, 1])}}, True),
              # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
              ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
                  [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
