@@ -1761,6 +1761,17 @@ def _witness_edges_last():
              # a proximal round where one party steps twice already shows the anchor at the round's start
              ("vfl_round", "proximal-anchor-round-start", {"inputs": {"optimizer": "proximal", "param": 0.1,
                                                                       "tau": np.array([1, 2, 1])}}, True),
+             # costs that stay level for a round (2, 1, 1) are not 'converging', which falls every round
+             ("divergence_stop", "converging", {"inputs": dict(_FALLING, costs=np.array([2.0, 1.0, 1.0])),
+                                                "expected": {"index": -1}}, False),
+             # a server bound in the first row of step times (2 > 1) whose last row is fast (0.5): still bound
+             ("vfl_async_events", "server-bound", {
+                 "inputs": {"server_free": False, "speeds": np.array([[2.0, 1.0, 1.0], [0.5, 1.0, 1.0]]),
+                            "server_time": 0.0}, "expected": {"time": np.array([0.0, 1.0, 3.0, 5.0])}}, True),
+             # two equal quantity shares (normals 0, 0) with the remainder sent to the second client: not the first
+             ("partition", "largest-first-of-equal", {
+                 "inputs": {"kind": "quantity:1", "labels": np.zeros(5, dtype=int), "n_clients": 2,
+                            "normals": np.zeros(2)}, "expected": {"owner": np.array([0, 0, 1, 1, 1])}}, False),
              # a choice of the finished run whose accuracy is NaN does not show NaN accuracies never chosen
              ("tune_select", "nan-accuracy", {"inputs": {"finished": np.array([1.0, 1.0]), "accuracy": np.array(
                  [np.nan, 0.1]), "cost": np.array([1.0, 2.0])}, "expected": {"index": 0}}, False),
