@@ -772,6 +772,37 @@ def _zygote_server_cases(tmp):
     return [(what, got == want) for what, got, want in cases]
 
 
+def _vector_child_cases(tmp):
+    """The vectors' child (``--vectors``) on Flex-VFL's exported vectors: none fails on the unmutated
+    adapter; one case's expected duration moved by 1 (its file's digest renewed) is named."""
+    import contextlib
+    import hashlib
+    import io
+    import os
+
+    from refimpl.conformance import vectors as V
+    from refimpl.tools.mutations import _vector_child
+    where = os.path.join(tmp, "vectors")
+    V.export(where, papers=["vfl"])
+
+    def answer():
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            _vector_child(where)
+        return json.loads(buf.getvalue())
+    clean = answer()
+    path, manifest_path = os.path.join(where, "vfl_round_time.json"), os.path.join(where, "manifest.json")
+    doc, manifest = json.loads(pathlib.Path(path).read_text()), json.loads(pathlib.Path(manifest_path).read_text())
+    doc["cases"][0]["expected"]["duration"] += 1.0
+    pathlib.Path(path).write_text(json.dumps(doc))
+    manifest["files"]["vfl_round_time.json"] = hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+    pathlib.Path(manifest_path).write_text(json.dumps(manifest))
+    moved = answer()
+    return [("the vectors' child on vectors of the unmutated package: ran, none failing",
+             (clean["ran"], clean["caught_by"]) == (["vectors"], [])),
+            ("… with one case's expected value moved: that case named", moved["caught_by"] == ["vfl_round_time-0"])]
+
+
 def _zygote_reply_cases(tmp):
     """Zygote.run on planted replies of its fork server: the job it sends, and how each reply is read."""
     import io
@@ -990,7 +1021,8 @@ def _runner_cases():
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
             lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
-            lambda: _zygote_reply_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _workspace_cases(tmp),
+            lambda: _zygote_reply_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _vector_child_cases(tmp),
+            lambda: _workspace_cases(tmp),
             lambda: _started_workers_cases(tmp), lambda: _fallback_cases(tmp)])
 
 

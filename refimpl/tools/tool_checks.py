@@ -2906,8 +2906,9 @@ def _engine_and_coverage_cases():
     try:
         with tempfile.TemporaryDirectory() as tmp:
             both = VF.check_task({"checks": ["planted.task.holds", "planted.task.fails"], "quick": True}, tmp)
+            alone = os.environ.get(PARTS_WORKERS_ENV)          # no part workers asked: one
             one = VF.check_task({"checks": ["planted.task.holds"], "quick": True, "part_workers": 2}, tmp)
-            workers = os.environ.get(PARTS_WORKERS_ENV)
+            workers = (alone, os.environ.get(PARTS_WORKERS_ENV))
     finally:
         REGISTRY.pop("planted.task.holds", None)
         REGISTRY.pop("planted.task.fails", None)
@@ -2922,7 +2923,7 @@ def _engine_and_coverage_cases():
     lines = VF.format_coverage(rows).split("\n")
     return [("an engine task holds only when each of its checks does, and gives its checks their part workers",
              (both[0], [r["holds"] for r in both[1]], one[0], workers)
-             == ("does not hold", [True, False], "holds", "2")),
+             == ("does not hold", [True, False], "holds", ("1", "2"))),
             ("the --coverage table: a row per module with statements (none: no row), (executed + Numba) / statements "
              "in %, the papers' total without the tools, the package's total",
              [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == [f"{top}/core/a.py", f"{top}/tools/b.py",

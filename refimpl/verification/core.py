@@ -892,6 +892,11 @@ def boundary_refusals(quick):
               all(raises(lambda k=k, lab=lab: sample_partition(10, 2, k, np.random.default_rng(0), lab),
                          f"{k.split(':')[0]} partition needs the N training labels")
                   for k in ("label_skew", "dirichlet:1") for lab in (None, np.zeros(9, int)))),
+             ("label_skew with more clients than shards (3 clients × 2 classes of 5 samples) is refused, naming the "
+              "largest count allowed", raises(lambda: sample_partition(5, 3, "label_skew", np.random.default_rng(0),
+                                                                       np.array([0, 0, 1, 1, 2])),
+                                              "label_skew with 3 clients needs 6 shards of the 5 samples; allowed: at "
+                                              "most 2 clients")),
              ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
               _run_command_dispatch()),
              ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an "
