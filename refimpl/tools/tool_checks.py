@@ -1761,6 +1761,8 @@ def _witness_edges_last():
              # a proximal round where one party steps twice already shows the anchor at the round's start
              ("vfl_round", "proximal-anchor-round-start", {"inputs": {"optimizer": "proximal", "param": 0.1,
                                                                       "tau": np.array([1, 2, 1])}}, True),
+             # ρ = 0 under the recursive curvature (the step keeps the old surrogate) is not 'rho<1'
+             ("surrogate_update", "rho<1", {"inputs": {"curvature": "recursive", "rho": 0.0}}, False),
              # costs that stay level for a round (2, 1, 1) are not 'converging', which falls every round
              ("divergence_stop", "converging", {"inputs": dict(_FALLING, costs=np.array([2.0, 1.0, 1.0])),
                                                 "expected": {"index": -1}}, False),
