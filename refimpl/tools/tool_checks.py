@@ -1577,6 +1577,8 @@ def _flag_cases():
 _FALLING = {"costs": np.array([-1.0, -1.5, -2.0]), "sq_norms": np.zeros(3), "max_sq_norm": 4.0, "cost_factor": 10.0}
 
 #: line 1 of an MFCGD run where h_m = c_m (φ = 0): v_m is the mean of client m's own ξ0 samples
+#: a two-client aggregate (sizes 1, 3; losses 1, 2; batches 1): the N_k/N witness's planted cases start from it
+_AGGREGATE = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
 _V_START = dict(x1=np.zeros(1), A=np.zeros((1, 1)), b=np.zeros((2, 1)), c=np.zeros((2, 1)), zeta0=np.zeros((2, 2, 1)),
                 xi0=np.array([[[1.0], [1.0]], [[-1.0], [-1.0]]]))
 
@@ -1585,7 +1587,7 @@ def _witness_edges():
     """(family, flag, planted case, whether the witness must hold) at each witness's edge, for
     :func:`_witness_edge_case` (and :func:`_witness_edges_more`)."""
     tiny = 2.2250738585072014e-308
-    aggregate = {"sizes": np.array([1, 3]), "loss_sums": np.array([1.0, 2.0]), "batch": np.array([1, 1])}
+    aggregate = _AGGREGATE
     # q(ω̄) = ||ω̄||² = 1 = U: on the constraint, with ν in (0, c) or not
     active, on_u = {"A": 1.0, "B": np.zeros(2), "C": 0.0, "U": 1.0, "c": 1.0}, {"slack": 0.0, "omega_bar": np.array([1.0, 0.0])}
     # two classes of two samples, two clients: Dirichlet shares 0.9/0.1 leave client 2 with none (MIN 3)
@@ -1748,7 +1750,7 @@ def _witness_edges_last():
                                                      "expected": {"A": np.array([0.5, 0.25])}}, False),
              # … and 1e-4 from it (losses 1000 and 1000.4): beyond 1e-6, so shown
              ("client_aggregate", "weights-N_k/N", {
-                 "inputs": dict(sizes=np.array([1, 3]), loss_sums=np.array([1000.0, 1000.4]), batch=np.array([1, 1])),
+                 "inputs": dict(_AGGREGATE, loss_sums=np.array([1000.0, 1000.4])),
                  "expected": {"loss_hat": 0.25 * 1000.0 + 0.75 * 1000.4}}, True),
              # the proximal weights (1 − ημ)^{τ−1−t} at ημ = 1e-4: the printed exponent's fall 2e-4 (relative)
              # from them, beyond 1e-6, so the typo is shown
