@@ -9,7 +9,7 @@ import os
 import pathlib
 
 from refimpl.tools.reproduce import names, versions
-from refimpl.tools.verify import write_json
+from refimpl.tools.verify import run_engine_tasks, write_json
 
 
 def _fmt(x):
@@ -89,12 +89,6 @@ def check_section(records):
     return lines
 
 
-def reproduction_failures(failures, check_tasks):
-    """The failures (``label: reason``) that are reproduction runs': a check's failure is its
-    record's (a crash in the table), not a failed run."""
-    return [f for f in failures if not any(f.startswith(t["label"] + ":") for t in check_tasks)]
-
-
 def execution_record(executor, counts, seconds, records):
     """execution.json of a report: the executor, its workers and task counts, the seconds of the
     whole report and each check's own."""
@@ -117,7 +111,6 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     (steps for mfcgd-rates), as ``refimpl reproduce --rounds`` does — a smoke report whose figures
     say nothing about the papers, and REPORT.md says so; the checks keep their sizes. Returns
     (path of REPORT.md, check records)."""
-    import shutil
     import time
 
     from refimpl.tools.engine import resolve_workers
@@ -128,44 +121,27 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
                           rounds=rounds)
             for name in names()}
-    checks_root = os.path.join(out, "checks")
-    shutil.rmtree(checks_root, ignore_errors=True)          # checks are never reused
-    try:
-        counts, records = run_report_tasks(list(load_checks()), quick, checks_root, reps,
-                                           lambda n: resolve_workers(workers, n, "tasks"),
-                                           lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress,
-                                                                      what="tasks"))
-    finally:
-        shutil.rmtree(checks_root, ignore_errors=True)
-    write_json(records, os.path.join(out, "checks.json"))
+    counts, records = run_engine_tasks(list(load_checks()), quick, os.path.join(out, "checks"), reps,
+                                       lambda n: resolve_workers(workers, n, "tasks"),
+                                       lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress,
+                                                                  what="tasks"))
     repro = finished_reproductions(reps, finish, executor, workers)
-    seconds = round(time.perf_counter() - t0, 1)
-    with open(os.path.join(out, "execution.json"), "w") as fh:
-        json.dump(execution_record(executor, counts, seconds, records), fh, indent=1)
     lines = report_lines(header_lines(quick, datetime.datetime.now().isoformat(timespec="seconds"), versions()),
                          rounds, records, repro, out)
+    return write_report_files(out, records, execution_record(executor, counts, round(time.perf_counter() - t0, 1),
+                                                             records), lines), records
+
+
+def write_report_files(out, records, execution, lines):
+    """A report's files in ``out``: checks.json (the check records), execution.json (``execution``)
+    and REPORT.md (``lines``); returns REPORT.md's path."""
+    write_json(records, os.path.join(out, "checks.json"))
+    with open(os.path.join(out, "execution.json"), "w") as fh:
+        json.dump(execution, fh, indent=1)
     path = os.path.join(out, "REPORT.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
-    return path, records
-
-
-def run_report_tasks(ids, quick, checks_root, reps, workers_for, run):
-    """One engine execution of a report: a task per check (or group) of ``ids`` and every task of
-    the prepared reproductions ``reps``, on ``workers_for(number of tasks)`` workers (a check with
-    parts may spread over as many), run by ``run(tasks, workers)`` → (counts, failures, results).
-    Returns (counts, the checks' records in the order of ``ids``); a reproduction run that failed
-    is raised (RuntimeError, naming the first three), a check that failed is a failed record."""
-    from refimpl.tools.verify import check_tasks, records_of
-    n_tasks = len(check_tasks(ids, quick, checks_root)) + sum(len(rep.tasks) for rep in reps.values())
-    w = workers_for(n_tasks)
-    ctasks = check_tasks(ids, quick, checks_root, part_workers=w)
-    counts, failures, results = run(ctasks + [t for rep in reps.values() for t in rep.tasks], w)
-    run_failures = reproduction_failures(failures, ctasks)
-    if run_failures:
-        raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
-                           "retry): " + "; ".join(run_failures[:3]))
-    return counts, records_of(ids, ctasks, results, failures)
+    return path
 
 
 def finished_reproductions(reps, finish, executor, workers):

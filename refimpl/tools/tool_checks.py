@@ -2458,21 +2458,51 @@ def crosscheck_tools(quick):
     return _cases_result(cases, "planted ")
 
 
+def _report_files_right(tmp):
+    """write_report_files into a planted directory: each file read back."""
+    import json
+    import os
+
+    from refimpl.tools.report import write_report_files
+    from refimpl.verification.registry import CheckRecord
+    out = os.path.join(tmp, "report-files")
+    os.makedirs(out)
+    rec = CheckRecord("t.a", "claim", "src", 0.5, 1.0, 0.5, True, {"kind": "theorem"})
+    path = write_report_files(out, [rec], {"executor": "local", "seconds": 1.5}, ["# head", "", "text"])
+    with open(os.path.join(out, "checks.json")) as fh:
+        checks = json.load(fh)
+    with open(os.path.join(out, "execution.json")) as fh:
+        execution = json.load(fh)
+    with open(os.path.join(out, "REPORT.md")) as fh:
+        text = fh.read()
+    return (path == os.path.join(out, "REPORT.md") and text == "# head\n\ntext"
+            and execution == {"executor": "local", "seconds": 1.5}
+            and [(r["id"], r["measured"], r["holds"]) for r in checks] == [("t.a", 0.5, True)])
+
+
 def _report_tasks_right():
-    """run_report_tasks on planted reproductions and a planted engine (what it was given, what it returns)."""
+    """run_engine_tasks on planted reproductions and a planted engine (what it was given, what it returns,
+    the checks' directory)."""
+    import os
+    import shutil
+    import tempfile
     from dataclasses import asdict
     from types import SimpleNamespace
 
-    from refimpl.tools.report import run_report_tasks
+    from refimpl.tools.verify import run_engine_tasks
     from refimpl.tools.verify import load_checks
     from refimpl.verification.registry import CheckRecord
     load_checks()           # the checks named below and their groups, also where only this module was imported
     ids = ["grad.fd", "ssca.lemma1_vs_cvxpy", "ssca.multi_constraint_qcqp"]
     reps = {"r": SimpleNamespace(tasks=[{"id": "r0", "label": "r-0"}, {"id": "r1", "label": "r-1"}])}
-    sized, ran = [], []
+    sized, ran, stale_seen = [], [], []
+    tmp = tempfile.mkdtemp(prefix="refimpl-report-")
+    root = os.path.join(tmp, "checks")
 
     def run(failures):
         def engine(tasks, w):
+            stale_seen.append(os.path.exists(os.path.join(root, "stale.json")))
+            os.makedirs(os.path.join(root, "t0"), exist_ok=True)          # where the engine's checks write
             ran.append(([t["label"] for t in tasks], [t.get("part_workers") for t in tasks], w))
             results = {t["id"]: [asdict(CheckRecord(c, "", "", 0.5, 1.0, 0.5, True, {"kind": "theorem"}))
                                  for c in t["checks"]] for t in tasks
@@ -2480,17 +2510,24 @@ def _report_tasks_right():
             return {"workers": w}, failures, results
         return engine
     try:
-        counts, recs = run_report_tasks(ids, True, "/planted", reps, lambda n: sized.append(n) or 2,
-                                        run(["grad.fd: boom"]))
+        # the checks' directory: a fresh report has none; a stale one is removed before, and after
+        counts, recs = run_engine_tasks(ids, True, root, reps, lambda n: sized.append(n) or 2, run(["grad.fd: boom"]))
+        os.makedirs(root)
+        with open(os.path.join(root, "stale.json"), "w") as fh:
+            fh.write("{}")
+        run_engine_tasks(ids, True, root, reps, lambda n: 2, run(["grad.fd: boom"]))
+        left = os.path.exists(root)
     except RuntimeError:        # the failed check taken for a failed run
         return False
-    right = (sized == [4] and counts == {"workers": 2}
-             and ran == [(["grad.fd", "ssca.cvxpy", "r-0", "r-1"], [2, 2, None, None], 2)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    right = (sized == [4] and counts == {"workers": 2} and stale_seen == [False, False] and not left
+             and ran == [(["grad.fd", "ssca.cvxpy", "r-0", "r-1"], [2, 2, None, None], 2)] * 2
              and [(r.id, r.holds, r.details.get("error")) for r in recs]
              == [("grad.fd", False, "grad.fd: boom"), ("ssca.lemma1_vs_cvxpy", True, None),
                  ("ssca.multi_constraint_qcqp", True, None)])
     try:
-        run_report_tasks(ids, True, "/planted", reps, lambda n: 2, run(["r-1: died", "grad.fd: boom"]))
+        run_engine_tasks(ids, True, root, reps, lambda n: 2, run(["r-1: died", "grad.fd: boom"]))
         return False
     except RuntimeError as exc:
         return right and str(exc) == ("1 reproduction runs failed (finished runs are kept; rerun to retry): "
@@ -2592,7 +2629,8 @@ def _report_section_cases(tmp):
     from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
     from refimpl.tools.report import (check_section, execution_record, finished_reproductions, header_lines,
-                                      report_lines, reproduction_failures, reproduction_lines, smoke_lines)
+                                      report_lines, reproduction_lines, smoke_lines)
+    from refimpl.tools.verify import reproduction_failures
     finished = []
     repro = finished_reproductions({"b": SimpleNamespace(out="/r/b"), "a": SimpleNamespace(out="/r/a")},
                                    lambda rep, *rest: finished.append((rep.out, rest)), "local", 3)
@@ -2637,6 +2675,8 @@ def _report_section_cases(tmp):
                  SimpleNamespace(id="t.a", details={"seconds": 0.25}), SimpleNamespace(id="t.b", details={})]) == {
                  "executor": "local", "workers": 2, "tasks": {"workers": 2, "ran": 5}, "seconds": 3.5,
                  "check_seconds": {"t.a": 0.25, "t.b": None}}),
+            ("a report's files: checks.json (the records), execution.json, REPORT.md (its lines); REPORT.md's path "
+             "returned", _report_files_right(tmp)),
             ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
                 False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [
                 "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
@@ -2782,6 +2822,18 @@ def _planted_warnings(quick):
     return {"measured": 1.0, "bound": 2.0, "note": "its note"}
 
 
+def _numpy_scalars_recorded_right(VF, REGISTRY):
+    """A planted check measuring NumPy scalars: its record holds Python floats (3.0 ≤ 4.0, ratio 0.75)."""
+    cid = "planted.verdict.numpy-scalars"
+    REGISTRY[cid] = ("planted numpy-scalars", "nowhere", lambda q: {"measured": np.int64(3), "bound": np.float32(4)},
+                     "theorem")
+    try:
+        rec = VF.run_check(cid)
+    finally:
+        REGISTRY.pop(cid, None)
+    return [type(rec.measured), type(rec.bound), rec.measured, rec.ratio, rec.holds] == [float, float, 3.0, 0.75, True]
+
+
 def _verdict_cases():
     """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
     written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
@@ -2831,6 +2883,8 @@ def _verdict_cases():
               recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
     cases += [("a NaN measured value is recorded as no value (None), never as NaN",
                recs["nan-measured"].measured is None),
+              ("NumPy scalars measured (an int64 count, a float32 bound) are recorded as Python floats, as --json "
+               "writes them", _numpy_scalars_recorded_right(VF, REGISTRY)),
               ("a check's warnings in its record, sorted, and the first of them in its table note after its own",
                recs["warned"].details.get("warnings") == ["RuntimeWarning: a first", "UserWarning: b second"]
                and recs["warned"].details.get("table_note") == "its note; 2 warning(s): RuntimeWarning: a first"),

@@ -294,15 +294,43 @@ def run_checks(only=None, quick=True, progress=None, executor=None, workers=None
     import tempfile
     from refimpl.tools.engine import resolve_workers
     from refimpl.tools.reproduce import run_tasks
-    with tempfile.TemporaryDirectory(prefix="refimpl-checks-") as root:
-        tasks = check_tasks(ids, quick, root)
-        w = resolve_workers(workers, len(tasks), "checks")
-        for t in tasks:
-            t["part_workers"] = w
-        _, failures, results = run_tasks(tasks, executor, w, scheduler, progress, what="checks",
-                                         weight=(lambda t: len(t["checks"])) if progress else None,
-                                         position=(lambda t: t["cost"]) if progress else None)
-    return records_of(ids, tasks, results, failures)
+    with tempfile.TemporaryDirectory(prefix="refimpl-checks-") as tmp:
+        return run_engine_tasks(ids, quick, os.path.join(tmp, "checks"), {},
+                                lambda n: resolve_workers(workers, n, "checks"),
+                                lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress, what="checks",
+                                                           weight=(lambda t: len(t["checks"])) if progress else None,
+                                                           position=(lambda t: t["cost"]) if progress else None))[1]
+
+
+def reproduction_failures(failures, check_tasks):
+    """The failures (``label: reason``) that are reproduction runs': a check's failure is its
+    record's (a crash in the table), not a failed run."""
+    return [f for f in failures if not any(f.startswith(t["label"] + ":") for t in check_tasks)]
+
+
+def run_engine_tasks(ids, quick, checks_root, reps, workers_for, run):
+    """One engine execution of ``refimpl verify``'s checks (``reps`` empty) or of a report: a task
+    per check (or group) of ``ids`` and every task of the prepared reproductions ``reps``, on
+    ``workers_for(number of tasks)`` workers (a check with parts may spread over as many), run by
+    ``run(tasks, workers)`` → (counts, failures, results).
+    Returns (counts, the checks' records in the order of ``ids``); a reproduction run that failed
+    is raised (RuntimeError, naming the first three), a check that failed is a failed record. The
+    checks' directory ``checks_root`` is removed before (checks are never reused) and after."""
+    import shutil
+
+    n_tasks = len(check_tasks(ids, quick, checks_root)) + sum(len(rep.tasks) for rep in reps.values())
+    w = workers_for(n_tasks)
+    ctasks = check_tasks(ids, quick, checks_root, part_workers=w)
+    shutil.rmtree(checks_root, ignore_errors=True)          # none, or a stale one: checks are never reused
+    try:
+        counts, failures, results = run(ctasks + [t for rep in reps.values() for t in rep.tasks], w)
+    finally:
+        shutil.rmtree(checks_root, ignore_errors=True)
+    run_failures = reproduction_failures(failures, ctasks)
+    if run_failures:
+        raise RuntimeError(f"{len(run_failures)} reproduction runs failed (finished runs are kept; rerun to "
+                           "retry): " + "; ".join(run_failures[:3]))
+    return counts, records_of(ids, ctasks, results, failures)
 
 
 def recorded_cost(ids, quick):

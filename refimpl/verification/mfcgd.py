@@ -1574,6 +1574,10 @@ def _drfl_record_errors(ds):
     sizes = (sum(len(X) for X in pr.Xs), sum(len(y) for y in test[1]))
     wrong = [] if sizes == (len(ds.y_train), len(ds.y_test)) else [
         f"DRFL built on {sizes} training and test samples from data of {len(ds.y_train)} and {len(ds.y_test)}"]
+    from refimpl.core.data import data_record
+    if {k: tr.config.get(k) for k in ("data_source", "data_digest")} != data_record(ds):
+        wrong.append(f"a DRFL run on {ds.source} records its data as {tr.config.get('data_source')}, digest "
+                     f"{tr.config.get('data_digest')}")
     for i, t in enumerate(int(s) for s in tr.metrics["step"]):
         xb = tr.arrays[f"r{t}_x_bar"]
         acc = pr.client_accuracy(xb, *test)

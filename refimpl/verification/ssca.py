@@ -156,6 +156,16 @@ def surrogate_assumption2(quick):
     return {"measured": max_or_nan(worst_val, worst_grad, worst_sc), "bound": 1e-9, "details": det}
 
 
+def _single_precision_sequence_wrong():
+    """A step-size sequence given in single precision is kept, and fitted, in double: its values'
+    tail exponent, not float32 arithmetic's (0.79999997 instead of 0.7999999959 for 200 values of
+    0.5/t^0.8)."""
+    from refimpl.core.schedules import Sequence, _decay
+    values = (0.5 / np.arange(1, 201, dtype=float) ** 0.8).astype(np.float32)
+    single = Sequence(values)
+    return single.s.dtype != np.float64 or _decay(single) != _decay(Sequence(values.astype(np.float64)))
+
+
 @check("ssca.stepsize_conditions",
        "the schedule checker's verdicts on (4)/(6): the paper's α = 0.1 and 0.3 schedules are flagged, and each "
        "condition's verdict at its edge by hand (exponent 1/2 fails Σρ² < ∞, exponent 1 meets Σγ = ∞, equal "
@@ -202,6 +212,7 @@ def stepsize_conditions(quick):
                         "tail exponent ≈ 1.1 (estimated from a finite sequence)"]
     det["fitted tail exponents of the 8-value sequences"] = fitted
     wrong += abs(_decay(Sequence(1 / t8 ** 1.02))[0] - 1.02) > 1e-12      # … and to round-off: an exact line
+    wrong += _single_precision_sequence_wrong()
     exact = [c.reason.split(";")[0] for c in check_step_sizes(PowerLaw(1, 0.6), PowerLaw(0.5, 0.7))
              if c.name == "sum_rho_infinite"]
     short = [c.reason.split(";")[0] for c in check_step_sizes(Sequence(np.array([0.9, 0.8, 0.7])),
