@@ -331,3 +331,19 @@ def test_ci_runs_the_readmes_test_command_then_the_whole_mutation_catalogue():
     assert mutations and mutations[0] > lines.index(test_cmd)
     sets = [ln for ln in lines[:mutations[0]] if ln.startswith("set ")]
     assert sets[-1] == "set -e"              # its exit status is CI's
+
+
+def test_the_conformance_pages_counts_are_the_vectors():
+    """docs/conformance.md's table (cases and flags per family) and its sentence on the independent
+    adapter (its lines, every case, every family) are the generated vectors' and the file's."""
+    import re as _re
+    from refimpl.conformance.harness import documents
+    docs = documents()
+    text = (ROOT.parent / "docs" / "conformance.md").read_text()
+    n_lines = len((ROOT / "conformance" / "numpy_adapter.py").read_text().splitlines())
+    n_cases = sum(len(d["cases"]) for d in docs.values())
+    assert f"{n_lines} lines, and it passes every vector ({n_cases} cases in {len(docs)} families)" in text
+    for name, d in docs.items():
+        row = _re.search(rf"^\| `{name}\(.*\| (\d+) \| ([^|]*) \|$", text, _re.M)
+        flags = sorted({f for c in d["cases"] for f in c.get("flags", [])})
+        assert row and (int(row.group(1)), row.group(2).strip()) == (len(d["cases"]), ", ".join(flags)), name

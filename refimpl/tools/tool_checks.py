@@ -1901,7 +1901,7 @@ def _planted_flag_cases(records):
     loose["shards-by-label"] = lambda c: c["inputs"]["kind"] != "iid"      # a witness made looser
     got = planted("partition", lambda cases: None, witnesses=loose)
     out.append(("a witness made looser ('shards-by-label' holding on any non-IID split): each case it now holds on "
-                "without the flag reported", len(got) == 5 and all(g.endswith("the case does not carry the flag")
+                "without the flag reported (the six cases neither iid nor label_skew)", len(got) == 6 and all(g.endswith("the case does not carry the flag")
                                                                    for g in got)))
     got = planted("move", lambda cases: None,
                   witnesses={**records["move"].witnesses, **{f: (lambda c: True) for f in "edcba"}})

@@ -222,6 +222,9 @@ def _cases_partition(rng):
              "log-normal sizes w = exp(σz) with σ = 1.5; the floor's remainder goes to the largest client"),
             ("quantity:1.0", 3, perms(N), none, np.array([0.5, 0.5, -0.5]), ["largest-first-of-equal", "remainder-to-largest"],
              "two equal largest sizes: the remainder goes to the first"),
+            ("quantity:1.0", 3, perms(N), none, np.array([np.log(3 * (np.exp(0.5) + 1) / 18) - 1e-9, 0.5, 0.0]),
+             ["floor-edge", "remainder-to-largest"], "client 1's share of the N − K = 21 samples is 3 − 2.6e-9: floor 2 "
+             "in double (sizes 3, 14, 7); its normal read in single precision rounds up, and the sizes become 4, 13, 7"),
             ("dirichlet:0.5", 3, perms(*sizes), shares(3, 1, 0.5), none, ["clients-not-classes"],
              "3 clients, 4 classes: shares per class over the clients"),
             ("dirichlet:1.0", 6, perms(*sizes), shares(6, 1, 1.0), none, ["clients-more-than-classes"],
@@ -261,6 +264,17 @@ def _remainder_to_largest(i, e):
     return r > 0 and np.array_equal(_counts(i, e), sizes)
 
 
+def _floor_edge(i, e):
+    """quantity:σ: a client's share w_k/Σw·(N − K) lies within 1e-8 below an integer (its floor turns
+    on the normals' last digits), and the sizes are the double-precision ones, remainder included."""
+    if _kind(i)[0] != "quantity":
+        return False
+    w, _, _ = _quantity_sizes(i)
+    share = w / w.sum() * (i["labels"].size - int(i["n_clients"]))
+    below = np.ceil(share) - share
+    return bool(np.any((below > 0) & (below < 1e-8))) and _remainder_to_largest(i, e)
+
+
 def _first_of_equal(i, e):
     w, sizes, r = _quantity_sizes(i)
     top = np.flatnonzero(w == w.max())
@@ -294,6 +308,7 @@ def _two_shards_each(i, e):
 _W_PARTITION = {
     "uneven-blocks": lambda c: _kind(c["inputs"])[0] == "iid" and np.ptp(_counts(c["inputs"], c["expected"])) == 1,
     "remainder-to-largest": lambda c: _remainder_to_largest(c["inputs"], c["expected"]),
+    "floor-edge": lambda c: _floor_edge(c["inputs"], c["expected"]),
     "sigma": lambda c: _kind(c["inputs"])[0] == "quantity" and _kind(c["inputs"])[1] != [1.0],
     "largest-first-of-equal": lambda c: _kind(c["inputs"])[0] == "quantity"
     and _first_of_equal(c["inputs"], c["expected"]),
