@@ -1526,16 +1526,21 @@ def _run_ending_cases():
     """(what, right): what a run says when it ends, and the regime table's --seeds."""
     from refimpl.core.trace import Trace
     from refimpl.ssca.command import status_notes
-    from refimpl.vfl.regime import check_seeds
+    from types import SimpleNamespace
+
+    from refimpl.vfl.regime import check_seeds, regime_table
     noted = Trace(config={}, metrics={}, status="finished: 5 rounds; solver note: inaccurate (2 rounds)")
     plain = Trace(config={}, metrics={}, status="finished: 5 rounds")
     return [("run ssca says a finished run's solver note, and not after an exit 3 or without one",
              status_notes(0, noted) == ["note: finished: 5 rounds; solver note: inaccurate (2 rounds)"]
              and status_notes(3, noted) == [] and status_notes(0, plain) == []),
-            ("compare vfl --server-time takes --seeds 1 and 3, and refuses 0 and 2.5 naming --seeds",
+            ("compare vfl --server-time takes --seeds 1 and 3, and refuses 0 and 2.5 naming --seeds (the regime "
+             "table before anything else)",
              check_seeds(1) == 1 and check_seeds(3) == 3
              and _raises(lambda: check_seeds(0), "--seeds must be a positive integer, got 0")
-             and _raises(lambda: check_seeds(2.5), "--seeds must be a positive integer, got 2.5"))]
+             and _raises(lambda: check_seeds(2.5), "--seeds must be a positive integer, got 2.5")
+             and _raises(lambda: regime_table(SimpleNamespace(time_budget=None), None, [0.0], "authors", seeds=0),
+                         "--seeds must be a positive integer, got 0"))]
 
 
 def _flag_cases():
@@ -1546,7 +1551,7 @@ def _flag_cases():
     from refimpl.conformance import vectors as V
     records = V.families()
     docs = V.generate()
-    problems = V.flag_problems(docs, records)
+    problems = V.flag_problems(docs)                    # the families by default
     flags = sum(len(c["flags"]) for d in docs.values() for c in d["cases"])
     out = [(f"every one of the {flags} flags on the {sum(len(d['cases']) for d in docs.values())} cases is shown by "
             f"its witness, and no witness holds on a case without its flag"

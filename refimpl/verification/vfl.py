@@ -337,7 +337,7 @@ def clock(quick):
     # last, where the mutation runner reaches them only when nothing before was wrong
     errors = error_groups([lambda: {**_speed_refusal_errors(), **_method_refusal_errors(model, data)},
                            lambda: _durations_errors(model, data, shown),
-                           lambda: _cpu_trace_errors(model, data),
+                           lambda: _cpu_trace_errors(model, data), lambda: _theory_every_errors(model, data),
                            _replayed_and_parsed_speed_errors, _authors_rule_replay_errors], 1e-9)
     worst = max_or_nan(*errors.values())
     return {"measured": worst, "bound": 1e-9,
@@ -585,6 +585,22 @@ def _given_taus_errors():
             lambda: run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=2, batch=8, batches=empty,
                               speeds="constant:1,2,3", time_budget=5.0), embedded()), "the run needs 1"))
     return errors
+
+
+def _theory_every_errors(model, data):
+    """Σ_k ||∇_k F(Θ^{r,0})||² every second round of three, evaluated every round: recorded at rounds
+    0 and 2 (the sum of the blocks' squared gradients there), NaN at rounds 1 and 3 so that every series
+    stays aligned with "round"."""
+    from refimpl.vfl.flexvfl import FlexVFL
+    run = FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8,
+                              ConstantSpeed((1.0,) * 3).sample(3, np.random.default_rng(0)), Q=2)
+    tr = run.run(model.init(np.random.default_rng(1)), 3, np.random.default_rng(2), eval_every=1, theory_every=2)
+    g = np.asarray(tr.metrics.get("grad_sq", []), dtype=float)
+    first = sum(float(b @ b) for b in model.block_gradients(model.init(np.random.default_rng(1)), data.Xs_train,
+                                                            data.y_train)[1])
+    aligned = g.size == len(tr.metrics["round"]) == 4 and bool(np.all(np.isnan(g[[1, 3]])))
+    return {"theory_every_2_alignment": float(not (aligned and np.all(np.isfinite(g[[0, 2]])))),
+            "theory_every_2_round_0": abs(float(g[0]) - first) / first if aligned else 1.0}
 
 
 def _replayed_and_parsed_speed_errors():
