@@ -1494,6 +1494,15 @@ def _flower_engine_errors(ledger, n_params, K):
     wrong += int(not passes_the_guards(lambda: run_experiment(flower, embedded())))
     wrong += int(not passes_the_guards(lambda: run_experiment(flower, embedded(), stop_at_cost=1.0),
                                        "not available with the Flower engine"))
+    # ssca_flower_apps runs a configuration of refimpl's engine on Flower's: what Flower cannot run is
+    # refused as --engine flower is (pooled sampling; constrained SSCA solved by cvxpy)
+    from refimpl.ssca.flower import ssca_flower_apps
+    plain = RunConfig(algorithm="ssca", clients=3, batch=4, rounds=3, hidden=8, seed=4)
+    wrong += int(not raises(lambda: ssca_flower_apps(dataclasses.replace(plain, sampling="pooled"), embedded()),
+                            "needs refimpl's engine (not --engine flower)"))
+    wrong += int(not raises(lambda: ssca_flower_apps(dataclasses.replace(plain, algorithm="ssca-constrained",
+                                                                         solver="cvxpy"), embedded()),
+                            "--engine flower runs constrained SSCA with the closed-form step"))
     return wrong + _flower_finish_errors() + _flower_logging_errors()
 
 
