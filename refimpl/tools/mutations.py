@@ -896,21 +896,28 @@ def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_
     workers_ = _started_workers(mutations, workers, package, preload)
     from refimpl.tools.verify import check_costs
     seconds, compiling = check_costs(True), os.environ.get(KERNELS_ENV, "interpret") == "compile"
-    confirming = confirms_crashes(package, vectors_dir)
     try:
-        results, confirmed = pool_mutations(
-            mutations, workers_, workers,
-            lambda m, z, space: run_mutation(m, timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
-                                             package=package, workspace=space),
-            (lambda cid, file, z, space: _unmutated_verdict(cid, z, space, timeout, package, file))
-            if confirming else None,
-            lambda space: Zygote(_mutation_env(), preload=space.dir if preload else None),
-            progress, lambda m: mutation_cost(m, seconds, compiling, package))
+        results, confirmed = pool_mutations(mutations, workers_, workers,
+                                            *catalogue_callables(timeout, vectors_dir, package, claims, preload),
+                                            progress, lambda m: mutation_cost(m, seconds, compiling, package))
     finally:
         close_workers(workers_)
     if package == PACKAGE:
         void_broken_catchers(results, confirmed, {m.id: m.file for m in mutations})
     return results
+
+
+def catalogue_callables(timeout, vectors_dir, package, claims, preload, run=None, verdict=None, zygote=None):
+    """What :func:`run_catalogue` hands :func:`pool_mutations`: (run a mutation on a worker's zygote
+    and copy, confirm a crash's catcher unmutated — None where :func:`confirms_crashes` says not —,
+    start a worker's new zygote, preloading its copy when ``preload``). ``run``, ``verdict`` and
+    ``zygote`` stand for :func:`run_mutation`, :func:`_unmutated_verdict` and :class:`Zygote`."""
+    run, verdict, zygote = run or run_mutation, verdict or _unmutated_verdict, zygote or Zygote
+    return (lambda m, z, space: run(m, timeout=timeout, vectors_dir=vectors_dir, zygote=z, claims=claims,
+                                    package=package, workspace=space),
+            (lambda cid, file, z, space: verdict(cid, z, space, timeout, package, file))
+            if confirms_crashes(package, vectors_dir) else None,
+            lambda space: zygote(_mutation_env(), preload=space.dir if preload else None))
 
 
 def close_workers(workers_):

@@ -522,6 +522,31 @@ def _rerun_here_case(M, O):
             and rs[1].caught_by == ["planted.rerun.holds"])
 
 
+def _catalogue_callables_cases():
+    """(what, right): what run_catalogue hands the pool, with recording stand-ins for the mutation's
+    run, the unmutated verdict and the zygote."""
+    from types import SimpleNamespace
+
+    from refimpl.tools.mutations import PACKAGE, _mutation_env, catalogue_callables
+    calls, space = [], SimpleNamespace(dir="/copy")
+    stand_ins = dict(run=lambda m, **kw: calls.append(("run", m, kw)),
+                     verdict=lambda *a: calls.append(("verdict",) + a),
+                     zygote=lambda env, preload=None: calls.append(("zygote", env == _mutation_env(), preload)))
+    run, confirm, new_zygote = catalogue_callables(9.0, None, PACKAGE, True, True, **stand_ins)
+    run("m", "z0", space), confirm("k.a", "f.py", "z0", space), new_zygote(space)
+    v_run, v_confirm, v_zygote = catalogue_callables(9.0, "/vectors", PACKAGE, False, False, **stand_ins)
+    v_run("m", None, space), v_zygote(space)
+    want = [("run", "m", dict(timeout=9.0, vectors_dir=None, zygote="z0", claims=True, package=PACKAGE,
+                              workspace=space)),
+            ("verdict", "k.a", "z0", space, 9.0, PACKAGE, "f.py"), ("zygote", True, "/copy"),
+            ("run", "m", dict(timeout=9.0, vectors_dir="/vectors", zygote=None, claims=False, package=PACKAGE,
+                              workspace=space)), ("zygote", True, None)]
+    return [("run_catalogue's pool: each mutation run with the timeout, vectors, claims, package and the worker's "
+             "zygote and copy; a crash's catcher confirmed on the worker's copy for the mutated file; a new zygote "
+             "in the mutation environment preloading the copy (none without preloading); nothing confirmed against "
+             "the vectors", calls == want and v_confirm is None)]
+
+
 def _pool_cases():
     """pool_mutations on planted runs, one worker (its order then fixed): the longest first, a dead
     zygote replaced before its copy is used again, each crash's catcher confirmed once, the progress
@@ -535,7 +560,7 @@ def _pool_cases():
                "m5": dict(caught_by=["k.x"], crashed=True)}
     mutations = [Mutation(i, "core", "g" if i == "m3" else "f", "a", "b", "") for i in cost]
 
-    def pool(zygote, confirming=True, workers=1):
+    def pool(zygote, confirming=True, workers=1, costed=True):
         log, lines, made = [], [], []
         workers_ = queue.Queue()
         workers_.put((zygote, "space0"))
@@ -554,7 +579,7 @@ def _pool_cases():
             made.append(_PlantedZygote(f"z{len(made) + 1}"))
             return made[-1]
         results, confirmed = pool_mutations(mutations, workers_, workers, run, confirm if confirming else None,
-                                            new_zygote, lines.append, lambda m: cost[m.id])
+                                            new_zygote, lines.append, (lambda m: cost[m.id]) if costed else None)
         return [r.id for r in results], confirmed, log, lines, made, list(workers_.queue)
     z0 = _PlantedZygote("z0")
     ids, confirmed, log, lines, made, left = pool(z0)
@@ -591,6 +616,8 @@ def _pool_cases():
                  confirms_crashes(pathlib.Path("/elsewhere/refimpl"), None)] == [True, False, False]))
     out.append(("0 workers asked: one runs them all, in the same order",
                 pool(_PlantedZygote("z0"), workers=0)[:4] == (ids, confirmed, log, lines)))
+    out.append(("without costs: the mutations run in the catalogue's order",
+                [e[0] for e in pool(_PlantedZygote("z0"), costed=False)[2] if e[0] != "confirm"] == list(cost)))
     ids, confirmed, log, lines, made, left = pool(None, confirming=False)
     out.append(("without a zygote (no fork) every run gets none and none is made; without confirming, no check "
                 "is run unmutated", confirmed == {} and made == [] and left == [(None, "space0")]
@@ -1021,7 +1048,8 @@ def _runner_cases():
         return fact_groups([
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
-            lambda: _counting_cases(tmp), _order_cases, _pool_cases, lambda: _run_mutation_cases(tmp),
+            lambda: _counting_cases(tmp), _order_cases, _pool_cases, _catalogue_callables_cases,
+            lambda: _run_mutation_cases(tmp),
             lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
             lambda: _fallback_cases(tmp), lambda: _vector_child_cases(tmp), lambda: _zygote_server_cases(tmp)])
 

@@ -184,7 +184,11 @@ def _differing_inputs_cases():
         np.savez(os.path.join(tmp, "trace.npz"), **ours)
         got = DG.differing_inputs(tmp, theirs, "vfl")
         same_tau = DG.differing_inputs(tmp, {**theirs, "tau": ours["tau"].copy()}, "vfl")
-    return [("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
+        one_side = DG.differing_inputs(tmp, {"init_theta0": np.zeros(3), "tau": ours["tau"].copy()}, "vfl")
+    return [("a replay input one side holds only (the batch schedule; θ_1 of an initial point that differs in θ_0 "
+             "is not): recorded on one side, apart from the differing ones", one_side == (["initial point"],
+                                                                                         ["batch schedule"])),
+            ("replay inputs that differ are listed in name order (batch schedule, initial point, τ table)",
              got == (["batch schedule", "initial point", "τ table"], [])),
             ("a replay input both sides hold equal (the τ table) is not listed", same_tau == (
                 ["batch schedule", "initial point"], [])),
@@ -2827,16 +2831,44 @@ def _planted_warnings(quick):
     return {"measured": 1.0, "bound": 2.0, "note": "its note"}
 
 
+def _record_fields_right(VF, REGISTRY):
+    return _numpy_scalars_recorded_right(VF, REGISTRY) and _check_task_right(VF, REGISTRY)
+
+
+def _check_task_right(VF, REGISTRY):
+    """The engine's work function of a task on a planted check whose details hold NumPy values: its
+    status and the record as plain JSON (an int64 an int, a bool_ a bool, an array its values)."""
+    import os
+
+    from refimpl.verification.registry import PARTS_WORKERS_ENV
+    cid = "planted.verdict.numpy-details"
+    REGISTRY[cid] = ("planted numpy-details", "nowhere", lambda q: {
+        "measured": 1.0, "bound": 2.0, "details": {"n": np.int64(7), "ok": np.bool_(True), "a": np.arange(2)}}, "theorem")
+    kept = os.environ.get(PARTS_WORKERS_ENV)
+    try:
+        status, recs = VF.check_task({"checks": [cid], "quick": True, "part_workers": 1}, None)
+    finally:
+        REGISTRY.pop(cid, None)
+        if kept is None:
+            os.environ.pop(PARTS_WORKERS_ENV, None)
+        else:
+            os.environ[PARTS_WORKERS_ENV] = kept
+    d = recs[0]["details"] if len(recs) == 1 else {}
+    return status == "holds" and (d.get("n"), d.get("ok"), d.get("a")) == (7, True, [0, 1]) and type(d["n"]) is int
+
+
 def _numpy_scalars_recorded_right(VF, REGISTRY):
-    """A planted check measuring NumPy scalars: its record holds Python floats (3.0 ≤ 4.0, ratio 0.75)."""
+    """A planted check measuring NumPy scalars: its record holds Python floats (4.0 ≥ 3.0, ratio 0.75)
+    and names its relation and kind."""
     cid = "planted.verdict.numpy-scalars"
-    REGISTRY[cid] = ("planted numpy-scalars", "nowhere", lambda q: {"measured": np.int64(3), "bound": np.float32(4)},
-                     "theorem")
+    REGISTRY[cid] = ("planted numpy-scalars", "nowhere",
+                     lambda q: {"measured": np.int64(4), "bound": np.float32(3), "relation": "≥"}, "theorem")
     try:
         rec = VF.run_check(cid)
     finally:
         REGISTRY.pop(cid, None)
-    return [type(rec.measured), type(rec.bound), rec.measured, rec.ratio, rec.holds] == [float, float, 3.0, 0.75, True]
+    return ([type(rec.measured), type(rec.bound), rec.measured, rec.ratio, rec.holds, rec.details.get("relation"),
+             rec.details.get("kind")] == [float, float, 4.0, 0.75, True, "≥", "theorem"])
 
 
 def _verdict_cases():
@@ -2888,8 +2920,8 @@ def _verdict_cases():
               recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
     cases += [("a NaN measured value is recorded as no value (None), never as NaN",
                recs["nan-measured"].measured is None),
-              ("NumPy scalars measured (an int64 count, a float32 bound) are recorded as Python floats, as --json "
-               "writes them", _numpy_scalars_recorded_right(VF, REGISTRY)),
+              ("NumPy scalars measured (an int64 count, a float32 bound) recorded as Python floats, as --json writes "
+               "them, with the relation; an engine task's records as plain JSON", _record_fields_right(VF, REGISTRY)),
               ("a check's warnings in its record, sorted, and the first of them in its table note after its own",
                recs["warned"].details.get("warnings") == ["RuntimeWarning: a first", "UserWarning: b second"]
                and recs["warned"].details.get("table_note") == "its note; 2 warning(s): RuntimeWarning: a first"),

@@ -228,6 +228,8 @@ def check_task(task, tmp):
 
 
 def _plain(o):
+    if getattr(o, "ndim", 0):        # a NumPy array: its values as lists
+        return o.tolist()
     try:
         return o.item()              # NumPy scalars
     except AttributeError:

@@ -425,7 +425,8 @@ def _held_wrong(status, got):
        "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
        "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
        "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
-       "step 1 whose ||x̄_t||² does (the gradient-norm rule off), a run evaluated every 4th round recording its last "
+       "step 1 whose ||x̄_t||² does (the gradient-norm rule off), Flex-VFL at round 1 and the asynchronous baseline "
+       "at event 1 (naming the party) when Σ_k ||θ_k||² exceeds 1e-9, a run evaluated every 4th round recording its last "
        "good round all the same; the rule itself at each edge by hand (a cost "
        "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
        "limit that is not a finite number > 0 refused); 0 mismatches",
@@ -500,16 +501,36 @@ def divergence_reference(quick):
         det["ssca-family/sgd ||omega||^2, every 4th round evaluated"] = sparse.metrics["round"]
         return ["||omega||^2"] * int(got != want or not one.status.startswith("diverged: round 1:") or not last_good)
 
-    # the rule by hand first, then the runs (the cheapest first)
     run = {name: (lambda name=name, args=args: case(name, *args)) for name, args in cases.items()}
-    mf = "mfcgd-family/comfedl"
+    mf = "mfcgd-family/comfedl"            # the rule by hand first, then the runs (the cheapest first)
     mismatches = len(wrong_groups([lambda: det.setdefault("rule_by_hand", _divergence_rule_errors()),
                                    run["ssca-family/sgd"], sq_norm_case, run[mf],
                                    lambda: case(mf, 0.5, cases[mf][1], "grad_norm", f"{mf} factor 0.5"),
-                                   lambda: _mfcgd_sq_norm_case(det), run["flexvfl"], run["async-vfl"]]))
+                                   lambda: _mfcgd_sq_norm_case(det) + _vfl_sq_norm_case(det), run["flexvfl"],
+                                   run["async-vfl"]]))
     stops = [det.get(k, {}).get("stopped_round") for k in ("ssca-family/sgd", "flexvfl", "mfcgd-family/comfedl")]
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
             "note": "SGD stops at round {}, Flex-VFL at round {}, ComFedL at step {}".format(*stops)}
+
+
+def _vfl_sq_norm_case(det):
+    """Σ_k ||θ_k||² above a limit of 1e-9 (the cost rule off): Flex-VFL stops at round 1 and the
+    asynchronous baseline at event 1, naming the party served; each trace holds the initial state
+    only (the asynchronous one's evaluations before the first event)."""
+    import re
+
+    from refimpl.verification.registry import embedded
+    from refimpl.vfl.experiment import VFLConfig, run_vfl
+    sync = run_vfl(VFLConfig(method="flexvfl", rounds=2, diverge_cost_factor=1e12, diverge_sq_norm=1e-9), embedded())
+    asy = run_vfl(VFLConfig(method="async-vfl", time_budget=2, diverge_cost_factor=1e12, diverge_sq_norm=1e-9),
+                  embedded())
+    det["vfl ||theta||^2 above 1e-9"] = [sync.status, asy.status]
+    held = re.search(r"trace holds events 0\.\.0$", asy.status)
+    return ["||theta||^2"] * int(not sync.status.startswith("diverged: round 1: sum_k ||theta_k||^2 ")
+                                 or sync.metrics["round"] != [0]
+                                 or not re.match(r"diverged: event 1 \(party [123]\): sum_k \|\|theta_k\|\|\^2 ",
+                                                 asy.status)
+                                 or not held or set(asy.metrics["round"]) != {0})
 
 
 def _mfcgd_sq_norm_case(det):
@@ -978,7 +999,7 @@ def _batch_schedule_refusals():
 
 
 def _cover_refusals():
-    """True when an index cover (feature blocks, partitions) is refused for one index missing alone,
+    """True when an index cover (feature blocks, partitions) is refused for one index missing alone (the last too),
     for one repeated alone and for one below 0 (named with the range), a client with an empty
     feature block or one that is no list refused (given blocks read as written), a batch schedule
     beyond memory refused before it is built, a file of index lists is read
@@ -996,6 +1017,8 @@ def _cover_refusals():
                    "cover: 1 missing (first [2]), 0 repeated")
     right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([1, 2, 3])], 4, "blocks", "cover"),
                     "cover: 0 missing (first []), 1 repeated (first [1])")
+    right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([2])], 4, "blocks", "cover"),
+                    "cover: 1 missing (first [3]), 0 repeated")           # the last index missing
     right &= raises(lambda: _check_exact_cover([np.array([-1, 1]), np.array([2, 3])], 4, "blocks", "cover"),
                     "blocks must lie in 0..3, got -1..3")
     # a client given no feature, beside blocks that cover the rest: refused, and given blocks read as written
@@ -1046,6 +1069,9 @@ def _cover_refusals():
             with open(path, "w") as fh:
                 json.dump(doc, fh)
             right &= raises(lambda: read_partition_file(path, 2), "expected a JSON list of non-empty index lists")
+        with open(path, "w") as fh:          # a sample id that is no whole number: refused, naming client and entry
+            json.dump([[0, 1.5, 2], [3, 4]], fh)
+        right &= raises(lambda: read_partition_file(path, 5), "client 0 must hold integer indices; entry 1 is 1.5")
     return bool(right)
 
 

@@ -1421,6 +1421,10 @@ def _driven_through_flower(cfg, run):
     if run.strategy.configure_fit(4, None, manager) != []:
         wrong.append("a round after the run's last sends instructions")
     trace = run.finish()
+    from refimpl.ssca.protocols import SampleBasedProtocol
+    if not isinstance(run.trainer.algorithm.protocol, SampleBasedProtocol):
+        wrong.append(f"after finish() the algorithm's protocol is a {type(run.trainer.algorithm.protocol).__name__}, "
+                     "not its own sample-based one back")
     final = own.extra["final_state"].omega
     if np.max(np.abs(run.trainer.state.omega - final)) > 1e-10 * np.max(np.abs(final)) \
             or np.array_equal(run.trainer.state.omega, omega0):
