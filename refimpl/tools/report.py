@@ -118,9 +118,7 @@ def build_report(out, quick=True, seeds=2, progress=None, executor="local", work
     from refimpl.tools.verify import load_checks
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    reps = {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
-                          rounds=rounds)
-            for name in names()}
+    reps = prepared_reproductions(out, names(), prepare, seeds, quick, rounds)
     counts, records = run_engine_tasks(list(load_checks()), quick, os.path.join(out, "checks"), reps,
                                        lambda n: resolve_workers(workers, n, "tasks"),
                                        lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress,
@@ -142,6 +140,13 @@ def write_report_files(out, records, execution, lines):
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path
+
+
+def prepared_reproductions(out, names_, prepare, seeds, quick, rounds):
+    """Each reproduction of ``names_`` prepared by ``prepare`` in out/reproductions/NAME with the
+    report's seeds, sizes and rounds, resuming its finished runs: {name: prepared}, in order."""
+    return {name: prepare(name, os.path.join(out, "reproductions", name), seeds=seeds, quick=quick, resume=True,
+                          rounds=rounds) for name in names_}
 
 
 def finished_reproductions(reps, finish, executor, workers):

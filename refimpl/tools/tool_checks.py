@@ -79,6 +79,7 @@ def _diagnose_cases():
     said = " ".join(DG.describe(DG.compare_dumps(ours, theirs, 1e-8), 1e-8))
     out.append(("an entry whose difference overflows is not finite either: the first such entry is named (entry 1)",
                 "round 10, omega_next at entry (1,)" in said))
+    out.append(_inf_both_sides_case(DG))
     out += _scalar_against_vector_cases()
     out += _local_step_cases()
     out += _differing_inputs_cases()
@@ -1579,7 +1580,15 @@ def _flag_cases():
     out.append(("a description with one sign changed (adaptive_matrix's A = sqrt(a) − ρ): its family's digest differs",
                 worded["description"] != docs["adaptive_matrix"]["description"] and len(got) == 1
                 and got[0].startswith("adaptive_matrix: what it publishes")))
-    return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records)]
+    return out + _planted_flag_cases(records) + [_schema_tolerance_case(docs), _witness_edge_case(records),
+                                                 _digest_set_case(V, docs)]
+
+
+def _digest_set_case(V, docs):
+    import json
+    pinned = {**{f: d for f, d in json.loads(V.DIGESTS_FILE.read_text()).items() if f != "partition"}, "gone": "0" * 64}
+    return ("a family without a pinned digest (partition) and a pinned digest of no family (gone): each named",
+            V.digest_problems(docs, pinned) == ["partition: no pinned digest", "gone: pinned, but no such family"])
 
 
 #: a divergence rule's inputs whose costs fall from a negative start (limits are factor × |cost_0|)
@@ -2165,6 +2174,17 @@ def _report_cases(tmp):
     return out
 
 
+def _inf_both_sides_case(DG):
+    """inf − inf is NaN: the entry is said without a RuntimeWarning."""
+    import warnings
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        said = " ".join(DG.describe(DG.compare_dumps({1: {"x": np.array([np.inf, 1.0])}},
+                                                     {1: {"x": np.array([np.inf, 2.0])}}, 1e-8), 1e-8))
+    return ("inf on both sides at entry 0: never agreeing, the entry named (inf vs inf), no warning printed",
+            "round 1, x at entry (0,): inf vs inf" in said and not warned)
+
+
 def _figure_case(DG):
     """(what, right): diagnose.png's figure on a planted comparison: a curve per quantity over the
     rounds, the first divergence a dashed black line of width 1 at its round, named by its quantity."""
@@ -2467,6 +2487,12 @@ def crosscheck_tools(quick):
     return _cases_result(cases, "planted ")
 
 
+def _prepared_right(prepared_reproductions):
+    got = prepared_reproductions("/r", ["b", "a"], lambda *a, **kw: (a, kw), 3, False, 7)
+    return list(got.items()) == [(n, ((n, f"/r/reproductions/{n}"), dict(seeds=3, quick=False, resume=True, rounds=7)))
+                                 for n in "ba"]
+
+
 def _report_files_right(tmp):
     """write_report_files into a planted directory: each file read back."""
     import json
@@ -2632,13 +2658,12 @@ def _report_section_cases(tmp):
     """(what, right): refimpl report's section on a planted reproduction and its smoke warning, written out."""
     import json
     import os
-
     from types import SimpleNamespace
 
     from refimpl.core.plots import legend_layout
     from refimpl.core.trace import Trace
     from refimpl.tools.report import (check_section, execution_record, finished_reproductions, header_lines,
-                                      report_lines, reproduction_lines, smoke_lines)
+                                      prepared_reproductions, report_lines, reproduction_lines, smoke_lines)
     from refimpl.tools.verify import reproduction_failures
     finished = []
     repro = finished_reproductions({"b": SimpleNamespace(out="/r/b"), "a": SimpleNamespace(out="/r/a")},
@@ -2685,7 +2710,8 @@ def _report_section_cases(tmp):
                  "executor": "local", "workers": 2, "tasks": {"workers": 2, "ran": 5}, "seconds": 3.5,
                  "check_seconds": {"t.a": 0.25, "t.b": None}}),
             ("a report's files: checks.json (the records), execution.json, REPORT.md (its lines); REPORT.md's path "
-             "returned", _report_files_right(tmp)),
+             "returned; its reproductions each prepared in reproductions/NAME with its seeds, sizes and rounds, "
+             "resuming, in order", _report_files_right(tmp) and _prepared_right(prepared_reproductions)),
             ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
                 False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [
                 "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
