@@ -53,7 +53,6 @@ class FlowerCollection:
     the strategy assembled from the current round's replies, with the same message ledger."""
 
     def __init__(self, protocol: SampleBasedProtocol):
-        self.inner = protocol
         self.model, self.client_weight, self.parts = protocol.model, protocol.client_weight, protocol.parts
         self.pending = None
 

@@ -1405,6 +1405,10 @@ def _driven_through_flower(cfg, run):
     if len(omega) != 1 or not np.array_equal(omega[0], run.trainer.state.omega):
         wrong.append("the strategy's initial parameters are not the started run's ω^0")
     omega0 = omega[0].copy()
+    from refimpl.ssca.flower import FlowerCollection
+    if not isinstance(run.trainer.algorithm.protocol, FlowerCollection):     # else Flower's replies go unused
+        wrong.append(f"during a Flower run the algorithm collects through a "
+                     f"{type(run.trainer.algorithm.protocol).__name__}, not the strategy's FlowerCollection")
     for r in (1, 2, 3):
         ins = run.strategy.configure_fit(r, None, manager)
         if [c for c, _ in ins] != ["node 0", "node 1", "node 2"] or len({id(i) for _, i in ins}) != 1 \

@@ -590,7 +590,7 @@ def _given_taus_errors():
 def _theory_every_errors(model, data):
     """Σ_k ||∇_k F(Θ^{r,0})||² every second round of three, evaluated every round: recorded at rounds
     0 and 2 (the sum of the blocks' squared gradients there), NaN at rounds 1 and 3 so that every series
-    stays aligned with "round"."""
+    stays aligned with "round"; without a timeout, the overrun flags are booleans, all False."""
     from refimpl.vfl.flexvfl import FlexVFL
     run = FlexVFL.from_method(model, data, "sync", [SGD()] * 3, 0.1, 8,
                               ConstantSpeed((1.0,) * 3).sample(3, np.random.default_rng(0)), Q=2)
@@ -599,8 +599,10 @@ def _theory_every_errors(model, data):
     first = sum(float(b @ b) for b in model.block_gradients(model.init(np.random.default_rng(1)), data.Xs_train,
                                                             data.y_train)[1])
     aligned = g.size == len(tr.metrics["round"]) == 4 and bool(np.all(np.isnan(g[[1, 3]])))
+    over = tr.arrays.get("overrun")      # without a timeout no step overruns: flags of booleans, all False
     return {"theory_every_2_alignment": float(not (aligned and np.all(np.isfinite(g[[0, 2]])))),
-            "theory_every_2_round_0": abs(float(g[0]) - first) / first if aligned else 1.0}
+            "theory_every_2_round_0": abs(float(g[0]) - first) / first if aligned else 1.0,
+            "overruns_without_timeout": float(over is None or over.dtype != bool or over.shape != (3, 3) or over.any())}
 
 
 def _replayed_and_parsed_speed_errors():
