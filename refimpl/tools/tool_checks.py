@@ -489,6 +489,7 @@ def _replay_layout_cases():
 
     from refimpl import papers
     from refimpl.core.matfiles import mat_initial_point, mat_snapshots
+    from refimpl.tools.crosscheck import load_side
     from refimpl.vfl.experiment import load_init
     from refimpl.vfl.models import LinearEncoder, LinearFusion, VerticalModel
     model = VerticalModel((LinearEncoder(3, 2), LinearEncoder(2, 2)), LinearFusion(4, 3))
@@ -506,6 +507,7 @@ def _replay_layout_cases():
         longer = _raises(lambda: load_init(os.path.join(tmp, "longer.npz"), model), "array 'theta1' has shape")
         savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
+        side = load_side(os.path.join(tmp, "iterates.mat"))              # refimpl crosscheck's side, default map
         savemat(os.path.join(tmp, "plain.mat"), {"Theta1a": W1, "Theta2a": W2})
         at7 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=7)
         at0 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=0)
@@ -523,8 +525,11 @@ def _replay_layout_cases():
             "the right size too, one entry longer refused",
             all(np.array_equal(a, b) for a, b in zip(back, flat)) and longer
             and all(np.array_equal(a, b) for a, b in zip(columns, flat))),
-           ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable",
-            3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2))]
+           ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable; a .mat side of refimpl "
+            "crosscheck holds them as its snapshot of round 3",
+            3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2)
+            and list(side.snapshots) == [3] and all(np.array_equal(a, b) for a, b in zip(side.snapshots[3], (W1, W2)))
+            and side.config.get("source", "").endswith("iterates.mat"))]
     M, p, d = 2, 2, 3
     st = {1: {"x": np.ones((M, d)), "h": np.full((M, p), 1.0), "u": np.full((M, p, d), 2.0), "v": np.full((M, p), 3.0)}}
     got = papers.get("mfcgd").replay_from_dump(st)
