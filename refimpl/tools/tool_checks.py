@@ -819,8 +819,9 @@ def _crosscheck_cases():
                 bool(rows) and rows[0]["rel"] == 0.01))
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "z": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "z": [np.nan, np.nan]}))}
-    out.append(("a metric NaN in every round on one side is skipped, naming why (no round where both are finite)",
-                rows.get("z", {}).get("skipped") is True
+    out.append(("a metric NaN in every round on one side is skipped, naming why (no round where both are finite), "
+                "its differences NaN", rows.get("z", {}).get("skipped") is True
+                and np.isnan(rows["z"].get("rel", 0.0)) and np.isnan(rows["z"].get("abs", 0.0))
                 and rows.get("z", {}).get("note") == "not compared: no round where both traces have a finite value"))
     rows = {r["what"]: r for r in crosscheck(Trace(config={}, metrics={"round": [0, 1], "x": [], "y": [1.0, 2.0]}),
                                              Trace(config={}, metrics={"round": [0, 1], "y": [1.0]}))}
@@ -2862,8 +2863,14 @@ def _planted_warnings(quick):
     return {"measured": 1.0, "bound": 2.0, "note": "its note"}
 
 
+_RECORD_FIELDS = ("NumPy scalars measured (an int64 count, a float32 bound) recorded as Python floats, as --json "
+                  "writes them, with the relation; an engine task's records as plain JSON; a note cut short on one line")
+
+
 def _record_fields_right(VF, REGISTRY):
-    return _numpy_scalars_recorded_right(VF, REGISTRY) and _check_task_right(VF, REGISTRY)
+    """Records' fields (below) and a note's text cut short: its whitespace one space, cut at a word."""
+    return (_numpy_scalars_recorded_right(VF, REGISTRY) and _check_task_right(VF, REGISTRY)
+            and VF.short("a\n   b\tc", 60) == "a b c" and VF.short("word " * 20, 12) == "word word…")
 
 
 def _check_task_right(VF, REGISTRY):
@@ -2951,8 +2958,7 @@ def _verdict_cases():
               recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
     cases += [("a NaN measured value is recorded as no value (None), never as NaN",
                recs["nan-measured"].measured is None),
-              ("NumPy scalars measured (an int64 count, a float32 bound) recorded as Python floats, as --json writes "
-               "them, with the relation; an engine task's records as plain JSON", _record_fields_right(VF, REGISTRY)),
+              (_RECORD_FIELDS, _record_fields_right(VF, REGISTRY)),
               ("a check's warnings in its record, sorted, and the first of them in its table note after its own",
                recs["warned"].details.get("warnings") == ["RuntimeWarning: a first", "UserWarning: b second"]
                and recs["warned"].details.get("table_note") == "its note; 2 warning(s): RuntimeWarning: a first"),

@@ -998,6 +998,30 @@ def _batch_schedule_refusals():
     return bool(right) and _cover_refusals()
 
 
+def _dirichlet_tries_right():
+    """dirichlet:α:MIN draws at most max_tries times (one Dirichlet share per class each), and one
+    try is a draw: MIN = 5 of 10 samples for 2 clients fails 3 tries after 3 × 2 shares; MIN = 1
+    succeeds at its only try."""
+    from refimpl.core.partition import sample_partition
+
+    class Counting:
+        def __init__(self):
+            self.rng, self.shares = np.random.default_rng(0), 0
+
+        def permutation(self, x):
+            return self.rng.permutation(x)
+
+        def dirichlet(self, alpha):          # shares 0.95, 0.05: 4 and 1 of each class's 5 samples
+            self.shares += 1
+            return np.array([0.95, 0.05])
+
+    labels, bad, good = np.repeat([0, 1], 5), Counting(), Counting()
+    refused = raises(lambda: sample_partition(10, 2, "dirichlet:1:5", bad, labels, max_tries=3),
+                     "no draw in 3 gave every client at least 5 samples")
+    parts = sample_partition(10, 2, "dirichlet:1:1", good, labels, max_tries=1)
+    return refused and bad.shares == 6 and good.shares == 2 and sorted(map(len, parts)) == [2, 8]
+
+
 def _cover_refusals():
     """True when an index cover (feature blocks, partitions) is refused for one index missing alone (the last too),
     for one repeated alone and for one below 0 (named with the range), a client with an empty
@@ -1069,6 +1093,7 @@ def _cover_refusals():
             with open(path, "w") as fh:
                 json.dump(doc, fh)
             right &= raises(lambda: read_partition_file(path, 2), "expected a JSON list of non-empty index lists")
+        right &= _dirichlet_tries_right()
         with open(path, "w") as fh:          # a sample id that is no whole number: refused, naming client and entry
             json.dump([[0, 1.5, 2], [3, 4]], fh)
         right &= raises(lambda: read_partition_file(path, 5), "client 0 must hold integer indices; entry 1 is 1.5")

@@ -1422,7 +1422,7 @@ def problem_evaluations(quick):
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
-              + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
+              + _problem_stream_errors() + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples; the MAML held-out loss",
@@ -1446,6 +1446,23 @@ def _sample_shape_errors(problems):
         if got != (zeta, xi) or (name == "drfl" and np.any(x)):
             wrong.append(f"{name}'s samples for (T, M) = (2, 3): ζ {got[0]}, ξ {got[1]}; docs/guide.md: ζ {zeta}, "
                          f"ξ {xi}" + (" (zeros)" if name == "drfl" else ""))
+    return wrong
+
+
+def _problem_stream_errors():
+    """Each problem's instance is drawn from the problem stream it is given: the same stream, the
+    same instance as the problem's own draw; another seed, another instance."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem
+    wrong = []
+    for name in ("synthetic", "maml", "nonlinear"):
+        cfg = MFCGDConfig(method="mfcgd", problem=name, clients=2, dim=3)
+        a, b = (build_problem(cfg, np.random.default_rng(s)) for s in (11, 12))
+        again = build_problem(cfg, np.random.default_rng(11))
+        fields = lambda pr: [np.asarray(v) for v in vars(pr).values() if isinstance(v, np.ndarray)]
+        same = all(np.array_equal(x, y) for x, y in zip(fields(a), fields(again)))
+        other = any(not np.array_equal(x, y) for x, y in zip(fields(a), fields(b)))
+        if not (fields(a) and same and other):
+            wrong.append(f"{name}: the instance from seeds 11, 11 and 12 — the same twice: {same}, another: {other}")
     return wrong
 
 
