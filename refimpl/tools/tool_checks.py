@@ -2897,16 +2897,17 @@ def _check_task_right(VF, REGISTRY):
 
 def _numpy_scalars_recorded_right(VF, REGISTRY):
     """A planted check measuring NumPy scalars: its record holds Python floats (4.0 ≥ 3.0, ratio 0.75)
-    and names its relation and kind."""
+    and names its relation and kind, and that it is vacuous as the check said."""
     cid = "planted.verdict.numpy-scalars"
     REGISTRY[cid] = ("planted numpy-scalars", "nowhere",
-                     lambda q: {"measured": np.int64(4), "bound": np.float32(3), "relation": "≥"}, "theorem")
+                     lambda q: {"measured": np.int64(4), "bound": np.float32(3), "relation": "≥", "vacuous": True},
+                     "theorem")
     try:
         rec = VF.run_check(cid)
     finally:
         REGISTRY.pop(cid, None)
     return ([type(rec.measured), type(rec.bound), rec.measured, rec.ratio, rec.holds, rec.details.get("relation"),
-             rec.details.get("kind")] == [float, float, 4.0, 0.75, True, "≥", "theorem"])
+             rec.details.get("kind"), rec.details.get("vacuous")] == [float, float, 4.0, 0.75, True, "≥", "theorem", True])
 
 
 def _verdict_cases():

@@ -1551,8 +1551,8 @@ def _flower_logging_errors():
 def _flower_finish_errors():
     """How a Flower run closes its trace: one that stopped before its last round is marked stopped
     (naming that round), a finished or diverged one keeps its status; the engine is recorded and the
-    algorithm's own protocol given back; without Flower installed the engine is refused naming the
-    extra. The number of wrong answers."""
+    algorithm's own protocol given back; a round collected before any reply is refused; without Flower
+    installed the engine is refused naming the extra. The number of wrong answers."""
     from types import SimpleNamespace
 
     from refimpl.core.trace import Trace
@@ -1565,6 +1565,14 @@ def _flower_finish_errors():
         tr.status = status
         FlowerRun(None, None, None, SimpleNamespace(rounds=5), tr, lambda: restored.append(1)).finish()
         wrong += int(tr.status != want or tr.config.get("engine") != "flower" or restored != [1])
+    # a round collected before any reply was assembled is refused, saying so
+    from refimpl.ssca.flower import FlowerCollection
+    fresh = FlowerCollection(SimpleNamespace(model=None, client_weight=None, parts=None))
+    try:
+        fresh.collect(None, [])
+        wrong += 1
+    except RuntimeError as exc:
+        wrong += int(str(exc) != "no Flower replies were assembled for this round")
     # without Flower installed (its import fails) the engine is refused with the extra to install
     import sys
 

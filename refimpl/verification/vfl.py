@@ -644,6 +644,11 @@ def _replayed_and_parsed_speed_errors():
         cpu = os.path.join(tmp, "cpu.npy")
         np.save(cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]]))
         notes = [CPUTraceSpeed.from_file(cpu, 1.0).note, CPUTraceSpeed(np.full((2, 3), 0.5), 1.0).note]
+        # a pathlib.Path to the trace reads as its text does (the .npy told by the name), its source said as text
+        import pathlib
+        by_path = CPUTraceSpeed.from_file(pathlib.Path(cpu), 1.0)
+        errors["cpu_trace_path_object"] = float(by_path.source != cpu or not np.array_equal(
+            by_path.cpu, np.array([[-0.2, 0.3, 1.5], [0.5, 0.5, 0.5]])))
         row = os.path.join(tmp, "row.csv")                   # one machine's utilisation over 3 times, as text
         with open(row, "w") as fh:
             fh.write("0.2,0.5,0.9\n")
@@ -1142,7 +1147,7 @@ def _regime_helper_errors(cfg, ds):
 def _regime_table_errors(cfg, ds):
     """The regime table's by-products: the traces it is asked to keep ({S: {method: trace}}, the
     trace of the row's run), its progress lines (each row's time to one decimal) and, with η tuned and a target no η reaches (1.0: every test sample right
-    within 8 rounds), no η, no time and no claim that the best η is interior."""
+    within 8 rounds), no η, no time and no claim that the best η is interior; η tuned, the best η's trace kept."""
     from dataclasses import replace
 
     from refimpl.vfl.regime import regime_table, tuned_eta
@@ -1161,6 +1166,12 @@ def _regime_table_errors(cfg, ds):
     eta, t, table, interior = tuned_eta(replace(cfg, method="pbcd"), ds, 1, 1.0, 30.0)
     if (eta, t, interior) != (None, None, False) or not table or any(v is not None for v in table.values()):
         wrong.append(f"tuned η for an unreachable target: η {eta}, time {t}, interior {interior}, grid {table}")
+    # η tuned over 0.05 and 0.5: the trace kept is the best η's run, reaching the target at its time
+    keep = {}
+    eta, t, _, _ = tuned_eta(cfg, ds, 1, 0.2, 30.0, grid=(0.05, 0.5), max_widen=0, keep=keep)
+    best = keep.get("trace")
+    if best is None or best.config.get("eta") != str(eta) or time_to_target(best, 0.2) != t:
+        wrong.append(f"tuned η {eta} (time {t}) keeps the trace of η {getattr(best, 'config', {}).get('eta')}")
     return wrong
 
 
