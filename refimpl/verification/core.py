@@ -1056,6 +1056,9 @@ def _cover_refusals():
     right &= raises(lambda: sample_based_schedule([np.arange(10 ** 6)] * 100, 10 ** 4, 1000, np.random.default_rng(0)),
                     "the batch schedule (10,000 × 100 × 1,000 sample ids) would need 7.5 GiB of memory, above the "
                     "4 GiB allowed: fewer --rounds, clients or a smaller --batch")
+    # 2^32 × 2^16 × 2^16 ids: a product that wraps to 0 in 64-bit integers is refused all the same
+    from refimpl.core.partition import _check_schedule_size
+    right &= raises(lambda: _check_schedule_size((2 ** 32, 2 ** 16, 2 ** 16)), "would need 137,438,953,472.0 GiB")
     # a saved batch schedule loads back as saved; a file of floats or of Python objects is refused, never unpickled
     from refimpl.core.partition import BatchSchedule
     with tempfile.TemporaryDirectory() as tmp:

@@ -1422,7 +1422,7 @@ def problem_evaluations(quick):
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
-              + _problem_stream_errors() + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
+              + _problem_stream_errors() + _gamma_errors() + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples; the MAML held-out loss",
@@ -1446,6 +1446,20 @@ def _sample_shape_errors(problems):
         if got != (zeta, xi) or (name == "drfl" and np.any(x)):
             wrong.append(f"{name}'s samples for (T, M) = (2, 3): ζ {got[0]}, ξ {got[1]}; docs/guide.md: ζ {zeta}, "
                          f"ξ {xi}" + (" (zeros)" if name == "drfl" else ""))
+    return wrong
+
+
+def _gamma_errors():
+    """--gamma reaches the run: MFCGD with γ = 0.2 and with 0.5 (the same seed and samples) steps to
+    other iterates, on both backends."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    wrong = []
+    for numba in (False, True):
+        cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=3,
+                          backend="numba" if numba else "numpy")
+        a, b = (run_mfcgd_config(replace(cfg, gamma=g)) for g in (0.2, 0.5))
+        if a.config["backend_used"] != cfg.backend or np.array_equal(a.arrays["x_bar"], b.arrays["x_bar"]):
+            wrong.append(f"MFCGD ({a.config['backend_used']}) with γ = 0.2 and 0.5: the same iterates")
     return wrong
 
 
