@@ -2864,13 +2864,30 @@ def _planted_warnings(quick):
 
 
 _RECORD_FIELDS = ("NumPy scalars measured (an int64 count, a float32 bound) recorded as Python floats, as --json "
-                  "writes them, with the relation; an engine task's records as plain JSON; a note cut short on one line")
+                  "writes them, with the relation; an engine task's records as plain JSON; a note cut short on one "
+                  "line; check tasks handed to the engine counted as checks")
 
 
 def _record_fields_right(VF, REGISTRY):
-    """Records' fields (below) and a note's text cut short: its whitespace one space, cut at a word."""
+    """Records' fields (below), a note's text cut short (its whitespace one space, cut at a word) and
+    the check tasks handed to the engine."""
     return (_numpy_scalars_recorded_right(VF, REGISTRY) and _check_task_right(VF, REGISTRY)
-            and VF.short("a\n   b\tc", 60) == "a b c" and VF.short("word " * 20, 12) == "word word…")
+            and VF.short("a\n   b\tc", 60) == "a b c" and VF.short("word " * 20, 12) == "word word…"
+            and _checks_on_engine_right(VF))
+
+
+def _checks_on_engine_right(VF):
+    """refimpl verify's check tasks on a recording engine: counted as checks, weighed by their checks
+    and placed by their seconds with a progress bar, neither without."""
+    calls = []
+    record = lambda tasks, *args, **kw: calls.append((tasks, args, kw))
+    task = {"checks": ["a", "b", "c"], "cost": 4.5}
+    VF.checks_on_engine(record, "local", "sched", print)([task], 2)
+    VF.checks_on_engine(record, "dask", None, None)([task], 1)
+    (_, a1, k1), (_, a2, k2) = calls
+    return (a1 == ("local", 2, "sched", print) and k1["what"] == "checks" and k1["weight"](task) == 3
+            and k1["position"](task) == 4.5 and a2 == ("dask", 1, None, None)
+            and (k2["what"], k2["weight"], k2["position"]) == ("checks", None, None))
 
 
 def _check_task_right(VF, REGISTRY):

@@ -299,9 +299,16 @@ def run_checks(only=None, quick=True, progress=None, executor=None, workers=None
     with tempfile.TemporaryDirectory(prefix="refimpl-checks-") as tmp:
         return run_engine_tasks(ids, quick, os.path.join(tmp, "checks"), {},
                                 lambda n: resolve_workers(workers, n, "checks"),
-                                lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress, what="checks",
-                                                           weight=(lambda t: len(t["checks"])) if progress else None,
-                                                           position=(lambda t: t["cost"]) if progress else None))[1]
+                                checks_on_engine(run_tasks, executor, scheduler, progress))[1]
+
+
+def checks_on_engine(run_tasks, executor, scheduler, progress):
+    """How ``refimpl verify`` hands its check tasks to the engine's ``run_tasks``: counted as checks;
+    with ``progress``, a task weighs as many checks as it holds and its position advances by its
+    recorded seconds (so that a bar's estimate weighs a long check as long)."""
+    return lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress, what="checks",
+                                      weight=(lambda t: len(t["checks"])) if progress else None,
+                                      position=(lambda t: t["cost"]) if progress else None)
 
 
 def reproduction_failures(failures, check_tasks):
