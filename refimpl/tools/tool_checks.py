@@ -508,6 +508,8 @@ def _replay_layout_cases():
         savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
         side = load_side(os.path.join(tmp, "iterates.mat"))              # refimpl crosscheck's side, default map
+        savemat(os.path.join(tmp, "single.mat"), {"Theta1a_3": W1.astype(np.float32), "Theta2a_3": W2.astype(np.int8)})
+        single = mat_snapshots(os.path.join(tmp, "single.mat"), {"W1": "Theta1a", "W2": "Theta2a"})[3]
         savemat(os.path.join(tmp, "plain.mat"), {"Theta1a": W1, "Theta2a": W2})
         at7 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=7)
         at0 = mat_snapshots(os.path.join(tmp, "plain.mat"), {"W1": "Theta1a", "W2": "Theta2a"}, round_=0)
@@ -525,11 +527,12 @@ def _replay_layout_cases():
             "the right size too, one entry longer refused",
             all(np.array_equal(a, b) for a, b in zip(back, flat)) and longer
             and all(np.array_equal(a, b) for a, b in zip(columns, flat))),
-           ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable; a .mat side of refimpl "
-            "crosscheck holds them as its snapshot of round 3",
+           ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable (MATLAB single and int8 "
+            "in double); a .mat side of refimpl crosscheck holds them as its snapshot of round 3",
             3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2)
             and list(side.snapshots) == [3] and all(np.array_equal(a, b) for a, b in zip(side.snapshots[3], (W1, W2)))
-            and side.config.get("source", "").endswith("iterates.mat"))]
+            and side.config.get("source", "").endswith("iterates.mat")
+            and [a.dtype for a in single] == [np.float64, np.float64])]
     M, p, d = 2, 2, 3
     st = {1: {"x": np.ones((M, d)), "h": np.full((M, p), 1.0), "u": np.full((M, p, d), 2.0), "v": np.full((M, p), 3.0)}}
     got = papers.get("mfcgd").replay_from_dump(st)

@@ -309,7 +309,7 @@ def _screened_run(rng):
        "Dir(α·1_K) (α = 0.2, 1, 5) and the minimum size kept; quantity:σ log-sizes with standard deviation σ, "
        "non-empty clients even at σ = 5; iid clients' label histograms against the whole set (χ²); the batch "
        "schedules' rows distinct and each id drawn at the rate B/n (feature-based: of all n; sample-based: of its "
-       "client's own): each statistical "
+       "client's own), and partition-stats' client × class counts by hand: each statistical "
        "test at |z| ≤ 4 (false alarm ≈ 6e-5 per test), its power against the nearest wrong convention reported",
        "docs/ssca.md (partitions); refimpl/core/partition.py")
 def partitions(quick):
@@ -382,6 +382,11 @@ def partitions(quick):
     det["iid_chi2"] = {"mean_over_f": float(chis.mean()), "expected": L - 1, "z": z["iid_chi2"],
                        "z_unshuffled": "contiguous blocks of sorted labels give χ² of order n"}
     bad_cover += _schedule_draws(z, det)
+    # refimpl partition-stats' table, by hand: clients {0, 2, 5} and {1, 3, 4} of labels 0, 1, 0, 2, 2, 1
+    from refimpl.core.partition import partition_stats
+    stats = partition_stats([np.array([0, 2, 5]), np.array([1, 3, 4])], [0, 1, 0, 2, 2, 1], 4)
+    bad_cover += int(stats["sizes"] != [3, 3] or np.asarray(stats["label_counts"]).tolist() != [[2, 1, 0, 0],
+                                                                                               [0, 1, 2, 0]])
     worst = max_or_nan(*(abs(v) for v in z.values()))
     det.update(cover_violations=bad_cover, z=z, false_alarm_per_test=float(1 - erf(4 / sqrt(2))))
     return {"measured": max_or_nan(worst / 4.0, float(bad_cover)), "bound": 1.0, "details": det,
