@@ -1422,7 +1422,8 @@ def problem_evaluations(quick):
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
-              + _problem_stream_errors() + _gamma_errors() + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
+              + _problem_stream_errors() + _gamma_errors() + _samples_without_initial_errors()
+              + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
                     "a longer run's samples; the MAML held-out loss",
@@ -1447,6 +1448,27 @@ def _sample_shape_errors(problems):
             wrong.append(f"{name}'s samples for (T, M) = (2, 3): ζ {got[0]}, ξ {got[1]}; docs/guide.md: ζ {zeta}, "
                          f"ξ {xi}" + (" (zeros)" if name == "drfl" else ""))
     return wrong
+
+
+def _samples_without_initial_errors():
+    """--init with h1, u1, v1 and --samples without zeta0, xi0 (the samples that would have built
+    them): the run steps from the given estimators on the given zeta, xi, as with zeta0, xi0 given."""
+    import os
+    import tempfile
+
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=3, dump_rounds="1",
+                      keep_samples=True, backend="numpy")
+    first = run_mfcgd_config(cfg).arrays
+    with tempfile.TemporaryDirectory() as tmp:
+        init, full, part = (os.path.join(tmp, f) for f in ("init.npz", "full.npz", "part.npz"))
+        np.savez(init, x1=first["init_x1"], **{f"{n}1": first[f"r1_{n}"] * 1.5 for n in ("h", "u", "v")})
+        np.savez(full, **{n: first[f"samples_{n}"] for n in ("zeta0", "xi0", "zeta", "xi")})
+        np.savez(part, **{n: first[f"samples_{n}"] for n in ("zeta", "xi")})
+        a, b = (run_mfcgd_config(replace(cfg, init=init, samples=f, keep_samples=False)).arrays["x_bar"]
+                for f in (full, part))
+    return [] if np.array_equal(a, b) and not np.array_equal(a, first["x_bar"]) else [
+        "--init h1, u1, v1 with --samples lacking zeta0, xi0 does not step as with them"]
 
 
 def _gamma_errors():
