@@ -489,7 +489,8 @@ def _async_events_by_hand(s, msg, S, horizon):
 def _method_refusal_errors(model, data):
     """A run's own constants refused naming the one that is wrong: adaptive Flex-VFL with one A_k of
     0 among positive ones, Flex-VFL with one party's η below 0, synchronous VFL with Q = 2.5 (no
-    whole number of local steps), a batch of 2.5 or 0.6 rows (none truncated), or of one more row than the data."""
+    whole number of local steps), a batch of 2.5 or 0.6 rows (none truncated), or of one more row than the data;
+    given batches with a repeated id or one past the data."""
     def run(method, eta, batch=8, **kw):
         return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, batch, np.ones((4, 3)), timeout=10.0,
                                            **kw)
@@ -498,6 +499,9 @@ def _method_refusal_errors(model, data):
              (run("sync", 0.1, Q=2.5), "Q (synchronous VFL's local steps) must be a positive integer, got 2.5")]
     cases += [(run("flex", 0.1, batch=b), f"batch must be a positive integer, got {b!r}") for b in (2.5, 0.6)]
     cases.append((run("flex", 0.1, batch=data.n + 1), f"batch must be at most the {data.n} samples, got {data.n + 1}"))
+    # given batches are checked where the run is built: a repeated id, an id past the data
+    cases += [(run("flex", 0.1, batch=2, batches=np.array([[0, 0]])), "a mini-batch repeats a sample id"),
+              (run("flex", 0.1, batch=2, batches=np.array([[0, data.n]])), f"= {data.n} is out of range")]
     return {"method_refusals_wrong": float(sum(not raises(f, words) for f, words in cases))}
 
 
