@@ -2576,6 +2576,8 @@ def _report_tasks_right():
     except RuntimeError as exc:
         return right and str(exc) == ("1 reproduction runs failed (finished runs are kept; rerun to retry): "
                                       "r-1: died")
+    finally:                    # the planted engine made the checks' directory again
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _reproduction_table_cases(tmp):
