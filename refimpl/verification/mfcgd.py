@@ -652,7 +652,10 @@ def baselines_literal(quick):
                     for key in ("x", "y") if alpha is None else ("x", "y", "m"):
                         rel = max_or_nan(rel, float(np.max(np.abs(dump[key] - states[t - 1][key]))
                                                     / max(float(np.max(np.abs(states[t - 1][key]))), 1e-300)))
-                bad = int(np.sum(r.samples != used) + np.sum(r.rounds != comms))
+                # and what each dumped step ends with: x after it (the next step's x), whether it communicated
+                bad = sum(int(bool(dump.get("communication")) != (t % q == 0)) + int(
+                    t < T and not np.array_equal(dump.get("x_next"), states[t]["x"])) for t, dump in r.dumps.items())
+                bad += int(np.sum(r.samples != used) + np.sum(r.rounds != comms))
                 nb_rel = None
                 if pname == "synthetic":
                     gn, smp, rnd, xsq = run_local_scgd_synthetic_nb(pr, x1, T, q, 0.2, 0.6, alpha, np.random.default_rng(0),
@@ -1422,7 +1425,7 @@ def problem_evaluations(quick):
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
-              + _problem_stream_errors() + _gamma_errors() + _samples_without_initial_errors()
+              + _problem_stream_errors() + _gamma_errors() + _samples_without_initial_errors() + _dump_writer_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
@@ -1469,6 +1472,24 @@ def _samples_without_initial_errors():
                 for f in (full, part))
     return [] if np.array_equal(a, b) and not np.array_equal(a, first["x_bar"]) else [
         "--init h1, u1, v1 with --samples lacking zeta0, xi0 does not step as with them"]
+
+
+def _dump_writer_errors():
+    """A run given a dump writer (as ``refimpl run mfcgd --dump-rounds`` gives one) streams its
+    dumped steps to disk, the same quantities a run without one keeps in its trace."""
+    import tempfile
+
+    from refimpl.core.dumps import DumpWriter, read_rounds
+    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
+    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2, dump_rounds="1,2")
+    kept = run_mfcgd_config(cfg).arrays
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = run_mfcgd_config(cfg, dump_writer=DumpWriter(tmp, rounds=2))
+        streamed = read_rounds(tmp)
+    right = (sorted(streamed) == [1, 2] and not any(k.startswith(("r1_", "r2_")) for k in tr.arrays)
+             and all(np.array_equal(v, kept[f"r{t}_{k}"]) for t, q in streamed.items() for k, v in q.items()))
+    return [] if right else [f"a run given a dump writer streamed steps {sorted(streamed)} and kept "
+                             f"{sorted(k for k in tr.arrays if k[:1] == 'r' and k[1:2].isdigit())[:4]} in its trace"]
 
 
 def _gamma_errors():

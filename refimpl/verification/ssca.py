@@ -976,6 +976,9 @@ def constrained_records(quick):
     ev = evaluator(theta, state)
     if "authors_cost" in ev:                    # the authors' one-vs-all cost only when asked for
         wrong.append("an evaluator built without authors_cost records the authors' cost")
+    asked = ConstrainedEvaluator(m, X, y, X[:10], y[:10], U=U, parts=parts, authors_cost=True)(theta, state)
+    if asked.get("authors_cost") != m.one_vs_all_cost(theta, X, y):      # … and then recorded, as the model says
+        wrong.append(f"an evaluator asked for the authors' cost records {asked.get('authors_cost')}")
     for k, v in (("constraint_value", f.max()), ("slack", 0.35), ("multiplier", 0.4)):
         if not abs(ev[k] - v) <= 1e-9:
             wrong.append(f"recorded {k} {ev[k]:.6g}, by hand {v:.6g}")
