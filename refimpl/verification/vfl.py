@@ -1176,6 +1176,11 @@ def _regime_table_errors(cfg, ds):
     best = keep.get("trace")
     if best is None or best.config.get("eta") != str(eta) or time_to_target(best, 0.2) != t:
         wrong.append(f"tuned η {eta} (time {t}) keeps the trace of η {getattr(best, 'config', {}).get('eta')}")
+    from refimpl.vfl.regime import regime_row          # … and a tuned row of the table keeps it for the figure
+    keep = {}
+    row = regime_row(cfg, ds, 0.0, "flexvfl", "tuned", target=0.2, keep=keep)
+    if keep.get("trace") is None or keep["trace"].config.get("eta") != str(row["eta"]):
+        wrong.append(f"a tuned regime row (η {row['eta']}) keeps {keep}")
     return wrong
 
 
