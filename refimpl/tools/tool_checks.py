@@ -2869,14 +2869,14 @@ def _planted_warnings(quick):
 
 
 _RECORD_FIELDS = ("NumPy scalars measured (an int64 count, a float32 bound) recorded as Python floats, as --json "
-                  "writes them, with the relation; an engine task's records as plain JSON; a note cut short on one "
-                  "line; check tasks handed to the engine counted as checks")
+                  "writes them, with the relation; a note cut short on one line; check tasks handed to the engine "
+                  "counted as checks")
 
 
 def _record_fields_right(VF, REGISTRY):
     """Records' fields (below), a note's text cut short (its whitespace one space, cut at a word) and
     the check tasks handed to the engine."""
-    return (_numpy_scalars_recorded_right(VF, REGISTRY) and _check_task_right(VF, REGISTRY)
+    return (_numpy_scalars_recorded_right(VF, REGISTRY)
             and VF.short("a\n   b\tc", 60) == "a b c" and VF.short("word " * 20, 12) == "word word…"
             and _checks_on_engine_right(VF))
 
@@ -2893,28 +2893,6 @@ def _checks_on_engine_right(VF):
     return (a1 == ("local", 2, "sched", print) and k1["what"] == "checks" and k1["weight"](task) == 3
             and k1["position"](task) == 4.5 and a2 == ("dask", 1, None, None)
             and (k2["what"], k2["weight"], k2["position"]) == ("checks", None, None))
-
-
-def _check_task_right(VF, REGISTRY):
-    """The engine's work function of a task on a planted check whose details hold NumPy values: its
-    status and the record as plain JSON (an int64 an int, a bool_ a bool, an array its values)."""
-    import os
-
-    from refimpl.verification.registry import PARTS_WORKERS_ENV
-    cid = "planted.verdict.numpy-details"
-    REGISTRY[cid] = ("planted numpy-details", "nowhere", lambda q: {
-        "measured": 1.0, "bound": 2.0, "details": {"n": np.int64(7), "ok": np.bool_(True), "a": np.arange(2)}}, "theorem")
-    kept = os.environ.get(PARTS_WORKERS_ENV)
-    try:
-        status, recs = VF.check_task({"checks": [cid], "quick": True, "part_workers": 1}, None)
-    finally:
-        REGISTRY.pop(cid, None)
-        if kept is None:
-            os.environ.pop(PARTS_WORKERS_ENV, None)
-        else:
-            os.environ[PARTS_WORKERS_ENV] = kept
-    d = recs[0]["details"] if len(recs) == 1 else {}
-    return status == "holds" and (d.get("n"), d.get("ok"), d.get("a")) == (7, True, [0, 1]) and type(d["n"]) is int
 
 
 def _numpy_scalars_recorded_right(VF, REGISTRY):
@@ -3055,7 +3033,8 @@ def _engine_and_coverage_cases():
 
     from refimpl.tools import verify as VF
     from refimpl.verification.registry import PARTS_WORKERS_ENV, REGISTRY
-    REGISTRY["planted.task.holds"] = ("p", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0}, "theorem")
+    REGISTRY["planted.task.holds"] = ("p", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0, "details": {
+        "n": np.int64(7), "ok": np.bool_(True), "a": np.arange(2)}}, "theorem")      # NumPy values in its details
     REGISTRY["planted.task.fails"] = ("p", "nowhere", lambda q: {"measured": 3.0, "bound": 2.0}, "theorem")
     before = os.environ.get(PARTS_WORKERS_ENV)
     try:
@@ -3079,6 +3058,9 @@ def _engine_and_coverage_cases():
     return [("an engine task holds only when each of its checks does, and gives its checks their part workers",
              (both[0], [r["holds"] for r in both[1]], one[0], workers)
              == ("does not hold", [True, False], "holds", ("1", "2"))),
+            ("an engine task's records as plain JSON: an int64 an int, a bool_ a bool, an array its values",
+             [(d.get("n"), type(d.get("n")), d.get("ok"), d.get("a")) for d in [both[1][0]["details"]]]
+             == [(7, int, True, [0, 1])]),
             ("the --coverage table: a row per module with statements (none: no row), (executed + Numba) / statements "
              "in %, the papers' total without the tools, the package's total",
              [ln.split(" | ")[0].strip() for ln in lines[2:-1]] == [f"{top}/core/a.py", f"{top}/tools/b.py",

@@ -1425,7 +1425,7 @@ def problem_evaluations(quick):
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
     wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
-              + _problem_stream_errors() + _gamma_errors() + _samples_without_initial_errors() + _dump_writer_errors()
+              + _problem_stream_errors() + _gamma_errors() + _dump_writer_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": "4 problems × 3 directions × 3 derivatives; DRFL accuracy; the recorded steps; FedAvg on DRFL; "
@@ -1451,27 +1451,6 @@ def _sample_shape_errors(problems):
             wrong.append(f"{name}'s samples for (T, M) = (2, 3): ζ {got[0]}, ξ {got[1]}; docs/guide.md: ζ {zeta}, "
                          f"ξ {xi}" + (" (zeros)" if name == "drfl" else ""))
     return wrong
-
-
-def _samples_without_initial_errors():
-    """--init with h1, u1, v1 and --samples without zeta0, xi0 (the samples that would have built
-    them): the run steps from the given estimators on the given zeta, xi, as with zeta0, xi0 given."""
-    import os
-    import tempfile
-
-    from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
-    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=3, dump_rounds="1",
-                      keep_samples=True, backend="numpy")
-    first = run_mfcgd_config(cfg).arrays
-    with tempfile.TemporaryDirectory() as tmp:
-        init, full, part = (os.path.join(tmp, f) for f in ("init.npz", "full.npz", "part.npz"))
-        np.savez(init, x1=first["init_x1"], **{f"{n}1": first[f"r1_{n}"] * 1.5 for n in ("h", "u", "v")})
-        np.savez(full, **{n: first[f"samples_{n}"] for n in ("zeta0", "xi0", "zeta", "xi")})
-        np.savez(part, **{n: first[f"samples_{n}"] for n in ("zeta", "xi")})
-        a, b = (run_mfcgd_config(replace(cfg, init=init, samples=f, keep_samples=False)).arrays["x_bar"]
-                for f in (full, part))
-    return [] if np.array_equal(a, b) and not np.array_equal(a, first["x_bar"]) else [
-        "--init h1, u1, v1 with --samples lacking zeta0, xi0 does not step as with them"]
 
 
 def _dump_writer_errors():
@@ -1525,13 +1504,15 @@ def _problem_stream_errors():
 
 def _init_errors():
     """--init with initial estimators: all of h1, u1, v1 start the run (its step-1 dump holds them),
-    one of them alone is refused naming what was found; an x1 of d entries as a matrix refused, as a
+    with or without the zeta0, xi0 samples that would have built them; one of them alone is refused
+    naming what was found; an x1 of d entries as a matrix refused, as a
     column read. The wrong answers."""
     import os
     import tempfile
 
     from refimpl.mfcgd.experiment import MFCGDConfig, run_mfcgd_config
-    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2, dump_rounds="1")
+    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2, dump_rounds="1",
+                      keep_samples=True)
     first = run_mfcgd_config(cfg).arrays
     given = {"x1": np.full(4, 0.1), **{f"{n}1": first[f"r1_{n}"] * 1.5 for n in ("h", "u", "v")}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -1543,6 +1524,13 @@ def _init_errors():
                  for n in ("h", "u", "v") if not np.array_equal(started[f"r1_{n}"], given[f"{n}1"])]
         wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, init=alone)),
                               "give all of h1, u1, v1 or none (found ['h1'])") else ["--init with h1 alone accepted"]
+        # --samples without zeta0, xi0 (the samples that would have built h1, u1, v1): the same steps
+        both, part = os.path.join(tmp, "both.npz"), os.path.join(tmp, "part.npz")
+        np.savez(both, **{n: first[f"samples_{n}"] for n in ("zeta0", "xi0", "zeta", "xi")})
+        np.savez(part, zeta=first["samples_zeta"], xi=first["samples_xi"])
+        a, b = (run_mfcgd_config(replace(cfg, init=full, samples=f)).arrays["x_bar"] for f in (both, part))
+        wrong += [] if np.array_equal(a, b) else ["--init h1, u1, v1 with --samples lacking zeta0, xi0 steps "
+                                                  "otherwise than with them"]
         # x1 as a 2 × 2 matrix holds d = 4 entries but is no point; a MATLAB column (4, 1) is one
         square, column = os.path.join(tmp, "square.npz"), os.path.join(tmp, "column.npz")
         np.savez(square, x1=np.full((2, 2), 0.1))
