@@ -854,6 +854,13 @@ def _crosscheck_cases():
     out.append(("a series short on both sides is named by the first trace's count",
                 [r.get("note") for r in rows] == ["not compared: the first trace has 1 values for 3 rounds (write one "
                                                   "value per metric_round entry, NaN where it was not evaluated)"]))
+    every, second = [0, 1, 2, 3, 4], [0, 2, 4]
+    for ra, rb, side in ((every, second, "second"), (second, every, "first")):
+        va, vb = ([1.0 + r + (0.5 if r == 4 and ro is second else 0.0) for r in ro] for ro in (ra, rb))
+        rows = crosscheck(Trace(config={}, metrics={"round": ra, "x": va}), Trace(config={}, metrics={"round": rb, "x": vb}))
+        out.append((f"a metric the {side} trace evaluates every second round is compared on its own rounds (0, 2 "
+                    "and 4; 5.5 against 5 at round 4)", [(r["what"], r["rounds"], r["abs"]) for r in rows]
+                    == [("x", 3, 0.5)] and rows[0].get("one_sided") == []))
     snaps = {r: (w1 * r, w2) for r in (130, 3, 64, 7)}          # a set of these iterates 64, 130, 3, 7
     rows = crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots=snaps),
                       Trace(config={}, metrics={"round": [0]}, snapshots=dict(snaps)))
@@ -2897,10 +2904,12 @@ def _checks_on_engine_right(VF):
 
 def _numpy_scalars_recorded_right(VF, REGISTRY):
     """A planted check measuring NumPy scalars: its record holds Python floats (4.0 ≥ 3.0, ratio 0.75)
-    and names its relation and kind, and that it is vacuous as the check said."""
+    and names its relation and kind, and that it is vacuous as the check said. It measures 4 only
+    when run_check hands it quick=True, run_check's default."""
     cid = "planted.verdict.numpy-scalars"
     REGISTRY[cid] = ("planted numpy-scalars", "nowhere",
-                     lambda q: {"measured": np.int64(4), "bound": np.float32(3), "relation": "≥", "vacuous": True},
+                     lambda q: {"measured": np.int64(4 if q is True else 5), "bound": np.float32(3), "relation": "≥",
+                                "vacuous": True},
                      "theorem")
     try:
         rec = VF.run_check(cid)

@@ -1198,6 +1198,34 @@ def _command_refusals(command):
     return len(cases), wrong
 
 
+def _initial_metrics_errors(ds):
+    """What is wrong with the metrics a run records at ω^0 (``initial_metrics``, remembered per model,
+    data arrays, options and ω^0): after the plain evaluator's, an evaluator differing in one of
+    them (another array of each of the four, λ, the authors' cost, the test accuracy off), or
+    another ω^0, must record its own metrics, evaluated here directly; the same ones again, the same."""
+    from dataclasses import replace
+
+    from refimpl.ssca.algorithms import initial_metrics
+    X, y = ds.X_train[:60].copy(), ds.y_train[:60].copy()
+    m = TwoLayerNet(X.shape[1], 4, ds.n_classes)
+    theta = m.init_params(np.random.default_rng(5))
+    base = Evaluator(m, X, y, X[:20].copy(), y[:20].copy(), lam=1e-3)
+    same = lambda a, b: a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+    wrong = [] if same(initial_metrics(base, theta), base(theta)) else ["ω^0's metrics are not the evaluator's"]
+    other = {"X_train": X[::-1].copy(), "y_train": (y + 1) % ds.n_classes, "X_test": X[20:40].copy(),
+             "y_test": m.predict(theta, base.X_test), "lam": 2e-3, "authors_cost": True, "test_accuracy": False}
+    for field, value in other.items():
+        ev = replace(base, **{field: value})
+        if same(ev(theta), base(theta)):
+            wrong.append(f"the evaluator differing in {field} records the plain one's metrics: no witness")
+        elif not same(initial_metrics(ev, theta), ev(theta)):
+            wrong.append(f"ω^0's metrics remembered for an evaluator differing in {field} only")
+    if not same(initial_metrics(base, theta + 1e-3), base(theta + 1e-3)) or not same(
+            initial_metrics(base, theta), base(theta)):
+        wrong.append("ω^0's metrics remembered for another ω^0, or not the same for the same one")
+    return wrong
+
+
 @check("ssca.assembly_literal", "what `refimpl run` assembles for SSCA and its baselines, by hand: the seed's three "
        "streams (the initial point U(±sqrt(6/(D + L))) from the first, the batches from the second, the clients' "
        "split from the third, the split `refimpl partition-stats` shows); FedAvg with E local steps drawing E·B "
@@ -1274,10 +1302,11 @@ def assembly_literal(quick):
     if not raises(lambda: run_experiment(ecfg, ds, batches=fedavg.batches[:, :, :2]), "(T, 3, 4)"):
         wrong.append("FedAvg E = 2: a (T, K, B) schedule is not refused naming (T, 3, 4)")
     n_command, command_wrong = _command_cases()
-    wrong += command_wrong
-    n = 11 + n_command    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
+    wrong += command_wrong + _initial_metrics_errors(ds)
+    n = 12 + n_command    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
     #                       a pooled schedule replayed, its dumped clients, one of the wrong width refused, and
-    #                       FedAvg's E·B-wide schedule replayed and a B-wide one refused
+    #                       FedAvg's E·B-wide schedule replayed and a B-wide one refused, ω^0's remembered
+    #                       metrics
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"

@@ -1150,8 +1150,10 @@ def _regime_helper_errors(cfg, ds):
 
 def _regime_table_errors(cfg, ds):
     """The regime table's by-products: the traces it is asked to keep ({S: {method: trace}}, the
-    trace of the row's run), its progress lines (each row's time to one decimal) and, with η tuned and a target no η reaches (1.0: every test sample right
-    within 8 rounds), no η, no time and no claim that the best η is interior; a tuned row's best η's trace kept."""
+    trace of the row's run), its progress lines (each row's time to one decimal; without a progress
+    callback or traces asked for, the same row), and, with η tuned and a target no η reaches (1.0:
+    every test sample right within 8 rounds), no η, no time and no claim that the best η is
+    interior; a tuned row's best η's trace kept."""
     from dataclasses import replace
 
     from refimpl.vfl.regime import regime_table, tuned_eta
@@ -1163,6 +1165,12 @@ def _regime_table_errors(cfg, ds):
             f"{None if r['time_to_target'] is None else round(r['time_to_target'], 1)}" for r in rows]
     if said != want:
         wrong.append(f"regime_table's progress lines {said}, want {want} (the time to one decimal)")
+    try:                                # asked for no progress lines and no traces: the same row, quietly
+        alone = regime_table(cfg, ds, [2.0], "authors", methods=("flexvfl",), target=0.35)
+    except Exception as exc:
+        alone = f"{type(exc).__name__}: {exc}"
+    if alone != rows[1:]:
+        wrong.append(f"regime_table without progress or traces: {alone}, want the row {rows[1:]}")
     if sorted(kept) != [0.0, 2.0] or any(sorted(v) != ["flexvfl"] or v["flexvfl"] is None for v in kept.values()):
         wrong.append(f"regime_table kept traces {kept} for S = 0, 2 and Flex-VFL")
     elif time_to_target(kept[0.0]["flexvfl"], 0.35) is None or rows[0]["time_to_target"] is None:
