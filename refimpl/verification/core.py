@@ -1105,6 +1105,9 @@ def _cover_refusals():
         with open(path, "w") as fh:          # a sample id that is no whole number: refused, naming client and entry
             json.dump([[0, 1.5, 2], [3, 4]], fh)
         right &= raises(lambda: read_partition_file(path, 5), "client 0 must hold integer indices; entry 1 is 1.5")
+        with open(path, "w") as fh:          # a nested list: refused, naming client and entry (0-based)
+            json.dump([[0, 1], [2, [3], 4]], fh)
+        right &= raises(lambda: read_partition_file(path, 5), "client 1, entry 1 is a list ([3])")
     return bool(right)
 
 

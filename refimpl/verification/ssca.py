@@ -1583,7 +1583,7 @@ def _flower_logging_errors():
 def _flower_finish_errors():
     """How a Flower run closes its trace: one that stopped before its last round is marked stopped
     (naming that round), a finished or diverged one keeps its status; the engine is recorded and the
-    algorithm's own protocol given back; a round collected before any reply is refused; without Flower
+    algorithm's own protocol given back; its state is the trainer's; a round collected before any reply is refused; without Flower
     installed the engine is refused naming the extra. The number of wrong answers."""
     from types import SimpleNamespace
 
@@ -1595,8 +1595,10 @@ def _flower_finish_errors():
         restored = []
         tr = Trace(config={}, metrics={})
         tr.status = status
-        FlowerRun(None, None, None, SimpleNamespace(rounds=5), tr, lambda: restored.append(1)).finish()
+        run = FlowerRun(None, None, None, SimpleNamespace(rounds=5, state="its state"), tr, lambda: restored.append(1))
+        run.finish()
         wrong += int(tr.status != want or tr.config.get("engine") != "flower" or restored != [1])
+        wrong += int(getattr(run, "state", None) != "its state")       # the algorithm's last state: the trainer's
     # a round collected before any reply was assembled is refused, saying so
     from refimpl.ssca.flower import FlowerCollection
     fresh = FlowerCollection(SimpleNamespace(model=None, client_weight=None, parts=None))
