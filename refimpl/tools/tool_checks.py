@@ -3174,6 +3174,11 @@ def _table_layout_cases(CheckRecord):
             fh.write("method,rounds,time\nssca,12,0.000123\nsgd,n/a,2\n")
         md = _csv_table(path).splitlines()
         cut = _csv_table(path, limit=1).splitlines()
+        with open(path, "w") as fh:
+            fh.write("k\n" + "".join(f"{k}\n" for k in range(45)))
+        long_csv = _csv_table(path).splitlines()
+    long_claim = CheckRecord("t.d", "abcd " * 30, "src", 0.5, 1.0, 0.5, True, {"kind": "theorem"})
+    claim_cell = VF.format_table([long_claim], wide=True).splitlines()[2]
     return [("numbers: 1.000e+04 from 1e4 (9999.5 to 4 digits, 1e+04), 0.001 plain, 9.990e-04 below it, 0 plain, "
              "none as -, a negative number by its size", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-",
                                                                 "3", "-0.5", "-9.990e-04"]),
@@ -3195,6 +3200,9 @@ def _table_layout_cases(CheckRecord):
              "of 1, the first row only",
              md == ["| method | rounds | time |", "|---|---|---|", "| ssca | 12 | 1.230e-04 |", "| sgd | n/a | 2 |"]
              and cut == md[:3]),
+            ("… of 45 rows, the first 40 by default", len(long_csv) == 42 and long_csv[-1] == "| 39 |"),
+            ("the wide table's claim cut at 60 characters, on a word's end: 'abcd' 11 times and '…' of 30",
+             " ".join(["abcd"] * 11) + "…" in claim_cell and " ".join(["abcd"] * 12) not in claim_cell),
             ] + _table_note_cases(VF, CheckRecord) + _records_of_cases(VF, CheckRecord)
 
 

@@ -1571,7 +1571,22 @@ def _post_adaptation_errors(pr):
     a = c + 0.7 * r.standard_normal((4, 3)) / np.sqrt(3)
     got_a = type(pr).random(M=4, d=3, spread=0.7, rng=np.random.default_rng(16)).a
     return (wrong + ([] if np.allclose(got_a, a, rtol=1e-14, atol=0) else ["MAML tasks a_m not c + spread·z_m/√d"])
-            + _held_out_task_errors())
+            + _held_out_task_errors() + _held_out_run_errors())
+
+
+def _held_out_run_errors():
+    """A MAML run's held-out tasks come from the problem's stream (the seed's first), continued after
+    the problem is drawn: its recorded post-adaptation losses at x̄_1 and x̄_2, by hand from that stream."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
+    cfg = MFCGDConfig(problem="maml", clients=2, dim=3, steps=2, eval_every=1, seed=5)
+    tr = run_mfcgd_config(cfg)
+    rng = np.random.default_rng(np.random.SeedSequence(5).spawn(3)[0])
+    pr = build_problem(cfg, rng, None)
+    held_out = pr.a.mean(axis=0) + rng.standard_normal((20, pr.d)) * np.std(pr.a, axis=0)
+    want = [pr.post_adaptation_loss(x, held_out, np.random.default_rng(7)) for x in tr.arrays["x_bar"]]
+    got = list(tr.metrics["post_adaptation_loss"])
+    return [] if np.allclose(got, want, rtol=1e-12, atol=0) else [
+        f"a MAML run's post-adaptation losses {got}, by hand on held-out tasks from the problem's stream {want}"]
 
 
 def _held_out_task_errors():
