@@ -608,10 +608,10 @@ def _radius_scale_record():
     inst = tr.config.get("problem_instance", {})
     refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
                 and {k: inst.get(k) for k in ("s_g", "r_g", "r_f")} == {"s_g": 0.1, "r_g": 0.5, "r_f": 0.1})
-    # … its arrays exactly (double precision): the instance drawn from the first of the seed's three streams
-    from refimpl.mfcgd.experiment import build_problem
-    drawn = build_problem(cfg, np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0]))
-    refused &= all(np.array_equal(tr.arrays[f"problem_{a}"], getattr(drawn, a)) for a in "Abc")
+    # … its arrays exactly (double precision): the instance drawn by hand from the first of the seed's
+    # three streams, p = 4, A scaled by 1.5, h the command's heterogeneity
+    drawn = _instance_by_hand(cfg, np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0]), 4, 1.5)
+    refused &= all(np.array_equal(tr.arrays[f"problem_{a}"], drawn[a]) for a in "Abc")
     # --problem-seed 5 draws the instance a run of seed 5 draws, whatever the run's own seed
     fixed, own = (run_mfcgd_config(replace(cfg, steps=1, dump_rounds="", **kw)) for kw in (
         dict(seed=1, problem_seed=5), dict(seed=5)))
@@ -1485,6 +1485,18 @@ def _gamma_errors():
     return wrong
 
 
+def _instance_by_hand(cfg, rng, p, scale=None):
+    """The command's synthetic (``scale`` None) or nonlinear instance drawn by hand from ``rng`` in
+    the documented order: A = N(0,1)^{p×d}/√d (times ``scale``), b = h N(0,1)^{M×p}, c = h N(0,1)^{M×p}
+    (plus one shared N(0,1)^p for the nonlinear class)."""
+    M, d, h = cfg.clients, cfg.dim, cfg.heterogeneity
+    N = rng.standard_normal((p, d))
+    A = (N if scale is None else scale * N) / np.sqrt(d)
+    b = h * rng.standard_normal((M, p))
+    c = h * rng.standard_normal((M, p)) + (0.0 if scale is None else rng.standard_normal(p))
+    return {"A": A, "b": b, "c": c}
+
+
 def _problem_stream_errors():
     """Each problem's instance is drawn from the problem stream it is given: the same stream, the
     same instance as the problem's own draw; another seed, another instance."""
@@ -1499,6 +1511,12 @@ def _problem_stream_errors():
         other = any(not np.array_equal(x, y) for x, y in zip(fields(a), fields(b)))
         if not (fields(a) and same and other):
             wrong.append(f"{name}: the instance from seeds 11, 11 and 12 — the same twice: {same}, another: {other}")
+    # the command's synthetic instance by hand: p = 5, s_g = r_f = 0.1 (σ = 0.1)
+    cfg = MFCGDConfig(method="mfcgd", problem="synthetic", clients=2, dim=3)
+    got, want = build_problem(cfg, np.random.default_rng(11)), _instance_by_hand(cfg, np.random.default_rng(11), 5)
+    if not (all(np.array_equal(getattr(got, k), v) for k, v in want.items()) and (got.s_g, got.r_f) == (0.1, 0.1)):
+        wrong.append(f"the command's synthetic instance is not A, b, c by hand with p = 5, s_g = r_f = 0.1 (s_g "
+                     f"{got.s_g}, r_f {got.r_f})")
     return wrong
 
 
