@@ -888,22 +888,27 @@ def _started_workers(mutations, workers, package, preload, zygote=None, forking=
     return workers_
 
 
-def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_dir=None, package=PACKAGE, claims=False):
+def run_catalogue(mutations, workers=2, progress=None, timeout=TIMEOUT, vectors_dir=None, package=PACKAGE, claims=False,
+                  parts=None):
     """Every mutation against its paper's theorem checks, or (``vectors_dir``: vectors exported
     from the unmutated package) against the conformance vectors; ``caught_by`` then lists the
-    first failing vector ids."""
-    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
-    workers_ = _started_workers(mutations, workers, package, preload)
+    first failing vector ids. ``parts``: stand-ins for this module's ``_started_workers``,
+    ``pool_mutations``, ``close_workers``, ``void_broken_catchers`` and verify's ``check_costs``
+    by those names (tools.mutation_runner's planted run)."""
     from refimpl.tools.verify import check_costs
-    seconds, compiling = check_costs(True), os.environ.get(KERNELS_ENV, "interpret") == "compile"
+    p = {"_started_workers": _started_workers, "pool_mutations": pool_mutations, "close_workers": close_workers,
+         "void_broken_catchers": void_broken_catchers, "check_costs": check_costs, **(parts or {})}
+    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
+    workers_ = p["_started_workers"](mutations, workers, package, preload)
+    seconds, compiling = p["check_costs"](True), os.environ.get(KERNELS_ENV, "interpret") == "compile"
     try:
-        results, confirmed = pool_mutations(mutations, workers_, workers,
-                                            *catalogue_callables(timeout, vectors_dir, package, claims, preload),
-                                            progress, lambda m: mutation_cost(m, seconds, compiling, package))
+        results, confirmed = p["pool_mutations"](mutations, workers_, workers,
+                                                 *catalogue_callables(timeout, vectors_dir, package, claims, preload),
+                                                 progress, lambda m: mutation_cost(m, seconds, compiling, package))
     finally:
-        close_workers(workers_)
+        p["close_workers"](workers_)
     if package == PACKAGE:
-        void_broken_catchers(results, confirmed, {m.id: m.file for m in mutations})
+        p["void_broken_catchers"](results, confirmed, {m.id: m.file for m in mutations})
     return results
 
 

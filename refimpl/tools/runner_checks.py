@@ -547,6 +547,60 @@ def _catalogue_callables_cases():
              "the vectors", calls == want and v_confirm is None)]
 
 
+def _run_catalogue_cases():
+    """(what, right): run_catalogue's own wiring on recording stand-ins: the workers started for the
+    mutations (preloading unless REFIMPL_MUTATION_PRELOAD is 0), the pool given them, the worker
+    count, the progress and each mutation's cost from the checks' quick seconds, the workers closed
+    when the pool fails too, broken catchers voided for this package's run only, its results returned."""
+    import os
+
+    from refimpl.tools.mutations import PACKAGE, PRELOAD_ENV, Mutation, mutation_cost, run_catalogue
+    ms = [Mutation("m1", "vfl", "refimpl/vfl/speeds.py", "a", "b", "eq", ("vfl.clock",)),
+          Mutation("m2", "core", "refimpl/core/model.py", "a", "b", "eq")]
+
+    def planted(fail=False):
+        calls = []
+
+        def pool(*a):
+            calls.append(("pool", a[:3], a[6], [a[7](m) for m in ms]))
+            if fail:
+                raise RuntimeError("planted pool failure")
+            return "results", "confirmed"
+        return calls, {"_started_workers": lambda *a: calls.append(("started",) + a) or "W", "pool_mutations": pool,
+                       "close_workers": lambda w: calls.append(("closed", w)),
+                       "void_broken_catchers": lambda *a: calls.append(("void",) + a),
+                       "check_costs": lambda quick: calls.append(("costs", quick)) or {"vfl.clock": 4.0}}
+    kept = os.environ.pop(PRELOAD_ENV, None)
+    try:
+        calls, parts = planted()
+        got = run_catalogue(ms, workers=3, progress=print, package=PACKAGE, parts=parts)
+        other_calls, other = planted()
+        run_catalogue(ms, workers=1, package="/elsewhere/refimpl", parts=other)
+        failed_calls, failing = planted(fail=True)
+        os.environ[PRELOAD_ENV] = "0"
+        try:
+            run_catalogue(ms, workers=2, parts=failing)
+        except RuntimeError:
+            pass
+    finally:
+        os.environ.pop(PRELOAD_ENV, None)
+        if kept is not None:
+            os.environ[PRELOAD_ENV] = kept
+    costs = [mutation_cost(m, {"vfl.clock": 4.0}, False) for m in ms]
+    return [("run_catalogue: workers started for the mutations (preloading), the pool given them with the worker "
+             "count, the progress and each mutation's cost from the checks' quick seconds, the workers closed, "
+             "broken catchers voided with each mutation's file, the pool's results returned",
+             got == "results" and costs == [4.0, 1.0] and calls == [
+                 ("started", ms, 3, PACKAGE, True), ("costs", True), ("pool", (ms, "W", 3), print, costs),
+                 ("closed", "W"), ("void", "results", "confirmed", {"m1": "refimpl/vfl/speeds.py",
+                                                                    "m2": "refimpl/core/model.py"})]),
+            ("… another package's run voids nothing; a failing pool still closes the workers; "
+             "REFIMPL_MUTATION_PRELOAD=0 starts them without preloading",
+             [c[0] for c in other_calls] == ["started", "costs", "pool", "closed"]
+             and [c[0] for c in failed_calls] == ["started", "costs", "pool", "closed"]
+             and failed_calls[0][4] is False)]
+
+
 def _pool_cases():
     """pool_mutations on planted runs, one worker (its order then fixed): the longest first, a dead
     zygote replaced before its copy is used again, each crash's catcher confirmed once, the progress
@@ -1048,7 +1102,7 @@ def _runner_cases():
         return fact_groups([
             lambda: _catalogue_cases(tmp, pkg), lambda: _graph_cases(pkg), lambda: _interpreting_cases(pkg),
             lambda: _purge_code_cases(pkg), lambda: _child_code_cases(pkg), _answer_cases, lambda: _child_cases(tmp),
-            lambda: _counting_cases(tmp), _order_cases, _pool_cases, _catalogue_callables_cases,
+            lambda: _counting_cases(tmp), _order_cases, _pool_cases, _catalogue_callables_cases, _run_catalogue_cases,
             lambda: _run_mutation_cases(tmp),
             lambda: _zygote_reply_cases(tmp), lambda: _workspace_cases(tmp), lambda: _started_workers_cases(tmp),
             lambda: _vector_child_cases(tmp), lambda: _zygote_server_cases(tmp), lambda: _fallback_cases(tmp)])

@@ -857,7 +857,8 @@ def _crosscheck_cases():
     every, second = [0, 1, 2, 3, 4], [0, 2, 4]
     for ra, rb, side in ((every, second, "second"), (second, every, "first")):
         va, vb = ([1.0 + r + (0.5 if r == 4 and ro is second else 0.0) for r in ro] for ro in (ra, rb))
-        rows = crosscheck(Trace(config={}, metrics={"round": ra, "x": va}), Trace(config={}, metrics={"round": rb, "x": vb}))
+        rows = crosscheck(Trace(config={}, metrics={"round": ra, "x": va}),
+                          Trace(config={}, metrics={"round": rb, "x": vb}))
         out.append((f"a metric the {side} trace evaluates every second round is compared on its own rounds (0, 2 "
                     "and 4; 5.5 against 5 at round 4)", [(r["what"], r["rounds"], r["abs"]) for r in rows]
                     == [("x", 3, 0.5)] and rows[0].get("one_sided") == []))

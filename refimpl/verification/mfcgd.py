@@ -1594,14 +1594,17 @@ def _post_adaptation_errors(pr):
 
 def _held_out_run_errors():
     """A MAML run's held-out tasks come from the problem's stream (the seed's first), continued after
-    the problem is drawn: its recorded post-adaptation losses at x̄_1 and x̄_2, by hand from that stream."""
+    the problem is drawn: its recorded post-adaptation losses at x̄_1 and x̄_2, by hand from that
+    stream, with 10 support and 100 query samples per task (the loss itself by hand in
+    :func:`_post_adaptation_errors`)."""
     from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config
     cfg = MFCGDConfig(problem="maml", clients=2, dim=3, steps=2, eval_every=1, seed=5)
     tr = run_mfcgd_config(cfg)
     rng = np.random.default_rng(np.random.SeedSequence(5).spawn(3)[0])
     pr = build_problem(cfg, rng, None)
     held_out = pr.a.mean(axis=0) + rng.standard_normal((20, pr.d)) * np.std(pr.a, axis=0)
-    want = [pr.post_adaptation_loss(x, held_out, np.random.default_rng(7)) for x in tr.arrays["x_bar"]]
+    want = [pr.post_adaptation_loss(x, held_out, np.random.default_rng(7), support=10, query=100)
+            for x in tr.arrays["x_bar"]]
     got = list(tr.metrics["post_adaptation_loss"])
     return [] if np.allclose(got, want, rtol=1e-12, atol=0) else [
         f"a MAML run's post-adaptation losses {got}, by hand on held-out tasks from the problem's stream {want}"]

@@ -1583,8 +1583,9 @@ def _flower_logging_errors():
 def _flower_finish_errors():
     """How a Flower run closes its trace: one that stopped before its last round is marked stopped
     (naming that round), a finished or diverged one keeps its status; the engine is recorded and the
-    algorithm's own protocol given back; its state is the trainer's; a round collected before any reply is refused; without Flower
-    installed the engine is refused naming the extra. The number of wrong answers."""
+    algorithm's own protocol given back; its state is the trainer's; a round collected before any
+    reply is refused; without Flower installed the engine is refused naming the extra. The number
+    of wrong answers."""
     from types import SimpleNamespace
 
     from refimpl.core.trace import Trace
