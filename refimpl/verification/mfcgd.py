@@ -937,7 +937,8 @@ def _search_is_least(c, T, q, rho, G, ks=(0.25, 0.5, 1.0, 2.0, 4.0)):
        "Lipschitz constant 0 accepted, q = 0 refused (q = 1 searched), a constants file read as given and one with "
        "text, a boolean, a missing or unknown key refused; the tightest condition it names is the closest (planted; a "
        "left side 0 never) and it says all conditions are met only when each is, informative from T = 1 on near-noiseless constants; refimpl run's theorem report judges "
-       "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ; a search that finds nothing counts "
+       "MFCGD and STORM by Theorem 2 (ρ = 1, STORM q = 1) and AdaMFCGD at its ρ, recorded by a synthetic run (a "
+       "nonlinear one records none); a search that finds nothing counts "
        "each point it tried under a named condition or a diverged B and reports the k and γ range it searched, and "
        "refuses q of 2.5; a right side above the cap up to 2^53 (crossing it only between 2^53 and 2^54) names no "
        "informative T and says so; a right side exactly at the cap is vacuous, and exactly at it at the search's last T "
@@ -1041,6 +1042,27 @@ def _theorem_report_errors():
         if (rep["theorem"], rep["rho"], rep["failed"]) != (theorem, rho, failed):
             wrong.append(f"{method}'s theorem report: Theorem {rep['theorem']} at rho {rep['rho']}, "
                          f"failed {rep['failed']}; want Theorem {theorem} at rho {rho}, failed {failed}")
+    return wrong + _recorded_report_errors()
+
+
+def _recorded_report_errors():
+    """A synthetic MFCGD run records its theorem report (the one for its instance and x1, which the
+    command prints when a condition fails); a run on the nonlinear problem, which the theorems'
+    constants do not describe, records none."""
+    from refimpl.mfcgd.experiment import MFCGDConfig, build_problem, run_mfcgd_config, theorem_report
+    wrong = []
+    for problem in ("synthetic", "nonlinear"):
+        cfg = MFCGDConfig(method="mfcgd", problem=problem, clients=2, dim=3, steps=2, seed=3)
+        tr = run_mfcgd_config(cfg)
+        got = tr.config.get("theorem_conditions")
+        if problem == "nonlinear":
+            if got is not None:
+                wrong.append("a nonlinear MFCGD run records a theorem report")
+            continue
+        pr = build_problem(cfg, np.random.default_rng(np.random.SeedSequence(3).spawn(3)[0]))
+        want = theorem_report(pr, cfg, tr.arrays["init_x1"])
+        if got != want:
+            wrong.append(f"a synthetic MFCGD run records the theorem report {got}, want {want}")
     return wrong
 
 
