@@ -854,7 +854,20 @@ def _crosscheck_cases():
     out.append(("a series short on both sides is named by the first trace's count",
                 [r.get("note") for r in rows] == ["not compared: the first trace has 1 values for 3 rounds (write one "
                                                   "value per metric_round entry, NaN where it was not evaluated)"]))
-    every, second = [0, 1, 2, 3, 4], [0, 2, 4]
+    out += _metric_round_cases()
+    snaps = {r: (w1 * r, w2) for r in (130, 3, 64, 7)}          # a set of these iterates 64, 130, 3, 7
+    rows = crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots=snaps),
+                      Trace(config={}, metrics={"round": [0]}, snapshots=dict(snaps)))
+    out.append(("snapshots both traces hold are compared in round order (W1, W2 at each)",
+                [r["what"] for r in rows if "@" in r["what"]] == [f"{w}@{r}" for r in sorted(snaps) for w in ("W1", "W2")]))
+    return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
+
+
+def _metric_round_cases():
+    """(what, right): a metric one trace evaluates every round and the other every second round is
+    compared on the rounds both evaluate, each series paired with its own trace's rounds."""
+    from refimpl.core.trace import Trace, crosscheck
+    out, every, second = [], [0, 1, 2, 3, 4], [0, 2, 4]
     for ra, rb, side in ((every, second, "second"), (second, every, "first")):
         va, vb = ([1.0 + r + (0.5 if r == 4 and ro is second else 0.0) for r in ro] for ro in (ra, rb))
         rows = crosscheck(Trace(config={}, metrics={"round": ra, "x": va}),
@@ -862,12 +875,7 @@ def _crosscheck_cases():
         out.append((f"a metric the {side} trace evaluates every second round is compared on its own rounds (0, 2 "
                     "and 4; 5.5 against 5 at round 4)", [(r["what"], r["rounds"], r["abs"]) for r in rows]
                     == [("x", 3, 0.5)] and rows[0].get("one_sided") == []))
-    snaps = {r: (w1 * r, w2) for r in (130, 3, 64, 7)}          # a set of these iterates 64, 130, 3, 7
-    rows = crosscheck(Trace(config={}, metrics={"round": [0]}, snapshots=snaps),
-                      Trace(config={}, metrics={"round": [0]}, snapshots=dict(snaps)))
-    out.append(("snapshots both traces hold are compared in round order (W1, W2 at each)",
-                [r["what"] for r in rows if "@" in r["what"]] == [f"{w}@{r}" for r in sorted(snaps) for w in ("W1", "W2")]))
-    return out + _snapshot_edge_cases(w1, w2) + _saved_trace_cases(w1, w2)
+    return out
 
 
 def _snapshot_edge_cases(w1, w2):

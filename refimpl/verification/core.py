@@ -1040,8 +1040,7 @@ def _cover_refusals():
     import os
     import tempfile
 
-    from refimpl.core.partition import (_check_exact_cover, feature_partition, read_feature_blocks, read_partition_file,
-                                        sample_partition)
+    from refimpl.core.partition import _check_exact_cover, feature_partition, read_feature_blocks, sample_partition
     right = raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([3])], 4, "blocks", "cover"),
                    "cover: 1 missing (first [2]), 0 repeated")
     right &= raises(lambda: _check_exact_cover([np.array([0, 1]), np.array([1, 2, 3])], 4, "blocks", "cover"),
@@ -1096,18 +1095,28 @@ def _cover_refusals():
         with open(path, "w") as fh:
             json.dump([[0, 1, 2], [3, 4]], fh)
         right &= read_feature_blocks(path) == [[0, 1, 2], [3, 4]]
-        right &= [b.tolist() for b in read_partition_file(path, 5)] == [[0, 1, 2], [3, 4]]
-        for doc in (5, {"0": [0, 1]}, "01", [[0, 1], []]):     # no list of non-empty index lists: refused, words
-            with open(path, "w") as fh:
-                json.dump(doc, fh)
-            right &= raises(lambda: read_partition_file(path, 2), "expected a JSON list of non-empty index lists")
-        right &= _dirichlet_tries_right()
-        with open(path, "w") as fh:          # a sample id that is no whole number: refused, naming client and entry
-            json.dump([[0, 1.5, 2], [3, 4]], fh)
-        right &= raises(lambda: read_partition_file(path, 5), "client 0 must hold integer indices; entry 1 is 1.5")
-        with open(path, "w") as fh:          # a nested list: refused, naming client and entry (0-based)
-            json.dump([[0, 1], [2, [3], 4]], fh)
-        right &= raises(lambda: read_partition_file(path, 5), "client 1, entry 1 is a list ([3])")
+        right &= _partition_file_right(path) and _dirichlet_tries_right()
+    return bool(right)
+
+
+def _partition_file_right(path):
+    """--partition-file: [[0, 1, 2], [3, 4]] read as written; no list of non-empty index lists, an id
+    of 1.5 and a nested list refused, naming client and entry (0-based). ``path``: a scratch file."""
+    import json
+
+    from refimpl.core.partition import read_partition_file
+    with open(path, "w") as fh:
+        json.dump([[0, 1, 2], [3, 4]], fh)
+    right = [b.tolist() for b in read_partition_file(path, 5)] == [[0, 1, 2], [3, 4]]
+    for doc in (5, {"0": [0, 1]}, "01", [[0, 1], []]):     # no list of non-empty index lists: refused, words
+        with open(path, "w") as fh:
+            json.dump(doc, fh)
+        right &= raises(lambda: read_partition_file(path, 2), "expected a JSON list of non-empty index lists")
+    for doc, words in (([[0, 1.5, 2], [3, 4]], "client 0 must hold integer indices; entry 1 is 1.5"),
+                       ([[0, 1], [2, [3], 4]], "client 1, entry 1 is a list ([3])")):
+        with open(path, "w") as fh:
+            json.dump(doc, fh)
+        right &= raises(lambda: read_partition_file(path, 5), words)
     return bool(right)
 
 
