@@ -41,9 +41,10 @@ class Identity:
 
 @dataclass(frozen=True)
 class _Adaptive:
-    """ρ (Assumption 5: A_t ⪰ ρI) and ϑ of the adaptive-matrix rules."""
+    """ρ (Assumption 5: A_t ⪰ ρI) and ϑ of the adaptive-matrix rules; their defaults are
+    ``refimpl run adamfcgd``'s (ρ = 0.2, ϑ = 0.9)."""
 
-    rho: float = 0.1
+    rho: float = 0.2
     theta: float = 0.9
 
     def __post_init__(self):
@@ -97,7 +98,7 @@ class AMSGradType(_Adaptive):
         return (a, amax), np.sqrt(amax) + self.rho
 
 
-def make_matrix(kind, rho=0.1, theta=0.9):
+def make_matrix(kind, rho=0.2, theta=0.9):
     table = {"identity": lambda: Identity(), "adam": lambda: AdamType(rho, theta),
              "norm": lambda: NormType(rho, theta), "amsgrad": lambda: AMSGradType(rho, theta)}
     if kind not in table:

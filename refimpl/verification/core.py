@@ -1397,16 +1397,64 @@ def _registry_cases():
     return out
 
 
+def _cli_defaults(parser, *path):
+    """{dest: default} of ``parser`` (``refimpl``'s) reached through the subcommands ``path``."""
+    for name in path:
+        parser = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices[name]
+    return {a.dest: a.default for a in parser._actions}
+
+
+def _library_default_cases():
+    """(what, right): the library's defaults are the commands' — one value, whichever way a user
+    reaches the arithmetic (a drifted copy gives a library user another run than the command)."""
+    import inspect
+
+    from refimpl.mfcgd.algorithm import AdamType, make_matrix
+    from refimpl.ssca.algorithms import SSCA
+    from refimpl.tools.crosscheck import compare_runs
+    from refimpl.tools.diagnose import _reruns, diagnose, their_replay
+    from refimpl.vfl.flexvfl import FlexVFL, run_async
+    from refimpl.vfl.policies import AsyncServerQueue, compose
+    from refimpl.vfl.regime import regime_row, regime_rows, regime_table
+    from refimpl.vfl.speeds import parse_speeds
+    from refimpl.cli import build_parser
+    arg, cli = lambda fn, name: inspect.signature(fn).parameters[name].default, build_parser()
+    dg, cc = _cli_defaults(cli, "diagnose"), _cli_defaults(cli, "crosscheck")
+    vfl, ada, ssca = (_cli_defaults(cli, "run", m) for m in ("flexvfl", "adamfcgd", "ssca"))
+    seeds = _cli_defaults(cli, "compare")["seeds"]
+    return [("refimpl diagnose's --tol and --index-base are diagnose's, their_replay's and the reruns' defaults",
+             (arg(diagnose, "tol"), arg(their_replay, "index_base"), arg(_reruns, "index_base"))
+             == (dg["tol"], dg["index_base"], dg["index_base"])),
+            ("refimpl crosscheck's --tol, --metrics-only and --allow-missing are compare_runs' defaults",
+             [arg(compare_runs, n) for n in ("tol", "metrics_only", "allow_missing")]
+             == [cc["tol"], cc["metrics_only"], cc["allow_missing"]]),
+            ("refimpl run flexvfl's --timeout is parse_speeds' (the CPU trace's τ); its --Q is compose's and "
+             "FlexVFL.from_method's", (arg(parse_speeds, "timeout"), arg(compose, "Q"), arg(FlexVFL.from_method, "Q"))
+             == (vfl["timeout"], vfl["Q"], vfl["Q"])),
+            ("the asynchronous baseline's clock charges the server's step unless told otherwise, as run_async does "
+             "(refimpl's protocol; the authors' frees it)",
+             arg(AsyncServerQueue, "server_free") is False and arg(run_async, "server_free") is False),
+            ("refimpl compare's --seeds is the regime functions' default",
+             [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [seeds] * 3),
+            ("refimpl run adamfcgd's --rho and --theta are make_matrix's and the adaptive matrices' defaults",
+             (arg(make_matrix, "rho"), arg(make_matrix, "theta"), AdamType().rho, AdamType().theta)
+             == (ada["rho"], ada["theta"], ada["rho"], ada["theta"])),
+            ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
+             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca["lam"], ssca["curvature"]))]
+
+
 @check("core.paper_descriptions", "what every tool asks a paper's description, measured on short runs: each "
        "convention's acts_on (a run under the other value from the first run's recorded inputs repeats the first "
        "run's dump, or is refused, exactly when the convention acts on the inputs: SSCA's curvature, activation and "
        "sampling, Flex-VFL's momentum, batch order and initialisation, MFCGD's matrix); each paper's dump is its own "
        "by its markers (and its iterate alone); every dumped quantity has a place in the data-flow order, which "
        "keeps the algorithm's dependencies; every replay input is named with its word; each option's default, "
-       "each paper's command module and the kernel modules as written out (wrong answers: 0)",
+       "each paper's command module and the kernel modules as written out; the library's defaults are the commands' "
+       "(wrong answers: 0)",
        "refimpl/core/paper.py, refimpl/papers.py; docs/guide.md (diagnose)")
 def paper_descriptions(quick):
-    cases = fact_groups([_lookup_cases, _registry_cases, _description_cases, _acts_on_cases])   # the cheapest first
+    cases = fact_groups([_lookup_cases, _library_default_cases, _registry_cases, _description_cases,
+                         _acts_on_cases])   # the cheapest first
     wrong = [what for what, right in cases if not right]
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} facts of the three descriptions ({len(cases) - len(wrong)} as measured)",
