@@ -103,7 +103,7 @@ def header_lines(quick, when, versions_):
             + f"; {'quick' if quick else 'full'} settings; embedded MNIST subset unless stated.", ""]
 
 
-def build_report(out, quick=True, seeds=2, progress=None, executor="local", workers=None, scheduler=None,
+def build_report(out, quick=False, seeds=2, progress=None, executor="local", workers=None, scheduler=None,
                  rounds=None):
     """Every check and every run of the five reproductions as tasks of one engine execution (so
     the workers stay busy across them); the reproductions resume from their finished runs, the

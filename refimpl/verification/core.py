@@ -1413,6 +1413,7 @@ def _library_default_cases():
     from refimpl.ssca.algorithms import SSCA
     from refimpl.tools.crosscheck import compare_runs
     from refimpl.tools.diagnose import _reruns, diagnose, their_replay
+    from refimpl.tools.report import build_report
     from refimpl.vfl.flexvfl import FlexVFL, run_async
     from refimpl.vfl.policies import AsyncServerQueue, compose
     from refimpl.vfl.regime import regime_row, regime_rows, regime_table
@@ -1421,7 +1422,7 @@ def _library_default_cases():
     arg, cli = lambda fn, name: inspect.signature(fn).parameters[name].default, build_parser()
     dg, cc = _cli_defaults(cli, "diagnose"), _cli_defaults(cli, "crosscheck")
     vfl, ada, ssca = (_cli_defaults(cli, "run", m) for m in ("flexvfl", "adamfcgd", "ssca"))
-    seeds = _cli_defaults(cli, "compare")["seeds"]
+    seeds, rep = _cli_defaults(cli, "compare")["seeds"], _cli_defaults(cli, "report")
     return [("refimpl diagnose's --tol and --index-base are diagnose's, their_replay's and the reruns' defaults",
              (arg(diagnose, "tol"), arg(their_replay, "index_base"), arg(_reruns, "index_base"))
              == (dg["tol"], dg["index_base"], dg["index_base"])),
@@ -1439,6 +1440,10 @@ def _library_default_cases():
             ("refimpl run adamfcgd's --rho and --theta are make_matrix's and the adaptive matrices' defaults",
              (arg(make_matrix, "rho"), arg(make_matrix, "theta"), AdamType().rho, AdamType().theta)
              == (ada["rho"], ada["theta"], ada["rho"], ada["theta"])),
+            ("refimpl report's sizes (full unless --quick), --seeds, --rounds, --executor, --workers and "
+             "--scheduler are build_report's defaults",
+             [arg(build_report, n) for n in ("quick", "seeds", "rounds", "executor", "workers", "scheduler")]
+             == [rep[n] for n in ("quick", "seeds", "rounds", "executor", "workers", "scheduler")]),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
              (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca["lam"], ssca["curvature"]))]
 
