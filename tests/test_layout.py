@@ -347,3 +347,33 @@ def test_the_conformance_pages_counts_are_the_vectors():
         row = _re.search(rf"^\| `{name}\(.*\| (\d+) \| ([^|]*) \|$", text, _re.M)
         flags = sorted({f for c in d["cases"] for f in c.get("flags", [])})
         assert row and (int(row.group(1)), row.group(2).strip()) == (len(d["cases"]), ", ".join(flags)), name
+
+
+def _cli_defaults(parser, *path):
+    """{dest: default} of ``parser`` reached through the subcommands ``path``."""
+    for name in path:
+        parser = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices[name]
+    return {a.dest: a.default for a in parser._actions}
+
+
+def test_the_tools_defaults_are_their_commands():
+    """A tool's function and its command share their defaults (core.paper_descriptions compares the
+    papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds and
+    report."""
+    import inspect
+
+    from refimpl.cli import build_parser
+    from refimpl.tools.crosscheck import compare_runs
+    from refimpl.tools.diagnose import _reruns, diagnose, their_replay
+    from refimpl.tools.report import build_report
+    from refimpl.vfl.regime import regime_row, regime_rows, regime_table
+    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    cli = build_parser()
+    dg, cc, cmp_, rep = (_cli_defaults(cli, c) for c in ("diagnose", "crosscheck", "compare", "report"))
+    assert (arg(diagnose, "tol"), arg(their_replay, "index_base"), arg(_reruns, "index_base")) == (
+        dg["tol"], dg["index_base"], dg["index_base"])
+    assert [arg(compare_runs, n) for n in ("tol", "metrics_only", "allow_missing")] == [
+        cc["tol"], cc["metrics_only"], cc["allow_missing"]]
+    assert [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [cmp_["seeds"]] * 3
+    names = ("quick", "seeds", "rounds", "executor", "workers", "scheduler")
+    assert [arg(build_report, n) for n in names] == [rep[n] for n in names]

@@ -1397,55 +1397,34 @@ def _registry_cases():
     return out
 
 
-def _cli_defaults(parser, *path):
-    """{dest: default} of ``parser`` (``refimpl``'s) reached through the subcommands ``path``."""
-    for name in path:
-        parser = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices[name]
-    return {a.dest: a.default for a in parser._actions}
-
-
 def _library_default_cases():
-    """(what, right): the library's defaults are the commands' — one value, whichever way a user
-    reaches the arithmetic (a drifted copy gives a library user another run than the command)."""
+    """(what, right): the library's defaults are the configurations' that ``refimpl run`` parses its
+    options from — one value, whichever way a user reaches the arithmetic (a drifted copy gives a
+    library user another run than the command's). tests/test_layout.py compares the tools'
+    commands (diagnose, crosscheck, compare, report) with their functions the same way."""
     import inspect
 
     from refimpl.mfcgd.algorithm import AdamType, make_matrix
+    from refimpl.mfcgd.experiment import MFCGDConfig
     from refimpl.ssca.algorithms import SSCA
-    from refimpl.tools.crosscheck import compare_runs
-    from refimpl.tools.diagnose import _reruns, diagnose, their_replay
-    from refimpl.tools.report import build_report
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.experiment import VFLConfig
     from refimpl.vfl.flexvfl import FlexVFL, run_async
     from refimpl.vfl.policies import AsyncServerQueue, compose
-    from refimpl.vfl.regime import regime_row, regime_rows, regime_table
     from refimpl.vfl.speeds import parse_speeds
-    from refimpl.cli import build_parser
-    arg, cli = lambda fn, name: inspect.signature(fn).parameters[name].default, build_parser()
-    dg, cc = _cli_defaults(cli, "diagnose"), _cli_defaults(cli, "crosscheck")
-    vfl, ada, ssca = (_cli_defaults(cli, "run", m) for m in ("flexvfl", "adamfcgd", "ssca"))
-    seeds, rep = _cli_defaults(cli, "compare")["seeds"], _cli_defaults(cli, "report")
-    return [("refimpl diagnose's --tol and --index-base are diagnose's, their_replay's and the reruns' defaults",
-             (arg(diagnose, "tol"), arg(their_replay, "index_base"), arg(_reruns, "index_base"))
-             == (dg["tol"], dg["index_base"], dg["index_base"])),
-            ("refimpl crosscheck's --tol, --metrics-only and --allow-missing are compare_runs' defaults",
-             [arg(compare_runs, n) for n in ("tol", "metrics_only", "allow_missing")]
-             == [cc["tol"], cc["metrics_only"], cc["allow_missing"]]),
-            ("refimpl run flexvfl's --timeout is parse_speeds' (the CPU trace's τ); its --Q is compose's and "
+    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    vfl, ada, ssca = VFLConfig(), MFCGDConfig(), RunConfig()
+    return [("refimpl run flexvfl's --timeout is parse_speeds' (the CPU trace's τ); its --Q is compose's and "
              "FlexVFL.from_method's", (arg(parse_speeds, "timeout"), arg(compose, "Q"), arg(FlexVFL.from_method, "Q"))
-             == (vfl["timeout"], vfl["Q"], vfl["Q"])),
+             == (vfl.timeout, vfl.Q, vfl.Q)),
             ("the asynchronous baseline's clock charges the server's step unless told otherwise, as run_async does "
              "(refimpl's protocol; the authors' frees it)",
              arg(AsyncServerQueue, "server_free") is False and arg(run_async, "server_free") is False),
-            ("refimpl compare's --seeds is the regime functions' default",
-             [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [seeds] * 3),
             ("refimpl run adamfcgd's --rho and --theta are make_matrix's and the adaptive matrices' defaults",
              (arg(make_matrix, "rho"), arg(make_matrix, "theta"), AdamType().rho, AdamType().theta)
-             == (ada["rho"], ada["theta"], ada["rho"], ada["theta"])),
-            ("refimpl report's sizes (full unless --quick), --seeds, --rounds, --executor, --workers and "
-             "--scheduler are build_report's defaults",
-             [arg(build_report, n) for n in ("quick", "seeds", "rounds", "executor", "workers", "scheduler")]
-             == [rep[n] for n in ("quick", "seeds", "rounds", "executor", "workers", "scheduler")]),
+             == (ada.rho, ada.theta, ada.rho, ada.theta)),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
-             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca["lam"], ssca["curvature"]))]
+             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))]
 
 
 @check("core.paper_descriptions", "what every tool asks a paper's description, measured on short runs: each "
