@@ -358,8 +358,8 @@ def _cli_defaults(parser, *path):
 
 def test_the_tools_defaults_are_their_commands():
     """A tool's function and its command share their defaults (core.paper_descriptions compares the
-    papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds and
-    report."""
+    papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds,
+    report and the dump writer's limit."""
     import inspect
 
     from refimpl.cli import build_parser
@@ -377,3 +377,8 @@ def test_the_tools_defaults_are_their_commands():
     assert [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [cmp_["seeds"]] * 3
     names = ("quick", "seeds", "rounds", "executor", "workers", "scheduler")
     assert [arg(build_report, n) for n in names] == [rep[n] for n in names]
+    from types import SimpleNamespace
+
+    from refimpl.cli.common import max_dump_gb
+    from refimpl.core.dumps import DumpWriter
+    assert arg(DumpWriter.__init__, "max_bytes") == max_dump_gb(SimpleNamespace()) * 1e9      # --max-dump-gb

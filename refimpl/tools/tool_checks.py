@@ -1876,10 +1876,12 @@ def _schema_tolerance_case(docs):
                                                                          {"type": "integer", "minimum": 0}) \
                 or len(arrays) != 2 or any((a.get("additionalProperties"), a.get("required")) != (False, ["shape", "data"])
                                            for a in arrays) or cases.get("minItems") != 1 \
-                or any(a["properties"]["shape"]["items"] != {"type": "integer", "minimum": 0} for a in arrays):
+                or any(a["properties"]["shape"]["items"] != {"type": "integer", "minimum": 0} for a in arrays) \
+                or (case["inputs"]["required"], case["expected"]["required"]) != (doc["inputs"], doc["outputs"]):
             wrong.append(fam)
     what = ("every family's schema admits exactly rel and ulps in a tolerance (one at least), exactly shape and "
-            "data in an array (an empty array's 0 among a shape's whole numbers), and a file of one case at least")
+            "data in an array (an empty array's 0 among a shape's whole numbers), and a file of one case at least; "
+            "a case needs the family's inputs and outputs by name")
     return (f"{what} (not: {wrong[:3]})" if wrong else what, not wrong)
 
 

@@ -1402,7 +1402,9 @@ def _library_default_cases():
     options from — one value, whichever way a user reaches the arithmetic (a drifted copy gives a
     library user another run than the command's). tests/test_layout.py compares the tools'
     commands (diagnose, crosscheck, compare, report) with their functions the same way."""
+    import argparse
     import inspect
+    from types import SimpleNamespace
 
     from refimpl.mfcgd.algorithm import AdamType, make_matrix
     from refimpl.mfcgd.experiment import MFCGDConfig
@@ -1410,10 +1412,15 @@ def _library_default_cases():
     from refimpl.ssca.experiment import RunConfig
     from refimpl.vfl.experiment import VFLConfig
     from refimpl.vfl.flexvfl import FlexVFL, run_async
+    from refimpl.vfl.command import add_compare_arguments
     from refimpl.vfl.policies import AsyncServerQueue, compose
+    from refimpl.vfl.regime import regime_row, regime_rows, regime_table
     from refimpl.vfl.speeds import parse_speeds
     arg = lambda fn, name: inspect.signature(fn).parameters[name].default
     vfl, ada, ssca = VFLConfig(), MFCGDConfig(), RunConfig()
+    parser = argparse.ArgumentParser()          # refimpl compare vfl's own options (the shared ones stubbed)
+    add_compare_arguments(parser, SimpleNamespace(add_compare_args=lambda *a: None))
+    compare_seeds = parser.get_default("seeds")
     return [("refimpl run flexvfl's --timeout is parse_speeds' (the CPU trace's τ); its --Q is compose's and "
              "FlexVFL.from_method's", (arg(parse_speeds, "timeout"), arg(compose, "Q"), arg(FlexVFL.from_method, "Q"))
              == (vfl.timeout, vfl.Q, vfl.Q)),
@@ -1423,6 +1430,8 @@ def _library_default_cases():
             ("refimpl run adamfcgd's --rho and --theta are make_matrix's and the adaptive matrices' defaults",
              (arg(make_matrix, "rho"), arg(make_matrix, "theta"), AdamType().rho, AdamType().theta)
              == (ada.rho, ada.theta, ada.rho, ada.theta)),
+            ("refimpl compare vfl's --seeds is the regime functions' default",
+             [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [compare_seeds] * 3),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
              (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))]
 
