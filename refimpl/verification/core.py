@@ -432,10 +432,48 @@ def _held_wrong(status, got):
        "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
        "step 1 whose ||x̄_t||² does (the gradient-norm rule off), Flex-VFL at round 1 and the asynchronous baseline "
        "at event 1 (naming the party) when Σ_k ||θ_k||² exceeds 1e-9, a run evaluated every 4th round recording its last "
-       "good round all the same; the rule itself at each edge by hand (a cost "
+       "good round all the same; an SGD run out of memory in a round or in its dump stops there, keeping the rounds "
+       "before it and the last good iterate; the rule itself at each edge by hand (a cost "
        "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
        "limit that is not a finite number > 0 refused); 0 mismatches",
        "refimpl/core/divergence.py and the runners that call it")
+def _memory_stop_case(det):
+    """An SGD run whose round 3 runs out of memory stops there, keeping rounds 0..2 (their metrics,
+    the last good iterate as its snapshot and its state), and one whose dump of round 2 does, rounds
+    0..1 (a planted algorithm raising MemoryError where asked; the iterates those of an unstopped run)."""
+    from refimpl.ssca.algorithms import train
+    from refimpl.ssca.assembly import run_inputs
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.verification.registry import embedded
+    cfg = RunConfig("sgd", rounds=4, eval_every=1, hidden=8, batch=20).resolved()
+    flat = lambda ws: np.concatenate([np.ravel(w) for w in ws])
+    algo, theta0, schedule, evaluator, trace, _, rule = run_inputs(cfg, embedded())
+    train(algo, theta0, schedule, cfg.rounds, evaluator, trace, range(5), divergence=rule)
+    unstopped = {t: flat(ws) for t, ws in trace.snapshots.items()}
+    wrong = []
+    for where, t_bad, said in (("apply", 3, "stopped: out of memory in round 3; trace holds rounds 0..2"),
+                               ("dump_round", 2, "stopped: out of memory dumping round 2; trace holds rounds 0..1")):
+        algo, theta0, schedule, evaluator, trace, snapshots, rule = run_inputs(cfg, embedded())
+        kept = getattr(algo, where)
+
+        def failing(state, t, *rest, kept=kept, t_bad=t_bad):
+            if t == t_bad:
+                raise MemoryError
+            return kept(state, t, *rest)
+        setattr(algo, where, failing)
+        try:
+            final = train(algo, theta0, schedule, cfg.rounds, evaluator, trace, snapshots, divergence=rule,
+                          dump_rounds=(1, 2))
+        except Exception as exc:
+            final, trace.status = None, f"{type(exc).__name__}: {exc}"
+        right = (trace.status == said and trace.metrics["round"] == list(range(t_bad)) and final is not None
+                 and np.array_equal(final.omega, unstopped[t_bad - 1]) and t_bad - 1 in trace.snapshots
+                 and np.array_equal(flat(trace.snapshots[t_bad - 1]), unstopped[t_bad - 1]))
+        det[f"out of memory in {where}"] = trace.status
+        wrong += [where] * int(not right)
+    return wrong
+
+
 def divergence_reference(quick):
     import re
     from refimpl.ssca.experiment import RunConfig, run_experiment
@@ -511,7 +549,8 @@ def divergence_reference(quick):
     mismatches = len(wrong_groups([lambda: det.setdefault("rule_by_hand", _divergence_rule_errors()),
                                    run["ssca-family/sgd"], sq_norm_case, run[mf],
                                    lambda: case(mf, 0.5, cases[mf][1], "grad_norm", f"{mf} factor 0.5"),
-                                   lambda: _mfcgd_sq_norm_case(det) + _vfl_sq_norm_case(det), run["flexvfl"],
+                                   lambda: _mfcgd_sq_norm_case(det) + _vfl_sq_norm_case(det),
+                                   lambda: _memory_stop_case(det), run["flexvfl"],
                                    run["async-vfl"]]))
     stops = [det.get(k, {}).get("stopped_round") for k in ("ssca-family/sgd", "flexvfl", "mfcgd-family/comfedl")]
     return {"measured": float(mismatches), "bound": 0.0, "holds": mismatches == 0, "details": det,
