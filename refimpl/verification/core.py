@@ -423,20 +423,6 @@ def _held_wrong(status, got):
     return held is None or got is None or int(held.group(1)) != got - 1
 
 
-@check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
-       "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run, asynchronous VFL run (an event's "
-       "evaluations) and ComFedL run (MFCGD family, "
-       "||∇F(x̄_t)|| against step 1, which is never compared with itself, even for a factor of 0.5), the run stops at the "
-       "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
-       "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
-       "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
-       "step 1 whose ||x̄_t||² does (the gradient-norm rule off), Flex-VFL at round 1 and the asynchronous baseline "
-       "at event 1 (naming the party) when Σ_k ||θ_k||² exceeds 1e-9, a run evaluated every 4th round recording its last "
-       "good round all the same; an SGD run out of memory in a round or in its dump stops there, keeping the rounds "
-       "before it and the last good iterate; the rule itself at each edge by hand (a cost "
-       "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
-       "limit that is not a finite number > 0 refused); 0 mismatches",
-       "refimpl/core/divergence.py and the runners that call it")
 def _memory_stop_case(det):
     """An SGD run whose round 3 runs out of memory stops there, keeping rounds 0..2 (their metrics,
     the last good iterate as its snapshot and its state), and one whose dump of round 2 does, rounds
@@ -474,6 +460,20 @@ def _memory_stop_case(det):
     return wrong
 
 
+@check("core.divergence_reference", "the divergence rule compares each evaluation's training cost with the cost at "
+       "the initial point: on a blowing-up SGD run (SSCA family), Flex-VFL run, asynchronous VFL run (an event's "
+       "evaluations) and ComFedL run (MFCGD family, "
+       "||∇F(x̄_t)|| against step 1, which is never compared with itself, even for a factor of 0.5), the run stops at the "
+       "first evaluation whose cost exceeds the factor × the initial cost, computed here from an unstopped run of the "
+       "same seed (a factor chosen so that comparing with the previous evaluation would never stop); the SGD run "
+       "stops likewise at the first round whose ||ω||² exceeds a limit, and the ComFedL run at the first step past "
+       "step 1 whose ||x̄_t||² does (the gradient-norm rule off), Flex-VFL at round 1 and the asynchronous baseline "
+       "at event 1 (naming the party) when Σ_k ||θ_k||² exceeds 1e-9, a run evaluated every 4th round recording its last "
+       "good round all the same; an SGD run out of memory in a round or in its dump stops there, keeping the rounds "
+       "before it and the last good iterate; the rule itself at each edge by hand (a cost "
+       "exactly the factor × the initial one kept, also for an initial cost below 1; NaN and inf never kept; a "
+       "limit that is not a finite number > 0 refused); 0 mismatches",
+       "refimpl/core/divergence.py and the runners that call it")
 def divergence_reference(quick):
     import re
     from refimpl.ssca.experiment import RunConfig, run_experiment
