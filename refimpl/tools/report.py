@@ -104,30 +104,34 @@ def header_lines(quick, when, versions_):
 
 
 def build_report(out, quick=False, seeds=2, progress=None, executor="local", workers=None, scheduler=None,
-                 rounds=None):
+                 rounds=None, parts=None):
     """Every check and every run of the five reproductions as tasks of one engine execution (so
     the workers stay busy across them); the reproductions resume from their finished runs, the
     checks always run afresh. ``rounds``: every reproduction's runs cut to that many rounds
     (steps for mfcgd-rates), as ``refimpl reproduce --rounds`` does — a smoke report whose figures
     say nothing about the papers, and REPORT.md says so; the checks keep their sizes. Returns
-    (path of REPORT.md, check records)."""
+    (path of REPORT.md, check records). ``parts``: stand-ins by name for reproduce's ``prepare``,
+    ``run_tasks`` and ``finish``, verify's ``load_checks`` and this module's ``run_engine_tasks``
+    and ``write_report_files`` (tools.reproduction_tables' planted report)."""
     import time
 
     from refimpl.tools.engine import resolve_workers
     from refimpl.tools.reproduce import finish, prepare, run_tasks
     from refimpl.tools.verify import load_checks
+    p = {"prepare": prepare, "run_tasks": run_tasks, "finish": finish, "load_checks": load_checks,
+         "run_engine_tasks": run_engine_tasks, "write_report_files": write_report_files, **(parts or {})}
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
-    reps = prepared_reproductions(out, names(), prepare, seeds, quick, rounds)
-    counts, records = run_engine_tasks(list(load_checks()), quick, os.path.join(out, "checks"), reps,
-                                       lambda n: resolve_workers(workers, n, "tasks"),
-                                       lambda tasks, w: run_tasks(tasks, executor, w, scheduler, progress,
-                                                                  what="tasks"))
-    repro = finished_reproductions(reps, finish, executor, workers)
+    reps = prepared_reproductions(out, names(), p["prepare"], seeds, quick, rounds)
+    counts, records = p["run_engine_tasks"](list(p["load_checks"]()), quick, os.path.join(out, "checks"), reps,
+                                            lambda n: resolve_workers(workers, n, "tasks"),
+                                            lambda tasks, w: p["run_tasks"](tasks, executor, w, scheduler, progress,
+                                                                            what="tasks"))
+    repro = finished_reproductions(reps, p["finish"], executor, workers)
     lines = report_lines(header_lines(quick, datetime.datetime.now().isoformat(timespec="seconds"), versions()),
                          rounds, records, repro, out)
-    return write_report_files(out, records, execution_record(executor, counts, round(time.perf_counter() - t0, 1),
-                                                             records), lines), records
+    return p["write_report_files"](out, records, execution_record(executor, counts, round(time.perf_counter() - t0, 1),
+                                                                  records), lines), records
 
 
 def write_report_files(out, records, execution, lines):

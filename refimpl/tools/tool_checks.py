@@ -2520,6 +2520,60 @@ def _prepared_right(prepared_reproductions):
                                  for n in "ba"]
 
 
+def _build_report_right(tmp):
+    """build_report's wiring on planted parts: each reproduction prepared with the report's seeds,
+    sizes and rounds, resuming; every registered check handed to the engine with the sizes and the
+    checks' directory, the engine run on the report's executor, scheduler and progress; each
+    reproduction finished on the executor and workers; the files written with the records, the
+    execution (its seconds ≥ 0 and within the call's, to their rounding) and REPORT.md's lines (its head, the smoke
+    warning); REPORT.md's path and the records returned."""
+    import json
+    import os
+    import time
+    from types import SimpleNamespace
+
+    from refimpl.tools.engine import resolve_workers
+    from refimpl.tools.report import build_report
+    from refimpl.tools.reproduce import names
+    from refimpl.verification.registry import CheckRecord
+    out, calls = os.path.join(tmp, "built-report"), []
+    rec = CheckRecord("t.a", "claim", "src", 0.5, 1.0, 0.5, True, {"kind": "theorem", "seconds": 0.25})
+
+    def prepare(name, d, **kw):
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "reproduction.json"), "w") as fh:
+            json.dump({"seeds": [0], "data": "planted", "runs": [{"label": "a", "config": {}}]}, fh)
+        calls.append(("prepare", name, d, kw))
+        return SimpleNamespace(out=d, tasks=[])
+
+    def engine(ids, quick, root, reps, workers_for, run):
+        calls.append(("engine", ids, quick, root, list(reps), workers_for(8) == resolve_workers(5, 8, "tasks")))
+        run(["task"], 2)
+        return {"workers": 2, "ran": 1}, [rec]
+    parts = {"prepare": prepare, "load_checks": lambda: {"t.a": None, "t.b": None}, "run_engine_tasks": engine,
+             "run_tasks": lambda *a, **kw: calls.append(("run", a, kw)),
+             "finish": lambda *a: calls.append(("finish", a[0].out) + a[1:]),
+             "write_report_files": lambda *a: calls.append(("write",) + a) or "PATH"}
+    t0 = time.perf_counter()
+    got = build_report(out, quick=True, seeds=3, progress=print, executor="dask", workers=5, scheduler="tcp://s",
+                       rounds=4, parts=parts)
+    took = time.perf_counter() - t0
+    say = [c[0] for c in calls]
+    reps = [(n, os.path.join(out, "reproductions", n)) for n in names()]
+    write = calls[-1]
+    return (got == ("PATH", [rec]) and say == ["prepare"] * len(reps) + ["engine", "run"] + ["finish"] * len(reps)
+            + ["write"] and [c[1:] for c in calls[:len(reps)]] == [
+                (n, d, dict(seeds=3, quick=True, resume=True, rounds=4)) for n, d in reps]
+            and calls[len(reps)] == ("engine", ["t.a", "t.b"], True, os.path.join(out, "checks"), list(names()), True)
+            and calls[len(reps) + 1] == ("run", (["task"], "dask", 2, "tcp://s", print), {"what": "tasks"})
+            and [c[1:] for c in calls[len(reps) + 2:-1]] == [(d, None, None, "dask", 5) for _, d in reps]
+            and write[1:3] == (out, [rec]) and 0 <= write[3]["seconds"] <= took + 0.05    # rounded to 0.1 s
+            and {k: v for k, v in write[3].items() if k != "seconds"} == {
+                "executor": "dask", "workers": 2, "tasks": {"workers": 2, "ran": 1}, "check_seconds": {"t.a": 0.25}}
+            and write[4][0] == "# refimpl verification report" and "; quick settings;" in write[4][2]
+            and any(line.startswith("**Smoke report: every reproduction was cut to 4 rounds") for line in write[4]))
+
+
 def _report_files_right(tmp):
     """write_report_files into a planted directory: each file read back."""
     import json
@@ -2741,6 +2795,9 @@ def _report_section_cases(tmp):
             ("a report's files: checks.json (the records), execution.json, REPORT.md (its lines); REPORT.md's path "
              "returned; its reproductions each prepared in reproductions/NAME with its seeds, sizes and rounds, "
              "resuming, in order", _report_files_right(tmp) and _prepared_right(prepared_reproductions)),
+            ("build_report's wiring: reproductions prepared, the checks and the engine, reproductions finished, the "
+             "files written with the execution's seconds (within the call's) and the smoke warning",
+             _build_report_right(tmp)),
             ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
                 False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [
                 "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
