@@ -2081,6 +2081,10 @@ def _diagnose_step_cases(tmp):
     code, text, _ = _diagnosis(ours, path, rerun_switches=False)
     out = [("a change in one local step's momentum is named at its round, party and step (exit 1)",
             code == 1 and "round 2, momentum1 at local step 0" in text)]
+    np.savez(path, **dump, r2_momentum9=dump["r2_momentum1"])     # a per-step quantity THEIR dump alone holds
+    code, text, _ = _diagnosis(ours, path, rerun_switches=False)
+    out.append(("… the same, beside a per-step quantity THEIR dump alone holds (momentum9: no party 9 here)",
+                code == 1 and "round 2, momentum1 at local step 0" in text))
     dump["r2_momentum1"] = read_dump(ours)[2]["momentum1"].copy()
     dump["r2_momentum1"][2, 3] += 1e-3                        # step 2's entry 3 only
     np.savez(path, **dump)
