@@ -653,8 +653,9 @@ def _replay_value_cases():
                 _raises(lambda: validate_taus(np.array([[1, 0, 2]]), 1, 3), "τ[0, 1] = 0")
                 and _raises(lambda: validate_taus(np.array([[1.0, 0.0, 2.0]]), 1, 3), "τ[0, 1] = 0.0")
                 and validate_taus(np.array([[1, 4, 2]]), 1, 3).tolist() == [[1, 4, 2]]))
-    out.append(("a padded batch repeating id 0 is refused; the same ids once each are read",
-                _raises(lambda: validate_batches(ragged, 2, 5), "repeats a sample id")
+    out.append(("a padded batch repeating id 0 is refused, naming its row (0-based); the same ids once each are "
+                "read", _raises(lambda: validate_batches(ragged, 2, 5), "repeats a sample id (at (0,))")
+                and _raises(lambda: validate_batches(ragged[::-1], 2, 5), "repeats a sample id (at (1,))")
                 and validate_batches(np.array([[0, 3, 4, -1], [1, 2, -1, -1]]), 2, 5).shape == (2, 4)))
     said = []
     with tempfile.TemporaryDirectory() as tmp:
