@@ -831,14 +831,16 @@ def read_child(out, order, tmp, stdout, stderr, timed_out, exit_note, running, v
     to run. A child stopped inside a check (its time or memory) is that check's crash; stopped
     before the first, the first check's (the package was being imported); stopped in the claims
     or the vectors, no catch. Otherwise its last line of output is read: the package did not import
-    (the first check's crash), it imported another package than the copy (an error), or its
-    verdicts."""
+    (the first check's crash), it imported another package than the copy (an error), it names a
+    check it was not given (an error: its bookkeeping is not to be trusted), or its verdicts."""
     if timed_out:        # stopped inside a check (that check never gave a verdict), or before the first
         where = ""
         cid = running
         if cid is None:
             cid, where = (order[0] if order else ""), " while the package was imported"
-        if cid and cid != CLAIMS_RUNNING and not vectors:
+        if cid and cid not in order and cid != CLAIMS_RUNNING and not vectors:
+            out.error = f"the child was stopped in a check it was not given ({cid!r}): {exit_note}"
+        elif cid and cid != CLAIMS_RUNNING and not vectors:
             out.caught_by, out.crashed, out.ended = [cid], True, f"stopped{where}: {exit_note}"
         else:
             out.error = exit_note
@@ -855,6 +857,10 @@ def read_child(out, order, tmp, stdout, stderr, timed_out, exit_note, running, v
         out.ended = f"the package did not import ({res['package_error']})"
     elif not res["package"].startswith(tmp):
         out.error = f"the child imported {res['package']}, not the mutated copy"
+    elif not vectors and any(c not in order for c in res["caught_by"] + res["ran"]):
+        # a child whose own bookkeeping is mutated can name what it was not given: no verdict of it is read
+        out.error = ("the child named checks it was not given: "
+                     f"{[c for c in res['caught_by'] + res['ran'] if c not in order][:3]}")
     else:
         out.caught_by, out.ran, out.claims = res["caught_by"], res["ran"], res.get("claims")
         out.crashed, out.ended = bool(res.get("crashed")), res.get("ended")

@@ -314,6 +314,11 @@ def _answer_cases():
         ("a child that imported another package than the copy: an error, no catch",
          read(stdout=json.dumps({**answer, "package": "/elsewhere/refimpl/__init__.py"})),
          ([], False, None, "the child imported /elsewhere/refimpl/__init__.py, not the mutated copy", [], None)),
+        ("a child naming checks it was not given (its ids read letter by letter): an error, no catch",
+         read(stdout=json.dumps({**answer, "ran": ["["], "caught_by": ["["]})),
+         ([], False, None, "the child named checks it was not given: ['[', '[']", [], None)),
+        ("… and one stopped in such a check: an error, no crash of it", read(timed_out=True, running="["),
+         ([], False, None, "the child was stopped in a check it was not given ('['): timed out after 5 s", [], None)),
     ]
     return [(what, got == want) for what, got, want in cases]
 
@@ -1017,7 +1022,8 @@ class _AnsweringZygote:
 
     def run(self, tmp, code, timeout):
         self.jobs.append((tmp, code, timeout))
-        answer = {"package": tmp + "/refimpl/__init__.py", "ran": ["x"], "caught_by": self.caught or []}
+        caught = self.caught or []
+        answer = {"package": tmp + "/refimpl/__init__.py", "ran": list(caught), "caught_by": caught}
         return ("" if self.caught is None else json.dumps(answer)), "", False, "the fork exited 0"
 
 
@@ -1073,10 +1079,10 @@ def _run_mutation_cases(tmp):
     return [("a mutation runs on its copy with its time, its checks in their order and its paper's claims sent, "
              "its answer read", z.jobs[0][0] == tmp and z.jobs[0][2] == 7 and len(claims) == 3
              and json.dumps(json.dumps(check_order(m))) in sent and json.dumps(json.dumps(claims)) in sent
-             and (r.id, r.paper, r.equation, r.caught_by, r.ran) == ("m", "vfl", "eq", ["vfl.clock"], ["x"])
+             and (r.id, r.paper, r.equation, r.caught_by, r.ran) == ("m", "vfl", "eq", ["vfl.clock"], ["vfl.clock"])
              and 0 < r.seconds <= took),
             ("a core mutation has no claims to send; nothing caught is read as such",
-             json.dumps(json.dumps([])) in z2.jobs[0][1] and r2.caught_by == [] and r2.ran == ["x"]),
+             json.dumps(json.dumps([])) in z2.jobs[0][1] and r2.caught_by == [] and r2.ran == [] and r2.error is None),
             ("a crash's catcher that holds unmutated: None, run alone on the copy unmutated",
              unmutated([]) == (None, [(tmp, 1, 9)])),
             ("… that fails there: it does not hold, naming it",
