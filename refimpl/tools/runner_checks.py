@@ -317,6 +317,9 @@ def _answer_cases():
         ("a child naming checks it was not given (its ids read letter by letter): an error, no catch",
          read(stdout=json.dumps({**answer, "ran": ["["], "caught_by": ["["]})),
          ([], False, None, "the child named checks it was not given: ['[', '[']", [], None)),
+        ("… naming one only among the checks it ran: the same",
+         read(stdout=json.dumps({**answer, "ran": ["core.a", "["], "caught_by": []})),
+         ([], False, None, "the child named checks it was not given: ['[']", [], None)),
         ("… and one stopped in such a check: an error, no crash of it", read(timed_out=True, running="["),
          ([], False, None, "the child was stopped in a check it was not given ('['): timed out after 5 s", [], None)),
     ]
