@@ -1648,6 +1648,10 @@ def _witness_edges():
              ("vfl_async_events", "server-bound", {
                  "inputs": {"server_free": False, "speeds": np.array([[1.0, 1.0, 0.5]]), "server_time": 0.0},
                  "expected": {"time": np.array([0.0, 1.0, 2.0, 3.0])}}, False),
+             # the gaps of a server-bound queue (2 each), but the server's step free: not server-bound
+             ("vfl_async_events", "server-bound", {
+                 "inputs": {"server_free": True, "speeds": np.array([[2.0, 1.0, 1.0]]), "server_time": 0.0},
+                 "expected": {"time": np.array([0.0, 1.0, 3.0, 5.0])}}, False),
              # two equal shards per client, but from an iid split: not the label-skew rule
              ("partition", "shards-by-label", {
                  "inputs": {"labels": np.array([0, 0, 1, 1]), "n_clients": 1, "kind": "iid"},
