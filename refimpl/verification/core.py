@@ -1446,6 +1446,7 @@ def _library_default_cases():
     from types import SimpleNamespace
 
     from refimpl.mfcgd.algorithm import AdamType, make_matrix
+    from refimpl.mfcgd.bounds import G_value, check_run, find_theorem_parameters, theorem_conditions
     from refimpl.mfcgd.experiment import MFCGDConfig
     from refimpl.ssca.algorithms import SSCA
     from refimpl.ssca.experiment import RunConfig
@@ -1471,6 +1472,8 @@ def _library_default_cases():
              == (ada.rho, ada.theta, ada.rho, ada.theta)),
             ("refimpl compare vfl's --seeds is the regime functions' default",
              [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [compare_seeds] * 3),
+            ("Theorem 2 is Theorem 1 at ρ = 1: the bound functions given no ρ are Theorem 2's",
+             [arg(f, "rho") for f in (check_run, theorem_conditions, G_value, find_theorem_parameters)] == [1.0] * 4),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
              (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))]
 
