@@ -2072,20 +2072,26 @@ def _diagnose_reason_cases(tmp):
 
 def _diagnose_step_cases(tmp):
     """(what, right): Flex-VFL's per-step dumps walked step by step — THEIR dump is OURS with party
-    1's momentum changed at local step 0 of round 2 only, so that is the first difference named."""
+    1's momentum changed at local step 0 of round 2 only, so that is the first difference named;
+    THEIR replay inputs read from a run's directory, as from its trace.npz."""
     import os
 
     from refimpl.core.replay import read_dump
     ours = _run("vfl", "flexvfl", os.path.join(tmp, "vfl"), rounds=2, batch=16, optimizer="momentum:0.9",
                 dump_rounds="all", eval_every=2)
+    from refimpl import papers
+    from refimpl.tools.diagnose import their_replay
+    whole, file_ = (their_replay(p, papers.get("vfl")) for p in (ours, os.path.join(ours, "trace.npz")))
+    out = [("THEIR replay inputs read from a run's directory are its trace.npz's",
+            sorted(whole) == sorted(file_) and all(np.array_equal(whole[k], file_[k]) for k in whole))]
     dump = {f"r{t}_{k}": v for t, q in read_dump(ours).items() for k, v in q.items()}
     dump["r2_momentum1"] = dump["r2_momentum1"].copy()
     dump["r2_momentum1"][0, 0] += 1e-3
     path = os.path.join(tmp, "vfl-planted.npz")
     np.savez(path, **dump)
     code, text, _ = _diagnosis(ours, path, rerun_switches=False)
-    out = [("a change in one local step's momentum is named at its round, party and step (exit 1)",
-            code == 1 and "round 2, momentum1 at local step 0" in text)]
+    out.append(("a change in one local step's momentum is named at its round, party and step (exit 1)",
+                code == 1 and "round 2, momentum1 at local step 0" in text))
     np.savez(path, **dump, r2_momentum9=dump["r2_momentum1"])     # a per-step quantity THEIR dump alone holds
     code, text, _ = _diagnosis(ours, path, rerun_switches=False)
     out.append(("… the same, beside a per-step quantity THEIR dump alone holds (momentum9: no party 9 here)",

@@ -323,7 +323,7 @@ def _condition20_record_errors():
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
        "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
        "A_k of 0, one party's η below 0, a Q of 2.5, a batch of 2.5, 0.6 or n + 1 rows, a party's block a row short "
-       "(the party named) and the authors' rule without its d_k; the two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
+       "(the party named), a τ table or batches shorter than the run and the authors' rule without its d_k; the two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
        "at an event's own time sees the events before it only",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
@@ -490,7 +490,8 @@ def _method_refusal_errors(model, data):
     """A run's own constants refused naming the one that is wrong: adaptive Flex-VFL with one A_k of
     0 among positive ones, Flex-VFL with one party's η below 0, synchronous VFL with Q = 2.5 (no
     whole number of local steps), a batch of 2.5 or 0.6 rows (none truncated), or of one more row than the data;
-    given batches with a repeated id or one past the data; a party's block one row short of the labels."""
+    given batches with a repeated id or one past the data, or a τ table or batches shorter than the run;
+    a party's block one row short of the labels."""
     def run(method, eta, batch=8, **kw):
         return lambda: FlexVFL.from_method(model, data, method, [SGD()] * 3, eta, batch, np.ones((4, 3)), timeout=10.0,
                                            **kw)
@@ -502,6 +503,12 @@ def _method_refusal_errors(model, data):
     # given batches are checked where the run is built: a repeated id, an id past the data
     cases += [(run("flex", 0.1, batch=2, batches=np.array([[0, 0]])), "a mini-batch repeats a sample id"),
               (run("flex", 0.1, batch=2, batches=np.array([[0, data.n]])), f"= {data.n} is out of range")]
+    # a τ table or a batch schedule of 2 rows for a run of 3 rounds, refused naming both counts
+    for what, kw in (("τ table", dict(taus=np.ones((2, 3), dtype=int))), ("batch schedule",
+                                                                         dict(batches=np.array([[0, 1], [2, 3]])))):
+        cases.append((lambda kw=kw: run("flex", 0.1, batch=2, **kw)().run(model.init(np.random.default_rng(1)), 3,
+                                                                          np.random.default_rng(2)),
+                      f"the {what} holds 2 rounds, the run needs 3"))
     # parties' blocks of unequal rows: the party named (1-based, as everywhere) with the rows and the labels
     short = tuple(X[:-1] if k == 1 else X for k, X in enumerate(data.Xs_train))
     cases.append((lambda: VerticalData(short, data.y_train, data.Xs_test, data.y_test),
