@@ -526,6 +526,29 @@ def _stopped_run_errors(algo, theta, batch, evaluator):
         if tr.status != want or tr.series("round").tolist() != [0, 1]:
             wrong.append(f"a round raising {type(exc).__name__}: status {tr.status!r}, rounds "
                          f"{tr.series('round').tolist()}; want {want!r}, rounds 0, 1")
+    return wrong + _non_finite_estimate_errors(theta)
+
+
+def _non_finite_estimate_errors(theta):
+    """SSCA's round names the estimate that is not finite: an infinite ℓ̂ beside a finite ĝ, then a
+    finite ℓ̂ beside a ĝ with one NaN (a planted protocol's estimates)."""
+    from types import SimpleNamespace
+
+    from refimpl.ssca.algorithms import DivergenceError
+    wrong = []
+    nan_grad = np.zeros_like(theta)
+    nan_grad[3] = np.nan
+    for loss, grad, name in ((np.inf, np.zeros_like(theta), "mini_batch_loss"), (1.0, nan_grad, "mini_batch_gradient")):
+        protocol = SimpleNamespace(collect=lambda omega, batch, loss=loss, grad=grad: (loss, grad, []),
+                                   model=SimpleNamespace(backend="numpy"))
+        algo = SSCA(protocol, PowerLaw(0.9, 0.3), PowerLaw(0.5, 0.4), 0.2)
+        try:
+            algo.apply(algo.init(theta), 1, None)
+            said = "no stop"
+        except DivergenceError as exc:
+            said = str(exc)
+        if said != f"round 1: {name} is not finite (NaN/inf)":
+            wrong.append(f"SSCA on a non-finite {name}: {said!r}")
     return wrong
 
 
@@ -949,7 +972,8 @@ def baselines_literal(quick):
        "replaced by the closed form where it applies, counted and named, raised where it does not; an inaccurate "
        "solve judged by its largest KKT residual, infeasibility over max(1, max U), complementarity over "
        "max(1, max ν), the slack and dual residuals over c (planted residuals); the authors' cost recorded only "
-       "when asked for; a run's progress called after each evaluation with its round and metrics; 0 wrong",
+       "when asked for; a run's progress called after each evaluation with its round and metrics; an SSCA round "
+       "names its estimate that is not finite (ℓ̂ or ĝ); 0 wrong",
        "[SSCA] (40), Algorithm 2 with per-client constraints; docs/ssca.md", group="ssca.cvxpy")
 def constrained_records(quick):
     from refimpl.ssca.constrained_algorithms import ConstrainedEvaluator, ConstrainedState, kkt_residuals
