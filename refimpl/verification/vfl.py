@@ -1048,7 +1048,8 @@ def _authors_rule_replay_errors():
 
 @check("vfl.regime_one_run", "the regime figures' one run per seed serving every server time S gives the rows a "
        "run at each S gives (time to target, budget (1 + S)·budget₀, η): Flex-VFL under the authors' protocol (S "
-       "in units of the fastest party's mean step, 1.5) at S = 0, 2, 8 and P-BCD with η tuned per S at S = 0, 8; "
+       "in units of the fastest party's mean step, 1.5) at S = 0, 2, 8 (and at 0, 2 with CPU-trace speeds, whose mean "
+       "step is the timeout over the mean τ) and P-BCD with η tuned per S at S = 0, 8; "
        "the figures' ratio time(other)/time(Flex-VFL), its first crossover and a time to target (the first "
        "accuracy ≥ the target) by hand, the crossover after a ratio of exactly 1; a time to target over 3 seeds the "
        "mean of one run per seed, and none when a seed misses the target (3 seeds, one reaching it); rows evaluated "
@@ -1112,10 +1113,19 @@ def regime_one_run(quick):
         if got != [2.0, 3.0, None]:
             wrong.append(f"times to targets 0.35, 0.5, 0.95 of accuracies 0.2, 0.35, 0.9 at times 1, 2, 3: {got}")
         return wrong
+    def cpu_trace_wrong():
+        """With CPU-trace speeds (whose mean step is the timeout over the mean τ) the one run per seed
+        pays each S in the unit a run at S computes from the same speed model."""
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            cpu = os.path.join(tmp, "cpu.npy")
+            np.save(cpu, np.random.default_rng(9).uniform(0.0, 0.9, (cfg.parties + 1, 12)))
+            return one_run_wrong("flexvfl", "authors", (0.0, 2.0), c=replace(cfg, speeds=f"cputrace:{cpu}"))
     # the cheapest group first (under the mutation runner: up to the first that finds something wrong)
     wrong = wrong_groups([by_hand_wrong, lambda: _protocol_config_errors(cfg), lambda: _regime_helper_errors(cfg, ds),
                           lambda: one_run_wrong("flexvfl", "authors", (0.0, 2.0, 8.0)), mixed_seeds_wrong,
-                          lambda: one_run_wrong("pbcd", "tuned", (0.0, 8.0))])
+                          cpu_trace_wrong, lambda: one_run_wrong("pbcd", "tuned", (0.0, 8.0))])
     reached = sum(reached.values())
     return {"measured": len(wrong), "bound": 0, "holds": not wrong and reached >= 3,
             "note": f"5 server times × 2 methods, {reached} reaching the target; ratios and times to target by hand",
