@@ -359,7 +359,7 @@ def _cli_defaults(parser, *path):
 def test_the_tools_defaults_are_their_commands():
     """A tool's function and its command share their defaults (core.paper_descriptions compares the
     papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds,
-    report and the dump writer's limit."""
+    report, the dump writer's limit and the mutation runner's claims."""
     import inspect
 
     from refimpl.cli import build_parser
@@ -382,3 +382,5 @@ def test_the_tools_defaults_are_their_commands():
     from refimpl.cli.common import max_dump_gb
     from refimpl.core.dumps import DumpWriter
     assert arg(DumpWriter.__init__, "max_bytes") == max_dump_gb(SimpleNamespace()) * 1e9      # --max-dump-gb
+    from refimpl.tools.mutations import run_catalogue
+    assert arg(run_catalogue, "claims") == _cli_defaults(cli, "verify")["with_claims"]      # --with-claims

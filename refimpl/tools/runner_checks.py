@@ -515,19 +515,29 @@ def _rerun_here_case(M, O):
     """(what, right): a crash's first catcher with no verdict from the pool is run here, once, on
     the live tree (two planted checks registered for the case: one fails, one holds)."""
     from refimpl.verification.registry import REGISTRY
-    REGISTRY["planted.rerun.fails"] = ("p", "nowhere", lambda q: {"measured": 3.0, "bound": 2.0}, "theorem")
-    REGISTRY["planted.rerun.holds"] = ("p", "nowhere", lambda q: {"measured": 1.0, "bound": 2.0}, "theorem")
+
+    def crash(quick):
+        raise RuntimeError("planted crash")
+    planted = {"fails": lambda q: {"measured": 3.0, "bound": 2.0}, "holds": lambda q: {"measured": 1.0, "bound": 2.0},
+               "crashes": crash, "wrong": lambda q: {"measured": 1.0, "bound": 2.0, "holds": False,
+                                                     "details": {"wrong": ["a planted fact"]}}}
+    for name, fn in planted.items():
+        REGISTRY[f"planted.rerun.{name}"] = ("p", "nowhere", fn, "theorem")
     try:
         rs = [O("m12", "core", "", caught_by=["planted.rerun.fails", "planted.rerun.holds"], crashed=True),
-              O("m13", "core", "", caught_by=["planted.rerun.holds"], crashed=True)]
-        broken = M.void_broken_catchers(rs, {}, {"m12": "a.py", "m13": "a.py"})
+              O("m13", "core", "", caught_by=["planted.rerun.holds"], crashed=True),
+              O("m14", "core", "", caught_by=["planted.rerun.crashes"], crashed=True),
+              O("m15", "core", "", caught_by=["planted.rerun.wrong"], crashed=True)]
+        broken = M.void_broken_catchers(rs, {}, {f"m{i}": "a.py" for i in range(12, 16)})
     finally:
-        REGISTRY.pop("planted.rerun.fails", None)
-        REGISTRY.pop("planted.rerun.holds", None)
+        for name in planted:
+            REGISTRY.pop(f"planted.rerun.{name}", None)
     return ("a crash's first catcher without the pool's verdict is run here: one failing unmutated voids the "
-            "catch, one holding keeps it, whatever the catchers after the first",
-            broken == {"planted.rerun.fails": "it does not hold"} and rs[0].caught_by == []
-            and rs[1].caught_by == ["planted.rerun.holds"])
+            "catch, one holding keeps it, whatever the catchers after the first; the reason is the check's error, "
+            "else its wrong facts", broken == {"planted.rerun.fails": "it does not hold",
+                                               "planted.rerun.crashes": "RuntimeError: planted crash",
+                                               "planted.rerun.wrong": "['a planted fact']"}
+            and rs[0].caught_by == [] and rs[1].caught_by == ["planted.rerun.holds"])
 
 
 def _catalogue_callables_cases():
