@@ -1609,7 +1609,8 @@ def _run_loop_record_errors(ds):
     """What Flex-VFL's run loop records, by hand, on 3 rounds of 2 linear parties: floats sent per
     round B·ΣO_k up and K(|θ_0| + B·ΣO_k) down, and B·ΣO_k more down with labels at the server; S the
     running sum of Σ_k η_k W_k; a time budget met
-    exactly ends the run there; the last evaluation records the training loss under --loss-every 2;
+    exactly ends the run there; the last evaluation records the training loss under --loss-every 2,
+    and every round's test accuracy (its own schedule);
     the divergence rule's Σ_k ||θ_k||² counts the server's block (a limit between the parties' sum
     and the whole stops round 1), and a run stopped at round 2 keeps round 1's batch only."""
     from dataclasses import replace
@@ -1638,6 +1639,8 @@ def _run_loop_record_errors(ds):
     sparse = run_vfl(replace(cfg, loss_every=2), ds)
     if not np.isfinite(sparse.metrics["train_loss"][-1]) or np.isfinite(sparse.metrics["train_loss"][1]):
         wrong.append(f"--loss-every 2: training losses {list(sparse.metrics['train_loss'])} (rounds 0, 2 and the last)")
+    if not np.all(np.isfinite(sparse.metrics["test_accuracy"])):       # the accuracy keeps its own schedule
+        wrong.append(f"--loss-every 2: test accuracies {list(sparse.metrics['test_accuracy'])}, want every round's")
     norms = []
     for r in (1, 2):
         t = run_vfl(replace(cfg, rounds=r), ds)
