@@ -3082,7 +3082,19 @@ def _verdict_cases():
               ("the table's words: yes, NO, no (claim), yes, yes (vacuous)",
                [VF.verdict(r) for r in rs] == ["yes", "NO", "no (claim)", "yes", "yes (vacuous)"])]
     return (cases + _timed_case(VF, REGISTRY) + _report_table_cases(CheckRecord) + _table_layout_cases(CheckRecord)
-            + _engine_and_coverage_cases())
+            + _engine_and_coverage_cases() + [_library_sizes_case(VF)])
+
+
+def _library_sizes_case(VF):
+    """(what, right): the functions behind `refimpl verify` run its default, the quick sizes, unless
+    told otherwise (--full), and the mutation runner runs the claims only when asked (--with-claims)."""
+    import inspect
+
+    from refimpl.tools.mutations import run_catalogue
+    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    return ("run_check, run_checks and run_coverage default to the quick sizes, run_catalogue to no claims, as "
+            "refimpl verify does", [arg(f, "quick") for f in (VF.run_check, VF.run_checks, VF.run_coverage)]
+            + [arg(run_catalogue, "claims")] == [True, True, True, False])
 
 
 def _timed_case(VF, REGISTRY):
