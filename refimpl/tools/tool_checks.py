@@ -2809,12 +2809,9 @@ def _report_section_cases(tmp):
                  SimpleNamespace(id="t.a", details={"seconds": 0.25}), SimpleNamespace(id="t.b", details={})]) == {
                  "executor": "local", "workers": 2, "tasks": {"workers": 2, "ran": 5}, "seconds": 3.5,
                  "check_seconds": {"t.a": 0.25, "t.b": None}}),
-            ("a report's files: checks.json (the records), execution.json, REPORT.md (its lines); REPORT.md's path "
-             "returned; its reproductions each prepared in reproductions/NAME with its seeds, sizes and rounds, "
-             "resuming, in order", _report_files_right(tmp) and _prepared_right(prepared_reproductions)),
-            ("build_report's wiring: reproductions prepared, the checks and the engine, reproductions finished, the "
-             "files written with the execution's seconds (within the call's) and the smoke warning",
-             _build_report_right(tmp)),
+            ("a report's files (checks.json, execution.json, REPORT.md) and REPORT.md's path; its reproductions each "
+             "prepared in reproductions/NAME with its seeds, sizes and rounds, resuming, in order; build_report's wiring",
+             _report_files_right(tmp) and _prepared_right(prepared_reproductions) and _build_report_right(tmp)),
             ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
                 False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [
                 "# refimpl verification report", "", "Generated 2026-01-02T03:04:05 with numpy 1.0, refimpl 0.1; "
