@@ -2809,8 +2809,8 @@ def _report_section_cases(tmp):
                  SimpleNamespace(id="t.a", details={"seconds": 0.25}), SimpleNamespace(id="t.b", details={})]) == {
                  "executor": "local", "workers": 2, "tasks": {"workers": 2, "ran": 5}, "seconds": 3.5,
                  "check_seconds": {"t.a": 0.25, "t.b": None}}),
-            ("a report's files (checks.json, execution.json, REPORT.md) and REPORT.md's path; its reproductions each "
-             "prepared in reproductions/NAME with its seeds, sizes and rounds, resuming, in order; build_report's wiring",
+            ("a report's files (checks.json, execution.json, REPORT.md) and its path; its reproductions each "
+             "prepared in reproductions/NAME with its seeds, sizes and rounds, resuming, in order; build_report",
              _report_files_right(tmp) and _prepared_right(prepared_reproductions) and _build_report_right(tmp)),
             ("REPORT.md's head: when, the versions in order, quick or full settings", header_lines(
                 False, "2026-01-02T03:04:05", {"numpy": "1.0", "refimpl": "0.1"}) == [

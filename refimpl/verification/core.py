@@ -1449,9 +1449,9 @@ def _library_default_cases():
     from refimpl.mfcgd.experiment import MFCGDConfig
     from refimpl.ssca.algorithms import SSCA
     from refimpl.ssca.experiment import RunConfig
+    from refimpl.vfl.command import add_compare_arguments
     from refimpl.vfl.experiment import VFLConfig
     from refimpl.vfl.flexvfl import FlexVFL, run_async
-    from refimpl.vfl.command import add_compare_arguments
     from refimpl.vfl.policies import AsyncServerQueue, compose
     from refimpl.vfl.regime import regime_row, regime_rows, regime_table
     from refimpl.vfl.speeds import parse_speeds
@@ -1483,8 +1483,8 @@ def _library_default_cases():
        "sampling, Flex-VFL's momentum, batch order and initialisation, MFCGD's matrix); each paper's dump is its own "
        "by its markers (and its iterate alone); every dumped quantity has a place in the data-flow order, which "
        "keeps the algorithm's dependencies; every replay input is named with its word; each option's default, "
-       "each paper's command module and the kernel modules as written out; the library's defaults are the commands' "
-       "(wrong answers: 0)",
+       "each paper's command module and the kernel modules as written out; the library's defaults those of the "
+       "configurations the commands parse, the bound functions' ρ Theorem 2's (wrong answers: 0)",
        "refimpl/core/paper.py, refimpl/papers.py; docs/guide.md (diagnose)")
 def paper_descriptions(quick):
     cases = fact_groups([_lookup_cases, _library_default_cases, _registry_cases, _description_cases,

@@ -1226,7 +1226,8 @@ def _initial_metrics_errors(ds):
     """What is wrong with the metrics a run records at ω^0 (``initial_metrics``, remembered per model,
     data arrays, options and ω^0): after the plain evaluator's, an evaluator differing in one of
     them (another array of each of the four, λ, the authors' cost, the test accuracy off), or
-    another ω^0, must record its own metrics, evaluated here directly; the same ones again, the same."""
+    another ω^0, must record its own metrics, evaluated here directly; the same evaluator and ω^0
+    again, the same metrics."""
     from dataclasses import replace
 
     from refimpl.ssca.algorithms import initial_metrics
@@ -1260,7 +1261,8 @@ def _initial_metrics_errors(ds):
        "means, weighed by those counts, give the aggregate; what the command adds (a trade-off row's data loss, the "
        "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
        "step-size note); --feature-blocks refused under --setting sample and against a --clients it contradicts, "
-       "read as the clients otherwise; a flat ω^0 of the wrong size refused naming W1's and W2's shapes; 0 wrong",
+       "read as the clients otherwise; a flat ω^0 of the wrong size refused naming W1's and W2's shapes; the "
+       "metrics remembered at ω^0 the evaluator's whichever input changes; 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
 def assembly_literal(quick):
     from dataclasses import replace

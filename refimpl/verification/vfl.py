@@ -323,7 +323,8 @@ def _condition20_record_errors():
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
        "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
        "A_k of 0, one party's η below 0, a Q of 2.5, a batch of 2.5, 0.6 or n + 1 rows, a party's block a row short "
-       "(the party named), a τ table or batches shorter than the run and the authors' rule without its d_k; the two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
+       "(the party named), a τ table or batches shorter than the run and the authors' rule without its d_k; the "
+       "two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
        "at an event's own time sees the events before it only",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
 def clock(quick):
