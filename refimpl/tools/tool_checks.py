@@ -3087,11 +3087,11 @@ def _library_sizes_case(VF):
     told otherwise (--full), and the mutation runner runs the claims only when asked (--with-claims)."""
     import inspect
 
-    from refimpl.tools.mutations import run_catalogue
+    from refimpl.tools.mutations import run_catalogue, run_mutation
     arg = lambda fn, name: inspect.signature(fn).parameters[name].default
-    return ("run_check, run_checks and run_coverage default to the quick sizes, run_catalogue to no claims, as "
-            "refimpl verify does", [arg(f, "quick") for f in (VF.run_check, VF.run_checks, VF.run_coverage)]
-            + [arg(run_catalogue, "claims")] == [True, True, True, False])
+    return ("run_check, run_checks and run_coverage default to the quick sizes, run_catalogue and run_mutation to no "
+            "claims, as refimpl verify does", [arg(f, "quick") for f in (VF.run_check, VF.run_checks, VF.run_coverage)]
+            + [arg(f, "claims") for f in (run_catalogue, run_mutation)] == [True, True, True, False, False])
 
 
 def _timed_case(VF, REGISTRY):
@@ -3273,6 +3273,7 @@ def _table_layout_cases(CheckRecord):
         long_csv = _csv_table(path).splitlines()
     long_claim = CheckRecord("t.d", "abcd " * 30, "src", 0.5, 1.0, 0.5, True, {"kind": "theorem"})
     claim_cell = VF.format_table([long_claim], wide=True).splitlines()[2]
+    hint = "A check's claim: refimpl verify --list; one wide row each: --wide"
     return [("numbers: 1.000e+04 from 1e4 (9999.5 to 4 digits, 1e+04), 0.001 plain, 9.990e-04 below it, 0 plain, "
              "none as -, a negative number by its size", fmt == ["1.000e+04", "1e+04", "0.001", "9.990e-04", "0", "-",
                                                                 "3", "-0.5", "-9.990e-04"]),
@@ -3297,6 +3298,8 @@ def _table_layout_cases(CheckRecord):
             ("… of 45 rows, the first 40 by default", len(long_csv) == 42 and long_csv[-1] == "| 39 |"),
             ("the wide table's claim cut at 60 characters, on a word's end: 'abcd' 11 times and '…' of 30",
              " ".join(["abcd"] * 11) + "…" in claim_cell and " ".join(["abcd"] * 12) not in claim_cell),
+            ("the narrow table ends saying where the claims are; the wide one, which shows them, does not",
+             narrow[-1].endswith(hint) and hint not in "\n".join(wide)),
             ] + _table_note_cases(VF, CheckRecord) + _records_of_cases(VF, CheckRecord)
 
 

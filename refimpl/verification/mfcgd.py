@@ -561,7 +561,7 @@ def _radius_scale_record():
     dumped estimators found on their balls' surfaces (all but the last step's update, not dumped); a
     boolean, text or NaN given for a float option is refused naming it, and 0 for η, α or ρ, and for
     a count (clients, dim, steps, q, eval_every), and η or β of 0 by the baselines' runner;
-    heterogeneity 0 is accepted; the trace records the instance (its arrays' names and values, its
+    heterogeneity 0 is accepted; the trace records the instance (its class, its arrays' names and values, its
     scalars s_g, r_g, r_f as the problem defines them); each dumped step's communication flag is t ≡ 0 (mod q)."""
     import os
     import tempfile
@@ -614,7 +614,8 @@ def _radius_scale_record():
                       "must be in (0, 1], got 0.0")
     # the instance recorded for another implementation: its arrays by name, its scalars as the problem holds them
     inst = tr.config.get("problem_instance", {})
-    refused &= (inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
+    refused &= (inst.get("class") == "NonlinearComposition"
+                and inst.get("arrays") == ["problem_A", "problem_b", "problem_c"]
                 and {k: inst.get(k) for k in ("s_g", "r_g", "r_f")} == {"s_g": 0.1, "r_g": 0.5, "r_f": 0.1})
     # … its arrays exactly (double precision): the instance drawn by hand from the first of the seed's
     # three streams, p = 4, A scaled by 1.5, h the command's heterogeneity
