@@ -598,8 +598,9 @@ def _run_catalogue_cases():
         os.environ[PRELOAD_ENV] = "0"
         try:
             run_catalogue(ms, workers=2, parts=failing)
-        except RuntimeError:
-            pass
+            raised = None
+        except RuntimeError as exc:         # the pool's failure reaches the caller, after the workers closed
+            raised = str(exc)
     finally:
         os.environ.pop(PRELOAD_ENV, None)
         if kept is not None:
@@ -612,10 +613,11 @@ def _run_catalogue_cases():
                  ("started", ms, 3, PACKAGE, True), ("costs", True), ("pool", (ms, "W", 3), print, costs),
                  ("closed", "W"), ("void", "results", "confirmed", {"m1": "refimpl/vfl/speeds.py",
                                                                     "m2": "refimpl/core/model.py"})]),
-            ("… another package's run voids nothing; a failing pool still closes the workers; "
-             "REFIMPL_MUTATION_PRELOAD=0 starts them without preloading",
+            ("… another package's run voids nothing; a failing pool still closes the workers and its error reaches "
+             "the caller; REFIMPL_MUTATION_PRELOAD=0 starts them without preloading",
              [c[0] for c in other_calls] == ["started", "costs", "pool", "closed"]
              and [c[0] for c in failed_calls] == ["started", "costs", "pool", "closed"]
+             and raised == "planted pool failure"
              and failed_calls[0][4] is False)]
 
 
