@@ -360,14 +360,12 @@ def test_the_tools_defaults_are_their_commands():
     """A tool's function and its command share their defaults (core.paper_descriptions compares the
     papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds,
     report, the dump writer's limit and the mutation runner's claims."""
-    import inspect
-
     from refimpl.cli import build_parser
     from refimpl.tools.crosscheck import compare_runs
     from refimpl.tools.diagnose import _reruns, diagnose, their_replay
     from refimpl.tools.report import build_report
     from refimpl.vfl.regime import regime_row, regime_rows, regime_table
-    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    from refimpl.verification.registry import default_of as arg
     cli = build_parser()
     dg, cc, cmp_, rep = (_cli_defaults(cli, c) for c in ("diagnose", "crosscheck", "compare", "report"))
     assert (arg(diagnose, "tol"), arg(their_replay, "index_base"), arg(_reruns, "index_base")) == (

@@ -3085,10 +3085,8 @@ def _verdict_cases():
 def _library_sizes_case(VF):
     """(what, right): the functions behind `refimpl verify` run its default, the quick sizes, unless
     told otherwise (--full), and the mutation runner runs the claims only when asked (--with-claims)."""
-    import inspect
-
     from refimpl.tools.mutations import run_catalogue, run_mutation
-    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    from refimpl.verification.registry import default_of as arg
     return ("run_check, run_checks and run_coverage default to the quick sizes, run_catalogue and run_mutation to no "
             "claims, as refimpl verify does", [arg(f, "quick") for f in (VF.run_check, VF.run_checks, VF.run_coverage)]
             + [arg(f, "claims") for f in (run_catalogue, run_mutation)] == [True, True, True, False, False])

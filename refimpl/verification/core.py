@@ -5,7 +5,7 @@ import numpy as np
 
 from refimpl.core.kernels import activation_nb, activation_np, exp_nonpos_nb, softmax_xent_nb, softmax_xent_np
 from refimpl.core.model import ACTIVATIONS, TwoLayerNet
-from refimpl.verification.registry import check, fact_groups, max_or_nan, raises, wrong_groups
+from refimpl.verification.registry import check, default_of, fact_groups, max_or_nan, raises, wrong_groups
 
 
 def fd_relative_error(model, theta, X, y, h=1e-6):
@@ -1441,7 +1441,6 @@ def _library_default_cases():
     library user another run than the command's). tests/test_layout.py compares the tools'
     commands (diagnose, crosscheck, compare, report) with their functions the same way."""
     import argparse
-    import inspect
     from types import SimpleNamespace
 
     from refimpl.mfcgd.algorithm import AdamType, make_matrix
@@ -1455,7 +1454,7 @@ def _library_default_cases():
     from refimpl.vfl.policies import AsyncServerQueue, compose
     from refimpl.vfl.regime import regime_row, regime_rows, regime_table
     from refimpl.vfl.speeds import parse_speeds
-    arg = lambda fn, name: inspect.signature(fn).parameters[name].default
+    arg = default_of
     vfl, ada, ssca = VFLConfig(), MFCGDConfig(), RunConfig()
     parser = argparse.ArgumentParser()          # refimpl compare vfl's own options (the shared ones stubbed)
     add_compare_arguments(parser, SimpleNamespace(add_compare_args=lambda *a: None))

@@ -151,6 +151,13 @@ def max_or_nan(*values):
     return float("nan") if any(v != v for v in vals) else max(vals)
 
 
+def default_of(fn, name):
+    """The default value of ``fn``'s parameter ``name`` (a library default a check compares with the
+    command's)."""
+    import inspect
+    return inspect.signature(fn).parameters[name].default
+
+
 def raises(fn, words):
     """True when ``fn()`` raises a ValueError whose message holds ``words`` (a refusal a check
     expects, with the reason it must give)."""
