@@ -377,6 +377,9 @@ def _reading_cases():
                 ssca.entry_words("omega", (14,), {"hidden": 2}, Data()) is None
                 and mf.entry_words("x", (1, 2), {}) == "client 1, coordinate 2"
                 and mf.entry_words("x", (1,), {}) is None and mf.entry_words("gamma", (1, 2), {}) is None))
+    out.append(("an entry of ω without the data (diagnose run without it), or a whole array (no index), is named by "
+                "its index alone", ssca.entry_words("omega", (5,), {"hidden": 2}, None) is None
+                and ssca.entry_words("omega", (), {"hidden": 2}, Data()) is None))
     return out
 
 
@@ -1429,7 +1432,8 @@ def conformance_harness(quick):
        "reads it for drfl; a run whose cap c η_t² ≥ 1 acted says in which steps, per weight; run ssca and run vfl "
        "print a progress line at round 0 and every max(1, R // 20) rounds (SSCA also at round R), and on a terminal "
        "move the bar to each round; run ssca says a finished run's solver note; compare vfl --server-time refuses "
-       "--seeds below 1 or fractional (wrong answers: 0)",
+       "--seeds below 1 or fractional, and asks the regime table for the middle one of --targets, its protocol "
+       "(tuned unless given) and seeds, a budget of 1000 unless given, one progress step per run (wrong answers: 0)",
        "refimpl diagnose / crosscheck / vectors export / run / compare vfl; docs/guide.md")
 def command_decisions(quick):
     return _cases_result(_command_decision_cases())
@@ -1571,7 +1575,28 @@ def _run_ending_cases():
              and _raises(lambda: check_seeds(0), "--seeds must be a positive integer, got 0")
              and _raises(lambda: check_seeds(2.5), "--seeds must be a positive integer, got 2.5")
              and _raises(lambda: regime_table(SimpleNamespace(time_budget=None), None, [0.0], "authors", seeds=0),
-                         "--seeds must be a positive integer, got 0"))]
+                         "--seeds must be a positive integer, got 0"))] + _regime_request_cases()
+
+
+def _regime_request_cases():
+    """(what, right): compare vfl --server-time's request to the regime table, written out: the
+    middle target, the protocol, the seeds, the budget and one progress step per run."""
+    from types import SimpleNamespace
+
+    from refimpl.vfl.command import regime_request
+    from refimpl.vfl.experiment import VFLConfig
+    ui = SimpleNamespace(floats=lambda name, text: [float(v) for v in text.split(",")],
+                         config=lambda args, key, method: VFLConfig(method=method, time_budget=args.time_budget))
+    out = []
+    for budget, protocol, want in ((None, None, ("tuned", 1000.0)), (50.0, "authors", ("authors", 50.0))):
+        args = SimpleNamespace(server_time="0,2,8", protocol=protocol, seeds=3, targets="0.6,0.7,0.8,0.9",
+                               time_budget=budget)
+        cfg, table, total = regime_request(args, ui)
+        out.append((f"compare vfl --server-time 0,2,8 --targets 0.6,…,0.9 --seeds 3 (--protocol {protocol}, "
+                    f"--time-budget {budget}): target 0.8, protocol {want[0]}, budget {want[1]:g}, 3 × 4 runs",
+                    table == {"server_times": [0.0, 2.0, 8.0], "protocol": want[0], "target": 0.8, "seeds": 3}
+                    and cfg.method == "flexvfl" and cfg.time_budget == want[1] and total == 12))
+    return out
 
 
 def _flag_cases():

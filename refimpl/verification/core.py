@@ -903,9 +903,9 @@ def _replay_id_refusals():
 @check("core.boundary_refusals", "the boundary checks every layer shares refuse exactly what they promise, by hand at "
        "each edge: a class index equal to L (labels lie in 0..L − 1; L − 1 is read), ρ_t or γ_t = 0 ((4), (6): "
        "values in (0, 1]; 1 is accepted), inf as NaN is (naming the first entry), a fractional index (13.5; 13.0 is "
-       "read), a boolean where a count is asked, a given step-size sequence (round t takes s_t; 0 refused), a "
-       "partition kind without its parameters or with one it does not take, a batch-schedule file of floats or "
-       "pickled objects; the "
+       "read), a boolean where a count or a real number is asked, a given step-size sequence (round t takes s_t; 0 "
+       "refused), a partition kind without its parameters or with one it does not take, a batch-schedule file of "
+       "floats or pickled objects; the "
        "checks' own fact groups, on planted groups: a plain run runs every group in order, the mutation runner's "
        "stops after the first with a wrong fact; a given batch schedule's shape, id range, repeats and 1-based hint "
        "(a repeat inside one client's batch named with its round, client and sample); an index cover missing or "
@@ -933,6 +933,9 @@ def boundary_refusals(quick):
              ("inf is refused as NaN is, naming the first entry",
               raises(lambda: V.finite_array("W1", np.array([[1.0, 2.0], [3.0, np.inf]])), "first at index (1, 1)")
               and raises(lambda: V.finite_array("W1", np.array([np.nan, 1.0])), "first at index (0,)")),
+             ("booleans are refused where real numbers are asked, unless allowed (data features may be 0/1 flags)",
+              raises(lambda: V.finite_array("W1", np.array([True, False])), "W1 holds boolean values")
+              and V.finite_array("X_train", np.array([True, False]), allow_bool=True).tolist() == [1.0, 0.0]),
              ("a fractional index is refused naming it; 13.0 is read as 13",
               raises(lambda: V.index_array("batches", np.array([1.0, 13.5])), "entry 1 is 13.5")
               and V.index_array("batches", np.array([1.0, 13.0])).tolist() == [1, 13]),
@@ -1371,7 +1374,7 @@ def _registry_cases():
     name, before = "refimpl_registry_probe", os.environ.get("REFIMPL_PAPERS")
     sys.modules[name] = types.SimpleNamespace(PAPER=_probe_paper("probe-env", {"probe-env-run": "nothing"}))
     try:
-        with environ({"REFIMPL_PAPERS": ",".join(x for x in (before, name) if x)}):
+        with environ({"REFIMPL_PAPERS": " " + ", ".join(x for x in (before, name) if x) + " "}):   # spaces allowed
             seen = papers.keys()
     finally:
         papers.unregister("probe-env")
@@ -1473,7 +1476,34 @@ def _library_default_cases():
             ("Theorem 2 is Theorem 1 at ρ = 1: the bound functions given no ρ are Theorem 2's",
              [arg(f, "rho") for f in (check_run, theorem_conditions, G_value, find_theorem_parameters)] == [1.0] * 4),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
-             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))]
+             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))] + _plan_default_cases()
+
+
+def _plan_default_cases():
+    """(what, right): each paper's reproduction plan and tuning grids take the description's defaults
+    (``refimpl reproduce`` passes every one; a library caller gets the same plan), and SSCA's tuning
+    grids are the named setting's, FedAvg's with E = 5 local steps (the reproduction's E = min(5,
+    ⌊N_k/B⌋) on full-size data at B = 100), written out."""
+    import inspect
+
+    from refimpl import papers
+    from refimpl.core.paper import Paper
+
+    def defaults(f):
+        return [(n, p.default) for n, p in inspect.signature(f).parameters.items() if n != "self"]
+    out = [(f"{p.key}'s plan and tuning grids take the description's defaults",
+            defaults(type(p).plan) == defaults(Paper.plan)
+            and defaults(type(p).tune_grids) == defaults(Paper.tune_grids))
+           for p in papers.papers()]
+    ssca = papers.get("ssca")
+    grids = {s: ssca.tune_grids(f"ssca-{s}", 100, 40, 2) for s in ("sample", "feature")}
+    settings = {s: {(c.setting, c.batch, c.rounds, c.eval_every) for g in grids[s].values() for c in g} for s in grids}
+    out.append(("ssca-sample's and ssca-feature's tuning grids run their own setting at the given batch, rounds and "
+                "evaluation; the sample-based one adds FedAvg with 5 local steps",
+                settings == {s: {(s, 100, 40, 2)} for s in grids} and sorted(grids["sample"]) == sorted(
+                    ["SSCA", "SGD", "SGD-m", "FedAvg E=5"]) and sorted(grids["feature"]) == ["SGD", "SGD-m", "SSCA"]
+                and {c.local_steps for c in grids["sample"]["FedAvg E=5"]} == {5}))
+    return out
 
 
 @check("core.paper_descriptions", "what every tool asks a paper's description, measured on short runs: each "

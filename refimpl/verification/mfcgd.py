@@ -551,8 +551,14 @@ def _kernel_draws_record(pr, par, T):
     capped = {name: sum(1 for t in range(1, T + 1) if c * (par.k / (par.n + t) ** (1.0 / 3.0)) ** 2 > 1.0)
               for name, c in (("alpha", par.c1), ("beta", par.c2), ("rho", par.c3))}
     got = par.capped_steps(T)
+    # a second schedule with k ≠ 1: c η_t² = c k²/(n + t)^(2/3) > 1 while (n + t) < (c k²)^(3/2)
+    other = MFCGDParams(k=1.5, n=2.0, c1=3.0, c2=1.0, c3=5.0)
+    other_counted = {name: sum(1 for t in range(1, T + 1) if 2.0 + t < (c * 1.5 ** 2) ** 1.5)
+                     for name, c in (("alpha", 3.0), ("beta", 1.0), ("rho", 5.0))}
+    other_got = other.capped_steps(T)
     return {"steps": T, "x_bar_max_rel_diff": rel, "capped_steps": got, "capped_steps_counted": capped,
-            "right": bool(rel <= 1e-10) and got == capped and capped["rho"] > 0}
+            "capped_steps_k1.5": other_got, "capped_steps_k1.5_counted": other_counted,
+            "right": bool(rel <= 1e-10) and got == capped and capped["rho"] > 0 and other_got == other_counted}
 
 
 def _radius_scale_record():
@@ -665,6 +671,7 @@ def baselines_literal(quick):
                 bad = sum(int(bool(dump.get("communication")) != (t % q == 0)) + int(
                     t < T and not np.array_equal(dump.get("x_next"), states[t]["x"])) for t, dump in r.dumps.items())
                 bad += int(np.sum(r.samples != used) + np.sum(r.rounds != comms))
+                bad += int(r.samples.dtype.kind != "i") + int(r.rounds.dtype.kind != "i")    # counts, as integers
                 nb_rel = None
                 if pname == "synthetic":
                     gn, smp, rnd, xsq = run_local_scgd_synthetic_nb(pr, x1, T, q, 0.2, 0.6, alpha, np.random.default_rng(0),

@@ -1116,11 +1116,13 @@ def _command_cases():
     wrong, said = [], []
     ui = SimpleNamespace(say=said.append, info=lambda args, text: said.append(text))
     tr = Trace({"lam": 0.05})
-    tr.metrics.update(round=[0.0, 5.0], train_cost=[1.0, 0.7], sq_norm=[2.0, 3.0], test_accuracy=[0.1, 0.8])
+    tr.metrics.update(round=[0.0, 2.0, 5.0], train_cost=[1.0, 0.9, 0.7], sq_norm=[2.0, 4.0, 3.0],
+                      test_accuracy=[0.1, 0.5, 0.8], slack=[0.3, 0.2, 0.1])
     row = command.tradeoff_row("lam", 0.05, tr)
-    if not abs(row["data_loss"] - 0.55) <= 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0:
-        wrong.append(f"--lam study: final data loss {row['data_loss']} at round {row['round']}, want 0.7 − 0.05·3 = "
-                     "0.55 at round 5")
+    if not abs(row["data_loss"] - 0.55) <= 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0 \
+            or row["test_accuracy"] != 0.8 or row["slack"] != 0.1:
+        wrong.append(f"--lam study: final row {row}, want data loss 0.7 − 0.05·3 = 0.55, ||ω||² 3, test accuracy "
+                     "0.8 and slack 0.1 at round 5 (the last of three)")
     verdicts, shapes = ((0.35, 0.05), (0.25, 0.0)), ((1, 6), (6, 1))
     for value, violation in verdicts:
         tr = Trace({})

@@ -128,27 +128,37 @@ def compare(args, ui):
     return 0
 
 
-def compare_regimes(args, ui):
-    """refimpl compare vfl --server-time S1,S2,… --protocol tuned|authors."""
-    from refimpl.core.plots import plot_vfl_regimes
-    from refimpl.core.trace import write_csv
+def regime_request(args, ui):
+    """What ``compare vfl --server-time`` asks of the regime table, decided before any run: the
+    Flex-VFL configuration (a time budget of 1000 unless given), the table's arguments (the server
+    times S, the protocol (tuned unless given), the target: the middle one of --targets, the seeds)
+    and the progress total (one run per S and method)."""
     from refimpl.vfl import regime as RG
     server_times = RG.parse_server_times(args.server_time)
     protocol = RG.check_protocol(args.protocol or "tuned")
     RG.check_seeds(args.seeds)
     targets = ui.floats("targets", args.targets)
-    target = targets[len(targets) // 2]
     cfg = ui.config(args, KEY, "flexvfl")
     if cfg.time_budget is None:
         from dataclasses import replace
         cfg = replace(cfg, time_budget=1000.0)
+    table = dict(server_times=server_times, protocol=protocol, target=targets[len(targets) // 2], seeds=args.seeds)
+    return cfg, table, len(server_times) * len(RG.REGIME_METHODS)
+
+
+def compare_regimes(args, ui):
+    """refimpl compare vfl --server-time S1,S2,… --protocol tuned|authors."""
+    from refimpl.core.plots import plot_vfl_regimes
+    from refimpl.core.trace import write_csv
+    from refimpl.vfl import regime as RG
+    cfg, table, total = regime_request(args, ui)
+    server_times, protocol, target = table["server_times"], table["protocol"], table["target"]
     out = args.out
     if out:
         ui.prepare_out(out, getattr(args, "overwrite", False), holds=("regimes.json",))
     traces = {}
-    with ui.progress(args, len(server_times) * len(RG.REGIME_METHODS), f"regimes ({protocol})", "run") as bar:
-        rows = RG.regime_table(cfg, ui.load_data(args), server_times, protocol, target=target, seeds=args.seeds,
-                               progress=bar, traces=traces)
+    with ui.progress(args, total, f"regimes ({protocol})", "run") as bar:
+        rows = RG.regime_table(cfg, ui.load_data(args), **table, progress=bar, traces=traces)
     summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
     for other in ("sync-vfl", "async-vfl", "pbcd"):
         r = RG.ratios(rows, other)
