@@ -358,6 +358,13 @@ def _reading_cases():
                 np.array_equal(got.get("x1"), np.arange(3.0)) and got["zeta"][:, 0, 0].tolist() == [1.0, 2.0]
                 and got["xi"][:, 0, 0].tolist() == [-1.0, -2.0] and "u1" in got))
 
+    def mf_in(arrays):
+        found = mfcgd.replay_from(arrays, "f")[0]
+        return found["init"], found["samples"]
+    out.append(("MFCGD's replay inputs from a file: the initial point from x1 or init_x1, the samples from zeta or "
+                "samples_*, each only when there", [mf_in(arrays) for arrays in (
+                    {"x1": 0, "zeta": 0}, {"init_x1": 0}, {"samples_0": 0}, {"u1": 0, "xi": 0})]
+                == [("f", "f"), ("f", None), (None, "f"), (None, None)]))
     out += _replay_guard_cases(papers)
     held, missing = DG.replay_sources({"tau_mean": np.ones(3), "batches": np.zeros((2, 4), int)}, papers.get("vfl"))
     out.append(("a replay input is held only under its own name (tau_mean is no τ table)",
@@ -380,7 +387,21 @@ def _reading_cases():
     out.append(("an entry of ω without the data (diagnose run without it), or a whole array (no index), is named by "
                 "its index alone", ssca.entry_words("omega", (5,), {"hidden": 2}, None) is None
                 and ssca.entry_words("omega", (), {"hidden": 2}, Data()) is None))
-    return out
+    return out + _vfl_entry_cases(papers.get("vfl"))
+
+
+def _vfl_entry_cases(vfl):
+    """(what, right): Flex-VFL's names of a dumped entry, written out for 7 features in contiguous
+    blocks of 4 and 3 (party 1, party 2), O = 2, linear encoders: party 2's W is 2 × (3 + 1)."""
+    from refimpl.core.data import Dataset
+    X = np.arange(28.0).reshape(4, 7) / 28.0
+    ds = Dataset(X, np.array([0, 1, 2, 0]), X[:2], np.array([1, 2]), n_classes=3)
+    cfg = {"parties": 2, "embed_dim": 2, "encoder": "linear", "hidden": 3}
+    return [("Flex-VFL: party 2's entry 5 is W[1, 1] of its 2 × (3 + 1) encoder (its own 3 features), entry 8 is "
+             "beyond it; party 1's entry 5 is W[1, 0] (the bias) of 2 × (4 + 1); the head's entry 5 is head[1, 0]",
+             [vfl.entry_words(q, (3, 5), cfg, ds) for q in ("theta2", "grad1", "momentum0")]
+             == ["party 2, local step 3, W[1, 1]", "party 1, local step 3, W[1, 0] (bias)",
+                 "party 0, local step 3, head[1, 0] (bias)"] and vfl.entry_words("theta2", (0, 8), cfg, ds) is None)]
 
 
 
@@ -2533,8 +2554,8 @@ def diagnose_report(quick):
        "array (padded batches too) and a τ table's 0, a run's round files and dump.mat (a vector as a vector), the "
        "dump's size estimate (exactly at the limit allowed), a dump over an earlier one, no file left by a failed "
        "write, a Flex-VFL --init matrix (row-major), --map's W1 and W2, --round for unnumbered .mat iterates (0 included), --init's "
-       "initial_Theta2.mat sibling, MFCGD's initial estimators, and an entry's name (SSCA's W2 past its bias column) "
-       "are read right; a round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot "
+       "initial_Theta2.mat sibling, MFCGD's initial estimators and replay inputs, and an entry's name (SSCA's W2 past "
+       "its bias column, a Flex-VFL party's encoder on its own features; none without the data) are read right; a round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot "
        "of another shape, and measures a relative difference (of a metric, of a snapshot) as such, against the first "
        "trace, names an empty or short series, saved traces load back as saved; refimpl crosscheck's exit code and "
        "words (--tol 0, --metrics-only, --allow-missing, NaN on either side, a one-round shift either way, exit 2 when "
@@ -2890,7 +2911,8 @@ def _execution_records(rep, tmp):
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no "
-       "FedAvg in ssca-feature; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; "
+       "FedAvg in ssca-feature; ssca-tradeoff's constrained and regularised runs on one schedule (ρ_t = 1/t^0.55, γ_t = "
+       "0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; "
        "refimpl report's failed runs (a run labelled like a check and more is a run), its execution.json and "
        "REPORT.md's head (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
@@ -2942,6 +2964,28 @@ def _plan_setting_cases():
     titles = [figure_title("vfl-time", {"data": "MNIST", "seeds": seeds}, plan) for seeds in ([0, 1, 2], [4], [])]
     out.append(("a figure's title counts the seeds it averages: 3 seeds, 1 seed, and 1 seed when none are listed",
                 [", 3 seeds, " in titles[0], ", 1 seed, " in titles[1], ", 1 seed, " in titles[2]] == [True] * 3))
+    return out + _tradeoff_plan_cases()
+
+
+def _tradeoff_plan_cases():
+    """(what, right): Fig. 4's plan compares end points, so its constrained (U = 0.1, 0.2, 0.3, 0.5)
+    and regularised (λ = 1e-4, 1e-3, 1e-2) runs share one schedule meeting (4) and (6): ρ_t = 1/t^0.55,
+    γ_t = 0.5/t^0.6, batch 100; and SSCA's figure caption groups runs by their four step-size numbers."""
+    from refimpl import papers
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.ssca.reproductions import tradeoff_plan
+    runs = [(label, cfg.resolved()) for label, _, cfg in tradeoff_plan(True, None, False)[0]]
+    shared = {(c.algorithm, c.U if c.algorithm == "ssca-constrained" else c.lam, c.rho_a, c.rho_alpha, c.gamma_a,
+               c.gamma_alpha, c.batch) for label, c in runs if not label.startswith("SSCA")}
+    want = {("ssca-constrained", U, 1.0, 0.55, 0.5, 0.6, 100) for U in (0.1, 0.2, 0.3, 0.5)} | {
+        ("ssca", lam, 1.0, 0.55, 0.5, 0.6, 100) for lam in (1e-4, 1e-3, 1e-2)}
+    out = [("reproduce ssca-tradeoff: the constrained and regularised runs at ρ_t = 1/t^0.55, γ_t = 0.5/t^0.6, "
+            "batch 100", shared == want)]
+    plan = [("A", "ssca", RunConfig("ssca", gamma_alpha=0.6)), ("B", "ssca", RunConfig("ssca", gamma_alpha=0.7)),
+            ("C", "ssca", RunConfig("ssca", gamma_alpha=0.6))]
+    caption = papers.get("ssca").figure_caption("ssca-sample", plan)
+    out.append(("SSCA's caption names one schedule per distinct (ρ's a, α; γ's a, α): A and C share one, B its own",
+                caption.count("ρ_t = ") == 2 and caption.startswith("A, C: ") and "; B: " in caption))
     return out
 
 

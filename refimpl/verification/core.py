@@ -681,6 +681,10 @@ def _data_file_facts():
                     raises(lambda: load_npz_dataset(neg), "y_train[1] = -1.0; labels must be integer class")))
         out.append(("a test label 3 that no training sample has is refused as a class absent from y_train",
                     raises(lambda: load_npz_dataset(gap), "classes [3] never occur in y_train")))
+        zero = os.path.join(d, "zero_based.npz")
+        np.savez(zero, X_train=Xtr, y_train=np.array([1, 2, 0, 1]), X_test=Xte, y_test=np.array([1, 2]))
+        out.append(("--label-base 1 on a file holding a label 0 is refused, naming y_train[2]",
+                    raises(lambda: load_npz_dataset(zero, label_base=1), "y_train[2] = 0 but --label-base 1")))
         idx = os.path.join(d, "idx")
         os.mkdir(idx)
         images = {"train": np.arange(12).reshape(2, 2, 3), "t10k": 200 + np.arange(6).reshape(1, 2, 3)}
