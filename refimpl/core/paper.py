@@ -154,9 +154,6 @@ class Paper(ABC):
         """The configuration a run records, as a plain dict."""
         return asdict(self.validated(cfg))
 
-    def algorithm_of(self, cfg):
-        return getattr(cfg, self.method_field)
-
     def with_length(self, cfg, length, **changes):
         """``cfg`` run for ``length`` rounds/steps, with other ``changes``."""
         return replace(cfg, **{self.length_field: length}, **changes)

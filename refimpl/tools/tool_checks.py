@@ -392,13 +392,23 @@ def _reading_cases():
 
 def _vfl_entry_cases(vfl):
     """(what, right): Flex-VFL's names of a dumped entry, written out for 7 features in contiguous
-    blocks of 4 and 3 (party 1, party 2), O = 2, linear encoders: party 2's W is 2 × (3 + 1)."""
+    blocks of 4 and 3 (party 1, party 2), O = 2, linear encoders: party 2's W is 2 × (3 + 1); SSCA's
+    name of a client's gradient entry; the changes diagnose's rerun makes under Flex-VFL's protocols."""
     from refimpl.core.data import Dataset
     X = np.arange(28.0).reshape(4, 7) / 28.0
     ds = Dataset(X, np.array([0, 1, 2, 0]), X[:2], np.array([1, 2]), n_classes=3)
     cfg = {"parties": 2, "embed_dim": 2, "encoder": "linear", "hidden": 3}
-    return [("Flex-VFL: party 2's entry 5 is W[1, 1] of its 2 × (3 + 1) encoder (its own 3 features), entry 8 is "
-             "beyond it; party 1's entry 5 is W[1, 0] (the bias) of 2 × (4 + 1); the head's entry 5 is head[1, 0]",
+    from refimpl import papers
+    ssca = papers.get("ssca")
+    rerun = [vfl.rerun_changes(c) for c in ({"protocol": "authors"}, {"protocol": "tuned"}, {"momentum": "torch"})]
+    out = [("SSCA: client 2's gradient entry 9 is W1[1, 2] (7 features, J = 2), named with its client",
+            ssca.entry_words("client_grad", (2, 9), {"hidden": 2}, ds) == "client 2, W1[1, 2]"),
+           ("diagnose's rerun under Flex-VFL's authors' protocol changes its step counts only: THEIR batches, "
+            "initial point and server time unit stay (independent batches, Glorot, step); other switches as given",
+            rerun == [{"protocol": "authors", "batch_order": "independent", "init_scheme": "glorot",
+                       "server_time_unit": "step"}, {"protocol": "tuned"}, {"momentum": "torch"}])]
+    return out + [("Flex-VFL: party 2's entry 5 is W[1, 1] of its 2 × (3 + 1) encoder (its own 3 features), entry 8 "
+             "is beyond it; party 1's entry 5 is W[1, 0] (the bias) of 2 × (4 + 1); the head's entry 5 is head[1, 0]",
              [vfl.entry_words(q, (3, 5), cfg, ds) for q in ("theta2", "grad1", "momentum0")]
              == ["party 2, local step 3, W[1, 1]", "party 1, local step 3, W[1, 0] (bias)",
                  "party 0, local step 3, head[1, 0] (bias)"] and vfl.entry_words("theta2", (0, 8), cfg, ds) is None)]
@@ -2981,11 +2991,17 @@ def _tradeoff_plan_cases():
         ("ssca", lam, 1.0, 0.55, 0.5, 0.6, 100) for lam in (1e-4, 1e-3, 1e-2)}
     out = [("reproduce ssca-tradeoff: the constrained and regularised runs at ρ_t = 1/t^0.55, γ_t = 0.5/t^0.6, "
             "batch 100", shared == want)]
-    plan = [("A", "ssca", RunConfig("ssca", gamma_alpha=0.6)), ("B", "ssca", RunConfig("ssca", gamma_alpha=0.7)),
-            ("C", "ssca", RunConfig("ssca", gamma_alpha=0.6))]
+    met = dict(rho_alpha=0.55, gamma_a=0.5)      # ρ_t = 1/t^0.55, γ_t = 0.5/t^γα meet (4) and (6) for 0.55 < γα ≤ 1
+    plan = [("A", "ssca", RunConfig("ssca", gamma_alpha=0.6, **met)),
+            ("B", "ssca", RunConfig("ssca", gamma_alpha=0.7, **met)),
+            ("C", "ssca", RunConfig("ssca", gamma_alpha=0.6, **met)), ("D", "ssca", RunConfig("ssca"))]
     caption = papers.get("ssca").figure_caption("ssca-sample", plan)
-    out.append(("SSCA's caption names one schedule per distinct (ρ's a, α; γ's a, α): A and C share one, B its own",
-                caption.count("ρ_t = ") == 2 and caption.startswith("A, C: ") and "; B: " in caption))
+    parts = caption.split("; ")
+    out.append(("SSCA's caption names one schedule per distinct (ρ's a, α; γ's a, α), each with its verdict: A and C "
+                "share one, B its own, both meeting (4) and (6); D at the paper's ρ_t = 1/t^0.1 outside them",
+                len(parts) == 3 and parts[0].startswith("A, C: ") and parts[1].startswith("B: ")
+                and all(p.endswith("meets (4) and (6)") for p in parts[:2])
+                and parts[2].startswith("D: ") and "is outside the theorems' conditions (" in parts[2]))
     return out
 
 

@@ -937,9 +937,12 @@ def boundary_refusals(quick):
              ("inf is refused as NaN is, naming the first entry",
               raises(lambda: V.finite_array("W1", np.array([[1.0, 2.0], [3.0, np.inf]])), "first at index (1, 1)")
               and raises(lambda: V.finite_array("W1", np.array([np.nan, 1.0])), "first at index (0,)")),
-             ("booleans are refused where real numbers are asked, unless allowed (data features may be 0/1 flags)",
+             ("booleans are refused where real numbers are asked, unless allowed (data features may be 0/1 flags); "
+              "what is read comes back as float64, whatever came in (booleans, integers, float32)",
               raises(lambda: V.finite_array("W1", np.array([True, False])), "W1 holds boolean values")
-              and V.finite_array("X_train", np.array([True, False]), allow_bool=True).tolist() == [1.0, 0.0]),
+              and V.finite_array("X_train", np.array([True, False]), allow_bool=True).tolist() == [1.0, 0.0]
+              and {V.finite_array("a", x, allow_bool=True).dtype for x in (
+                  np.array([True]), np.array([3]), np.array([0.5], np.float32))} == {np.dtype(np.float64)}),
              ("a fractional index is refused naming it; 13.0 is read as 13",
               raises(lambda: V.index_array("batches", np.array([1.0, 13.5])), "entry 1 is 13.5")
               and V.index_array("batches", np.array([1.0, 13.0])).tolist() == [1, 13]),
@@ -1336,12 +1339,13 @@ def _probe_paper(key, algorithms):
 
 def _lookup_cases():
     """(what, right): what the command line and the engine read off the registry, written out — each
-    option's default (the Config field's unless the option names its own), each paper's command
+    option's default (the Config field's unless the option names its own), its flag and text kinds,
+    MFCGD's pinned seed, each paper's command
     module (none for a description without one), the Numba kernel modules (the core's first) and
     warming no module when given none."""
     from refimpl import papers
     from refimpl.core.paper import CONFIG_DEFAULT
-    wrong, flags = [], []
+    wrong, flags, files = [], [], []
     for p in papers.papers():
         defaults = p.config_defaults()
         for o, d in p.options_for():
@@ -1350,9 +1354,17 @@ def _lookup_cases():
                 wrong.append(f"{p.key} {o.name}")
             if isinstance(want, bool) != bool(o.flag):       # --keep-samples, --bias: given alone, no value
                 flags.append(f"{p.key} {o.name}")
+            if (o.help.startswith("FILE") or o.metavar == "FILE") and not o.text:
+                files.append(f"{p.key} {o.name}")
     commands = [p.command().__name__ for p in papers.papers()[:3]]
+    mf = papers.get("mfcgd")
+    seeds = [mf.pinning_argv("d", "mfcgd", {"seed": 3, "problem_seed": s})[-1] for s in (None, 7)]
     return [("every option's default is its Config field's, or its own where it names one", not wrong),
             ("an option whose Config field is a boolean is a flag (given alone), and only those", not flags),
+            ("an option naming a file (its help opens with FILE, or its metavar is FILE) is read as text, not as a "
+             "number" + (f" ({', '.join(files)})" if files else ""), not files),
+            ("MFCGD's pinned run names its problem's seed: the recorded problem seed, else the run's seed",
+             seeds == ["3", "7"]),
             ("the papers' command modules are their own; a description without one has none",
              commands == ["refimpl.ssca.command", "refimpl.vfl.command", "refimpl.mfcgd.command"]
              and _probe_paper("probe-command", {"probe-command-run": "nothing"}).command() is None),

@@ -1104,8 +1104,9 @@ def _solver_fallback_wrong(m, X, y, theta, parts):
 
 def _command_cases():
     """What ``refimpl run ssca`` adds to a run, each answer by hand: the trade-off row's data loss,
-    the constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's
-    value and one that contradicts it, the refusals before the first run, and the step-size note.
+    the constraint's verdict and warning, MATLAB-shaped --init vectors and --init's two layers, a
+    flag equal to the preset's value and one that contradicts it, the refusals before the first run,
+    and the step-size note.
     Returns (the number of facts compared, the wrong ones as words)."""
     import os
     import tempfile
@@ -1141,6 +1142,13 @@ def _command_cases():
             init, _ = command.replay_inputs(SimpleNamespace(init=path, batches=None), ui)
             if np.shape(init) != (6,):
                 wrong.append(f"--init with omega_0 of shape {shape}: read as {np.shape(init)}, want the flat (6,)")
+        for first, second in (("W1", "W2"), ("W1_0", "W2_0")):        # the layers as given, or a trace's
+            path = os.path.join(d, f"{first}.npz")
+            np.savez(path, **{first: np.ones((2, 3)), second: np.zeros((4, 2))})
+            init, _ = command.replay_inputs(SimpleNamespace(init=path, batches=None), ui)
+            if not (isinstance(init, tuple) and [np.shape(a) for a in init] == [(2, 3), (4, 2)]
+                    and init[0].sum() == 6.0 and init[1].sum() == 0.0):
+                wrong.append(f"--init with {first} (2 × 3 ones) and {second} (4 × 2 zeros): read as {init!r}")
     cfg = RunConfig("ssca", batch=10, preset="authors", tau=0.2)
     args = SimpleNamespace(argv=["--preset", "authors", "--tau", "0.2"], config_keys=set(), config=None)
     try:
@@ -1157,7 +1165,7 @@ def _command_cases():
     if "sum_rho_sq_finite" not in note or command.step_size_note(met) is not None:
         wrong.append(f"step-size note: {note!r} for ρ = 1/t^0.1, γ = 0.3/t^0.15 (want sum_rho_sq_finite named) and "
                      f"{command.step_size_note(met)!r} for ρ = 1/t^0.55, γ = 0.5/t^0.6 (want none)")
-    return 1 + len(verdicts) + len(shapes) + 2 + n_refusals + 1, wrong
+    return 1 + len(verdicts) + len(shapes) + 2 + 2 + n_refusals + 1, wrong
 
 
 def _feature_block_refusals(ds):

@@ -323,7 +323,8 @@ def _condition20_record_errors():
        "number of parties, a CPU trace with fewer machines than parties, recorded step times shorter than the run, "
        "an unknown speed model and a switching probability above 1 refused with their reasons in full, as are one "
        "A_k of 0, one party's η below 0, a Q of 2.5, a batch of 2.5, 0.6 or n + 1 rows, a party's block a row short "
-       "(the party named), a τ table or batches shorter than the run and the authors' rule without its d_k; the "
+       "(the party named), a τ table or batches shorter than the run and the authors' rule without its d_k; "
+       "--smoothness L,L_0,…,L_K recorded and judged in condition (14) per round and party; the "
        "two-state model at p = 1 (switching every round) and p = 0 (never); an asynchronous evaluation "
        "at an event's own time sees the events before it only",
        "[FlexVFL] experiments (server_time, CPU traces); docs/flexvfl.md §4")
@@ -339,7 +340,7 @@ def clock(quick):
     errors = error_groups([lambda: {**_speed_refusal_errors(), **_method_refusal_errors(model, data)},
                            lambda: _durations_errors(model, data, shown),
                            lambda: _cpu_trace_errors(model, data), lambda: _theory_every_errors(model, data),
-                           _replayed_and_parsed_speed_errors, _authors_rule_replay_errors], 1e-9)
+                           _replayed_and_parsed_speed_errors, _smoothness_errors, _authors_rule_replay_errors], 1e-9)
     worst = max_or_nan(*errors.values())
     return {"measured": worst, "bound": 1e-9,
             "note": f"{len(errors)} durations, event times and CPU-trace quantities against values by hand",
@@ -684,19 +685,33 @@ def _replayed_and_parsed_speed_errors():
     # the other parsed form: trace:FILE:BASE (a base per party)
     errors["trace_with_base_parsed"] = float(not np.allclose(based.sample(2, np.random.default_rng(0)),
                                                              [[2.0, 3.0 / 0.5], [2.0 / 0.1, 3.0 / 1.1]]))
-    # --smoothness L,L_0,…,L_K: K + 2 positive values (4 for two parties), recorded as given; a short list refused
-    from types import SimpleNamespace
-
-    from refimpl.vfl.experiment import _smoothness
-    short = SimpleNamespace(smoothness="2,3", seed=0)
-    smooth = run_vfl(VFLConfig(parties=2, rounds=1, batch=8, speeds="constant:1", smoothness="2,3,4,5"),
-                     embedded()).config
-    errors["smoothness_given"] = float(not raises(lambda: _smoothness(short, None, None, None, 3), "--smoothness needs")
-                                       or (smooth.get("L"), smooth.get("L_k")) != (2.0, [3.0, 4.0, 5.0]))
     # the clipping note counts the values outside [0, 1] only (2 of 6) and gives their range, and says nothing
     # when there are none
     errors["cputrace_clipping_note"] = float(notes[1] is not None or "2 of 6 values outside [0, 1] clipped "
                                              "(range -0.2..1.5)" not in (notes[0] or ""))
+    return errors
+
+
+def _smoothness_errors():
+    """{name: 1.0 if wrong}: --smoothness L,L_0,…,L_K (K + 2 positive values, 4 for two parties) is
+    recorded as given, a short list refused, and the values reach the run's condition (14)."""
+    from types import SimpleNamespace
+
+    from refimpl.vfl.experiment import VFLConfig, _smoothness, run_vfl
+    errors = {}
+    short = SimpleNamespace(smoothness="2,3", seed=0)
+    # handed to the run: condition (14), η_k ≤ 1/(16 max{L, L_k} τ_k w̄_k), judged per round and party
+    # (here η = 0.05, τ = 10, w̄ = 1: met where max{L, L_k} ≤ 0.125, so by the server and party 2, not party 1)
+    tr = run_vfl(VFLConfig(parties=2, rounds=1, batch=8, speeds="constant:1", smoothness="0.001,0.001,0.5,0.0001"),
+                 embedded())
+    smooth, a = tr.config, tr.arrays
+    by_hand = (a["eta"] <= 1.0 / (16.0 * np.maximum(0.001, [0.001, 0.5, 0.0001]) * a["tau"] * a["w_bar"])
+               if "eta" in a else None)
+    errors["smoothness_given"] = float(not raises(lambda: _smoothness(short, None, None, None, 3), "--smoothness needs")
+                                       or (smooth.get("L"), smooth.get("L_k")) != (0.001, [0.001, 0.5, 0.0001])
+                                       or by_hand is None or by_hand.tolist() != [[True, False, True]]
+                                       or not np.array_equal(a.get("cond14"), by_hand)
+                                       or smooth.get("condition14_fraction_met") != 2 / 3)
     return errors
 
 
