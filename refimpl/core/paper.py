@@ -276,8 +276,5 @@ class Paper(ABC):
         """The settings a tuning grid varies, as a dict."""
         return {}
 
-    def convention(self, option):
-        return next(c for c in self.conventions if c.option == option)
-
     def __repr__(self):
         return f"<Paper {self.key}: {len(self.algorithms)} algorithms>"

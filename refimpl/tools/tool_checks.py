@@ -1464,7 +1464,8 @@ def conformance_harness(quick):
        "print a progress line at round 0 and every max(1, R // 20) rounds (SSCA also at round R), and on a terminal "
        "move the bar to each round; run ssca says a finished run's solver note; compare vfl --server-time refuses "
        "--seeds below 1 or fractional, and asks the regime table for the middle one of --targets, its protocol "
-       "(tuned unless given) and seeds, a budget of 1000 unless given, one progress step per run (wrong answers: 0)",
+       "(tuned unless given) and seeds, a budget of 1000 unless given, one progress step per run, and prints each "
+       "S's times, each baseline's ratios to Flex-VFL and their crossover (wrong answers: 0)",
        "refimpl diagnose / crosscheck / vectors export / run / compare vfl; docs/guide.md")
 def command_decisions(quick):
     return _cases_result(_command_decision_cases())
@@ -1614,7 +1615,7 @@ def _regime_request_cases():
     middle target, the protocol, the seeds, the budget and one progress step per run."""
     from types import SimpleNamespace
 
-    from refimpl.vfl.command import regime_request
+    from refimpl.vfl.command import regime_request, regime_summary
     from refimpl.vfl.experiment import VFLConfig
     ui = SimpleNamespace(floats=lambda name, text: [float(v) for v in text.split(",")],
                          config=lambda args, key, method: VFLConfig(method=method, time_budget=args.time_budget))
@@ -1627,6 +1628,20 @@ def _regime_request_cases():
                     f"--time-budget {budget}): target 0.8, protocol {want[0]}, budget {want[1]:g}, 3 × 4 runs",
                     table == {"server_times": [0.0, 2.0, 8.0], "protocol": want[0], "target": 0.8, "seeds": 3}
                     and cfg.method == "flexvfl" and cfg.time_budget == want[1] and total == 12))
+    # planted times to 0.8: S = 0 sync 20 / Flex 40 (0.5), S = 2 sync 90 / Flex 60 (1.5); async never, P-BCD 30, 120
+    times = {0.0: {"flexvfl": 40.0, "sync-vfl": 20.0, "async-vfl": None, "pbcd": 30.0},
+             2.0: {"flexvfl": 60.0, "sync-vfl": 90.0, "async-vfl": None, "pbcd": 120.0}}
+    rows = [{"server_time": S, "method": m, "time_to_target": t} for S, by in times.items() for m, t in by.items()]
+    summary, lines = regime_summary(rows, {"server_times": [0.0, 2.0], "protocol": "tuned", "target": 0.8})
+    out.append(("compare vfl --server-time's summary, planted times: each S's line its own methods' times, each "
+                "baseline's ratios to Flex-VFL and the S pair where the faster one changes", lines == [
+                    "time to 0.8 (protocol tuned; S in units of the fastest party's mean step)",
+                    "  S = 0: flexvfl=40.0  sync-vfl=20.0  async-vfl=-  pbcd=30.0",
+                    "  S = 2: flexvfl=60.0  sync-vfl=90.0  async-vfl=-  pbcd=120.0",
+                    "  sync-vfl/flexvfl: S=0.0: 0.5, S=2.0: 1.5; crossover between S = 0 and 2",
+                    "  async-vfl/flexvfl: S=0.0: inf, S=2.0: inf",
+                    "  pbcd/flexvfl: S=0.0: 0.75, S=2.0: 2; crossover between S = 0 and 2"]
+                and summary["crossover"] == {"sync-vfl": (0.0, 2.0), "async-vfl": None, "pbcd": (0.0, 2.0)}))
     return out
 
 
@@ -2922,13 +2937,37 @@ def _execution_records(rep, tmp):
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no "
        "FedAvg in ssca-feature; ssca-tradeoff's constrained and regularised runs on one schedule (ρ_t = 1/t^0.55, γ_t = "
-       "0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; "
-       "refimpl report's failed runs (a run labelled like a check and more is a run), its execution.json and "
-       "REPORT.md's head (wrong answers: 0)",
+       "0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes, with its verdict; a figure's title "
+       "counts its seeds; execution.json's workers, runs and unused tasks; an --out holding a run continued only "
+       "with --resume; refimpl report's failed runs (a run labelled like a check and more is a run), its "
+       "execution.json and REPORT.md's head (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _report_section_cases(tmp)
-                                 + _plan_cases())
+                                 + _resume_refusal_cases(tmp) + _plan_cases())
+
+
+def _resume_refusal_cases(tmp):
+    """(what, right): an output directory is continued only with --resume when its tasks/ holds a
+    run; a directory without tasks/, or whose tasks/ holds hidden files only, is free."""
+    import os
+
+    from refimpl.tools.reproduce import _refuse_without_resume
+    dirs = {name: os.path.join(tmp, "resume", name) for name in ("none", "hidden", "held")}
+    for name in ("hidden", "held"):
+        os.makedirs(os.path.join(dirs[name], "tasks"))
+    open(os.path.join(dirs["hidden"], "tasks", ".lock"), "w").close()
+    os.makedirs(os.path.join(dirs["held"], "tasks", "run-0"))
+
+    def refused(name, resume):
+        try:
+            _refuse_without_resume(dirs[name], resume)
+        except ValueError as exc:
+            return "pass --resume to continue it" in str(exc)
+        return False
+    got = {(name, resume): refused(name, resume) for name in dirs for resume in (False, True)}
+    return [("reproduce refuses an --out holding a run unless --resume; one without runs (or hidden files only) is "
+             "free", got == {(n, r): n == "held" and not r for n in dirs for r in (False, True)})]
 
 
 def _plan_cases():

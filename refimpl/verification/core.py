@@ -1343,11 +1343,14 @@ def _lookup_cases():
     MFCGD's pinned seed, each paper's command
     module (none for a description without one), the Numba kernel modules (the core's first) and
     warming no module when given none."""
+    from dataclasses import fields
+
     from refimpl import papers
     from refimpl.core.paper import CONFIG_DEFAULT
-    wrong, flags, files = [], [], []
+    wrong, flags, files, kinds = [], [], [], []
     for p in papers.papers():
         defaults = p.config_defaults()
+        annotations = {f.name: f.type for f in fields(p.config_class())}
         for o, d in p.options_for():
             want = defaults[o.field] if o.default is CONFIG_DEFAULT else o.default
             if d is CONFIG_DEFAULT or not (d == want or d is want):
@@ -1356,6 +1359,10 @@ def _lookup_cases():
                 flags.append(f"{p.key} {o.name}")
             if (o.help.startswith("FILE") or o.metavar == "FILE") and not o.text:
                 files.append(f"{p.key} {o.name}")
+            parsed = o.kind or (float if d is None else type(d))          # how the command line reads a value
+            declared = str(annotations[o.field]).split("|")[0].strip()           # "int | None": int
+            if not (o.flag or o.text or o.choices) and parsed.__name__ != declared:
+                kinds.append(f"{p.key} {o.name}")
     commands = [p.command().__name__ for p in papers.papers()[:3]]
     mf = papers.get("mfcgd")
     seeds = [mf.pinning_argv("d", "mfcgd", {"seed": 3, "problem_seed": s})[-1] for s in (None, 7)]
@@ -1363,6 +1370,8 @@ def _lookup_cases():
             ("an option whose Config field is a boolean is a flag (given alone), and only those", not flags),
             ("an option naming a file (its help opens with FILE, or its metavar is FILE) is read as text, not as a "
              "number" + (f" ({', '.join(files)})" if files else ""), not files),
+            ("an option read as a number is parsed as its Config field's type (an int field as an integer)"
+             + (f" ({', '.join(kinds)})" if kinds else ""), not kinds),
             ("MFCGD's pinned run names its problem's seed: the recorded problem seed, else the run's seed",
              seeds == ["3", "7"]),
             ("the papers' command modules are their own; a description without one has none",

@@ -1262,7 +1262,8 @@ def _initial_metrics_errors(ds):
 
 
 @check("ssca.assembly_literal", "what `refimpl run` assembles for SSCA and its baselines, by hand: the seed's three "
-       "streams (the initial point U(±sqrt(6/(D + L))) from the first, the batches from the second, the clients' "
+       "streams (the initial point U(±sqrt(6/(D + L))) from the first, the batches from the second (either setting), "
+       "the clients' "
        "split from the third, the split `refimpl partition-stats` shows); FedAvg with E local steps drawing E·B "
        "ids per client and round; the designated client of the feature-based protocol receiving W2; the authors' "
        "preset (their a1, a2, α, τ by batch, γ's exponent α + 0.05, A^t = τ, ReLU with bias columns, their cost; "
@@ -1298,10 +1299,13 @@ def assembly_literal(quick):
                      "seed's second stream on the third stream's split")
     fcfg = RunConfig("ssca", setting="feature", batch=4, rounds=1, clients=3, hidden=6, designated=1)
     wrong += _feature_block_refusals(ds)
-    led = run_experiment(fcfg, ds).ledger_round1
-    got = [m["receiver"] for m in led if m["sender"] == "server" and "W2" in m["payload"]]
+    ftr = run_experiment(fcfg, ds)
+    got = [m["receiver"] for m in ftr.ledger_round1 if m["sender"] == "server" and "W2" in m["payload"]]
     if got != ["client 1"]:
         wrong.append(f"--designated 1: the server sends W2 to {got}, want ['client 1']")
+    f1 = np.random.default_rng(np.random.SeedSequence(fcfg.seed).spawn(3)[1])
+    if not np.array_equal(ftr.batches, feature_based_schedule(ds.n_train, 1, 4, f1).indices):
+        wrong.append("feature-based batches are not drawn from the seed's second stream")
     for algorithm, want in (("ssca", dict(rho_a=0.9, gamma_a=0.5, rho_alpha=0.1, gamma_alpha=0.15, tau=0.2,
                                           curvature="fixed", sampling="pooled")),
                             ("sgd", dict(sampling="per-client"))):

@@ -146,33 +146,46 @@ def regime_request(args, ui):
     return cfg, table, len(server_times) * len(RG.REGIME_METHODS)
 
 
+def regime_summary(rows, table):
+    """The regime table's summary (per baseline: its time to target over Flex-VFL's at each S, and the
+    crossover) and the lines ``compare vfl --server-time`` prints: one per S with each method's time
+    (- where not reached), one per baseline with its ratios."""
+    from refimpl.vfl import regime as RG
+    protocol, target, server_times = table["protocol"], table["target"], table["server_times"]
+    summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
+    for other in ("sync-vfl", "async-vfl", "pbcd"):
+        r = RG.ratios(rows, other)
+        summary["ratios"][other] = {str(k): v for k, v in r.items()}
+        summary["crossover"][other] = RG.crossover(r)
+    lines = [f"time to {target:g} (protocol {protocol}; S in units of the fastest party's mean step)"]
+    for S in server_times:
+        cells = [f"{r['method']}={'-' if r['time_to_target'] is None else format(r['time_to_target'], '.1f')}"
+                 for r in rows if r["server_time"] == S]
+        lines.append(f"  S = {S:g}: " + "  ".join(cells))
+    for other, c in summary["crossover"].items():
+        r = summary["ratios"][other]
+        lines.append(f"  {other}/flexvfl: " + ", ".join(f"S={k}: {'-' if v is None else format(v, '.3g')}"
+                                                        for k, v in r.items())
+                     + ("" if c is None else f"; crossover between S = {c[0]:g} and {c[1]:g}"))
+    return summary, lines
+
+
 def compare_regimes(args, ui):
     """refimpl compare vfl --server-time S1,S2,… --protocol tuned|authors."""
     from refimpl.core.plots import plot_vfl_regimes
     from refimpl.core.trace import write_csv
     from refimpl.vfl import regime as RG
     cfg, table, total = regime_request(args, ui)
-    server_times, protocol, target = table["server_times"], table["protocol"], table["target"]
+    protocol, target = table["protocol"], table["target"]
     out = args.out
     if out:
         ui.prepare_out(out, getattr(args, "overwrite", False), holds=("regimes.json",))
     traces = {}
     with ui.progress(args, total, f"regimes ({protocol})", "run") as bar:
         rows = RG.regime_table(cfg, ui.load_data(args), **table, progress=bar, traces=traces)
-    summary = {"protocol": protocol, "target": target, "server_times": server_times, "ratios": {}, "crossover": {}}
-    for other in ("sync-vfl", "async-vfl", "pbcd"):
-        r = RG.ratios(rows, other)
-        summary["ratios"][other] = {str(k): v for k, v in r.items()}
-        summary["crossover"][other] = RG.crossover(r)
-    print(f"time to {target:g} (protocol {protocol}; S in units of the fastest party's mean step)")
-    for S in server_times:
-        cells = [f"{r['method']}={'-' if r['time_to_target'] is None else format(r['time_to_target'], '.1f')}"
-                 for r in rows if r["server_time"] == S]
-        print(f"  S = {S:g}: " + "  ".join(cells))
-    for other, c in summary["crossover"].items():
-        r = summary["ratios"][other]
-        print(f"  {other}/flexvfl: " + ", ".join(f"S={k}: {'-' if v is None else format(v, '.3g')}" for k, v in r.items())
-              + ("" if c is None else f"; crossover between S = {c[0]:g} and {c[1]:g}"))
+    summary, lines = regime_summary(rows, table)
+    for line in lines:
+        print(line)
     if out:
         flat = [{k: v for k, v in r.items() if k not in ("grid", "per_seed")} for r in rows]
         write_csv(os.path.join(out, "time_to_target_by_regime.csv"), flat)
