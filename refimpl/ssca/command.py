@@ -83,7 +83,7 @@ def run(args, ui):
             if hint:
                 raise ValueError(f"--batches {args.batches}: sample id {data.n_train} is out of range (0-based ids run "
                                  f"0..{data.n_train - 1}){hint}")
-    study = ("U", Us) if len(Us) > 1 else ("lam", lams) if len(lams) > 1 else None
+    study = tradeoff_study(lams, Us)
     if study is None:
         return run_one(args, ui, base.resolved(), data, init, batches, args.out)[0]
     name, values = study
@@ -102,6 +102,12 @@ def run(args, ui):
     for r in rows:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
     return code
+
+
+def tradeoff_study(lams, Us):
+    """The trade-off study a run is ([SSCA], Fig. 4): ("U", values) when --U is a list of more than one
+    value, else ("lam", values) when --lam is, else None (one run)."""
+    return ("U", Us) if len(Us) > 1 else ("lam", lams) if len(lams) > 1 else None
 
 
 def tradeoff_row(name, value, trace):

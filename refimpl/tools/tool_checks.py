@@ -2936,11 +2936,12 @@ def _execution_records(rep, tmp):
        "time-axis curves on the time every seed reaches, round-axis curves per round; --rounds 7 cuts every run of "
        "every reproduction to 7 rounds (steps), each run a valid configuration; vfl-time's η per method (async VFL "
        "0.1, the others 0.03); ssca-sample's FedAvg with E = min(5, (n/K)/B) local steps wherever E >= 2, and no "
-       "FedAvg in ssca-feature; ssca-tradeoff's constrained and regularised runs on one schedule (ρ_t = 1/t^0.55, γ_t = "
-       "0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes, with its verdict; a figure's title "
-       "counts its seeds; execution.json's workers, runs and unused tasks; an --out holding a run continued only "
-       "with --resume; refimpl report's failed runs (a run labelled like a check and more is a run), its "
-       "execution.json and REPORT.md's head (wrong answers: 0)",
+       "FedAvg in ssca-feature; SSCA's plans evaluate every max(1, ⌊T/50⌋) rounds (Fig. 4 max(5, ⌊T/50⌋)) and --tune "
+       "records each grid's settings; ssca-tradeoff's constrained and regularised runs on one schedule (ρ_t = "
+       "1/t^0.55, γ_t = 0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes, with its "
+       "verdict; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; an --out "
+       "holding a run continued only with --resume; refimpl report's failed runs (a run labelled like a check and "
+       "more is a run), its execution.json and REPORT.md's head (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _report_section_cases(tmp)
@@ -2987,6 +2988,20 @@ def _plan_cases():
             longer = all(getattr(cfg, paper.length_field) > 7 for _, _, cfg in paper.plan(name, quick=True)[0])
             out.append((f"reproduce {name} --rounds 7: every run {paper.length_field} 7 and valid; without it longer",
                         lengths == [7] and valid and longer))
+    from refimpl.ssca.reproductions import convergence_plan, tradeoff_plan, tuned_settings
+    from refimpl.ssca.experiment import RunConfig
+    every = {(T, setting): {c.eval_every for _, _, c in convergence_plan(setting, True, T, False)[0]}
+             for T in (7, 60, 300) for setting in ("sample", "feature")}
+    fig4 = {T: {c.eval_every for _, _, c in tradeoff_plan(True, T, False)[0]} for T in (7, 80, 1000)}
+    out.append(("ssca-sample and ssca-feature evaluate every max(1, ⌊T/50⌋) rounds (T = 7, 60, 300: 1, 1, 6), "
+                "ssca-tradeoff every max(5, ⌊T/50⌋) (T = 7, 80, 1000: 5, 5, 20)",
+                every == {(T, s): {w} for T, w in ((7, 1), (60, 1), (300, 6)) for s in ("sample", "feature")}
+                and fig4 == {7: {5}, 80: {5}, 1000: {20}}))
+    tuned = [tuned_settings(RunConfig(*a, **kw)) for a, kw in ((("ssca",), dict(tau=0.05, gamma_a=0.9)),
+                                                              (("sgdm",), dict(lr=0.3, momentum=0.5)),
+                                                              (("sgd",), dict(lr=1.0, local_steps=5)))]
+    out.append(("--tune records the settings each grid varies: SSCA's τ and a2, SGD-m's η0 and momentum, SGD's and "
+                "FedAvg's η0", tuned == [{"tau": 0.05, "gamma_a": 0.9}, {"lr": 0.3, "momentum": 0.5}, {"lr": 1.0}]))
     return out + _plan_setting_cases()
 
 

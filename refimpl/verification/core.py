@@ -917,7 +917,8 @@ def _replay_id_refusals():
        "feature-block file read as written, a quantity "
        "law wide enough to overflow exp (σ = 800) still giving every client a sample; the checks' maximum keeps a "
        "NaN wherever it stands; a plain run maps a check's parts in order; a snapshot round that is not a whole "
-       "number in 0..R refused; refimpl run hands a paper's run to its own command; a label-based partition without "
+       "number in 0..R refused; refimpl run hands a paper's run to its own command (or, without one, runs it on "
+       "its own path); a label-based partition without "
        "the N labels refused; replayed sample ids that are text, an --index-base other than 0 or 1 and a word in "
        "--dump-rounds refused, naming them (wrong answers: 0)",
        "[SSCA] (4), (6); refimpl/core/validate.py; refimpl/verification/registry.py (fact_groups, max_or_nan, "
@@ -937,6 +938,9 @@ def boundary_refusals(quick):
              ("inf is refused as NaN is, naming the first entry",
               raises(lambda: V.finite_array("W1", np.array([[1.0, 2.0], [3.0, np.inf]])), "first at index (1, 1)")
               and raises(lambda: V.finite_array("W1", np.array([np.nan, 1.0])), "first at index (0,)")),
+             ("class indices stored as whole floats are read (0.0, 2.0 as 0, 2); a fractional one is refused, never "
+              "truncated", V.labels("y", np.array([0.0, 2.0]), 3).tolist() == [0, 2]
+              and raises(lambda: V.labels("y", np.array([0.5, 1.0]), 3), "y must hold integer class indices")),
              ("booleans are refused where real numbers are asked, unless allowed (data features may be 0/1 flags); "
               "what is read comes back as float64, whatever came in (booleans, integers, float32)",
               raises(lambda: V.finite_array("W1", np.array([True, False])), "W1 holds boolean values")
@@ -971,8 +975,10 @@ def boundary_refusals(quick):
                                                                        np.array([0, 0, 1, 1, 2])),
                                               "label_skew with 3 clients needs 6 shards of the 5 samples; allowed: at "
                                               "most 2 clients")),
-             ("refimpl run hands each paper's run to the paper's own command (planted: its run answers)",
-              _run_command_dispatch()),
+             ("refimpl run hands each paper's run to the paper's own command (planted: its run answers), and runs "
+              "a description without one on its own path", _run_command_dispatch()),
+             ("SSCA's exponents α of ρ_t = a1/t^α and γ_t = a2/t^α may be 0 (a constant step, outside (4) and "
+              "(6)); −0.1 is refused", _exponent_edges_right()),
              ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an "
               "--index-base of 2 refused, '1' read; --dump-rounds with a word refused naming it",
               _replay_id_refusals())]
@@ -980,6 +986,16 @@ def boundary_refusals(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _exponent_edges_right():
+    from refimpl.ssca.experiment import RunConfig
+    right = True
+    for f, words in (("rho_alpha", "rho_alpha (α of ρ_t = a1/t^α)"), ("gamma_alpha", "gamma_alpha (the exponent of "
+                                                                               "γ_t)")):
+        right &= getattr(RunConfig("ssca", **{f: 0.0}).resolved(), f) == 0.0
+        right &= raises(lambda f=f: RunConfig("ssca", **{f: -0.1}).resolved(), f"{words} must be finite and >= 0")
+    return right
 
 
 def _snapshot_refusals():
@@ -1007,7 +1023,34 @@ def _run_command_dispatch():
             right = False
         finally:
             mod.run = kept
-    return right
+    return right and _generic_run_right()
+
+
+def _generic_run_right():
+    """True when a description without a command module runs through ``Paper.run_command``'s own
+    path: its Config from the options, a progress display of its length in its unit (rounds: round),
+    its run, and the shared tail handed the run's trace."""
+    from types import SimpleNamespace
+    seen = {}
+    probe = _probe_paper("probe-generic", {"probe-generic-run": "nothing"})
+    probe.run = lambda cfg, data=None, replay=None, progress=None: seen.setdefault("run", ("trace", cfg.rounds))
+
+    class Bar:
+        bar_mode = False
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+    ui = SimpleNamespace(config=lambda args, key, algorithm: probe.config_class()(method=algorithm, rounds=5),
+                         load_data=lambda args: None, progress=lambda args, total, desc, unit: seen.setdefault(
+                             "progress", (total, desc, unit)) and Bar(),
+                         finish_run=lambda args, trace, out, plot: (trace, out))
+    args = SimpleNamespace(algorithm="probe-generic-run", out="OUT")
+    return (probe.command() is None and probe.run_command(args, ui) == (("trace", 5), "OUT")
+            and seen.get("progress") == (5, "probe-generic-run", "round") and probe.cost(probe.config_class()())
+            == 3e-3)
 
 
 def _batch_schedule_refusals():

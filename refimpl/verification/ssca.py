@@ -1119,6 +1119,11 @@ def _command_cases():
     tr = Trace({"lam": 0.05})
     tr.metrics.update(round=[0.0, 2.0, 5.0], train_cost=[1.0, 0.9, 0.7], sq_norm=[2.0, 4.0, 3.0],
                       test_accuracy=[0.1, 0.5, 0.8], slack=[0.3, 0.2, 0.1])
+    studies = [command.tradeoff_study(lams, Us) for lams, Us in (([0.0], [0.13]), ([0.0], [0.2]), ([0.0, 0.1], [0.13]),
+                                                                   ([0.0, 0.1], [0.1, 0.2]))]
+    if studies != [None, None, ("lam", [0.0, 0.1]), ("U", [0.1, 0.2])]:
+        wrong.append(f"trade-off studies {studies}: want one run for single --lam and --U values, a λ study for a "
+                     "--lam list, a U study when --U is a list")
     row = command.tradeoff_row("lam", 0.05, tr)
     if not abs(row["data_loss"] - 0.55) <= 1e-15 or row["round"] != 5 or row["sq_norm"] != 3.0 \
             or row["test_accuracy"] != 0.8 or row["slack"] != 0.1:
@@ -1165,13 +1170,13 @@ def _command_cases():
     if "sum_rho_sq_finite" not in note or command.step_size_note(met) is not None:
         wrong.append(f"step-size note: {note!r} for ρ = 1/t^0.1, γ = 0.3/t^0.15 (want sum_rho_sq_finite named) and "
                      f"{command.step_size_note(met)!r} for ρ = 1/t^0.55, γ = 0.5/t^0.6 (want none)")
-    return 1 + len(verdicts) + len(shapes) + 2 + 2 + n_refusals + 1, wrong
+    return 1 + 1 + len(verdicts) + len(shapes) + 2 + 2 + n_refusals + 1, wrong
 
 
 def _feature_block_refusals(ds):
-    """--feature-blocks FILE (two blocks): refused under --setting sample and with --clients 3, which it
-    contradicts; read as the clients without --clients; a flat ω^0 of the wrong size refused naming
-    W1's and W2's shapes. The wrong answers."""
+    """--feature-blocks FILE (two blocks): refused under --setting sample and with --clients 3, which
+    it contradicts; read as the clients without --clients; --partition-file likewise; a flat ω^0 of
+    the wrong size refused naming W1's and W2's shapes. The wrong answers."""
     import json
     import os
     import tempfile
@@ -1191,6 +1196,14 @@ def _feature_block_refusals(ds):
             wrong.append("--clients 3 with a two-block --feature-blocks not refused")
         if RunConfig("ssca", setting="feature", feature_blocks=path).resolved().clients != 2:
             wrong.append("a two-block --feature-blocks not read as two clients")
+        parts = os.path.join(tmp, "parts.json")            # the same for --partition-file (two clients)
+        with open(parts, "w") as fh:
+            json.dump([list(range(0, 10)), list(range(10, 20))], fh)
+        if not raises(lambda: RunConfig("ssca", partition_file=parts, clients=3).resolved(),
+                      "--clients 3 contradicts --partition-file"):
+            wrong.append("--clients 3 with a two-client --partition-file not refused")
+        if RunConfig("ssca", partition_file=parts, clients=2).resolved().clients != 2:
+            wrong.append("--clients 2 with a two-client --partition-file refused or changed")
     model = TwoLayerNet(ds.n_features, 6, ds.n_classes)
     shapes = (f"(W1 {model.shape_W1[0]}×{model.shape_W1[1]} then W2 {model.shape_W2[0]}×{model.shape_W2[1]}, "
               "row-major), got shape (3,)")
