@@ -357,15 +357,7 @@ def _reading_cases():
     out.append(("MFCGD's x1, estimators and samples (ζ and ξ stacked by step) are read from the dump",
                 np.array_equal(got.get("x1"), np.arange(3.0)) and got["zeta"][:, 0, 0].tolist() == [1.0, 2.0]
                 and got["xi"][:, 0, 0].tolist() == [-1.0, -2.0] and "u1" in got))
-
-    def mf_in(arrays):
-        found = mfcgd.replay_from(arrays, "f")[0]
-        return found["init"], found["samples"]
-    out.append(("MFCGD's replay inputs from a file: the initial point from x1 or init_x1, the samples from zeta or "
-                "samples_*, each only when there", [mf_in(arrays) for arrays in (
-                    {"x1": 0, "zeta": 0}, {"init_x1": 0}, {"samples_0": 0}, {"u1": 0, "xi": 0})]
-                == [("f", "f"), ("f", None), (None, "f"), (None, None)]))
-    out += _replay_guard_cases(papers)
+    out += _replay_file_cases(ssca, mfcgd) + _replay_guard_cases(papers)
     held, missing = DG.replay_sources({"tau_mean": np.ones(3), "batches": np.zeros((2, 4), int)}, papers.get("vfl"))
     out.append(("a replay input is held only under its own name (tau_mean is no τ table)",
                 held == ["batch schedule"] and "τ table" in missing))
@@ -411,7 +403,16 @@ def _vfl_entry_cases(vfl):
              "is beyond it; party 1's entry 5 is W[1, 0] (the bias) of 2 × (4 + 1); the head's entry 5 is head[1, 0]",
              [vfl.entry_words(q, (3, 5), cfg, ds) for q in ("theta2", "grad1", "momentum0")]
              == ["party 2, local step 3, W[1, 1]", "party 1, local step 3, W[1, 0] (bias)",
-                 "party 0, local step 3, head[1, 0] (bias)"] and vfl.entry_words("theta2", (0, 8), cfg, ds) is None)]
+                 "party 0, local step 3, head[1, 0] (bias)"] and vfl.entry_words("theta2", (0, 8), cfg, ds) is None),
+                  ("Flex-VFL with swish encoders (J = 3): party 2's W1 is 3 × (3 + 1), then W2 2 × (3 + 1); entries "
+                   "11, 12, 13, 19 are W1[2, 3], W2[0, 0] (bias), W2[0, 1], W2[1, 3]; 20 is beyond",
+                   [vfl.entry_words("theta2", (0, i), dict(cfg, encoder="swish"), ds) for i in (11, 12, 13, 19, 20)]
+                   == ["party 2, local step 0, W1[2, 3]", "party 2, local step 0, W2[0, 0] (bias)",
+                       "party 2, local step 0, W2[0, 1]", "party 2, local step 0, W2[1, 3]", None]),
+                  ("MFCGD: u's entry (1, 2, 3) is client 1's Jacobian estimate at row 2, column 3; x's (1, 2) client "
+                   "1's coordinate 2", [papers.get("mfcgd").entry_words(q, i, {}) for q, i in (("u", (1, 2, 3)),
+                                                                                            ("x", (1, 2)))]
+                   == ["client 1, row, column 2, 3", "client 1, coordinate 2"])]
 
 
 
@@ -438,6 +439,22 @@ def _layout_hint_cases(DG):
                 hint_of(np.arange(3), np.array(["a", "b", "c"])) is None
                 and hint_of(np.array(["a", "b", "c"]), np.arange(3)) is None))
     return out
+
+
+def _replay_file_cases(ssca, mfcgd):
+    """(what, right): the replay inputs SSCA and MFCGD take from a file of arrays (--init, --samples,
+    a trace.npz), by the names it holds."""
+    def mf_in(arrays):
+        found = mfcgd.replay_from(arrays, "f")[0]
+        return found["init"], found["samples"]
+    ssca_in = [ssca.replay_from(a, "f")[1]["init"] for a in ({"W1_0": 1, "W2_0": 2, "omega_0": 3}, {"W2_0": 2,
+                                                                                                   "omega_0": 3})]
+    return [("SSCA's initial point from a file: W1_0 and W2_0 when both are there, else omega_0",
+             ssca_in == [(1, 2), 3]),
+            ("MFCGD's replay inputs from a file: the initial point from x1 or init_x1, the samples from zeta or "
+             "samples_*, each only when there", [mf_in(arrays) for arrays in (
+                 {"x1": 0, "zeta": 0}, {"init_x1": 0}, {"samples_0": 0}, {"u1": 0, "xi": 0})]
+             == [("f", "f"), ("f", None), (None, "f"), (None, None)])]
 
 
 def _replay_guard_cases(papers):
@@ -470,6 +487,12 @@ def _replay_guard_cases(papers):
     except Exception:
         right = False
     out.append(("MFCGD steps 1, 2 whose step 2 holds no ξ imply no samples", right))
+    # a dump read in another order (r2 before r1): the samples stacked by step all the same
+    st = {r: {"x": np.zeros((2, 2)), "h": np.zeros((2, 1)), "u": np.zeros((2, 1, 2)), "v": np.zeros((2, 1)),
+              "zeta": np.full((2, 1), float(r)), "xi": np.full((2, 1), -float(r))} for r in (2, 1)}
+    got = mfcgd.replay_from_dump(st).get("zeta")
+    out.append(("MFCGD steps read as 2, 1 give the samples of steps 1, 2 in step order",
+                got is not None and got[:, 0, 0].tolist() == [1.0, 2.0]))
     return out
 
 
@@ -709,7 +732,7 @@ def _replay_value_cases():
                     _raises(lambda: roomless.put(1, {"x": np.zeros(10 ** 6)}),
                             "free; dump fewer rounds or choose another --out")))
     out.append(_dump_record_case())
-    out += _dump_writer_cases()
+    out += _dump_writer_cases() + _streamed_dump_cases()
     from types import SimpleNamespace
 
     from refimpl.core.dumps import put
@@ -750,6 +773,32 @@ def _dump_record_case():
             right &= (tr.config["dump_files"] == {"rounds": len(rounds) - 1, "bytes": on_disk}
                       and f"{words} {os.path.join(tmp, 'dump')} and dump.mat" in tr.config.get("dump_stopped", ""))
     return ("a dump's record sums its round files' bytes; after a failed write it names the rounds it holds", right)
+
+
+def _streamed_dump_cases():
+    """(what, right): every paper's run given a dump writer (as ``refimpl run … --dump-rounds`` gives
+    one) streams its dumped rounds to disk — the quantities a run without one keeps in its trace —
+    and keeps none of them in the trace."""
+    import tempfile
+
+    from refimpl import mfcgd, ssca, vfl
+    from refimpl.core.dumps import DumpWriter, read_rounds
+    from refimpl.verification.registry import embedded
+    runs = [(ssca, dict(rounds=2, batch=4, clients=2, hidden=4, eval_every=2), embedded()),
+            (vfl, dict(parties=2, rounds=2, batch=4, embed_dim=2, speeds="constant:1"), embedded()),
+            (mfcgd, dict(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2), None)]
+    out = []
+    for package, small, data in runs:
+        cfg = package.Config(dump_rounds="1,2", **small)
+        kept = package.run(cfg, data).arrays
+        with tempfile.TemporaryDirectory() as tmp:
+            tr = package.run(cfg, data, dump_writer=DumpWriter(tmp, rounds=2))
+            streamed = read_rounds(tmp)
+        same = sorted(streamed) == [1, 2] and all(f"r{t}_{k}" in kept and np.array_equal(v, kept[f"r{t}_{k}"])
+                                                  for t, q in streamed.items() for k, v in q.items())
+        out.append((f"{package.__name__}.run given a dump writer streams rounds 1 and 2 as a run without one keeps "
+                    "them, and keeps none", same and not any(k.startswith(("r1_", "r2_")) for k in tr.arrays)))
+    return out
 
 
 def _dump_writer_cases():
@@ -2578,9 +2627,11 @@ def diagnose_report(quick):
        "start apart; a shorter batch padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay "
        "array (padded batches too) and a τ table's 0, a run's round files and dump.mat (a vector as a vector), the "
        "dump's size estimate (exactly at the limit allowed), a dump over an earlier one, no file left by a failed "
-       "write, a Flex-VFL --init matrix (row-major), --map's W1 and W2, --round for unnumbered .mat iterates (0 included), --init's "
+       "write, each paper's run streaming its dumped rounds to a dump writer, a Flex-VFL --init matrix (row-major), "
+       "--map's W1 and W2, --round for unnumbered .mat iterates (0 included), --init's "
        "initial_Theta2.mat sibling, MFCGD's initial estimators and replay inputs, and an entry's name (SSCA's W2 past "
-       "its bias column, a Flex-VFL party's encoder on its own features; none without the data) are read right; a round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot "
+       "its bias column, a Flex-VFL party's encoder on its own features; none without the data) are read right; a "
+       "round's quantities are walked in data-flow order; crosscheck flags inf and NaN, a snapshot "
        "of another shape, and measures a relative difference (of a metric, of a snapshot) as such, against the first "
        "trace, names an empty or short series, saved traces load back as saved; refimpl crosscheck's exit code and "
        "words (--tol 0, --metrics-only, --allow-missing, NaN on either side, a one-round shift either way, exit 2 when "
@@ -3056,6 +3107,11 @@ def _tradeoff_plan_cases():
                 len(parts) == 3 and parts[0].startswith("A, C: ") and parts[1].startswith("B: ")
                 and all(p.endswith("meets (4) and (6)") for p in parts[:2])
                 and parts[2].startswith("D: ") and "is outside the theorems' conditions (" in parts[2]))
+    fedavg = [("FedAvg E=5 B=10", "ssca", RunConfig("sgd", local_steps=5)), ("SGD B=10", "ssca", RunConfig("sgd"))]
+    out.append(("the caption adds FedAvg's local-step rule when the plan runs FedAvg (here its first run), not "
+                "otherwise",
+                "FedAvg E = min(5" in (papers.get("ssca").figure_caption("ssca-sample", fedavg) or "")
+                and "FedAvg" not in (papers.get("ssca").figure_caption("ssca-sample", fedavg[1:]) or "")))
     return out
 
 

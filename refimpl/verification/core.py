@@ -657,7 +657,7 @@ def _data_file_facts():
     import os
     import tempfile
 
-    from refimpl.core.data import load_idx_dir, load_npz_dataset, load_source
+    from refimpl.core.data import MAX_CLASSES, load_idx_dir, load_npz_dataset, load_source
     out = []
     Xtr, Xte = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(2, 3)
     with tempfile.TemporaryDirectory(prefix="refimpl-data-") as d:
@@ -683,6 +683,10 @@ def _data_file_facts():
                     raises(lambda: load_npz_dataset(gap), "classes [3] never occur in y_train")))
         zero = os.path.join(d, "zero_based.npz")
         np.savez(zero, X_train=Xtr, y_train=np.array([1, 2, 0, 1]), X_test=Xte, y_test=np.array([1, 2]))
+        huge = os.path.join(d, "huge.npz")
+        np.savez(huge, X_train=Xtr, y_train=np.array([0, 1, 2 * MAX_CLASSES, 1]), X_test=Xte, y_test=np.array([0, 1]))
+        out.append(("a label beyond the class limit is refused, naming its entry y_train[2]",
+                    raises(lambda: load_npz_dataset(huge), f"y_train[2] = {2 * MAX_CLASSES} is not a class index")))
         out.append(("--label-base 1 on a file holding a label 0 is refused, naming y_train[2]",
                     raises(lambda: load_npz_dataset(zero, label_base=1), "y_train[2] = 0 but --label-base 1")))
         idx = os.path.join(d, "idx")
@@ -933,6 +937,11 @@ def boundary_refusals(quick):
               and V.labels("y_train", np.array([0, 9]), 10).tolist() == [0, 9]),
              ("a power law s_t = a/t^α with a = 0 is refused (s_1 must lie in (0, 1]); a = 1 is read",
               raises(lambda: PowerLaw(0.0, 0.5), "must be in (0, 1]") and PowerLaw(1.0, 0.5).a == 1.0),
+             ("a value that must be positive is refused at 0 unless 0 is allowed (λ may be 0, a penalty c not)",
+              raises(lambda: V.positive("penalty c", 0.0), "penalty c") and V.positive("lambda", 0.0, allow_zero=True)
+              == 0.0 and V.positive("penalty c", 2.0) == 2.0),
+             ("SSCA's closed-form step refuses A^t + λ = 0 (no surrogate update yet and λ = 0), and divides by it "
+              "otherwise: ω̄ = −B / (2 (A^t + λ))", _surrogate_step_edges_right()),
              ("ρ_t = 0 is refused, ρ_t = 1 accepted ((4): ρ_t ∈ (0, 1])",
               raises(lambda: V.unit_interval("rho_t", 0.0), "outside (0, 1]") and V.unit_interval("rho_t", 1.0) == 1.0),
              ("inf is refused as NaN is, naming the first entry",
@@ -986,6 +995,14 @@ def boundary_refusals(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _surrogate_step_edges_right():
+    from refimpl.ssca.surrogate import SurrogateState, unconstrained_step
+    B = np.array([1.0, -2.0])
+    return (raises(lambda: unconstrained_step(SurrogateState(0.0, B, 0.0), 0.0), "A^t + λ must be > 0")
+            and unconstrained_step(SurrogateState(0.0, B, 0.0), 0.5).tolist() == [-1.0, 2.0]
+            and unconstrained_step(SurrogateState(0.25, B, 0.0), 0.0).tolist() == [-2.0, 4.0])
 
 
 def _exponent_edges_right():

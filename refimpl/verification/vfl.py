@@ -1735,7 +1735,8 @@ def _q_and_timeout_errors():
 @check("vfl.assembly_literal", "what `refimpl run` assembles for Flex-VFL, by hand: the initial point Θ^{1,0} under "
        "both schemes (Glorot-uniform; torch's layer defaults with the authors' N(0, 0.01²) head) for swish and linear "
        "parties, drawn from the first of the seed's three streams, head first; the parties' features (the four 14×14 "
-       "quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); and the server's "
+       "quadrants for four parties on 28×28 images, top-left first; contiguous blocks otherwise); each block's size "
+       "(a swish party J(D + 1) + O(J + 1)); and the server's "
        "local steps under --protocol authors (Q for Flex-VFL and sync, 1 for P-BCD) and under refimpl's (sync Q, P-BCD "
        "1, Flex-VFL floor(timeout / s_0)); --target A stopping at the first evaluation with test accuracy ≥ A "
        "(round-based and asynchronous); the recorded training loss, test accuracy and Σ_k ||∇_k F||² recomputed in "
@@ -1763,6 +1764,13 @@ def assembly_literal(quick):
                 if not np.array_equal(got.Xs_train[k], ds.X_train[:, b]):
                     what = "quadrant" if parties == 4 else "block"
                     wrong.append(f"{parties} parties: party {k + 1}'s features are not {what} {k + 1}")
+        # the blocks' sizes (an --init is checked against them): a linear party O(D + 1), a swish party
+        # J(D + 1) + O(J + 1), the head L(ΣO + 1); here D = 5, O = 2, J = 3, L = 3
+        m = VerticalModel((LinearEncoder(5, 2), SwishEncoder(5, 2, 3)), LinearFusion(4, 3))
+        sizes = [len(t) for scheme in INIT_SCHEMES for t in m.init(np.random.default_rng(0), scheme)]
+        if m.param_shapes() != [(15, (3, 5)), (12, (2, 6)), (26, None)] or sizes != [15, 12, 26] * 2:
+            wrong.append(f"block sizes {m.param_shapes()} and initial points of {sizes} entries, want 15, 12 and "
+                         "18 + 8 = 26")
         return wrong + _split_cache_errors(ds)
 
     def initial_point_wrong():
