@@ -124,8 +124,11 @@ def tradeoff_row(name, value, trace):
 
 
 def report_constraint(args, ui, cfg, trace):
-    """Whether the true constraint of (40) holds at the end, recorded in the trace and printed; a
-    warning when the surrogate subproblem was feasible (slack 0) while the true constraint is not."""
+    """Whether the true constraint of (40) holds at the end of a constrained run that evaluated it,
+    recorded in the trace and printed; a warning when the surrogate subproblem was feasible (slack 0)
+    while the true constraint is not. Other runs: nothing."""
+    if cfg.algorithm != "ssca-constrained" or not trace.metrics.get("constraint_value"):
+        return
     value, slack = trace.metrics["constraint_value"][-1], trace.metrics["slack"][-1]
     violation = max(0.0, value - cfg.U)
     check = {"U": cfg.U, "final_constraint_value": value, "holds": violation == 0.0, "violation": violation,
@@ -164,8 +167,7 @@ def run_one(args, ui, cfg, data, init, batches, out_dir):
     with bar:
         trace = ssca.run(cfg, data, init=init, batches=batches, progress=round_reporter(cfg, bar),
                          dump_writer=ui.dump_writer(args, cfg, out_dir))
-    if cfg.algorithm == "ssca-constrained" and trace.metrics.get("constraint_value"):
-        report_constraint(args, ui, cfg, trace)
+    report_constraint(args, ui, cfg, trace)
     title = f"{cfg.algorithm}, {cfg.setting}-based, B={cfg.batch}"
     code = ui.finish_run(args, trace, out_dir, lambda path: plot_trace(trace, path, title))
     for line in status_notes(code, trace):

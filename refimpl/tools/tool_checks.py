@@ -493,6 +493,9 @@ def _replay_guard_cases(papers):
     got = mfcgd.replay_from_dump(st).get("zeta")
     out.append(("MFCGD steps read as 2, 1 give the samples of steps 1, 2 in step order",
                 got is not None and got[:, 0, 0].tolist() == [1.0, 2.0]))
+    partial = mfcgd.replay_from_dump({1: {"x": np.zeros((2, 2)), "h": np.zeros((2, 1))}})
+    out.append(("MFCGD's initial estimators come only as a whole: a step 1 holding h without u and v gives none",
+                not any(k in partial for k in ("h1", "u1", "v1"))))
     return out
 
 
@@ -1514,7 +1517,8 @@ def conformance_harness(quick):
        "move the bar to each round; run ssca says a finished run's solver note; compare vfl --server-time refuses "
        "--seeds below 1 or fractional, and asks the regime table for the middle one of --targets, its protocol "
        "(tuned unless given) and seeds, a budget of 1000 unless given, one progress step per run, and prints each "
-       "S's times, each baseline's ratios to Flex-VFL and their crossover (wrong answers: 0)",
+       "S's times, each baseline's ratios to Flex-VFL and their crossover; refimpl sweep reads a spec's values in "
+       "their fields' types and names a spec's changes; reproduce --preset reaches every run (wrong answers: 0)",
        "refimpl diagnose / crosscheck / vectors export / run / compare vfl; docs/guide.md")
 def command_decisions(quick):
     return _cases_result(_command_decision_cases())
@@ -1582,7 +1586,35 @@ def _command_decision_cases():
     out.append(("run mfcgd --problem drfl reads the data named by --data or --data-dir, and its default data without "
                 "them", [reads("d.npz", None, "drfl"), reads(None, "d", "drfl"), reads(None, None, "drfl"),
                          reads(None, None, "synthetic")] == [True, True, False, False]))
-    return out + _progress_line_cases() + _run_ending_cases()
+    return out + _progress_line_cases() + _run_ending_cases() + _sweep_value_cases() + _sweep_spec_cases()
+
+
+def _sweep_spec_cases():
+    """(what, right): refimpl sweep names what changed between the spec a directory holds and a new
+    one (a refused change, or a grown grid); reproduce --preset reaches every run of the plan."""
+    from refimpl.tools.reproduce import plan_for
+    from refimpl.tools.sweep import spec_difference
+    old = {"runner": "ssca", "seeds": [0], "fixed": {"rounds": 5}, "grid": {"lam": [0.0, 0.1]}}
+    new = {"runner": "ssca", "seeds": [0, 1], "fixed": {"rounds": 5}, "grid": {"lam": [0.0]}}
+    presets = {cfg.preset for _, _, cfg in plan_for("ssca-sample", rounds=3, preset="authors")[0]}
+    return [("refimpl sweep names a spec's changes, old -> new: the seeds and one grid list",
+             spec_difference(old, new) == ["seeds: [0] -> [0, 1]", "grid.lam: [0.0, 0.1] -> [0.0]"]
+             and spec_difference(old, old) == []),
+            ("reproduce ssca-sample --preset authors runs every run under the authors' preset", presets == {"authors"})]
+
+
+def _sweep_value_cases():
+    """(what, right): a sweep spec's values in the types of their configuration fields (a spec's
+    identity is by value): lam = 0 read as 0.0, a whole number kept whole; text or a boolean for a
+    number and a float for a whole number refused, naming the field."""
+    from refimpl.ssca.experiment import RunConfig
+    from refimpl.tools.sweep import typed_value
+    read = [typed_value(RunConfig, "lam", 0), typed_value(RunConfig, "rounds", 3)]
+    return [("refimpl sweep reads lam = 0 as 0.0 and rounds = 3 as 3, and refuses lam = 'x' or true and rounds = 2.0",
+             [(type(v).__name__, v) for v in read] == [("float", 0.0), ("int", 3)]
+             and _raises(lambda: typed_value(RunConfig, "lam", "x"), "lam must be a number, got 'x'")
+             and _raises(lambda: typed_value(RunConfig, "lam", True), "lam must be a number, got True")
+             and _raises(lambda: typed_value(RunConfig, "rounds", 2.0), "rounds must be a whole number"))]
 
 
 class _KeptLines:

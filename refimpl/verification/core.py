@@ -940,6 +940,8 @@ def boundary_refusals(quick):
              ("a value that must be positive is refused at 0 unless 0 is allowed (λ may be 0, a penalty c not)",
               raises(lambda: V.positive("penalty c", 0.0), "penalty c") and V.positive("lambda", 0.0, allow_zero=True)
               == 0.0 and V.positive("penalty c", 2.0) == 2.0),
+             ("SSCA's network refuses a W2 (and a W1) of the wrong shape or holding NaN when packing ω, naming it",
+              _pack_refusals_right()),
              ("SSCA's closed-form step refuses A^t + λ = 0 (no surrogate update yet and λ = 0), and divides by it "
               "otherwise: ω̄ = −B / (2 (A^t + λ))", _surrogate_step_edges_right()),
              ("ρ_t = 0 is refused, ρ_t = 1 accepted ((4): ρ_t ∈ (0, 1])",
@@ -948,7 +950,8 @@ def boundary_refusals(quick):
               raises(lambda: V.finite_array("W1", np.array([[1.0, 2.0], [3.0, np.inf]])), "first at index (1, 1)")
               and raises(lambda: V.finite_array("W1", np.array([np.nan, 1.0])), "first at index (0,)")),
              ("class indices stored as whole floats are read (0.0, 2.0 as 0, 2); a fractional one is refused, never "
-              "truncated", V.labels("y", np.array([0.0, 2.0]), 3).tolist() == [0, 2]
+              "truncated", V.labels("y", np.array([0.0, 2.0]), 3).dtype == np.int64
+              and V.labels("y", np.array([0.0, 2.0]), 3).tolist() == [0, 2]
               and raises(lambda: V.labels("y", np.array([0.5, 1.0]), 3), "y must hold integer class indices")),
              ("booleans are refused where real numbers are asked, unless allowed (data features may be 0/1 flags); "
               "what is read comes back as float64, whatever came in (booleans, integers, float32)",
@@ -995,6 +998,15 @@ def boundary_refusals(quick):
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
             "note": f"{len(cases)} edges ({len(cases) - len(wrong)} answered right)",
             "details": {"cases": [what for what, _ in cases], "wrong": wrong}}
+
+
+def _pack_refusals_right():
+    from refimpl.core.model import TwoLayerNet
+    m = TwoLayerNet(3, 2, 2)                             # W1 2 × 3, W2 2 × 2
+    W1, W2 = np.ones((2, 3)), np.ones((2, 2))
+    return (m.pack(W1, W2).shape == (10,) and raises(lambda: m.pack(W1, np.ones((2, 3))), "W2 must have shape (2, 2)")
+            and raises(lambda: m.pack(W1, np.full((2, 2), np.nan)), "W2 contains NaN/inf")
+            and raises(lambda: m.pack(np.ones((3, 2)), W2), "W1 must have shape (2, 3)"))
 
 
 def _surrogate_step_edges_right():

@@ -1134,12 +1134,19 @@ def _command_cases():
         tr = Trace({})
         tr.metrics.update(constraint_value=[0.5, value], slack=[0.0, 0.0])
         said.clear()
-        command.report_constraint(SimpleNamespace(quiet=False), ui, SimpleNamespace(U=0.3), tr)
-        rec = tr.config["constraint_check"]
+        constrained = SimpleNamespace(U=0.3, algorithm="ssca-constrained")
+        command.report_constraint(SimpleNamespace(quiet=False), ui, constrained, tr)
+        rec = tr.config.get("constraint_check", {"violation": np.nan})
         warned = any("warning: the surrogate subproblem was feasible" in t for t in said)
-        if not abs(rec["violation"] - violation) <= 1e-15 or rec["holds"] != (violation == 0.0) or warned != (violation > 0):
+        if not abs(rec["violation"] - violation) <= 1e-15 or rec.get("holds") != (violation == 0.0) \
+                or warned != (violation > 0):
             wrong.append(f"U = 0.3, final data loss {value}: recorded {rec}, warned {warned}; want violation "
                          f"{violation}, holds {violation == 0.0}, a warning {violation > 0} (slack 0)")
+    plain = Trace({})
+    plain.metrics.update(constraint_value=[0.5], slack=[0.0])
+    command.report_constraint(SimpleNamespace(quiet=False), ui, SimpleNamespace(U=0.3, algorithm="ssca"), plain)
+    if "constraint_check" in plain.config:
+        wrong.append("an unconstrained run's trace got a constraint verdict")
     with tempfile.TemporaryDirectory(prefix="refimpl-init-") as d:
         for shape in shapes:
             path = os.path.join(d, f"omega_{shape[0]}x{shape[1]}.npz")
@@ -1170,7 +1177,7 @@ def _command_cases():
     if "sum_rho_sq_finite" not in note or command.step_size_note(met) is not None:
         wrong.append(f"step-size note: {note!r} for ρ = 1/t^0.1, γ = 0.3/t^0.15 (want sum_rho_sq_finite named) and "
                      f"{command.step_size_note(met)!r} for ρ = 1/t^0.55, γ = 0.5/t^0.6 (want none)")
-    return 1 + 1 + len(verdicts) + len(shapes) + 2 + 2 + n_refusals + 1, wrong
+    return 1 + 1 + len(verdicts) + 1 + len(shapes) + 2 + 2 + n_refusals + 1, wrong
 
 
 def _feature_block_refusals(ds):
