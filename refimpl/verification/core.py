@@ -1543,7 +1543,7 @@ def _library_default_cases():
     import argparse
     from types import SimpleNamespace
 
-    from refimpl.mfcgd.algorithm import AdamType, make_matrix
+    from refimpl.mfcgd.algorithm import AdamType, MFCGDParams, make_matrix
     from refimpl.mfcgd.bounds import G_value, check_run, find_theorem_parameters, theorem_conditions
     from refimpl.mfcgd.experiment import MFCGDConfig
     from refimpl.ssca.algorithms import SSCA
@@ -1572,6 +1572,8 @@ def _library_default_cases():
              [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [compare_seeds] * 3),
             ("Theorem 2 is Theorem 1 at ρ = 1: the bound functions given no ρ are Theorem 2's",
              [arg(f, "rho") for f in (check_run, theorem_conditions, G_value, find_theorem_parameters)] == [1.0] * 4),
+            ("refimpl run mfcgd's --k and --gamma are MFCGDParams' defaults (η_t = k/(n + t)^(1/3), γ)",
+             (arg(MFCGDParams, "k"), arg(MFCGDParams, "gamma")) == (ada.k, ada.gamma)),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
              (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))] + _plan_default_cases()
 

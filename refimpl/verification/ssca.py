@@ -969,7 +969,8 @@ def baselines_literal(quick):
        "(ℓ̂_k, ĝ_k) its own batch's means and the round's ledger (ω down once, each client's P + 1 sums up); the "
        "closed form refused where it does not apply (a norm ball, per-client constraints), a loss bound U of 0, −1 "
        "or NaN refused, the closed form on A^0 = 0 (no surrogate update yet) refused; a failing solver (planted) "
-       "replaced by the closed form where it applies, counted and named, raised where it does not; an inaccurate "
+       "replaced by the closed form where it applies, counted and named, raised where it does not; a solve "
+       "returning a NaN ω̄ stopping the run in its round; an inaccurate "
        "solve judged by its largest KKT residual, infeasibility over max(1, max U), complementarity over "
        "max(1, max ν), the slack and dual residuals over c (planted residuals); the authors' cost recorded only "
        "when asked for; a run's progress called after each evaluation with its round and metrics; an SSCA round "
@@ -1091,6 +1092,20 @@ def _solver_fallback_wrong(m, X, y, theta, parts):
         state = new
     if (state.fallbacks, state.note) != (2, "planted failure on call 3; used the closed form"):
         wrong.append(f"after 2 solver failures the state says {state.fallbacks} fallbacks, note {state.note!r}")
+    # a solve that returns a NaN ω̄ (a finite mini-batch): the run stops in that round, naming the iterate
+    from dataclasses import replace as _replace
+
+    from refimpl.ssca.algorithms import DivergenceError
+    nan_step = ConstrainedSSCA(SampleBasedProtocol(m, X, y, [np.arange(X.shape[0])]), rho, gamma, 0.2, 0.5, 1e3,
+                               solver="cvxpy")
+    real = nan_step.qcqp.solve
+    nan_step.qcqp.solve = lambda surs, U: _replace(real(surs, U), omega_bar=np.full(theta.size, np.nan))
+    try:
+        nan_step.apply(nan_step.init(theta), 1, [np.arange(16)])
+        wrong.append("a solve returning a NaN ω̄ not stopped")
+    except DivergenceError as exc:
+        if "round 1: omega is not finite" not in str(exc):
+            wrong.append(f"a solve returning a NaN ω̄ stopped with {exc}")
     per_client = flaky(ConstrainedSSCA(SampleBasedProtocol(m, X, y, parts), rho, gamma, 0.2, [0.5, 0.5], 1e3,
                                        solver="cvxpy", per_client=True), (1,))
     try:
