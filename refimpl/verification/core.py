@@ -748,6 +748,11 @@ def _idx_type_facts(d):
             fh.write(bytes([*head, 0x08, 1]) + (2).to_bytes(4, "big") + bytes([5, 6]))
         out.append((f"an IDX magic number starting {head[0]:02x} {head[1]:02x} is refused",
                     raises(lambda: read_idx(name), "bad IDX magic number")))
+    short = os.path.join(d, "short-header")        # 3 dimensions announced, the sizes of 2 given: 12 bytes
+    with open(short, "wb") as fh:
+        fh.write(bytes([0, 0, 0x08, 3]) + (2).to_bytes(4, "big") + (3).to_bytes(4, "big"))
+    out.append(("an IDX header shorter than its dimensions' sizes is refused as truncated, with its length",
+                raises(lambda: read_idx(short), "truncated IDX header (12 bytes)")))
     return out
 
 

@@ -1341,14 +1341,17 @@ def assembly_literal(quick):
     f1 = np.random.default_rng(np.random.SeedSequence(fcfg.seed).spawn(3)[1])
     if not np.array_equal(ftr.batches, feature_based_schedule(ds.n_train, 1, 4, f1).indices):
         wrong.append("feature-based batches are not drawn from the seed's second stream")
-    for algorithm, want in (("ssca", dict(rho_a=0.9, gamma_a=0.5, rho_alpha=0.1, gamma_alpha=0.15, tau=0.2,
-                                          curvature="fixed", sampling="pooled")),
-                            ("sgd", dict(sampling="per-client"))):
-        r = RunConfig(algorithm, batch=10, preset="authors").resolved()
+    # the authors' feature-based SSCA script at B = 10: α = 0.3 (their sample-based one's 0.1 is refimpl's default)
+    for algorithm, setting, want in (("ssca", "sample", dict(rho_a=0.9, gamma_a=0.5, rho_alpha=0.1, gamma_alpha=0.15,
+                                                             tau=0.2, curvature="fixed", sampling="pooled")),
+                                     ("ssca", "feature", dict(rho_a=1.0, gamma_a=0.3, rho_alpha=0.3, gamma_alpha=0.35,
+                                                              tau=0.1, curvature="fixed")),
+                                     ("sgd", "sample", dict(sampling="per-client"))):
+        r = RunConfig(algorithm, setting=setting, batch=10, preset="authors").resolved()
         want = dict(want, activation="relu", bias=True, authors_cost=True)
         got = {k: getattr(r, k) for k in want}
         if any(got[k] != v if isinstance(v, (str, bool)) else not abs(got[k] - v) <= 1e-15 for k, v in want.items()):
-            wrong.append(f"--preset authors, {algorithm}, B = 10: {got}, want {want}")
+            wrong.append(f"--preset authors, {setting}-based {algorithm}, B = 10: {got}, want {want}")
     # a pooled run's schedule, (T, K·B) ids from all samples, replays as given; a (T, B) one is refused
     pcfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, sampling="pooled", eval_every=2)
     pooled = run_experiment(replace(pcfg, dump_rounds="1"), ds)
