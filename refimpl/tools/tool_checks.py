@@ -395,6 +395,9 @@ def _vfl_entry_cases(vfl):
     rerun = [vfl.rerun_changes(c) for c in ({"protocol": "authors"}, {"protocol": "tuned"}, {"momentum": "torch"})]
     out = [("SSCA: client 2's gradient entry 9 is W1[1, 2] (7 features, J = 2), named with its client",
             ssca.entry_words("client_grad", (2, 9), {"hidden": 2}, ds) == "client 2, W1[1, 2]"),
+           ("SSCA with --bias (7 features + the bias column, J = 2): ω's entries 11 and 16 are W1[1, 3] and W2[0, 0] "
+            "(bias)", [ssca.entry_words("omega", (i,), {"hidden": 2, "bias": True}, ds) for i in (11, 16)]
+            == ["W1[1, 3]", "W2[0, 0] (bias)"]),
            ("diagnose's rerun under Flex-VFL's authors' protocol changes its step counts only: THEIR batches, "
             "initial point and server time unit stay (independent batches, Glorot, step); other switches as given",
             rerun == [{"protocol": "authors", "batch_order": "independent", "init_scheme": "glorot",
@@ -1593,14 +1596,17 @@ def _sweep_spec_cases():
     """(what, right): refimpl sweep names what changed between the spec a directory holds and a new
     one (a refused change, or a grown grid); reproduce --preset reaches every run of the plan."""
     from refimpl.tools.reproduce import plan_for
-    from refimpl.tools.sweep import spec_difference
+    from refimpl.tools.sweep import spec_difference, validate_spec
     old = {"runner": "ssca", "seeds": [0], "fixed": {"rounds": 5}, "grid": {"lam": [0.0, 0.1]}}
     new = {"runner": "ssca", "seeds": [0, 1], "fixed": {"rounds": 5}, "grid": {"lam": [0.0]}}
     presets = {cfg.preset for _, _, cfg in plan_for("ssca-sample", rounds=3, preset="authors")[0]}
     return [("refimpl sweep names a spec's changes, old -> new: the seeds and one grid list",
              spec_difference(old, new) == ["seeds: [0] -> [0, 1]", "grid.lam: [0.0, 0.1] -> [0.0]"]
              and spec_difference(old, old) == []),
-            ("reproduce ssca-sample --preset authors runs every run under the authors' preset", presets == {"authors"})]
+            ("reproduce ssca-sample --preset authors runs every run under the authors' preset", presets == {"authors"}),
+            ("a sweep spec without seeds runs seed 0; seeds = 2 runs seeds 0 and 1",
+             [validate_spec({"runner": "ssca", "grid": {"lam": [0.0]}, **more})[3] for more in ({}, {"seeds": 2})]
+             == [[0], [0, 1]])]
 
 
 def _sweep_value_cases():

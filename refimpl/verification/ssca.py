@@ -27,7 +27,8 @@ def _minimize(*args, **kwargs):
 
 @check("ssca.feature_equals_central",
        "feature-based gradient collection equals the centralised gradient of the same batch (with and without a "
-       "bias, contiguous and scattered blocks; the batch's ids again in reverse order too), and the round's "
+       "bias, contiguous and scattered blocks; the batch's ids again in reverse order too; Remark 4's one-step "
+       "collection too), and the round's "
        "messages carry the floats counted by hand (Algorithm 3's three steps and Remark 4's one)",
        "[SSCA] Algorithm 3; docs/ssca.md")
 def feature_equals_central(quick):
@@ -73,8 +74,13 @@ def _feature_ledger_errors(pr, theta, batch, msgs, blocks, bias, J=32, L=10, d=2
     one = [J * len(b) + B for b in blocks] + [B * (J + len(b)) for b in blocks]
     got3 = sorted(m.floats for m in msgs)
     pr1 = FeatureBasedProtocol(pr.model, pr.X, pr.y, blocks, designated=d, collection="one-step")
-    got1 = sorted(m.floats for m in pr1.collect(theta, batch)[2])
+    l1, g1, msgs1 = pr1.collect(theta, batch)
+    got1 = sorted(m.floats for m in msgs1)
     out = []
+    l0, g0 = pr.model.loss_grad(theta, pr.X[batch], pr.y[batch])     # Remark 4: the same gradient, centrally
+    rel = max(float(np.linalg.norm(g1 - g0) / np.linalg.norm(g0)), abs(l1 - l0) / abs(l0))
+    if not rel <= 1e-12:
+        out.append(f"one-step: gradient and loss {rel:.1e} from the centralised ones")
     if got3 != sorted(three):
         out.append(f"three-step: {got3}, by hand {sorted(three)}")
     if got1 != sorted(one):
