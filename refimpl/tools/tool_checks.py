@@ -738,7 +738,7 @@ def _replay_value_cases():
                     _raises(lambda: roomless.put(1, {"x": np.zeros(10 ** 6)}),
                             "free; dump fewer rounds or choose another --out")))
     out.append(_dump_record_case())
-    out += _dump_writer_cases() + _streamed_dump_cases()
+    out += _dump_writer_cases()
     from types import SimpleNamespace
 
     from refimpl.core.dumps import put
@@ -2685,7 +2685,8 @@ def diagnose_report(quick):
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups
-    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases])  # cheapest first
+    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases,  # cheapest first
+                         _streamed_dump_cases])     # three papers' runs, twice each: last
     return _cases_result(cases, "planted ")
 
 
