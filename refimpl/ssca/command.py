@@ -83,7 +83,7 @@ def run(args, ui):
             if hint:
                 raise ValueError(f"--batches {args.batches}: sample id {data.n_train} is out of range (0-based ids run "
                                  f"0..{data.n_train - 1}){hint}")
-    study = tradeoff_study(lams, Us)
+    study = tradeoff_study(lams=lams, Us=Us)
     if study is None:
         return run_one(args, ui, base.resolved(), data, init, batches, args.out)[0]
     name, values = study

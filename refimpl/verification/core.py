@@ -994,8 +994,8 @@ def boundary_refusals(quick):
                                               "most 2 clients")),
              ("refimpl run hands each paper's run to the paper's own command (planted: its run answers), and runs "
               "a description without one on its own path", _run_command_dispatch()),
-             ("SSCA's exponents α of ρ_t = a1/t^α and γ_t = a2/t^α may be 0 (a constant step, outside (4) and "
-              "(6)); −0.1 is refused", _exponent_edges_right()),
+             ("SSCA's exponents of ρ_t = a1/t^α and of γ_t may be 0 (a constant step, outside (4) and (6)); −0.1 "
+              "is refused, naming the exponent", _exponent_edges_right()),
              ("replayed sample ids: text refused naming its dtype (also read with --index-base 1), an "
               "--index-base of 2 refused, '1' read; --dump-rounds with a word refused naming it",
               _replay_id_refusals())]
@@ -1025,8 +1025,8 @@ def _surrogate_step_edges_right():
 def _exponent_edges_right():
     from refimpl.ssca.experiment import RunConfig
     right = True
-    for f, words in (("rho_alpha", "rho_alpha (α of ρ_t = a1/t^α)"), ("gamma_alpha", "gamma_alpha (the exponent of "
-                                                                               "γ_t)")):
+    named = {"rho_alpha": "rho_alpha (α of ρ_t = a1/t^α)", "gamma_alpha": "gamma_alpha (the exponent of γ_t)"}
+    for f, words in named.items():
         right &= getattr(RunConfig("ssca", **{f: 0.0}).resolved(), f) == 0.0
         right &= raises(lambda f=f: RunConfig("ssca", **{f: -0.1}).resolved(), f"{words} must be finite and >= 0")
     return right
