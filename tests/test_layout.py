@@ -360,9 +360,14 @@ def test_the_tools_defaults_are_their_commands():
     """A tool's function and its command share their defaults (core.paper_descriptions compares the
     papers' functions with their configurations): diagnose, crosscheck, compare's regime seeds,
     report, the dump writer's limit and the mutation runner's claims."""
+    from types import SimpleNamespace
+
     from refimpl.cli import build_parser
+    from refimpl.cli.common import max_dump_gb
+    from refimpl.core.dumps import DumpWriter
     from refimpl.tools.crosscheck import compare_runs
     from refimpl.tools.diagnose import _reruns, diagnose, their_replay
+    from refimpl.tools.mutations import run_catalogue
     from refimpl.tools.report import build_report
     from refimpl.vfl.regime import regime_row, regime_rows, regime_table
     from refimpl.verification.registry import default_of as arg
@@ -375,10 +380,5 @@ def test_the_tools_defaults_are_their_commands():
     assert [arg(f, "seeds") for f in (regime_table, regime_row, regime_rows)] == [cmp_["seeds"]] * 3
     names = ("quick", "seeds", "rounds", "executor", "workers", "scheduler")
     assert [arg(build_report, n) for n in names] == [rep[n] for n in names]
-    from types import SimpleNamespace
-
-    from refimpl.cli.common import max_dump_gb
-    from refimpl.core.dumps import DumpWriter
     assert arg(DumpWriter.__init__, "max_bytes") == max_dump_gb(SimpleNamespace()) * 1e9      # --max-dump-gb
-    from refimpl.tools.mutations import run_catalogue
     assert arg(run_catalogue, "claims") == _cli_defaults(cli, "verify")["with_claims"]      # --with-claims

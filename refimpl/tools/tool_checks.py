@@ -379,10 +379,10 @@ def _reading_cases():
     out.append(("an entry of ω without the data (diagnose run without it), or a whole array (no index), is named by "
                 "its index alone", ssca.entry_words("omega", (5,), {"hidden": 2}, None) is None
                 and ssca.entry_words("omega", (), {"hidden": 2}, Data()) is None))
-    return out + _vfl_entry_cases(papers.get("vfl"))
+    return out + _entry_name_cases(papers.get("vfl"))
 
 
-def _vfl_entry_cases(vfl):
+def _entry_name_cases(vfl):
     """(what, right): Flex-VFL's names of a dumped entry, written out for 7 features in contiguous
     blocks of 4 and 3 (party 1, party 2), O = 2, linear encoders: party 2's W is 2 × (3 + 1); SSCA's
     name of a client's gradient entry; the changes diagnose's rerun makes under Flex-VFL's protocols."""
@@ -782,17 +782,16 @@ def _dump_record_case():
 
 
 def _streamed_dump_cases():
-    """(what, right): every paper's run given a dump writer (as ``refimpl run … --dump-rounds`` gives
-    one) streams its dumped rounds to disk — the quantities a run without one keeps in its trace —
-    and keeps none of them in the trace."""
+    """(what, right): SSCA's and Flex-VFL's runs given a dump writer (as ``refimpl run … --dump-rounds``
+    gives one) stream their dumped rounds to disk — the quantities a run without one keeps in its
+    trace — and keep none of them in the trace (MFCGD's: mfcgd.problem_evaluations)."""
     import tempfile
 
-    from refimpl import mfcgd, ssca, vfl
+    from refimpl import ssca, vfl
     from refimpl.core.dumps import DumpWriter, read_rounds
     from refimpl.verification.registry import embedded
     runs = [(ssca, dict(rounds=2, batch=4, clients=2, hidden=4, eval_every=2), embedded()),
-            (vfl, dict(parties=2, rounds=2, batch=4, embed_dim=2, speeds="constant:1"), embedded()),
-            (mfcgd, dict(method="mfcgd", problem="synthetic", clients=2, dim=4, steps=2), None)]
+            (vfl, dict(parties=2, rounds=2, batch=4, embed_dim=2, speeds="constant:1"), embedded())]
     out = []
     for package, small, data in runs:
         cfg = package.Config(dump_rounds="1,2", **small)
@@ -2665,7 +2664,8 @@ def diagnose_report(quick):
        "start apart; a shorter batch padded), sample ids beyond n − 1 or fractional, inf and a repeated id in a replay "
        "array (padded batches too) and a τ table's 0, a run's round files and dump.mat (a vector as a vector), the "
        "dump's size estimate (exactly at the limit allowed), a dump over an earlier one, no file left by a failed "
-       "write, each paper's run streaming its dumped rounds to a dump writer, a Flex-VFL --init matrix (row-major), "
+       "write, SSCA's and Flex-VFL's runs streaming their dumped rounds to a dump writer, a Flex-VFL --init matrix "
+       "(row-major), "
        "--map's W1 and W2, --round for unnumbered .mat iterates (0 included), --init's "
        "initial_Theta2.mat sibling, MFCGD's initial estimators and replay inputs, and an entry's name (SSCA's W2 past "
        "its bias column, a Flex-VFL party's encoder on its own features; none without the data) are read right; a "

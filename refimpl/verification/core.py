@@ -5,7 +5,8 @@ import numpy as np
 
 from refimpl.core.kernels import activation_nb, activation_np, exp_nonpos_nb, softmax_xent_nb, softmax_xent_np
 from refimpl.core.model import ACTIVATIONS, TwoLayerNet
-from refimpl.verification.registry import check, default_of, fact_groups, max_or_nan, raises, wrong_groups
+from refimpl.verification.registry import (LineProgress, check, default_of, fact_groups, max_or_nan, raises,
+                                           wrong_groups)
 
 
 def fd_relative_error(model, theta, X, y, h=1e-6):
@@ -1068,18 +1069,9 @@ def _generic_run_right():
     seen = {}
     probe = _probe_paper("probe-generic", {"probe-generic-run": "nothing"})
     probe.run = lambda cfg, data=None, replay=None, progress=None: seen.setdefault("run", ("trace", cfg.rounds))
-
-    class Bar:
-        bar_mode = False
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
     ui = SimpleNamespace(config=lambda args, key, algorithm: probe.config_class()(method=algorithm, rounds=5),
                          load_data=lambda args: None, progress=lambda args, total, desc, unit: seen.setdefault(
-                             "progress", (total, desc, unit)) and Bar(),
+                             "progress", (total, desc, unit)) and LineProgress(),
                          finish_run=lambda args, trace, out, plot: (trace, out))
     args = SimpleNamespace(algorithm="probe-generic-run", out="OUT")
     return (probe.command() is None and probe.run_command(args, ui) == (("trace", 5), "OUT")

@@ -158,6 +158,25 @@ def default_of(fn, name):
     return inspect.signature(fn).parameters[name].default
 
 
+class LineProgress:
+    """A command's progress display as a check plants it: line mode (no terminal), each line kept in
+    ``lines``; a context manager, as the command line's toolbox hands one out."""
+
+    bar_mode = False
+
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, line="", **kw):
+        self.lines.append(line)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def raises(fn, words):
     """True when ``fn()`` raises a ValueError whose message holds ``words`` (a refusal a check
     expects, with the reason it must give)."""

@@ -13,7 +13,8 @@ from refimpl.vfl.local_optimizers import SGD, LocalMomentum, Proximal, TimeVaryi
 from refimpl.vfl.speeds import ConstantSpeed, LogNormalSpeed, MarkovSpeed
 from refimpl.verification.registry import check
 from refimpl.vfl.models import LinearEncoder, LinearFusion, SwishEncoder, VerticalModel
-from refimpl.verification.registry import embedded, error_groups, map_parts, max_or_nan, raises, wrong_groups
+from refimpl.verification.registry import (LineProgress, embedded, error_groups, map_parts, max_or_nan, raises,
+                                           wrong_groups)
 
 
 @lru_cache(maxsize=1)
@@ -1838,19 +1839,8 @@ def _command_errors(ds):
 
     from refimpl.vfl import command
     from refimpl.vfl.experiment import VFLConfig
-    said, shown = [], []
-
-    class Bar:
-        bar_mode = False                    # line mode: one progress line a round (2 rounds: every one)
-
-        def __call__(self, line, **kw):
-            shown.append(line)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
+    said, bar = [], LineProgress()          # line mode: one progress line a round (2 rounds: every one)
+    shown = bar.lines
     kept = {}
 
     def finish(args, tr, out, plot):
@@ -1858,7 +1848,7 @@ def _command_errors(ds):
         return 0
     ui = SimpleNamespace(config=lambda args, key, algorithm: VFLConfig(method=algorithm, parties=2, rounds=2, batch=8,
                                                                        speeds="constant:1"),
-                         progress=lambda *a, **kw: Bar(), load_data=lambda args: ds, dump_writer=lambda args, cfg: None,
+                         progress=lambda *a, **kw: bar, load_data=lambda args: ds, dump_writer=lambda args, cfg: None,
                          say=said.append, finish_run=finish)
     code = command.run(SimpleNamespace(algorithm="flexvfl", quiet=False, Q=None, timeout=None, eta=None, out=None), ui)
     acc = kept["trace"].metrics["test_accuracy"][-1] if "trace" in kept else None
