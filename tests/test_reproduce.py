@@ -123,6 +123,26 @@ def test_tune_picks_each_methods_best_on_validation_then_runs_it(tmp_path):
     assert json.load(open(out / "execution.json"))["new_runs"] == 0
 
 
+def test_tune_grid_takes_the_reproductions_fedavg_steps_on_the_validation_split(tmp_path, monkeypatch):
+    from refimpl import papers
+    from refimpl.tools import reproduce as R
+    ssca = papers.get("ssca")
+    # 50000 samples over 10 clients: E = min(5, 5000 // B), and no FedAvg below E = 2 (as the plan)
+    for B, want in ((100, ["FedAvg E=5"]), (2000, ["FedAvg E=2"]), (6000, [])):
+        grids = ssca.tune_grids("ssca-sample", B, 40, 2, 50000)
+        assert [m for m in grids if m.startswith("FedAvg")] == want
+        assert all(c.local_steps * B <= 5000 for m in want for c in grids[m])
+    seen = []
+
+    def stop(runs, ds):                                 # the grid reached the preflight: stop there
+        seen.append((ds.n_train, sorted({m for m, _, _ in runs})))
+        raise RuntimeError("stopped after the grid")
+    monkeypatch.setattr(R, "_preflight", stop)
+    with pytest.raises(RuntimeError, match="stopped after the grid"):
+        R.tune_and_reproduce("ssca-sample", str(tmp_path / "t"), _fashion_or_fail(), batch=2000, rounds=1)
+    assert seen == [(50000, ["FedAvg E=2", "SGD", "SGD-m", "SSCA"])]
+
+
 def test_tune_bad_input(tmp_path, capsys):
     out = str(tmp_path / "x")
     assert main(["reproduce", "ssca-sample", "--tune", "--out", out, "--quiet"]) == 2

@@ -268,8 +268,9 @@ class Paper(ABC):
         ``(axis, metrics)``."""
         raise ValueError(f"paper {self.key} has no reproduction {name!r}")
 
-    def tune_grids(self, name, batch, rounds, every):
-        """``reproduce NAME --tune``: per method, its grid of Configs (None: not tunable)."""
+    def tune_grids(self, name, batch, rounds, every, n_train=None):
+        """``reproduce NAME --tune``: per method, its grid of Configs (None: not tunable), for
+        ``n_train`` training samples (None: the grid's defaults)."""
         return None
 
     def tuned_settings(self, cfg):

@@ -178,11 +178,11 @@ class SSCAPaper(Paper):
             parts.append("FedAvg E = min(5, ⌊N_k / B⌋) local steps: E·B distinct samples per client and round")
         return "; ".join(parts) or None
 
-    def tune_grids(self, name, batch, rounds, every):
+    def tune_grids(self, name, batch, rounds, every, n_train=None):
         if name not in ("ssca-sample", "ssca-feature"):
             return None
         from refimpl.ssca.reproductions import tune_grids
-        return tune_grids(name.split("-")[1], batch, rounds, every)
+        return tune_grids(name.split("-")[1], batch, rounds, every, n_train)
 
     def tuned_settings(self, cfg):
         from refimpl.ssca.reproductions import tuned_settings

@@ -6,6 +6,12 @@ from __future__ import annotations
 from refimpl.ssca.experiment import RunConfig
 
 
+def fedavg_local_steps(n_train, clients, batch):
+    """FedAvg's local steps E at batch B: at most 5, and E·B distinct samples per client and
+    round, so E = min(5, ⌊N_k / B⌋) with N_k = ⌊n / K⌋ (FedAvg runs only where E >= 2)."""
+    return min(5, (n_train // clients) // batch)
+
+
 def convergence_plan(setting, quick, rounds, paper, n_train=4000, clients=10, preset="paper"):
     if setting == "sample":
         batches = (10, 100, 6000) if paper else (10, 100)
@@ -19,7 +25,7 @@ def convergence_plan(setting, quick, rounds, paper, n_train=4000, clients=10, pr
         plan.append((f"SSCA B={B}", "ssca", RunConfig("ssca", **base)))
         plan.append((f"SGD B={B}", "ssca", RunConfig("sgd", lr=0.3, lr_decay=0.3, **base)))
         plan.append((f"SGD-m B={B}", "ssca", RunConfig("sgdm", lr=1.0, momentum=0.5, lr_decay=0.3, **base)))
-        E = min(5, (n_train // clients) // B)       # E local steps need E·B distinct samples per client
+        E = fedavg_local_steps(n_train, clients, B)
         if setting == "sample" and E >= 2:
             plan.append((f"FedAvg E={E} B={B}", "ssca", RunConfig("sgd", lr=0.3, lr_decay=0.3, local_steps=E, **base)))
     return plan, ("round", ("train_cost", "test_accuracy"))
@@ -46,10 +52,12 @@ def tradeoff_plan(quick, rounds, paper, preset="paper"):
 TUNE_POINTS = 6          # grid points per method: the same budget for every method
 
 
-def tune_grids(setting, batch, rounds, every, local_steps=5):
+def tune_grids(setting, batch, rounds, every, n_train=None, clients=10):
     """Per method, ``TUNE_POINTS`` configurations around the paper's settings (all other settings
     as in the paper's MNIST experiments). SSCA: τ × a2 (γ_t = a2/t^(α+0.05)); SGD and FedAvg: η0
-    (η_t = η0/t^0.3); SGD-m: η0 × momentum."""
+    (η_t = η0/t^0.3); SGD-m: η0 × momentum. FedAvg (sample-based only) takes the reproduction's
+    E = :func:`fedavg_local_steps` on ``n_train`` samples (5 when ``n_train`` is None) and is left
+    out where E < 2, as in :func:`convergence_plan`."""
     base = dict(setting=setting, batch=batch, rounds=rounds, eval_every=every)
     lrs = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
     grids = {
@@ -58,7 +66,8 @@ def tune_grids(setting, batch, rounds, every, local_steps=5):
         "SGD-m": [RunConfig("sgdm", lr=lr, momentum=m, lr_decay=0.3, **base) for lr in (0.1, 0.3, 1.0)
                   for m in (0.5, 0.9)],
     }
-    if setting == "sample":
+    local_steps = 5 if n_train is None else fedavg_local_steps(n_train, clients, batch)
+    if setting == "sample" and local_steps >= 2:
         grids[f"FedAvg E={local_steps}"] = [RunConfig("sgd", lr=lr, lr_decay=0.3, local_steps=local_steps, **base)
                                             for lr in lrs]
     assert all(len(g) == TUNE_POINTS for g in grids.values())

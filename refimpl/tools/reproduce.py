@@ -507,7 +507,7 @@ def tune_and_reproduce(name, out, data_dir, seeds=3, rounds=None, resume=False, 
     t0 = time.perf_counter()
     val, full = data_key(data_dir, "validation"), data_key(data_dir)
     vds, ds = load_data(val), load_data(full)
-    grids = owner.tune_grids(name, batch, T, every)
+    grids = owner.tune_grids(name, batch, T, every, vds.n_train)
     _preflight([(m, owner.key, c) for m, g in grids.items() for c in g], vds)
     _refuse_without_resume(out, resume)
     stage1 = [make_task(out, f"{m} #{i}", owner.key, c, 0, val) for m, g in grids.items() for i, c in enumerate(g)]

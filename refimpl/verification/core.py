@@ -1578,8 +1578,8 @@ def _library_default_cases():
 def _plan_default_cases():
     """(what, right): each paper's reproduction plan and tuning grids take the description's defaults
     (``refimpl reproduce`` passes every one; a library caller gets the same plan), and SSCA's tuning
-    grids are the named setting's, FedAvg's with E = 5 local steps (the reproduction's E = min(5,
-    ⌊N_k/B⌋) on full-size data at B = 100), written out."""
+    grids are the named setting's, FedAvg's with E = 5 local steps without a sample count, and the
+    reproduction's E = min(5, ⌊N_k/B⌋) with one, written out."""
     import inspect
 
     from refimpl import papers
@@ -1599,6 +1599,12 @@ def _plan_default_cases():
                 settings == {s: {(s, 100, 40, 2)} for s in grids} and sorted(grids["sample"]) == sorted(
                     ["SSCA", "SGD", "SGD-m", "FedAvg E=5"]) and sorted(grids["feature"]) == ["SGD", "SGD-m", "SSCA"]
                 and {c.local_steps for c in grids["sample"]["FedAvg E=5"]} == {5}))
+    # on 50000 samples over 10 clients, N_k = 5000: E = min(5, 5000 // B), FedAvg only where E >= 2
+    fedavg = {B: [(m, {c.local_steps for c in g}) for m, g in ssca.tune_grids("ssca-sample", B, 40, 2, 50000).items()
+                  if m.startswith("FedAvg")] for B in (1000, 2000, 6000)}
+    out.append(("ssca-sample's tuning grid on 50000 samples takes the reproduction's FedAvg E = min(5, ⌊N_k/B⌋): "
+                "5 at B = 1000, 2 at B = 2000, none at B = 6000",
+                fedavg == {1000: [("FedAvg E=5", {5})], 2000: [("FedAvg E=2", {2})], 6000: []}))
     return out
 
 
