@@ -722,9 +722,11 @@ def _replay_value_cases():
                 and validate_batches(np.array([[0, 3, 4, -1], [1, 2, -1, -1]]), 2, 5).shape == (2, 4)))
     said = []
     with tempfile.TemporaryDirectory() as tmp:
-        writer = DumpWriter(tmp, rounds=10, max_bytes=500, say=said.append)   # 80 bytes a round, 800 in all
-        refused = _raises(lambda: writer.put(1, {"x": np.zeros(10)}), "about 800 bytes (10 rounds × 80 bytes)")
-    out.append(("a dump of 10 rounds of 80 bytes is estimated at 800 bytes and refused beyond a limit of 500",
+        writer = DumpWriter(tmp, rounds=10, max_bytes=500, say=said.append)   # 48 + 32 bytes a round, 800 in all
+        refused = _raises(lambda: writer.put(1, {"x": np.zeros(6), "y": np.zeros(4)}),
+                          "about 800 bytes (10 rounds × 80 bytes)")
+    out.append(("a dump of 10 rounds of two arrays, 48 and 32 bytes, is estimated at 800 bytes and refused beyond "
+                "a limit of 500",
                 refused and bool(said) and "10 round(s) × 80 bytes" in said[0] and "≈ 800 bytes" in said[0]))
     # sizes from many rounds of a small array: a mutant that lets the dump through writes one small round
     with tempfile.TemporaryDirectory() as tmp:           # 1000 rounds of 12.4 MB
@@ -1088,7 +1090,16 @@ def _crosscheck_cli_cases():
               "late": ({0: other, **{r: w[r - 1] for r in (1, 2, 3)}}, {"train_cost": cost}),
               "early": ({**{r: w[r + 1] for r in (0, 1, 2)}, 3: other}, {"train_cost": cost}),
               "rounds-only": ({}, {}),
-              "still": ({r: w[0] for r in range(4)}, {"train_cost": cost})}     # iterates that never move
+              "still": ({r: w[0] for r in range(4)}, {"train_cost": cost}),     # iterates that never move
+              "iterates-only": (w, {}),                                         # a .mat of snapshots, as read
+              # at 1e6 scale a difference of 1e-4 is 1e-10 relative: within --tol 1e-8, though 1e-4 absolute
+              "large": ({r: tuple(x * 1e6 for x in w[r]) for r in w}, {"train_cost": [c * 1e6 for c in cost]}),
+              "large-off": ({r: tuple(x * 1e6 + 1e-4 for x in w[r]) for r in w},
+                            {"train_cost": [c * 1e6 + 1e-4 for c in cost]}),
+              # at 1e-12 scale a difference of 1e-12 is 50 % relative: beyond --tol 1e-8, though tiny absolute
+              "small": ({r: tuple(x * 1e-12 for x in w[r]) for r in w}, {"train_cost": [c * 1e-12 for c in cost]}),
+              "small-off": ({r: tuple(x * 1e-12 + 1e-12 for x in w[r]) for r in w},
+                            {"train_cost": [c * 1e-12 for c in cost]})}
     cases = [  # (what, first, second, flags, exit code, words its output holds)
         ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0,
          "compared 8 snapshot arrays and 1 metrics"),
@@ -1112,6 +1123,13 @@ def _crosscheck_cli_cases():
         ("their snapshots one round early too", "a", "early", {}, 1, "first trace's W_r = second's W_{r-1}"),
         ("… and each shifted row names the second trace's round it equals (W1@2: their round 3)", "a", "late", {}, 1,
          "(equals the second trace's round 3)"),
+        ("a trace of iterates only (a .mat's snapshots) against one with metrics: its missing metric is named, not "
+         "counted, and the iterates agree: exit 0", "a", "iterates-only", {}, 0,
+         "only the first trace records it (the other holds iterates only)"),
+        ("--tol is relative: a difference of 1e-4 at scale 1e6 agrees at --tol 1e-8", "large", "large-off",
+         dict(tol=1e-8), 0, "compared 8 snapshot arrays and 1 metrics"),
+        ("… and a difference of 1e-12 at scale 1e-12 differs", "small", "small-off", dict(tol=1e-8), 1,
+         "max|Δ| 1.000e-12  relative 5.000e-01  DIFFERS"),
     ]
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -2186,6 +2204,14 @@ def _diagnose_reason_cases(tmp):
     code, text, dg = _diagnosis(same, theirs["fixed"], tol=1e-9)
     out.append(("THEIR A^t = τ: first difference round 1, A (0.08 vs 0.1); --curvature fixed named (exit 3)",
                 code == 3 and "round 1, A: 0.08 vs 0.1" in text and "with --curvature fixed all rounds agree" in text))
+    # THEIR dump of rounds 2 and 4 only (their inputs whole): the reruns run 4 rounds, dumping 2 and 4
+    sub = os.path.join(tmp, "rounds-2-4.npz")
+    with np.load(theirs["fixed"]) as z:
+        np.savez(sub, **{k: z[k] for k in z.files if not k.startswith(("r1_", "r3_"))})
+    code, text, _ = _diagnosis(same, sub, tol=1e-9)
+    out.append(("THEIR dump of rounds 2 and 4 only: the reruns run to round 4 and --curvature fixed is named (exit 3); "
+                "rounds 1 and 3 are named as OURS's only", code == 3 and "with --curvature fixed all rounds agree" in text
+                and "rounds 1, 3 (only in ours)" in text and "could not rerun" not in text))
     report = os.path.join(tmp, "report")
     DG.write_report(report, dg.comparison, dg.lines, dg.rows)
     with open(os.path.join(report, "diagnose.md")) as fh:
