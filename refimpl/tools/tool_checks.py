@@ -1068,17 +1068,9 @@ def _atomic_writer_case():
     return out
 
 
-def _crosscheck_cli_cases():
-    """(what, right): ``refimpl crosscheck A B``'s verdict on saved planted traces — its exit code (0:
-    every quantity compared and within --tol; 1: a difference, or something left uncompared) and the
-    words it prints, written out here."""
-    import contextlib
-    import io
-    import os
-    import tempfile
-
-    from refimpl.core.trace import Trace
-    from refimpl.tools.crosscheck import compare_runs, load_side
+def _crosscheck_cli_traces():
+    """The planted traces of :func:`_crosscheck_cli_cases`, {name: (snapshots, metrics)}, and their
+    training cost."""
     w = {r: (np.array([[2.0, -1.0], [0.5, 1.0]]) * (r + 1), np.array([[1.0, 0.0, -3.0]]) - r) for r in range(4)}
     other = (np.full((2, 2), 7.0), np.full((1, 3), 7.0))
     cost = [2.0, 1.5, 1.0, 0.5]
@@ -1100,6 +1092,21 @@ def _crosscheck_cli_cases():
               "small": ({r: tuple(x * 1e-12 for x in w[r]) for r in w}, {"train_cost": [c * 1e-12 for c in cost]}),
               "small-off": ({r: tuple(x * 1e-12 + 1e-12 for x in w[r]) for r in w},
                             {"train_cost": [c * 1e-12 for c in cost]})}
+    return traces, cost
+
+
+def _crosscheck_cli_cases():
+    """(what, right): ``refimpl crosscheck A B``'s verdict on saved planted traces — its exit code (0:
+    every quantity compared and within --tol; 1: a difference, or something left uncompared) and the
+    words it prints, written out here."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    from refimpl.core.trace import Trace
+    from refimpl.tools.crosscheck import compare_runs, load_side
+    traces, cost = _crosscheck_cli_traces()
     cases = [  # (what, first, second, flags, exit code, words its output holds)
         ("identical traces agree at --tol 0", "a", "same", dict(tol=0.0), 0,
          "compared 8 snapshot arrays and 1 metrics"),
