@@ -126,7 +126,8 @@ class SyntheticComposition(_SqrtOuter):
 class DistributionallyRobustFL:
     """Distributionally robust FL ([MFCGD] (3), docs/mfcgd.md): client m's expected loss is the inner
     function, g^m(x; ζ) = mean cross-entropy of a multinomial logistic model x (L×(D+1), bias in
-    column 0) on the mini-batch ζ of client m (p = 1), ∇g^m its gradient (1×d); the outer
+    column 0) on the mini-batch ζ of client m (p = 1: min(batch, n_m) distinct samples drawn by
+    ``default_rng(ζ).choice(n_m, ·, replace=False)``), ∇g^m its gradient (1×d); the outer
     f(u) = λ softplus((u − u0)/λ) (deterministic, monotone, f' = sigmoid((u − u0)/λ) ∈ (0, 1)),
     a smoothed (u − u0)_+ that emphasises clients whose loss exceeds u0."""
 

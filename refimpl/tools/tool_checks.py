@@ -568,7 +568,8 @@ def _replay_layout_cases():
         np.savez(os.path.join(tmp, "longer.npz"), **{f"theta{k}": (np.r_[v, 0.0] if k == 1 else v).reshape(-1, 1)
                                                     for k, v in enumerate(flat)})
         longer = _raises(lambda: load_init(os.path.join(tmp, "longer.npz"), model), "array 'theta1' has shape")
-        savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2})
+        savemat(os.path.join(tmp, "iterates.mat"), {"Theta1a_3": W1, "Theta2a_3": W2, "Theta1a_30": 2 * W1,
+                                                    "Theta2a_30": 2 * W2})
         snaps = mat_snapshots(os.path.join(tmp, "iterates.mat"), {"W1": "Theta1a", "W2": "Theta2a"})
         side = load_side(os.path.join(tmp, "iterates.mat"))              # refimpl crosscheck's side, default map
         savemat(os.path.join(tmp, "single.mat"), {"Theta1a_3": W1.astype(np.float32), "Theta2a_3": W2.astype(np.int8)})
@@ -591,9 +592,10 @@ def _replay_layout_cases():
             all(np.array_equal(a, b) for a, b in zip(back, flat)) and longer
             and all(np.array_equal(a, b) for a, b in zip(columns, flat))),
            ("--map W1=Theta1a,W2=Theta2a reads W1 and W2 each from its own variable (MATLAB single and int8 "
-            "in double); a .mat side of refimpl crosscheck holds them as its snapshot of round 3",
-            3 in snaps and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2)
-            and list(side.snapshots) == [3] and all(np.array_equal(a, b) for a, b in zip(side.snapshots[3], (W1, W2)))
+            "in double); a .mat side of refimpl crosscheck holds them as its snapshots of rounds 3 and 30",
+            sorted(snaps) == [3, 30] and np.array_equal(snaps[3][0], W1) and np.array_equal(snaps[3][1], W2)
+            and np.array_equal(snaps[30][0], 2 * W1) and sorted(side.snapshots) == [3, 30]
+            and all(np.array_equal(a, b) for a, b in zip(side.snapshots[3], (W1, W2)))
             and side.config.get("source", "").endswith("iterates.mat")
             and [a.dtype for a in single] == [np.float64, np.float64])]
     M, p, d = 2, 2, 3

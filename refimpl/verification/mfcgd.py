@@ -1462,7 +1462,7 @@ def problem_evaluations(quick):
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
-    wrong += (_fedavg_drfl_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
+    wrong += (_fedavg_drfl_errors(drfl, X, y) + _drfl_batch_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
               + _problem_stream_errors() + _gamma_errors() + _dump_writer_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,
@@ -1666,6 +1666,26 @@ def _held_out_task_errors():
     right = (len(given) == 2 and all(np.array_equal(t, want) for t in given)
              and extra == {1: {"post_adaptation_loss": 0.0}, 2: {"post_adaptation_loss": 0.0}})
     return [] if right else ["MAML's held-out tasks are not mean(a) + N(0, 1)·std(a), drawn once, 20 of them"]
+
+
+def _drfl_batch_errors(pr, X, y):
+    """A DRFL sample ζ written out: min(B, n_m) = 8 distinct rows of client m drawn by
+    default_rng(ζ).choice(n_m, 8, replace=False), and g^m(x; ζ) the mean cross-entropy of the
+    logistic model (bias in column 0) on them, computed here with logsumexp."""
+    wrong = []
+    x = np.random.default_rng(21).standard_normal(pr.d) * 0.3
+    W = x.reshape(pr.n_classes, -1)
+    for m, zeta in ((0, 5), (1, 77), (1, 2 ** 30 + 3)):
+        Xm, ym = (X[:40], y[:40]) if m == 0 else (X[40:], y[40:])
+        rows = np.random.default_rng(zeta).choice(40, 8, replace=False)
+        logits = Xm[rows] @ W[:, 1:].T + W[:, 0]
+        top = logits.max(axis=1)
+        want = float(np.mean(top + np.log(np.exp(logits - top[:, None]).sum(axis=1)) - logits[np.arange(8), ym[rows]]))
+        got = float(pr.g(m, x, zeta)[0])
+        if len(set(rows.tolist())) != 8 or abs(got - want) > 1e-12 * max(1.0, abs(want)):
+            wrong.append(f"DRFL g^{m}(x; ζ = {zeta}) = {got!r}; the mean cross-entropy on the 8 distinct rows "
+                         f"{sorted(rows.tolist())} is {want!r}")
+    return wrong
 
 
 def _fedavg_drfl_errors(pr, X, y):

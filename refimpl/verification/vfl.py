@@ -1541,9 +1541,16 @@ def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
     got = int(tr.metrics["comm_floats"][-1])
     # each event's own draw: B distinct samples (n = 40, B = 8: with replacement about half would repeat one)
     repeats = sum(int(len(set(map(int, b))) != B or not all(0 <= i < data.n for i in b)) for b in tr.batches)
+    # no evaluation interval given: every budget/50 = 0.24 of simulated time up to the last event's, then one
+    # at the next tick (or the budget, 12, if sooner)
+    times = np.asarray(tr.series("time"), dtype=float)
+    j = int(np.floor(float(tr.arrays["event_time"][-1]) / 0.24)) + 1
+    want = np.r_[0.24 * np.arange(j), min(12.0, 0.24 * j)]
+    ticks = int(times.shape != want.shape or not np.allclose(times, want, rtol=0, atol=1e-9))
     return {"events": len(parties), "parties": sorted(set(parties)), "blocks_relative": _blocks_relative(tr, W),
-            "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats) + repeats,
-            "batches_with_a_repeated_or_foreign_id": repeats}
+            "comm_floats": got, "floats_by_hand": int(floats), "floats_wrong": int(got != floats) + repeats + ticks,
+            "batches_with_a_repeated_or_foreign_id": repeats, "evaluations_off_budget_over_50": ticks,
+            "evaluation_times": [times[0], times[1], times[-1]]}
 
 
 def _init_literal(seed, scheme, D, kinds, O, H, L):
