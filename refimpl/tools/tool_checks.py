@@ -829,11 +829,13 @@ def _dump_writer_cases():
         out = [("a dump estimated at exactly the limit is written; one byte over is refused; 1000 bytes are 1.0 kB",
                 at.written == [1] and _raises(lambda: over.put(1, x), "beyond the limit of 799 bytes")
                 and D._human(1000) == "1.0 kB" and D._human(999) == "999 bytes")]
+        with open(os.path.join(tmp, "at", "dump", "r2.npz.tmp"), "wb") as fh:   # an interrupted run's half round
+            fh.write(b"PK")
         again = DumpWriter(os.path.join(tmp, "at"), rounds=1)
         again.put(5, x)
         left = sorted(os.listdir(os.path.join(tmp, "at", "dump")))
-        out.append(("a second run into a directory with an earlier dump replaces it (round 1's file removed)",
-                    again.written == [5] and left == ["r5.npz"]))
+        out.append(("a second run into a directory with an earlier dump replaces it (round 1's file and an "
+                    "interrupted round's r2.npz.tmp removed)", again.written == [5] and left == ["r5.npz"]))
         shuffled = DumpWriter(os.path.join(tmp, "order"), rounds=6)
         for t in (100, 2, 30, 7, 12, 1):
             shuffled.put(t, {"x": np.full(2, float(t))})
@@ -3270,16 +3272,14 @@ def _numpy_scalars_recorded_right(VF, REGISTRY):
              rec.details.get("kind"), rec.details.get("vacuous")] == [float, float, 4.0, 0.75, True, "≥", "theorem", True])
 
 
-def _verdict_cases():
-    """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
-    written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
-    from refimpl.tools import verify as VF
-    from refimpl.verification.registry import REGISTRY, CheckRecord
+def _planted_verdicts():
+    """The planted checks of :func:`_verdict_cases`: name → (what the check returns, or a function;
+    holds; ratio — None: no ratio)."""
     nan = float("nan")
 
     def crash(quick):
         raise RuntimeError("planted crash")
-    planted = {  # name: (what the check returns, or a function; holds; ratio — None: no ratio)
+    return {
         "le-below": ({"measured": 1.0, "bound": 2.0}, True, 0.5),
         "le-equal": ({"measured": 2.0, "bound": 2.0}, True, 1.0),
         "le-above": ({"measured": 3.0, "bound": 2.0}, False, 1.5),
@@ -3299,12 +3299,24 @@ def _verdict_cases():
         "own-holds-false": ({"measured": 1.0, "bound": 2.0, "holds": False}, False, 0.5),
         "own-holds-true": ({"measured": 3.0, "bound": 2.0, "holds": True}, True, 1.5),
         "zero-below": ({"measured": 0.0, "bound": 1.0}, True, 0.0),
+        # a zero against a positive lower bound fails: no ratio on the holding side (0 would read as "holds")
+        "zero-ge-fails": ({"measured": 0.0, "bound": 1.0, "relation": "≥"}, False, None),
+        "zero-ge-negative-bound": ({"measured": 0.0, "bound": -1.0, "relation": "≥"}, True, 0.0),
+        "not-vacuous": ({"measured": 1.0, "bound": 2.0, "vacuous": False}, True, 0.5),
         "nan-measured": ({"measured": nan, "bound": 1.0}, False, None),
         "no-measured": ({"measured": None, "bound": 1.0}, False, None),
         "unknown-relation": ({"measured": 1.0, "bound": 2.0, "relation": "=<"}, False, None),
         "crash": (crash, False, None),
         "warned": (_planted_warnings, True, 0.5),
     }
+
+
+def _verdict_cases():
+    """(what, right): the verdicts `refimpl verify` names for planted checks whose outcome is
+    written out here, beside the machinery's answer (run_check, uniform_ratio, failing, verdict)."""
+    from refimpl.tools import verify as VF
+    from refimpl.verification.registry import REGISTRY, CheckRecord
+    planted = _planted_verdicts()
     ids = {name: f"planted.verdict.{name}" for name in planted}
     try:
         for name, (out, _, _) in planted.items():
@@ -3319,6 +3331,8 @@ def _verdict_cases():
               recs[name].holds is want and same(recs[name].ratio, ratio)) for name, (_, want, ratio) in planted.items()]
     cases += [("a NaN measured value is recorded as no value (None), never as NaN",
                recs["nan-measured"].measured is None),
+              ("a check that returns vacuous=False is not marked vacuous (its verdict: yes)",
+               "vacuous" not in recs["not-vacuous"].details and VF.verdict(recs["not-vacuous"]) == "yes"),
               (_RECORD_FIELDS, _record_fields_right(VF, REGISTRY)),
               ("a check's warnings in its record, sorted, and the first of them in its table note after its own",
                recs["warned"].details.get("warnings") == ["RuntimeWarning: a first", "UserWarning: b second"]

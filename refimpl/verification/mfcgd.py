@@ -1727,6 +1727,18 @@ def _drfl_record_errors(ds):
     tr = run_mfcgd_config(cfg, ds)
     rng_prob = np.random.default_rng(np.random.SeedSequence(cfg.seed).spawn(3)[0])
     pr, *test = build_problem(cfg, rng_prob, ds)
+    # the split written out (docs/mfcgd.md): training rows label-skewed by the problem stream, test rows by a
+    # generator of seed + 1
+    from refimpl.core.partition import sample_partition
+    from refimpl.mfcgd.problems import DistributionallyRobustFL
+    train = sample_partition(ds.n_train, 3, "label_skew", np.random.default_rng(np.random.SeedSequence(cfg.seed)
+                                                                                  .spawn(3)[0]), ds.y_train)
+    held = sample_partition(len(ds.y_test), 3, "label_skew", np.random.default_rng(cfg.seed + 1), ds.y_test)
+    by_hand = DistributionallyRobustFL(tuple(ds.X_train[p] for p in train), tuple(ds.y_train[p] for p in train))
+    test = [tuple(ds.X_test[p] for p in held), tuple(ds.y_test[p] for p in held)]
+    if not all(np.array_equal(a, b) for a, b in zip(pr.Xs + pr.ys, by_hand.Xs + by_hand.ys)):
+        return [f"DRFL's clients are not the label-skewed split of the problem stream (sizes "
+                f"{[len(y) for y in pr.ys]}, by hand {[len(y) for y in by_hand.ys]})"]
     sizes = (sum(len(X) for X in pr.Xs), sum(len(y) for y in test[1]))
     wrong = [] if sizes == (len(ds.y_train), len(ds.y_test)) else [
         f"DRFL built on {sizes} training and test samples from data of {len(ds.y_train)} and {len(ds.y_test)}"]
