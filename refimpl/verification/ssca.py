@@ -1456,6 +1456,11 @@ def flower_aggregation(quick):
         rounds_wrong += 1
     except RuntimeError as exc:
         rounds_wrong += str(exc) != "a round needs replies from partitions 0..5, got [1, 2, 3, 4, 5]"
+    try:                           # six replies, but keyed 1..6 (ids counted from 1): refused the same way
+        coll.assemble({k + 1: r for k, r in replies_by_partition(results, list).items()})
+        rounds_wrong += 1
+    except RuntimeError as exc:
+        rounds_wrong += str(exc) != "a round needs replies from partitions 0..5, got [1, 2, 3, 4, 5, 6]"
     # under the mutation runner a wrong answer above is the verdict already: Flower is not driven then
     found = misrouted or rounds_wrong or not worst <= 1e-12
     driven = ["not driven: a wrong answer above"] if first_wrong() and found else _flower_driven_errors()

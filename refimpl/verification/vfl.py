@@ -1382,7 +1382,8 @@ def round_literal(quick):
             wrong.append(f"the trace records d_k {tr.config['policy']['step_size'].get('denominator')}, want {want_d}")
         if label == "flex/sgd":
             wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
-            wrong += _speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R) + _mixed_optimizer_errors()
+            wrong += (_speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R) + _mixed_optimizer_errors()
+                      + _dummy_round_errors())
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "wrong": wrong}
         measured = max_or_nan(measured, rel, eta_rel, tau_bad, dump_rel, len(wrong))
@@ -1525,6 +1526,20 @@ def _dump_steps_errors(tr, R, Xs, y, shapes, wrong, rho=None, reset=True):
             g0 = _xent_grads(a["theta0"][0].reshape(shapes[0]), a["H"], y[a["batch"]])[0].ravel()
             diff = max_or_nan(diff, float(np.max(np.abs(a["grad0"][0] - g0)) / np.max(np.abs(g0))))
     return diff
+
+
+def _dummy_round_errors():
+    """Adaptive Flex-VFL's dummy round 0 written out where its step size matters: proximal μ = 0.9,
+    A = 3, timeout 3 and unit step times, so τ^0 = 3 and the dummy round steps at η^0 = A/τ^0 = 1;
+    the weights (1 − 0.9)^(2, 1, 0) = (0.01, 0.1, 1) give w̄^0 = 1 and η^1 = A/(τ^0 w̄^0) = 1 (at
+    η = A = 3 they would be (2.89, −1.7, 1): w̄^0 = 2.89)."""
+    from refimpl.vfl.local_optimizers import make_optimizer
+    from refimpl.vfl.policies import PaperAdaptive
+    opts = [make_optimizer("proximal:0.9")] * 3
+    eta1, _ = PaperAdaptive(np.full(3, 3.0), 3.0).init(opts, np.ones((2, 3)), None)
+    return [] if np.allclose(eta1, 1.0, rtol=1e-12, atol=0) else [
+        f"adaptive Flex-VFL's dummy round (proximal 0.9, A = 3, τ^0 = 3) gives η^1 = {eta1.tolist()}, not 1 (w̄^0 "
+        "at η^0 = A/τ^0 = 1)"]
 
 
 def _async_literal_errors(model, data, thetas, shapes, Xs, y, B):
