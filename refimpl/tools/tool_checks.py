@@ -1279,10 +1279,12 @@ def _return_and_compare_cases(own, docs):
     for what, fam, case, shape, outcome, words in shapes:
         got, msg = run_case(_returning(own, fam, shape), fam, case)
         out.append((what, got == outcome and words in msg))
-    out.append(("text values compare exactly; empty arrays agree; one element agrees with a scalar",
+    out.append(("text values compare exactly (an object that only prints as the text is not it); empty arrays "
+                "agree; one element agrees with a scalar",
                 compare("rule", "paper", "paper", {"rel": 0}) is None
                 and "expected 'paper', got 'authors'" in (compare("rule", "paper", "authors", {"rel": 0}) or "")
                 and compare("rule", "paper", "Paper", {"rel": 0}) is not None
+                and compare("rule", "paper", pathlib.PurePosixPath("paper"), {"rel": 0}) is not None
                 and compare("w", np.zeros((0, 3)), np.zeros((0, 3)), {"rel": 0}) is None
                 and compare("x", 2.0, np.array([2.0]), {"rel": 0}) is None))
     from refimpl.conformance.vectors import encode
