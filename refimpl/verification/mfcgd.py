@@ -473,7 +473,8 @@ def algorithm1_literal_check(quick):
 
     def draws_part():
         found["draws"] = _kernel_draws_record(syn, par_nb, min(T, 60))
-        return [] if found["draws"]["right"] else ["the kernel's own draws"]
+        found["draws"]["unbound"] = _unbound_radius_record(syn, q)
+        return [] if found["draws"]["right"] and found["draws"]["unbound"]["right"] else ["the kernel's own draws"]
     syn, Cs = synthetic()
     par_nb = MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5, q=q, C_g=0.9 * Cs["C_g"], C_f=0.5)
     found["draws"], found["shapes"] = {"right": True}, []
@@ -482,7 +483,8 @@ def algorithm1_literal_check(quick):
     binds_ok = ok_np and ok_nb
     det.update(steps=T, q=q, numpy_worst=worst_np, numba_worst=worst_nb,
                both_projections_bound_everywhere=bool(binds_ok), radius_scale_run=scaled, kernel_draws=found["draws"])
-    right = scaled["right"] and found["draws"]["right"] and not found["shapes"]
+    right = (scaled["right"] and found["draws"]["right"] and found["draws"].get("unbound", {"right": True})["right"]
+             and not found["shapes"])
     det["oracle_shapes_not_refused"] = found["shapes"]
     draws = found["draws"].get("x_bar_max_rel_diff")        # absent when an earlier group stopped the run
     note = (f"x̄_t against the transcription, 4 matrices: NumPy runner {worst_np:.1e} (≤ 1e-12), Numba kernel "
@@ -515,6 +517,19 @@ def _oracle_shape_errors(pr, par):
     return [f"∇{w} of the wrong shape not refused as {want[w]!r}" for w in ("f", "g")
             if not raises(lambda w=w: run_mfcgd(Off(w), np.zeros(d), 2, par, Identity(), np.random.default_rng(0)),
                           f"oracle shapes do not match p = {p}, d = {d}: {want[w]}")]
+
+
+def _unbound_radius_record(pr, q, T=20):
+    """The Numba kernel with a radius C_g that no estimate reaches: ∇g^m = A for every sample, so
+    u^m_t = A throughout and C_g = 1.05 ||A||_F never binds; the run then equals, bit for bit, the
+    run with C_g = 10⁶ (C_f = 10⁶ in both). ||A||_F > 1.05 here, so a test of the squared norm
+    against the radius would bind where the norm does not."""
+    a = float(np.linalg.norm(pr.A))
+    runs = [run_mfcgd_synthetic_nb(pr, np.zeros(pr.d), T, MFCGDParams(k=1.0, n=8.0, c1=2.0, c2=5.0, c3=12.0, gamma=0.5,
+                                                                      q=q, C_g=C_g, C_f=1e6),
+                                   Identity(), np.random.default_rng(9)) for C_g in (1.05 * a, 1e6)]
+    return {"right": bool(a > 1.05 and np.array_equal(runs[0].x_bar, runs[1].x_bar)), "A_norm": a,
+            "x_bar_max_abs_diff": float(np.max(np.abs(runs[0].x_bar - runs[1].x_bar)))}
 
 
 def _kernel_draws_record(pr, par, T):
