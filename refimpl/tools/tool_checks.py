@@ -635,6 +635,8 @@ def _mat_refusal_cases(tmp, W1, W2):
     savemat(unsorted, {"Zeta": W1, "Alpha": W2, "Mid": W1})
     trailing = os.path.join(tmp, "trailing.mat")
     savemat(trailing, {"Theta1a": W1, "W__": W2})       # MATLAB's own entries are __header__, __version__, …
+    half = os.path.join(tmp, "half.mat")                 # round 4 holds W1 only
+    savemat(half, {"Theta1a_3": W1, "Theta2a_3": W2, "Theta1a_4": W1})
     default, other = {"W1": "Theta1a", "W2": "Theta2a"}, {"W1": "Foo", "W2": "Bar"}
     no_hint = True
     try:
@@ -642,6 +644,7 @@ def _mat_refusal_cases(tmp, W1, W2):
     except ValueError as exc:
         no_hint = "surrogate minimiser" not in str(exc)
     return (_raises(lambda: mat_snapshots(plain, default, round_=1.5), "a round is an integer ≥ 0")
+            and _raises(lambda: mat_snapshots(half, default), "rounds [4] hold only one of W1 and W2")
             and _raises(lambda: mat_snapshots(plain, default, round_=True), "a round is an integer ≥ 0")
             and _raises(lambda: parse_map("W1=a,W2=b,W3=c"), "expected W1=NAME,W2=NAME")
             and _raises(lambda: parse_map("W1=a"), "name both W1 and W2")

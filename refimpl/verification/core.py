@@ -323,7 +323,9 @@ def partitions(quick):
 
     def cover(parts, nonempty=True):
         allx = np.concatenate(parts)
-        return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1))
+        # each client's ids in increasing order (a batch draws positions within them: docs/guide.md)
+        return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1)
+                   or not all(np.all(np.diff(p) > 0) for p in parts))
     for kind in ("contiguous", "iid", "label_skew", "dirichlet:1.0", "quantity:0.5", "quantity:5"):
         for s in range(3):
             bad_cover += cover(sample_partition(N, K, kind, np.random.default_rng(s), labels))
@@ -334,8 +336,13 @@ def partitions(quick):
     for s in range(10):
         parts = sample_partition(N, K, "dirichlet:0.1:500", np.random.default_rng(500 + s), labels)
         bad_cover += cover(parts) + int(min(len(p) for p in parts) < 500)
+    # a draw whose smallest client holds exactly MIN_SIZE is kept: the same split as without the minimum
+    first = sample_partition(N, K, "dirichlet:0.5:0", np.random.default_rng(600), labels)
+    least = min(len(p) for p in first)
+    kept = sample_partition(N, K, f"dirichlet:0.5:{least}", np.random.default_rng(600), labels)
+    bad_cover += int(least < 1 or any(not np.array_equal(a, b) for a, b in zip(first, kept)))
     det["min_size"] = {"unconditioned_draws_below_500": float(small), "power_against_no_redraw":
-                       float(1 - (1 - small) ** 10)}
+                       float(1 - (1 - small) ** 10), "draw_at_exactly_min_size_kept": least}
     # Dirichlet: per (seed, class) unit u = (1/K) Σ_k (share_k − 1/K)², E[u] = (1/K)(1 − 1/K)/(Kα + 1)
     for alpha in (0.2, 1.0, 5.0):
         us = []
