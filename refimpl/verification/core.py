@@ -305,6 +305,24 @@ def _screened_run(rng):
             "round_met": hit, "round_met_unscreened": hit_full, "evaluations": n, "screened": int(cut.sum())}
 
 
+def _cover_wrong(parts, N, nonempty=True):
+    """1 unless the parts cover ids 0..N−1 once each (none empty if ``nonempty``), each client's ids
+    in increasing order (a batch draws positions within them: docs/guide.md)."""
+    allx = np.concatenate(parts)
+    return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1)
+               or not all(np.all(np.diff(p) > 0) for p in parts))
+
+
+def _exact_min_size(N, K, labels):
+    """(the smallest client's size, 1 if wrong): a Dirichlet draw whose smallest client holds
+    exactly MIN_SIZE is kept, the same split as the one drawn without a minimum."""
+    from refimpl.core.partition import sample_partition
+    first = sample_partition(N, K, "dirichlet:0.5:0", np.random.default_rng(600), labels)
+    least = min(len(p) for p in first)
+    kept = sample_partition(N, K, f"dirichlet:0.5:{least}", np.random.default_rng(600), labels)
+    return least, int(least < 1 or any(not np.array_equal(a, b) for a, b in zip(first, kept)))
+
+
 @check("core.partitions", "the sample-based partitions: every sample in exactly one client for every kind, with more "
        "classes than clients (K = 7, L = 10); Dirichlet:α class shares with the variance (1/K)(1 − 1/K)/(Kα + 1) of "
        "Dir(α·1_K) (α = 0.2, 1, 5) and the minimum size kept; quantity:σ log-sizes with standard deviation σ, "
@@ -321,11 +339,7 @@ def partitions(quick):
     labels = np.sort(rng.integers(0, L, N))               # sorted: a split that forgets to shuffle shows
     det, bad_cover, z = {}, 0, {}
 
-    def cover(parts, nonempty=True):
-        allx = np.concatenate(parts)
-        # each client's ids in increasing order (a batch draws positions within them: docs/guide.md)
-        return int(allx.size != N or np.unique(allx).size != N or (nonempty and min(len(p) for p in parts) < 1)
-                   or not all(np.all(np.diff(p) > 0) for p in parts))
+    cover = lambda parts, nonempty=True: _cover_wrong(parts, N, nonempty)     # noqa: E731
     for kind in ("contiguous", "iid", "label_skew", "dirichlet:1.0", "quantity:0.5", "quantity:5"):
         for s in range(3):
             bad_cover += cover(sample_partition(N, K, kind, np.random.default_rng(s), labels))
@@ -336,11 +350,8 @@ def partitions(quick):
     for s in range(10):
         parts = sample_partition(N, K, "dirichlet:0.1:500", np.random.default_rng(500 + s), labels)
         bad_cover += cover(parts) + int(min(len(p) for p in parts) < 500)
-    # a draw whose smallest client holds exactly MIN_SIZE is kept: the same split as without the minimum
-    first = sample_partition(N, K, "dirichlet:0.5:0", np.random.default_rng(600), labels)
-    least = min(len(p) for p in first)
-    kept = sample_partition(N, K, f"dirichlet:0.5:{least}", np.random.default_rng(600), labels)
-    bad_cover += int(least < 1 or any(not np.array_equal(a, b) for a, b in zip(first, kept)))
+    least, wrong = _exact_min_size(N, K, labels)
+    bad_cover += wrong
     det["min_size"] = {"unconditioned_draws_below_500": float(small), "power_against_no_redraw":
                        float(1 - (1 - small) ** 10), "draw_at_exactly_min_size_kept": least}
     # Dirichlet: per (seed, class) unit u = (1/K) Σ_k (share_k − 1/K)², E[u] = (1/K)(1 − 1/K)/(Kα + 1)
