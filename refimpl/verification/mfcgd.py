@@ -1380,6 +1380,11 @@ def _sample_oracle_errors(nonlinear, maml, rng):
     want = (nonlinear.A + E) @ (x / np.sqrt(1.0 + x * x)) + nonlinear.b[1] + eps
     wrong = [] if np.allclose(nonlinear.g(1, x, zeta), want, rtol=1e-13, atol=1e-15) else [
         "nonlinear g^1(x; ζ) is not (A + E)φ(x) + b_1 + ε"]
+    # E uniform on the sphere of radius r_g (C_g = ||A||_F + r_g rests on ||E||_F ≤ r_g): every draw's norm is r_g
+    norms = np.linalg.norm(nonlinear.draw_zeta(rng, (50,))[:, p:], axis=1)
+    if not np.allclose(norms, nonlinear.r_g, rtol=1e-12, atol=0):
+        wrong.append(f"the nonlinear problem's E has Frobenius norms {norms.min():.4g}..{norms.max():.4g}, not "
+                     f"r_g = {nonlinear.r_g:g} (uniform on that sphere)")
     y = rng.standard_normal(maml.d)
     seed = maml.draw_xi(rng, ())
     Z, Y = maml._data(1, seed)
