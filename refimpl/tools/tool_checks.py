@@ -2232,7 +2232,8 @@ def _diagnose_reason_cases(tmp):
         np.savez(sub, **{k: z[k] for k in z.files if not k.startswith(("r1_", "r3_"))})
     code, text, _ = _diagnosis(same, sub, tol=1e-9)
     out.append(("THEIR dump of rounds 2 and 4 only: the reruns run to round 4 and --curvature fixed is named (exit 3); "
-                "rounds 1 and 3 are named as OURS's only", code == 3 and "with --curvature fixed all rounds agree" in text
+                "rounds 1 and 3 are named as OURS's only",
+                code == 3 and "with --curvature fixed all rounds agree" in text
                 and "rounds 1, 3 (only in ours)" in text and "could not rerun" not in text))
     report = os.path.join(tmp, "report")
     DG.write_report(report, dg.comparison, dg.lines, dg.rows)

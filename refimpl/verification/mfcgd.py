@@ -1482,7 +1482,8 @@ def problem_evaluations(quick):
     sub = replace(ds, X_train=ds.X_train[:900], y_train=ds.y_train[:900], X_test=ds.X_test[:300],
                   y_test=ds.y_test[:300], name="embedded-900")             # the runs read the data given them
     wrong += _sample_shape_errors(problems)
-    wrong += (_fedavg_drfl_errors(drfl, X, y) + _drfl_batch_errors(drfl, X, y) + _samples_prefix_errors() + _single_machine_errors() + _init_errors()
+    wrong += (_fedavg_drfl_errors(drfl, X, y) + _drfl_batch_errors(drfl, X, y) + _samples_prefix_errors()
+              + _single_machine_errors() + _init_errors()
               + _problem_stream_errors() + _gamma_errors() + _dump_writer_errors()
               + _drfl_record_errors(sub) + _post_adaptation_errors(problems["maml"]))
     return {"measured": len(wrong), "bound": 0, "holds": not wrong,

@@ -1382,8 +1382,8 @@ def round_literal(quick):
             wrong.append(f"the trace records d_k {tr.config['policy']['step_size'].get('denominator')}, want {want_d}")
         if label == "flex/sgd":
             wrong += _given_steps_errors(model, data, thetas, B, speeds, timeout, batches, R, tr)
-            wrong += (_speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R) + _mixed_optimizer_errors()
-                      + _dummy_round_errors())
+            wrong += (_speed_rows_errors(model, data, thetas, B, speeds, timeout, batches, R)
+                      + _mixed_optimizer_errors() + _dummy_round_errors())
         det[label] = {"blocks_relative": rel, "tau_mismatches": tau_bad, "eta_relative": eta_rel,
                       "taus": taus.astype(int).tolist(), "dump_relative": dump_rel, "wrong": wrong}
         measured = max_or_nan(measured, rel, eta_rel, tau_bad, dump_rel, len(wrong))
