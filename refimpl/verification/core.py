@@ -1591,7 +1591,29 @@ def _library_default_cases():
             ("refimpl run mfcgd's --k and --gamma are MFCGDParams' defaults (η_t = k/(n + t)^(1/3), γ)",
              (arg(MFCGDParams, "k"), arg(MFCGDParams, "gamma")) == (ada.k, ada.gamma)),
             ("refimpl run ssca's --lam and --curvature are SSCA's defaults",
-             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))] + _plan_default_cases()
+             (arg(SSCA, "lam"), arg(SSCA, "curvature")) == (ssca.lam, ssca.curvature))] + _plan_default_cases() \
+        + _gappy_dump_cases()
+
+
+def _gappy_dump_cases():
+    """(what, right): a paper rebuilds a schedule from THEIR per-round dump only when it holds every
+    round 1..R — a dump of rounds 1 and 3 gives its initial point but no schedule (its two rows would
+    be read as rounds 1 and 2), while rounds 1 and 2 give both — written out per paper."""
+    from refimpl import papers
+    z = np.zeros
+    # (paper, one round's planted dump, what the initial point rebuilds to, what the schedule rebuilds to)
+    planted = [("ssca", lambda: {"omega": z(5), "batch": z((2, 3), dtype=np.int64)}, {"omega_0"}, {"batches"}),
+               ("vfl", lambda: {"theta0": z((2, 4)), "batch": np.arange(3), "tau": np.ones(3, dtype=np.int64)},
+                {"init_theta0"}, {"batches", "tau"}),
+               ("mfcgd", lambda: {"x": z((2, 3)), "h": z((2, 1)), "u": z((2, 1, 3)), "v": z((2, 1)),
+                                  "zeta": z((2, 1)), "xi": z((2, 1))}, {"x1", "h1", "u1", "v1"}, {"zeta", "xi"})]
+    out = []
+    for key, make, initial, schedule in planted:
+        gappy = set(papers.get(key).replay_from_dump({1: make(), 3: make()}))
+        whole = set(papers.get(key).replay_from_dump({1: make(), 2: make()}))
+        out.append((f"{key}: THEIR dump of rounds 1 and 3 gives the initial point and no schedule; rounds 1 and 2 "
+                    "give both", gappy == initial and whole == initial | schedule))
+    return out
 
 
 def _plan_default_cases():
