@@ -172,7 +172,8 @@ def compare_dumps(ours, theirs, tol):
         for n in names:
             if n not in ours[r] or n not in theirs[r]:
                 per_round[n].append(np.nan)
-                missing.setdefault(n, "theirs" if n not in theirs[r] else "ours")
+                if n in ours[r] or n in theirs[r]:         # absent from both sides in r: nothing left out
+                    missing.setdefault(n, "theirs" if n not in theirs[r] else "ours")
                 continue
             a, b = np.asarray(ours[r][n], dtype=float), np.asarray(theirs[r][n], dtype=float)
             d = _rel(a, b)

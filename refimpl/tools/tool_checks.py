@@ -55,11 +55,7 @@ def _diagnose_cases():
     out.append(("a relative difference is measured against OURS: THEIRS three times OURS differs by 2, beyond a "
                 "tolerance of 1", c.divergence is not None and (c.divergence.round, c.divergence.quantity) == (10, "rho")
                 and abs(c.divergence.rel - 2.0) < 1e-12))
-    ours, theirs = _planted_dumps()
-    ours[4]["rho"], theirs[4]["rho"] = np.array(np.nan), np.array(np.nan)
-    c = DG.compare_dumps(ours, theirs, 1e-12)
-    out.append(("NaN on both sides never agrees, and the worst difference is infinite",
-                c.divergence is not None and c.nonfinite.get("rho") == [4] and c.worst == np.inf))
+    out += _nonfinite_round_cases(DG)
     # one NaN entry among entries that differ: the entry named is the NaN's, not the largest finite difference
     ours, theirs = _planted_dumps()
     w = np.array(theirs[10]["omega_next"], dtype=float)
@@ -100,6 +96,21 @@ def _diagnose_cases():
     return out
 
 
+def _nonfinite_round_cases(DG):
+    """(what, right): NaN on both sides, and the rounds the report lists as not finite."""
+    out = []
+    ours, theirs = _planted_dumps()
+    ours[4]["rho"], theirs[4]["rho"] = np.array(np.nan), np.array(np.nan)
+    c = DG.compare_dumps(ours, theirs, 1e-12)
+    out.append(("NaN on both sides never agrees, and the worst difference is infinite",
+                c.divergence is not None and c.nonfinite.get("rho") == [4] and c.worst == np.inf))
+    ours[11]["rho"] = np.array(np.inf)
+    said = DG.describe(DG.compare_dumps(ours, theirs, 1e-12), 1e-12)
+    out.append(("the report lists every round where a quantity is not finite (rounds 4, 11)",
+                "rho is not finite (NaN or inf) in rounds 4, 11: never counted as agreeing" in said))
+    return out
+
+
 def _one_side_cases(DG):
     """(what, right): rounds and quantities dumped on one side only, named with their side."""
     out = []
@@ -121,6 +132,11 @@ def _one_side_cases(DG):
     out.append(("a quantity on one side is named with the side that holds it; six rounds are listed, seven spanned",
                 six == ["gamma (only in ours)", "nu (only in theirs)", "rounds 7, 8, 9, 10, 11, 12 (only in theirs)"]
                 and seven[-1] == "rounds 6..12 (7) (only in theirs)"))
+    ours, theirs = _planted_dumps()
+    theirs[13] = dict(theirs[12], nu=np.array(2.0))               # a round, and a quantity in it, THEIRS alone dumps
+    out.append(("a quantity held only in a round THEIRS alone dumps is not named: the round is (allowed with "
+                "'rounds', exit 0)", DG.compare_dumps(ours, theirs, 1e-12).uncompared() == ["rounds 13 (only in theirs)"]
+                and DG.verdict_code(DG.compare_dumps(ours, theirs, 1e-12), None, ("rounds",)) == DG.EXIT["agree"]))
     ours, theirs = _planted_dumps()
     del ours[12], theirs[1]
     out.append(("rounds dumped on one side only, on both sides: each side's rounds named, those only THEIRS holds "
@@ -2415,6 +2431,13 @@ def _report_cases(tmp):
     out.append(("a convention on the inputs is tried only when THEIR dump holds no replay input fixing it (the initial "
                 "point as init_theta0 or theta0, the batches), and not when what THEIR dump holds is unknown",
                 tried == [[], ["batch_order"], ["batch_order", "init_scheme"], []]))
+    dumped = sorted(set(DG.switches("vfl", {"r1_theta0", "r2_batch", "r3_theta0"})) & {"batch_order", "init_scheme"})
+    out.append(("THEIR per-round θ and batches (r1_theta0, r2_batch) fix no replay input: both input conventions "
+                "are tried; a bundle (Flex-VFL's protocol) is tried whatever THEIR dump holds",
+                dumped == ["batch_order", "init_scheme"] and "protocol" in DG.switches("vfl", None)
+                and "protocol" in DG.switches("vfl", {"init_theta0", "batches"})))
+    out.append(("OURS given as its trace.npz reads the trace.json beside it (the run's configuration)",
+                DG._trace_config(os.path.join(ours, "trace.npz")) == DG._trace_config(ours) is not None))
     out.append(("diagnose.png's curves: an infinite difference drawn at 1e3, exact agreement at 1e-18, the others "
                 "as they are",
                 DG.plotted_differences([np.inf, 0.0, 2.5e-7, 40.0]).tolist() == [1e3, 1e-18, 2.5e-7, 40.0]))
@@ -2494,6 +2517,12 @@ def _search_and_comparison_cases(tmp):
             "values are rerun", verdict["kind"] == "switch" and verdict["row"]["switch"] == "--curvature fixed"
             and calls == [{}, {"curvature": "fixed"}, {"activation": "relu"}]),
            ("each rerun is asked THEIR rounds, in order", asked == [[1, 2]] * 3)]
+    both = planted({(): 1.001, (fixed,): 1.0, (relu,): 1.0})
+    rows2, verdict2 = DG._switch_search(ours, "", {}, theirs, "ssca", 1e-8, ("curvature", "activation"), None, None,
+                                        both)
+    out.append(("when two switches each explain the difference, the first one tried (--curvature fixed) is credited",
+                verdict2["kind"] == "switch" and verdict2["row"]["switch"] == "--curvature fixed" and len(rows2) == 3))
+    calls.clear()
     nothing = "this switch changes nothing here"
     out.append(("the progress says 'changes nothing' of the switch whose rerun equals the baseline's (ReLU) and of "
                 "no other", [nothing in line for line in said] == [False, False, True]
@@ -2518,6 +2547,12 @@ def _search_and_comparison_cases(tmp):
                             {1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([3.0])}}, 1e-8)
     out.append(("a quantity dumped only from round 2 on is compared there (round 2, A)",
                 late.divergence is not None and (late.divergence.round, late.divergence.quantity) == (2, "A")))
+    late = DG.compare_dumps({1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([2.0])}},
+                            {1: {"omega": np.ones(2)}, 2: {"omega": np.ones(2), "A": np.array([2.0])}}, 1e-8)
+    out.append(("a quantity both sides dump from round 2 on agrees and leaves nothing uncompared (exit 0); its "
+                "round 1 is a gap in its curve (NaN), not an exact agreement",
+                late.divergence is None and late.uncompared() == [] and DG.verdict_code(late) == DG.EXIT["agree"]
+                and np.isnan(late.per_round["A"][0]) and late.per_round["A"][1] == 0.0))
     w1, w2 = np.arange(6.0).reshape(2, 3) / 7, np.ones((1, 3))
     np.savez(os.path.join(ours, "trace.npz"), W1_0=w1, W2_0=w2)
     differ, unknown = DG.differing_inputs(ours, {"W1_0": w1 * (1 + 1e-13), "W2_0": w2}, "ssca")
