@@ -24,14 +24,17 @@ SCHEMA_VERSION = 1
 CORE_FAMILIES = "refimpl.conformance.families.core"
 
 
-def families():
+def families(modules=None):
     """{name: Family}: the core's families, then each registered paper's (its description's
-    ``vectors_module``), in that order."""
+    ``vectors_module``), in that order; ``modules``: other module names to read instead (a family
+    defined twice among them is refused)."""
     import importlib
 
     from refimpl import papers
     out = {}
-    for mod in (CORE_FAMILIES,) + tuple(p.vectors_module for p in papers.papers() if p.vectors_module):
+    if modules is None:
+        modules = (CORE_FAMILIES,) + tuple(p.vectors_module for p in papers.papers() if p.vectors_module)
+    for mod in modules:
         for fam in importlib.import_module(mod).FAMILIES:
             if fam.name in out:
                 raise ValueError(f"{mod}: conformance family {fam.name!r} is defined twice")

@@ -79,7 +79,7 @@ class DumpWriter:
         # saved); a walk over the path's own parents ends at its root whatever the test
         here = Path(os.path.abspath(self.out_dir))
         there = next(p for p in (here, *here.parents) if p.is_dir())
-        free = shutil.disk_usage(there).free
+        free = self.free_bytes(there)
         line = (f"dump: {self.rounds} round(s) × {_human(per_round)} (round {t}'s quantities, uncompressed) ≈ "
                 f"{_human(total)}; {_human(free)} free at {self.out_dir}")
         if self.say:
@@ -91,6 +91,10 @@ class DumpWriter:
         if total > free:
             raise ValueError(f"--dump-rounds: the dump would hold about {_human(total)} but {self.out_dir} has "
                              f"{_human(free)} free; dump fewer rounds or choose another --out")
+
+    def free_bytes(self, there):
+        """The bytes free at ``there`` (its file system's; tools.crosscheck plants a nearly full one)."""
+        return shutil.disk_usage(there).free
 
     def put(self, t, arrays):
         """Round ``t``'s quantities ({name: array}): written now, or — after a failed write — dropped."""

@@ -761,6 +761,7 @@ def _replay_value_cases():
         out.append(("a dump larger than the free disk is refused, saying what to do",
                     _raises(lambda: roomless.put(1, {"x": np.zeros(10 ** 6)}),
                             "free; dump fewer rounds or choose another --out")))
+        out += _free_space_cases(tmp, DumpWriter)
     out.append(_dump_record_case())
     out += _dump_writer_cases()
     from types import SimpleNamespace
@@ -1095,6 +1096,49 @@ def _atomic_writer_case():
                 "through unchanged; neither leaves a file",
                 kinds == [("DiskFull", True), ("PermissionError", False), ("DiskFull", True)] and left == []))
     return out
+
+
+def _free_space_cases(tmp, DumpWriter):
+    """(what, right): a dump estimated at exactly the free space is written, one byte more refused
+    (a planted file system with 800 bytes free; two rounds of 400 bytes)."""
+    import os
+
+    class Free800(DumpWriter):
+        def free_bytes(self, there):
+            return 800
+    fits, short = Free800(os.path.join(tmp, "fits"), 2, float("inf")), Free800(os.path.join(tmp, "short"), 1, 1e9)
+    fits.put(1, {"x": np.zeros(50)})
+    return [("a dump of exactly the free space (800 bytes) is written; one byte more is refused, naming both sizes",
+             fits.written == [1] and _raises(lambda: short.put(1, {"x": np.zeros(100), "y": np.zeros(1, np.uint8)}),
+                                             "would hold about 801 bytes but " + os.path.join(tmp, "short")
+                                             + " has 800 bytes free"))]
+
+
+def _crosscheck_cli_more():
+    """(what, right): ``refimpl crosscheck``'s words on two more planted pairs — settings one run
+    records and the other does not are no difference (either way round); rounds that agree under
+    shifts of different signs name no shift."""
+    import contextlib
+    import io
+
+    from refimpl.core.trace import Trace
+    from refimpl.tools.crosscheck import compare_runs
+    traces, cost = _crosscheck_cli_traces()
+    a = Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]})
+    b = Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]})
+    w = traces["a"][0]
+    first = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots=w)
+    mixed = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots={0: w[0], 1: w[2], 2: w[1], 3: w[3]})
+    said = []
+    for x, y in ((b, a), (first, mixed)):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            said.append((compare_runs(x, y, metrics_only=True), buf.getvalue()))
+    return [("refimpl crosscheck: a setting the second run does not record (hidden) is no difference either",
+             "configured differently (seed: 2 vs 1); differences" in said[0][1]),
+            ("refimpl crosscheck: round 1 equal to THEIR round 2 and round 2 to THEIR round 1 (shifts +1 and −1) "
+             "names no shift of the whole trace", said[1][0] == 1 and "agree under a shift" not in said[1][1]
+             and "(equals the second trace's round 2)" in said[1][1])]
 
 
 def _crosscheck_cli_traces():
@@ -1457,7 +1501,9 @@ def _harness_cases():
     from refimpl.conformance import adapter as own
     from refimpl.conformance import vectors as V
     from refimpl.conformance.harness import run_case
-    out = [_adapter_choice_case()]
+    out = [_adapter_choice_case(),
+           ("a conformance family defined twice (a module read twice) is refused, naming it",
+            _raises(lambda: V.families((V.CORE_FAMILIES, V.CORE_FAMILIES)), "families.core: conformance family 'loss_grad' is defined twice"))]
     docs = V.generate()
     n = sum(len(d["cases"]) for d in docs.values())
     results = [run_case(own, f, c)[0] for f, d in docs.items() for c in d["cases"]]
@@ -2769,7 +2815,7 @@ def diagnose_report(quick):
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups
-    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases,  # cheapest first
+    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases, _crosscheck_cli_more,  # cheapest first
                          _streamed_dump_cases])     # three papers' runs, twice each: last
     return _cases_result(cases, "planted ")
 
