@@ -1158,12 +1158,16 @@ def _regime_helper_errors(cfg, ds):
     from refimpl.vfl.experiment import run_vfl
     from refimpl.vfl.regime import crossover, parse_server_times, time_to
     wrong = []
-    got = time_to(cfg, ds, 3, 0.2, 30.0)
+    keep = {}
+    got = time_to(cfg, ds, 3, 0.2, 30.0, keep)
     ts = [time_to_target(run_vfl(replace(cfg, seed=cfg.seed + s, target=0.2, time_budget=30.0), ds), 0.2)
           for s in range(3)]
     want = (None if None in ts else float(np.mean(ts)), ts)
     if got != want:
         wrong.append(f"time to 0.2 over 3 seeds {got}, one run per seed gives {want}")
+    if keep.get("trace") is None or keep["trace"].config.get("seed") != cfg.seed:
+        wrong.append(f"time_to over 3 seeds keeps the trace of seed {getattr(keep.get('trace'), 'config', {}).get('seed')}"
+                     f", not the first seed's ({cfg.seed})")
     if crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2}) != (1.0, 2.0):
         wrong.append(f"ratios 0.8, 1.0, 1.2 at S = 0, 1, 2: crossover {crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2})}")
     try:
