@@ -1832,13 +1832,59 @@ def assembly_literal(quick):
     # blocks before any run, which a wrong block would make raise
     wrong = wrong_groups([options_wrong, blocks_wrong, lambda: _command_errors(ds),
                           lambda: _run_loop_record_errors(ds), initial_point_wrong, lambda: _target_stop_errors(ds),
-                          lambda: _recorded_metric_errors(ds), server_steps_wrong])
+                          lambda: _recorded_metric_errors(ds), server_steps_wrong, lambda: _assembly_input_errors(ds)])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
                     f"--Q/--timeout/--eta in {found['options']} cases, --target stops, recorded metrics and the run "
                     f"loop's records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
+
+
+def _assembly_input_errors(ds):
+    """What `refimpl run` reads, by hand: a per-party list of 2 values for 3 participants refused;
+    an --init matrix transposed, or naming a party beyond K, refused; the speed model drawn from its
+    own stream (a CPU trace's machines leave the batches of a constant-speed run unchanged);
+    asynchronous VFL evaluating every budget/(rounds // eval_every); the authors' d_k read from
+    --taus kept over those of the run's machines. The wrong answers."""
+    import os
+    import tempfile
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import VFLConfig, _list, build_model, load_init, run_vfl, vertical_data
+    wrong = []
+    if not raises(lambda: _list("0.1,0.2", 3, "eta", float), "--eta needs 1 or 3 values, got 2"):
+        wrong.append("--eta 0.1,0.2 for a server and two parties accepted")
+    cfg = VFLConfig(method="flexvfl", parties=2, embed_dim=2, rounds=2, batch=4, speeds="constant:1", dump_rounds="1,2")
+    model = build_model(cfg, vertical_data(ds, 2), ds.n_classes)
+    (n1, mat1) = model.param_shapes()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        init = [np.zeros(n) for n, _ in model.param_shapes()]
+        cases = (("transposed", {"theta1": np.zeros(mat1).T}, "has shape"),
+                 ("beyond K", {"theta3": np.zeros(3)}, "name parties beyond K = 2"))
+        for what, extra, words in cases:
+            path = os.path.join(tmp, f"{what}.npz")
+            np.savez(path, **{**{f"theta{k}": t for k, t in enumerate(init)}, **extra})
+            if not raises(lambda: load_init(path, model), words):
+                wrong.append(f"an --init array {what} accepted")
+        util = os.path.join(tmp, "cpu.csv")
+        np.savetxt(util, np.random.default_rng(5).random((4, 6)), delimiter=",")
+        runs = [run_vfl(replace(cfg, speeds=sp), ds) for sp in ("constant:1", f"cputrace:{util}")]
+        if any(not np.array_equal(runs[0].arrays[f"r{t}_batch"], runs[1].arrays[f"r{t}_batch"]) for t in (1, 2)):
+            wrong.append("a CPU trace's machines change the batches a constant-speed run draws (one stream each)")
+        authors = replace(cfg, method="adaptive-flexvfl", adaptive_rule="authors", speeds=f"cputrace:{util}",
+                          dump_rounds="")
+        first = run_vfl(authors, ds)
+        taus = os.path.join(tmp, "taus.npz")
+        np.savez(taus, tau=first.arrays["tau"], lr_denominator=2.0 * first.arrays["lr_denominator"])
+        again = run_vfl(replace(authors, taus=taus), ds).arrays["lr_denominator"]
+        if not np.array_equal(again, 2.0 * first.arrays["lr_denominator"]):
+            wrong.append(f"the authors' d_k given in --taus replaced by the machines' ({again.tolist()})")
+    times = list(run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=4, eval_every=2, time_budget=8.0, batch=4,
+                                   speeds="constant:1"), ds).metrics["time"])
+    if times != [0.0, 4.0, 8.0]:
+        wrong.append(f"asynchronous VFL with 4 rounds, --eval-every 2, budget 8 evaluates at {times}, want 0, 4, 8")
+    return wrong
 
 
 def _split_cache_errors(ds):
