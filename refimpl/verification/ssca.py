@@ -1386,8 +1386,9 @@ def assembly_literal(quick):
     if not raises(lambda: run_experiment(ecfg, ds, batches=fedavg.batches[:, :, :2]), "(T, 3, 4)"):
         wrong.append("FedAvg E = 2: a (T, K, B) schedule is not refused naming (T, 3, 4)")
     n_command, command_wrong = _command_cases()
-    wrong += command_wrong + _initial_metrics_errors(ds)
-    n = 12 + n_command    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
+    n_table, table_wrong = _config_table_errors(ds)
+    wrong += command_wrong + _initial_metrics_errors(ds) + table_wrong
+    n = 12 + n_command + n_table    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
     #                       a pooled schedule replayed, its dumped clients, one of the wrong width refused, and
     #                       FedAvg's E·B-wide schedule replayed and a B-wide one refused, ω^0's remembered
     #                       metrics
@@ -1395,6 +1396,43 @@ def assembly_literal(quick):
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"
             + (": " + "; ".join(wrong) if wrong else "")}
+
+
+#: the paper's table of settings (Section VI), written out: (setting, B) → (α, τ), with a1 = 1, a2 = 0.3
+#: and γ's exponent α + 0.05 throughout
+PAPER_TABLE = {("sample", 10): (0.1, 0.1), ("sample", 100): (0.1, 0.05), ("sample", 6000): (0.1, 0.03),
+               ("feature", 10): (0.3, 0.1), ("feature", 100): (0.1, 0.1), ("feature", 1000): (0.1, 0.05)}
+
+
+def _config_table_errors(ds):
+    """(facts, wrong answers): a configuration's defaults are the paper's table at each of its six
+    (setting, B); a1 or a2 above 1 refused; --clients 10 against a partition file of 3 clients
+    refused; a replayed schedule longer than the run recorded for its T rounds only."""
+    import json
+    import os
+    import tempfile
+    wrong = []
+    for (setting, B), (alpha, tau) in PAPER_TABLE.items():
+        r = RunConfig("ssca", setting=setting, batch=B).resolved()
+        got = (r.rho_a, r.gamma_a, r.rho_alpha, r.gamma_alpha, r.tau)
+        if not np.allclose(got, (1.0, 0.3, alpha, alpha + 0.05, tau), rtol=0, atol=1e-15):
+            wrong.append(f"{setting}-based SSCA at B = {B}: (a1, a2, α, γ's exponent, τ) = {got}, the paper's table "
+                         f"gives (1, 0.3, {alpha}, {alpha + 0.05:g}, {tau})")
+    for f in ("rho_a", "gamma_a"):
+        if not raises(lambda f=f: RunConfig("ssca", **{f: 1.5}).resolved(), "must be in (0, 1]"):
+            wrong.append(f"{f} = 1.5 accepted (the step sizes start at it and lie in (0, 1])")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "parts.json")
+        with open(path, "w") as fh:
+            json.dump([[0, 1], [2, 3], [4, 5]], fh)
+        if not raises(lambda: RunConfig("ssca", clients=10, partition_file=path).resolved(), "--clients 10 contradicts"):
+            wrong.append("--clients 10 beside a partition file of 3 clients accepted")
+    cfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, eval_every=2)
+    tr = run_experiment(cfg, ds)
+    longer = run_experiment(cfg, ds, batches=np.concatenate([tr.batches, tr.batches]))
+    if not np.array_equal(longer.batches, tr.batches):
+        wrong.append(f"a replayed schedule of 4 rounds for a 2-round run recorded as {np.shape(longer.batches)} rows")
+    return len(PAPER_TABLE) + 4, wrong
 
 
 @check("ssca.flower_aggregation",
