@@ -1601,6 +1601,9 @@ def _init_errors():
                  for n in ("h", "u", "v") if not np.array_equal(started[f"r1_{n}"], given[f"{n}1"])]
         wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, init=alone)),
                               "give all of h1, u1, v1 or none (found ['h1'])") else ["--init with h1 alone accepted"]
+        wrong += [] if raises(lambda: run_mfcgd_config(replace(cfg, method="local-scgdm", init=full)),
+                              "are MFCGD/AdaMFCGD/STORM estimators; local-scgdm has none") else [
+            "--init h1, u1, v1 for Local-SCGDM (which has no such estimators) accepted"]
         # --samples without zeta0, xi0 (the samples that would have built h1, u1, v1): the same steps
         both, part = os.path.join(tmp, "both.npz"), os.path.join(tmp, "part.npz")
         np.savez(both, **{n: first[f"samples_{n}"] for n in ("zeta0", "xi0", "zeta", "xi")})
@@ -1775,6 +1778,10 @@ def _drfl_record_errors(ds):
             got = float(tr.metrics[k][i])
             if not abs(got - v) <= 1e-10 * max(1.0, abs(v)):
                 wrong.append(f"DRFL step {t}: recorded {k} {got:.12g}, from x̄_t {v:.12g}")
+    from refimpl.mfcgd.experiment import fedavg_drfl
+    if tr.extra.get("fedavg") != fedavg_drfl(pr, test, cfg, np.random.default_rng(cfg.seed)):
+        wrong.append(f"the DRFL run's FedAvg comparison {tr.extra.get('fedavg')} is not the one drawn from "
+                     f"default_rng(seed) (docs/mfcgd.md)")
     if len(set(tr.metrics["worst_client_accuracy"][1:]) | set(tr.metrics["average_accuracy"][1:])) < 3:
         wrong.append("the DRFL run's accuracies do not tell the worst client from the average (a weak instance)")
     # the projection radii: ||∇ loss(x; ξ)|| ≤ sqrt(2)(||ξ's features|| + 1) for softmax cross-entropy, so
