@@ -1095,6 +1095,13 @@ def _atomic_writer_case():
     out.append(("a full disk is named with the bytes the files need (for one file too); another OSError passes "
                 "through unchanged; neither leaves a file",
                 kinds == [("DiskFull", True), ("PermissionError", False), ("DiskFull", True)] and left == []))
+    import csv
+    with tempfile.TemporaryDirectory() as tmp:
+        TR.write_csv(os.path.join(tmp, "rows.csv"), [{"a": 1, "b": 2.5}, {"a": 3, "b": "x"}])
+        with open(os.path.join(tmp, "rows.csv")) as fh:
+            back = list(csv.DictReader(fh))
+    out.append(("a CSV of two rows reads back as its header and both rows",
+                back == [{"a": "1", "b": "2.5"}, {"a": "3", "b": "x"}]))
     return out
 
 
@@ -1129,8 +1136,9 @@ def _crosscheck_cli_more():
     w = traces["a"][0]
     first = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots=w)
     mixed = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots={0: w[0], 1: w[2], 2: w[1], 3: w[3]})
+    tripled = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots={r: tuple(3.0 * u for u in w[r]) for r in w})
     said = []
-    for x, y in ((b, a), (first, mixed)):
+    for x, y in ((b, a), (first, mixed), (first, tripled)):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
             said.append((compare_runs(x, y, metrics_only=True), buf.getvalue()))
@@ -1138,7 +1146,9 @@ def _crosscheck_cli_more():
              "configured differently (seed: 2 vs 1); differences" in said[0][1]),
             ("refimpl crosscheck: round 1 equal to THEIR round 2 and round 2 to THEIR round 1 (shifts +1 and −1) "
              "names no shift of the whole trace", said[1][0] == 1 and "agree under a shift" not in said[1][1]
-             and "(equals the second trace's round 2)" in said[1][1])]
+             and "(equals the second trace's round 2)" in said[1][1]),
+            ("refimpl crosscheck: a snapshot difference is relative to the first trace (the second three times it: "
+             "relative 2)", said[2][0] == 1 and "relative 2.000e+00  DIFFERS" in said[2][1])]
 
 
 def _crosscheck_cli_traces():

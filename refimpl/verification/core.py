@@ -399,7 +399,7 @@ def partitions(quick):
     z["iid_chi2"] = float((chis.mean() - (L - 1)) / (np.sqrt(2 * (L - 1)) / np.sqrt(chis.size)))
     det["iid_chi2"] = {"mean_over_f": float(chis.mean()), "expected": L - 1, "z": z["iid_chi2"],
                        "z_unshuffled": "contiguous blocks of sorted labels give χ² of order n"}
-    bad_cover += _schedule_draws(z, det)
+    bad_cover += _schedule_draws(z, det) + _edge_partitions_wrong(N, K)
     # refimpl partition-stats' table, by hand: clients {0, 2, 5} and {1, 3, 4} of labels 0, 1, 0, 2, 2, 1
     from refimpl.core.partition import partition_stats
     stats = partition_stats([np.array([0, 2, 5]), np.array([1, 3, 4])], [0, 1, 0, 2, 2, 1], 4)
@@ -411,6 +411,20 @@ def partitions(quick):
     return {"measured": max_or_nan(worst / 4.0, float(bad_cover)), "bound": 1.0, "details": det,
             "holds": bool(worst <= 4.0 and bad_cover == 0),
             "note": f"max |z| {worst:.2f} (≤ 4), {bad_cover} cover violations"}
+
+
+def _edge_partitions_wrong(N, K):
+    """Wrong answers at the kinds' edges: quantity:0 (σ = 0) gives K clients within K samples of each
+    other (each 1 + ⌊(N − K)/K⌋, the remainder to one), covering every sample once; a feature block
+    holding the id D of D features is refused, even when the others cover 0..D−1."""
+    from refimpl.core.partition import feature_partition, sample_partition
+    try:
+        parts = sample_partition(N, K, "quantity:0", np.random.default_rng(1), None)
+    except ValueError:
+        return 1
+    sizes = sorted(len(p) for p in parts)
+    wrong = _cover_wrong(parts, N) + int(sizes[:-1] != [1 + (N - K) // K] * (K - 1))
+    return wrong + int(not raises(lambda: feature_partition(3, blocks=[[0, 1], [2, 3]]), "must lie in 0..2"))
 
 
 def _schedule_draws(z, det, T=3000, B=2):
