@@ -1500,6 +1500,21 @@ def _adapter_choice_case():
             and unknown)
 
 
+def _relu_at_zero_case(V, numpy_adapter):
+    """(what, right): a ReLU pre-activation exactly 0 with its input row non-zero (x = (1, −1), w = (1, 1)):
+    the subgradient 0 there, in refimpl's family and in the plain-NumPy transcription alike (no
+    published vector has such an entry)."""
+    ins = dict(W1=np.array([[1.0, 1.0], [0.3, -0.2]]), W2=np.array([[0.5, -1.0], [0.2, 0.7]]),
+               X=np.array([[1.0, -1.0], [0.5, 2.0]]), y=np.array([0, 1]), activation="relu", bias=False)
+    ours = V.families()["loss_grad"].evaluate(ins)
+    theirs = numpy_adapter.loss_grad(*(ins[k] for k in ("W1", "W2", "X", "y", "activation", "bias")))
+    # by hand: sample 0 passes no gradient through unit 0 (z = 0), so grad_W1[0] is sample 1's alone
+    right = all(np.allclose(np.asarray(ours[k]), np.asarray(v), rtol=1e-13, atol=1e-15)
+                for k, v in zip(("loss", "grad_W1", "grad_W2"), theirs))
+    return ("a ReLU pre-activation exactly 0 (input (1, −1), weights (1, 1)) takes the subgradient 0 in refimpl's "
+            "loss_grad and in the plain-NumPy transcription alike", right)
+
+
 def _harness_cases():
     """(what, right) for the conformance harness's comparison and the vectors' export and load.
     Each planted adapter is refimpl's own with one output of one family changed; the answer the
@@ -1522,6 +1537,7 @@ def _harness_cases():
     results = [run_case(numpy_adapter, f, c)[0] for f, d in docs.items() for c in d["cases"]]
     out.append((f"an independent plain-NumPy transcription (refimpl/conformance/numpy_adapter.py, no refimpl import) "
                 f"passes all {n} vectors: their expected values are the equations'", results == ["pass"] * n))
+    out.append(_relu_at_zero_case(V, numpy_adapter))
     grad = docs["loss_grad"]["cases"][0]                    # outputs loss, grad_W1 (5, 7), grad_W2 (4, 5)
     planted = [  # (what, family, case, output position, corruption, outcome, words the message holds)
         ("a NaN in one entry fails, naming the entry", "loss_grad", grad, 1, _nan_at(0), "fail", "grad_W1[0, 0]: got nan"),

@@ -173,13 +173,14 @@ def grad_high_precision(quick):
             "details": {**errs, "finite at |z| ~ 1000": finite}}
 
 
-@check("kernels.numba_numpy", "Numba kernels equal their NumPy twins (incl. |z| up to 1e3)",
+@check("kernels.numba_numpy", "Numba kernels equal their NumPy twins (incl. |z| up to 1e3 and z = 0 exactly)",
        "refimpl/core/kernels.py, refimpl/ssca/kernels.py")
 def kernels_numba_numpy(quick):
     rng = np.random.default_rng(12)
     Z = rng.standard_normal((64, 33)) * 5
     Z[0, :] = np.linspace(-1e3, 1e3, 33)
     b = rng.standard_normal(33)
+    Z[1, :] = -b                      # pre-activations exactly 0: ReLU's subgradient there (0) on both sides
     diffs = {}
     for kind in ACTIVATIONS:
         A1, d1 = activation_nb(Z, b, kind)
