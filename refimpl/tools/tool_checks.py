@@ -1500,6 +1500,12 @@ def _adapter_choice_case():
             and unknown)
 
 
+def _family_twice_case(V):
+    return ("a conformance family defined twice (a module read twice) is refused, naming it",
+            _raises(lambda: V.families((V.CORE_FAMILIES, V.CORE_FAMILIES)),
+                    "families.core: conformance family 'loss_grad' is defined twice"))
+
+
 def _relu_at_zero_case(V, numpy_adapter):
     """(what, right): a ReLU pre-activation exactly 0 with its input row non-zero (x = (1, −1), w = (1, 1)):
     the subgradient 0 there, in refimpl's family and in the plain-NumPy transcription alike (no
@@ -1526,9 +1532,7 @@ def _harness_cases():
     from refimpl.conformance import adapter as own
     from refimpl.conformance import vectors as V
     from refimpl.conformance.harness import run_case
-    out = [_adapter_choice_case(),
-           ("a conformance family defined twice (a module read twice) is refused, naming it",
-            _raises(lambda: V.families((V.CORE_FAMILIES, V.CORE_FAMILIES)), "families.core: conformance family 'loss_grad' is defined twice"))]
+    out = [_adapter_choice_case(), _family_twice_case(V)]
     docs = V.generate()
     n = sum(len(d["cases"]) for d in docs.values())
     results = [run_case(own, f, c)[0] for f, d in docs.items() for c in d["cases"]]
