@@ -135,7 +135,8 @@ def _one_side_cases(DG):
     ours, theirs = _planted_dumps()
     theirs[13] = dict(theirs[12], nu=np.array(2.0))               # a round, and a quantity in it, THEIRS alone dumps
     out.append(("a quantity held only in a round THEIRS alone dumps is not named: the round is (allowed with "
-                "'rounds', exit 0)", DG.compare_dumps(ours, theirs, 1e-12).uncompared() == ["rounds 13 (only in theirs)"]
+                "'rounds', exit 0)",
+                DG.compare_dumps(ours, theirs, 1e-12).uncompared() == ["rounds 13 (only in theirs)"]
                 and DG.verdict_code(DG.compare_dumps(ours, theirs, 1e-12), None, ("rounds",)) == DG.EXIT["agree"]))
     ours, theirs = _planted_dumps()
     del ours[12], theirs[1]
@@ -2845,7 +2846,8 @@ def diagnose_report(quick):
        "refimpl diagnose / crosscheck; docs/guide.md")
 def crosscheck_tools(quick):
     from refimpl.verification.registry import fact_groups
-    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases, _crosscheck_cli_more,  # cheapest first
+    cases = fact_groups([_reading_cases, _crosscheck_cases, _diagnose_cases, _crosscheck_cli_cases,
+                         _crosscheck_cli_more,  # cheapest first
                          _streamed_dump_cases])     # three papers' runs, twice each: last
     return _cases_result(cases, "planted ")
 

@@ -1388,10 +1388,10 @@ def assembly_literal(quick):
     n_command, command_wrong = _command_cases()
     n_table, table_wrong = _config_table_errors(ds)
     wrong += command_wrong + _initial_metrics_errors(ds) + table_wrong
-    n = 12 + n_command + n_table    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets,
-    #                       a pooled schedule replayed, its dumped clients, one of the wrong width refused, and
-    #                       FedAvg's E·B-wide schedule replayed and a B-wide one refused, ω^0's remembered
-    #                       metrics
+    # the initial point, split and batches (the seed's 3 streams), --designated, 2 presets, a pooled schedule
+    # replayed, its dumped clients, one of the wrong width refused, and FedAvg's E·B-wide schedule replayed and a
+    # B-wide one refused, ω^0's remembered metrics
+    n = 12 + n_command + n_table
     return {"measured": float(len(wrong)), "bound": 0.0, "holds": not wrong,
             "details": {"wrong": wrong, "facts": n, "command_facts": n_command},
             "note": f"{len(wrong)} of {n} assembly facts wrong ({n_command} of them the command's)"
@@ -1425,7 +1425,8 @@ def _config_table_errors(ds):
         path = os.path.join(tmp, "parts.json")
         with open(path, "w") as fh:
             json.dump([[0, 1], [2, 3], [4, 5]], fh)
-        if not raises(lambda: RunConfig("ssca", clients=10, partition_file=path).resolved(), "--clients 10 contradicts"):
+        if not raises(lambda: RunConfig("ssca", clients=10, partition_file=path).resolved(),
+                      "--clients 10 contradicts"):
             wrong.append("--clients 10 beside a partition file of 3 clients accepted")
     cfg = RunConfig("ssca", batch=4, rounds=2, clients=3, hidden=6, eval_every=2)
     tr = run_experiment(cfg, ds)

@@ -1166,8 +1166,8 @@ def _regime_helper_errors(cfg, ds):
     if got != want:
         wrong.append(f"time to 0.2 over 3 seeds {got}, one run per seed gives {want}")
     if keep.get("trace") is None or keep["trace"].config.get("seed") != cfg.seed:
-        wrong.append(f"time_to over 3 seeds keeps the trace of seed {getattr(keep.get('trace'), 'config', {}).get('seed')}"
-                     f", not the first seed's ({cfg.seed})")
+        kept = getattr(keep.get("trace"), "config", {}).get("seed")
+        wrong.append(f"time_to over 3 seeds keeps the trace of seed {kept}, not the first seed's ({cfg.seed})")
     if crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2}) != (1.0, 2.0):
         wrong.append(f"ratios 0.8, 1.0, 1.2 at S = 0, 1, 2: crossover {crossover({0.0: 0.8, 1.0: 1.0, 2.0: 1.2})}")
     try:
