@@ -1880,10 +1880,30 @@ def _assembly_input_errors(ds):
         again = run_vfl(replace(authors, taus=taus), ds).arrays["lr_denominator"]
         if not np.array_equal(again, 2.0 * first.arrays["lr_denominator"]):
             wrong.append(f"the authors' d_k given in --taus replaced by the machines' ({again.tolist()})")
+        wrong += _timeout_refusal_errors(ds, cfg, tmp)
     times = list(run_vfl(VFLConfig(method="async-vfl", parties=2, rounds=4, eval_every=2, time_budget=8.0, batch=4,
                                    speeds="constant:1"), ds).metrics["time"])
     if times != [0.0, 4.0, 8.0]:
         wrong.append(f"asynchronous VFL with 4 rounds, --eval-every 2, budget 8 evaluates at {times}, want 0, 4, 8")
+    return wrong
+
+
+def _timeout_refusal_errors(ds, cfg, tmp):
+    """A Flex-VFL timeout shorter than the server's mean step (party 0) is refused, naming party 0;
+    with --taus given (τ fixed, the timeout no longer sets it) the same timeout is accepted."""
+    import os
+    from dataclasses import replace
+
+    from refimpl.vfl.experiment import run_vfl
+    slow = replace(cfg, timeout=0.5, speeds="constant:1,0.2,0.2", dump_rounds="")
+    wrong = [] if raises(lambda: run_vfl(slow, ds), "shorter than one local step of party 0") else [
+        "a timeout of 0.5 under the server's step of 1 accepted"]
+    taus = os.path.join(tmp, "ones.npz")
+    np.savez(taus, tau=np.ones((2, 3), dtype=np.int64))
+    try:
+        run_vfl(replace(slow, taus=taus), ds)
+    except ValueError as exc:
+        wrong.append(f"with --taus given, a timeout under the server's step refused: {exc}")
     return wrong
 
 
