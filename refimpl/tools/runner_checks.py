@@ -466,6 +466,10 @@ def _counting_cases(tmp):
                 md[2:4] == ["| core | 2 | 1 | 50 % |", "| ssca | 1 | 0 | 0 % |"]
                 and md[7:10] == ["| `m1` | eq one | `c.a` | 3 |", "| `m2` | eq two | **not caught** | 11 |",
                                  "| `m3` | a\\|b" + "e" * 60 + " | **not caught** | 0 |"]))
+    thirds = [O("a", "core", "e", caught_by=["c.a"]), O("b", "core", "e", caught_by=["c.a"]), O("c", "core", "e")]
+    out.append(("2 of 3 caught is 67 %, rounded to nearest, in the Markdown and the table alike",
+                M.format_markdown(thirds).split("\n")[2] == "| core | 3 | 2 | 67 % |"
+                and M.format_table(thirds).split("\n")[-1] == "catch rate core: 2/3 (67 %)"))
     path = pathlib.Path(tmp) / "runs.json"
     M.write_json(runs, path)
     rows = json.loads(path.read_text())

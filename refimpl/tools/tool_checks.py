@@ -3326,11 +3326,15 @@ def _claims_line_right(VF, CheckRecord):
     from refimpl.core.runtime import environ
     ids = VF.tier_ids(("claim",))
     rec = CheckRecord(ids[0], "planted", "nowhere", 0.5, 1.0, 0.5, True, {"kind": "claim"})
+    second = CheckRecord(ids[1], "planted", "nowhere", 2.0, 1.0, 2.0, False, {"kind": "claim"})
     with tempfile.TemporaryDirectory() as tmp, environ({"REFIMPL_CACHE_DIR": tmp}):
         written = VF.record_claims([rec], quick=True)
         line = VF.claims_line()
+        VF.record_claims([second], quick=True)             # a later run of another claim keeps the first's verdict
+        kept = VF.last_claims()
     return (written == os.path.join(tmp, "last_claims.json") and f"{ids[0]} yes" in line
-            and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line)
+            and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line
+            and kept.get(ids[0], {}).get("verdict") == "yes" and kept.get(ids[1], {}).get("verdict") == "no (claim)")
 
 
 def _tiers_right(VF):
@@ -3431,6 +3435,7 @@ def _planted_verdicts():
         "nan-measured": ({"measured": nan, "bound": 1.0}, False, None),
         "no-measured": ({"measured": None, "bound": 1.0}, False, None),
         "unknown-relation": ({"measured": 1.0, "bound": 2.0, "relation": "=<"}, False, None),
+        "equals-relation": ({"measured": 1.0, "bound": 1.0, "relation": "="}, False, None),
         "crash": (crash, False, None),
         "warned": (_planted_warnings, True, 0.5),
     }
@@ -3467,6 +3472,7 @@ def _verdict_cases():
               ("a crash, an unknown relation and ≈ without the check's own holds carry an error naming it",
                "planted crash" in recs["crash"].details.get("error", "")
                and "=<" in recs["unknown-relation"].details.get("error", "")
+               and "relation must be one of" in recs["equals-relation"].details.get("error", "")
                and "≈" in recs["approx-without-holds"].details.get("error", "")),
               ("the main job's closing line: a claim's verdict recorded by a --claims run, the others not run yet",
                _claims_line_right(VF, CheckRecord)),
