@@ -18,10 +18,10 @@ from refimpl.verification.registry import REGISTRY, CheckRecord
 
 def check_modules():
     """The cross-paper checks, each registered paper's check module, then the checks of the
-    cross-check tools."""
+    cross-check tools and of the command line's own lines."""
     from refimpl import papers
     return (("refimpl.verification.core",) + tuple(p.checks_module for p in papers.papers() if p.checks_module)
-            + ("refimpl.tools.tool_checks", "refimpl.tools.runner_checks"))
+            + ("refimpl.tools.tool_checks", "refimpl.tools.runner_checks", "refimpl.cli.checks"))
 
 
 def load_checks():

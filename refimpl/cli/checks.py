@@ -1,0 +1,171 @@
+"""The checks of the command line's own lines: ``refimpl diagnose``, ``crosscheck``, ``vectors`` and
+``bound`` run as a user runs them, on planted inputs, their defaults, flags and exit codes written out
+here. They live beside the commands (the layer above the tools), and ``refimpl verify`` loads them by
+name with the other check modules (:func:`refimpl.tools.verify.check_modules`)."""
+import numpy as np
+
+from refimpl.tools.tool_checks import _cases_result
+from refimpl.verification.registry import check
+
+
+def _cli(*argv):
+    """(exit code, what it printed) of ``refimpl ARGV…`` run in this process."""
+    import contextlib
+    import io
+
+    from refimpl.cli import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        code = main([str(a) for a in argv])
+    return code, buf.getvalue()
+
+
+def _diagnose_command_cases(tmp):
+    """(what, right): ``refimpl diagnose`` on planted SSCA dumps: its default --tol 1e-10, --no-rerun, the
+    exit code 5 when the reruns cannot run (OURS's configuration holds batch −5), --index-base 1 and
+    --allow-missing with spaces around its names."""
+    import json
+    import os
+
+    from refimpl.core.data import data_record
+    from refimpl.verification.ssca import embedded
+    rng = np.random.default_rng(3)
+    ours = {f"r{r}_{k}": v for r in (1, 2, 3) for k, v in (("omega", rng.standard_normal(6)), ("rho", np.array(1 / r)),
+                                                             ("batch", np.arange(4) + r))}
+    run = os.path.join(tmp, "ours")
+    os.makedirs(run)
+    np.savez(os.path.join(run, "trace.npz"), **ours)
+    with open(os.path.join(run, "trace.json"), "w") as fh:
+        json.dump({"config": {"algorithm": "ssca", "setting": "sample", "batch": -5, "rounds": 3,
+                              **data_record(embedded())}}, fh)
+    files = {"near": dict(ours, r2_omega=ours["r2_omega"] * (1 + 1e-9)),
+             "one-based": {k: v + 1 if k.endswith("_batch") else v for k, v in ours.items()},
+             "extra": {**ours, "r1_nu": np.ones(2), "r4_omega": np.ones(6)}}
+    for name, arrays in files.items():
+        np.savez(os.path.join(tmp, f"{name}.npz"), **arrays)
+    near, one, extra = (os.path.join(tmp, f"{n}.npz") for n in files)
+    code, said = _cli("diagnose", run, near, "--no-rerun")
+    out = [("refimpl diagnose: a relative difference of 1e-9 differs at the default --tol 1e-10; --no-rerun "
+            "reruns nothing (exit 1)", code == 1 and "tolerance 1e-10 (relative)" in said and "rerunning" not in said
+            and _cli("diagnose", run, near, "--no-rerun", "--tol", "1e-8")[0] == 0)]
+    code, said = _cli("diagnose", run, near)
+    out.append(("refimpl diagnose: reruns that cannot run (OURS's batch −5) exit 5, saying why",
+                code == 5 and "could not rerun: batch must be a positive integer" in said))
+    out.append(("refimpl diagnose --index-base 1: THEIR ids + 1 agree (exit 0); without it they differ (exit 1)",
+                _cli("diagnose", run, one, "--no-rerun", "--index-base", "1")[0] == 0
+                and _cli("diagnose", run, one, "--no-rerun")[0] == 1))
+    out.append(("refimpl diagnose --allow-missing ' nu , rounds': THEIR extra quantity and round accepted (exit 0); "
+                "without it exit 1", _cli("diagnose", run, extra, "--no-rerun", "--allow-missing", " nu , rounds")[0] == 0
+                and _cli("diagnose", run, extra, "--no-rerun")[0] == 1))
+    return out
+
+
+def _crosscheck_command_cases(tmp):
+    """(what, right): ``refimpl crosscheck`` on saved planted traces: its default --tol 1e-8 (relative),
+    --allow-missing, and a .mat of plain Theta1a/Theta2a read at --round."""
+    import os
+
+    from scipy.io import savemat
+
+    from refimpl.core.trace import Trace
+    rng = np.random.default_rng(4)
+    w = {r: (rng.standard_normal((3, 4)), rng.standard_normal((2, 3))) for r in (0, 1, 2)}
+    cost = [1.0, 0.8, 0.7]
+
+    def saved(name, scale, **more):
+        path = os.path.join(tmp, name)
+        Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": [c * scale for c in cost], **more},
+              snapshots={r: tuple(u * scale for u in w[r]) for r in w}).save(path)
+        return path
+    a, off7, off9 = saved("a", 1.0), saved("off7", 1 + 1e-7), saved("off9", 1 + 1e-9)
+    extra = saved("extra", 1.0, test_accuracy=[0.1, 0.2, 0.3])
+    mat = os.path.join(tmp, "theirs.mat")
+    savemat(mat, {"Theta1a": w[2][0], "Theta2a": w[2][1]})
+    out = [("refimpl crosscheck: 1e-7 relative differs at the default --tol 1e-8, 1e-9 agrees",
+            _cli("crosscheck", a, off7)[0] == 1 and _cli("crosscheck", a, off9)[0] == 0),
+           ("refimpl crosscheck --allow-missing test_accuracy: a metric of one trace only accepted (exit 0; else 1)",
+            _cli("crosscheck", a, extra, "--allow-missing", "test_accuracy")[0] == 0
+            and _cli("crosscheck", a, extra)[0] == 1)]
+    code, said = _cli("crosscheck", mat, a, "--round", "2")
+    out.append(("refimpl crosscheck THEIRS.mat --round 2: plain Theta1a/Theta2a are round 2's iterate, equal to the "
+                "trace's (exit 0)", code == 0 and "compared 2 snapshot arrays" in said))
+    return out
+
+
+def _vectors_command_cases(tmp):
+    """(what, right): ``refimpl vectors``: export into a non-empty directory refused without --overwrite;
+    ``vectors digests`` exit 1 when a pinned digest differs (a planted digests file), 0 otherwise."""
+    import json
+    import os
+
+    from refimpl.conformance import vectors as VX
+    target = os.path.join(tmp, "vec")
+    os.makedirs(target)
+    with open(os.path.join(target, "notes.txt"), "w") as fh:
+        fh.write("mine")
+    refused = _cli("vectors", "export", target, "--paper", "core", "--quiet")
+    written = _cli("vectors", "export", target, "--paper", "core", "--quiet", "--overwrite")
+    pinned = json.loads(VX.DIGESTS_FILE.read_text())
+    first = sorted(pinned)[0]
+    planted = os.path.join(tmp, "digests.json")
+    with open(planted, "w") as fh:
+        json.dump({**pinned, first: "0" * 64}, fh)
+    kept, VX.DIGESTS_FILE = VX.DIGESTS_FILE, __import__("pathlib").Path(planted)
+    try:
+        moved = _cli("vectors", "digests", "--quiet")
+    finally:
+        VX.DIGESTS_FILE = kept
+    return [("refimpl vectors export into a non-empty directory: refused without --overwrite (exit 2), written with it",
+             refused[0] == 2 and "not empty" in refused[1] and written[0] == 0),
+            ("refimpl vectors digests: a pinned digest that differs is named, exit 1; the package's own pins, exit 0",
+             moved[0] == 1 and first in moved[1] and _cli("vectors", "digests", "--quiet")[0] == 0)]
+
+
+def _bound_command_cases(tmp):
+    """(what, right): ``refimpl bound mfcgd`` with given constants and parameters: the default T = 10⁴,
+    Theorem 1's default ρ = 0.5 (A-rms 1), the whole verdict line, exit 1 for an unmet condition, and
+    --A-rms under Theorem 2 or q given twice refused."""
+    import json
+    import os
+
+    from refimpl.mfcgd.bounds import Constants, find_theorem_parameters, theorem1_bound
+    c = Constants(1.0, 1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 1.0)
+    p = find_theorem_parameters(c, 10 ** 4, 10, 0.5)[0]
+    cpath, ppath, bad = (os.path.join(tmp, f"{n}.json") for n in ("c", "p", "bad"))
+    with open(cpath, "w") as fh:
+        json.dump({f: getattr(c, f) for f in ("C_f", "C_g", "L_f", "L_g", "sigma", "delta_f", "delta_g", "F_gap")}, fh)
+    doc = {k: float(v) if k != "q" else int(v) for k, v in p.__dict__.items()}
+    for path, d in ((ppath, doc), (bad, dict(doc, n=2.0))):
+        with open(path, "w") as fh:
+            json.dump(d, fh)
+
+    def run(*extra):
+        code, said = _cli("bound", "mfcgd", "--constants", cpath, *extra)
+        body = said[said.index("\n{\n") + 1:said.rindex("\n}") + 2] if "\n{\n" in said else "{}"
+        return code, said, json.loads(body)
+    code, said, rep = run("--params", ppath, "--theorem", "1")
+    want = theorem1_bound(c, p, 10 ** 4, 0.5, 1.0)
+    out = [("refimpl bound mfcgd --theorem 1: T = 10⁴, ρ = 0.5 and A-rms 1 by default; every condition met (exit 0); "
+            "the verdict line whole", code == 0 and rep.get("T") == 10 ** 4
+            and abs(rep.get("right_hand_side", 0) - want) <= 1e-12 * want
+            and any(ln.startswith("verdict: ") and "; with these parameters" in ln for ln in said.splitlines()))]
+    code, said, _ = run("--params", bad)
+    out.append(("refimpl bound mfcgd: a parameter that breaks a condition (n = 2) is NOT MET, exit 1",
+                code == 1 and "NOT MET" in said))
+    out.append(("refimpl bound mfcgd: --A-rms under Theorem 2 and q given twice are refused (exit 2)",
+                run("--params", ppath, "--A-rms", "2")[0] == 2 and run("--params", ppath, "--q", "3")[0] == 2))
+    return out
+
+
+@check("tools.command_lines", "the cross-check and bound commands' own lines, run as a user runs them on planted "
+       "inputs: refimpl diagnose's default --tol, --no-rerun, --index-base, --allow-missing and exit code 5; refimpl "
+       "crosscheck's default --tol, --allow-missing and a .mat read at --round; refimpl vectors export's refusal of a "
+       "non-empty directory and digests' exit on a changed pin; refimpl bound's defaults (T, ρ, A-rms), verdict line, "
+       "refusals and exit codes (wrong answers: 0)",
+       "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py; docs/guide.md")
+def command_lines(quick):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = (_diagnose_command_cases(tmp) + _crosscheck_command_cases(tmp) + _vectors_command_cases(tmp)
+                 + _bound_command_cases(tmp))
+    return _cases_result(cases, "planted ")
