@@ -16,7 +16,10 @@ def _cli(*argv):
     from refimpl.cli import main
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        code = main([str(a) for a in argv])
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:             # argparse's own refusals
+            code = exc.code
     return code, buf.getvalue()
 
 
@@ -157,15 +160,86 @@ def _bound_command_cases(tmp):
     return out
 
 
+def _run_command_cases(tmp):
+    """(what, right): ``refimpl run``'s shared lines: a flag given as 0 kept (SGD-m's --momentum 0), an
+    --out holding a trace.npz refused, --overwrite clearing an earlier result's files and U=* runs,
+    --label-base without --data and a foreign --opt=value refused, --label-base 2 refused by the
+    parser; a run stopped before its end exits 3; an error naming its flag is not prefixed again."""
+    import argparse
+    import json
+    import os
+
+    from refimpl.cli import common
+    from refimpl.core.trace import Trace
+    out = os.path.join(tmp, "run")
+    base = ("run", "sgdm", "--rounds", "2", "--batch", "4", "--clients", "2", "--hidden", "4", "--quiet")
+    code, _ = _cli(*base, "--momentum", "0", "--out", out)
+    with open(os.path.join(out, "trace.json")) as fh:
+        momentum = json.load(fh)["config"].get("momentum")
+    right = [("refimpl run sgdm --momentum 0: the run keeps momentum 0 (not the default 0.9)",
+              code == 0 and momentum == 0)]
+    held = os.path.join(tmp, "held")
+    os.makedirs(os.path.join(held, "U=0.1"))
+    for name in ("trace.npz", "tradeoff.csv", os.path.join("U=0.1", "trace.json")):
+        with open(os.path.join(held, name), "w") as fh:
+            fh.write("{}")
+        os.utime(os.path.join(held, name), (1e9, 1e9))
+    refused = _cli(*base, "--out", held)[0]
+    code = _cli(*base, "--out", held, "--overwrite")[0]
+    left = sorted(os.listdir(held))
+    right.append(("refimpl run: an --out holding a trace.npz refused (exit 2); --overwrite replaces it and removes "
+                  "the old tradeoff.csv and U=0.1 run", refused == 2 and code == 0 and "tradeoff.csv" not in left
+                  and "U=0.1" not in left and "trace.npz" in left))
+    foreign, two = _cli(*base, "--timeout=5"), _cli(*base, "--label-base", "2", "--data", "x.npz")
+    right.append(("refimpl run: --label-base without --data, a foreign --timeout=5 (named as another method's) and "
+                  "--label-base 2 (not a choice) refused (exit 2)", _cli(*base, "--label-base", "1")[0] == 2
+                  and foreign[0] == 2 and "--timeout does not apply to sgdm; it is an option of" in foreign[1]
+                  and two[0] == 2 and "invalid choice: 2" in two[1]))
+    ns = argparse.Namespace(quiet=True)
+    stopped = common.finish_run(ns, Trace(config={}, metrics={}, status="stopped: planted"), None, lambda p: None)
+    flagged = argparse.Namespace(command="run", algorithm="sgd")
+    right.append(("a run stopped before its end exits 3; an error naming its flag is not prefixed again",
+                  stopped == 3 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
+                  == "lr must be > 0 (see --lr)" and common.name_the_flag("lr must be > 0", flagged)
+                  == "--lr: lr must be > 0"))
+    return right
+
+
+def _schedule_and_split_cases():
+    """(what, right): ``refimpl check-schedule``'s refusal of a sequence given twice, its exit 1 for an
+    unmet condition, an expression evaluated from t = 1, the default a2 = 0.3; ``refimpl
+    partition-stats``'s split is the run's at its --seed, every label's column printed."""
+    from refimpl.core.data import load_embedded_mnist
+    from refimpl.ssca.experiment import RunConfig, client_partition
+    twice = _cli("check-schedule", "--rho", "1/t", "--rho-alpha", "0.5", "--gamma-alpha", "0.9")[0]
+    unmet = _cli("check-schedule", "--rho-alpha", "0.9", "--gamma-alpha", "0.1")
+    expr = _cli("check-schedule", "--rho", "1/t**0.5", "--gamma-alpha", "0.9")[0]
+    right = [("refimpl check-schedule: ρ given twice refused (exit 2), γ decaying slower than ρ NOT MET (exit 1, "
+              "a2 = 0.3 said), an expression in t evaluated from t = 1", twice == 2 and unmet[0] == 1
+              and "gamma_t: 0.3" in unmet[1] and "NOT MET" in unmet[1] and expr in (0, 1))]
+    code, said = _cli("partition-stats", "--partition", "iid", "--seed", "3", "--clients", "3")
+    data = load_embedded_mnist()
+    parts = client_partition(RunConfig(clients=3, partition="iid", seed=3).resolved(), data)
+    rows = [ln.split() for ln in said.splitlines()[1:4]]
+    want = [[str(k), str(len(p))] + [str(int(v)) for v in np.bincount(data.y_train[p], minlength=data.n_classes)]
+            for k, p in enumerate(parts)]
+    right.append(("refimpl partition-stats --seed 3: the run's split at seed 3, a column for every label",
+                  code == 0 and rows == want))
+    return right
+
+
 @check("tools.command_lines", "the cross-check and bound commands' own lines, run as a user runs them on planted "
        "inputs: refimpl diagnose's default --tol, --no-rerun, --index-base, --allow-missing and exit code 5; refimpl "
        "crosscheck's default --tol, --allow-missing and a .mat read at --round; refimpl vectors export's refusal of a "
        "non-empty directory and digests' exit on a changed pin; refimpl bound's defaults (T, ρ, A-rms), verdict line, "
-       "refusals and exit codes (wrong answers: 0)",
-       "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py; docs/guide.md")
+       "refusals and exit codes; refimpl run's shared lines (a flag given as 0, --out and --overwrite, refusals, exit "
+       "3 for a stopped run); refimpl check-schedule's refusals and exit codes; refimpl partition-stats' split at "
+       "its --seed (wrong answers: 0)",
+       "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py, run.py, common.py, check_schedule.py, "
+       "partition_stats.py; docs/guide.md")
 def command_lines(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         cases = (_diagnose_command_cases(tmp) + _crosscheck_command_cases(tmp) + _vectors_command_cases(tmp)
-                 + _bound_command_cases(tmp))
+                 + _bound_command_cases(tmp) + _run_command_cases(tmp) + _schedule_and_split_cases())
     return _cases_result(cases, "planted ")
