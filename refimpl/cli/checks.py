@@ -228,18 +228,78 @@ def _schedule_and_split_cases():
     return right
 
 
+def _verify_command_cases(tmp):
+    """(what, right): ``refimpl verify``'s own lines, the work beneath them planted (a catalogue of
+    three entries, a catalogue run that catches the first mutation it is given, a run of checks that
+    returns one claim not reproducing): --only-paper, --only, --with-claims, --markdown and the exit codes of --mutations;
+    the flags refused where they do not apply; --strict; no claims line under --only."""
+    import os
+
+    from refimpl.core.runtime import environ
+    from refimpl.tools import mutations as MU
+    from refimpl.tools import verify as VF
+    from refimpl.verification.registry import CheckRecord
+    cat = os.path.join(tmp, "planted.toml")       # never read: the catalogue is planted below
+    planted = [MU.Mutation(i, p, "nowhere.py", "x", "y", "planted", ()) for i, p in
+               (("planted-core", "core"), ("planted-ssca-1", "ssca"), ("planted-ssca-2", "ssca"))]
+
+    def load(path, only=None, **kw):
+        unknown = sorted(set(only or ()) - {m.id for m in planted})
+        if unknown:
+            raise ValueError(f"{path}: no mutation {unknown}")
+        return [m for m in planted if only is None or m.id in only]
+    given = []
+
+    def catalogue(mutations, claims=False, **kw):
+        given.append(([m.id for m in mutations], claims))
+        return [MU.Outcome(m.id, m.paper, m.equation, caught_by=["planted.check"] if i == 0 else [],
+                           claims={"planted.claim": False} if claims and i else None) for i, m in enumerate(mutations)]
+
+    def checks(ids, quick=True, **kw):           # a planted claim does not reproduce; a planted theorem holds
+        return [CheckRecord(cid, "planted", "nowhere", 2.0, 1.0, 2.0, False, {"kind": "claim"}) if "claim" in cid
+                else CheckRecord(cid, "planted", "nowhere", 0.5, 1.0, 0.5, True, {"kind": "theorem"}) for cid in ids]
+    kept = MU.run_catalogue, VF.run_checks, MU.load_catalogue
+    MU.run_catalogue, VF.run_checks, MU.load_catalogue = catalogue, checks, load
+    md = os.path.join(tmp, "m.md")
+    try:
+        with environ({"REFIMPL_CACHE_DIR": tmp}):
+            run = _cli("verify", "--mutations", "--catalogue", cat, "--only-paper", "ssca", "--with-claims",
+                       "--markdown", md, "--quiet", "--workers", "1")
+            refusals = [_cli("verify", "--mutations", "--catalogue", cat, *a)[1] for a in
+                        (("--only", "planted-core", "--only-paper", "ssca"), ("--only", "nope"), ("--full",))]
+            plain = [_cli("verify", "--only", "planted.claim", "--quiet", *a) for a in ((), ("--strict",))]
+            plain.append(_cli("verify", "--only", "planted.theorem", "--quiet"))
+            lone = _cli("verify", "--with-claims")[0]
+    finally:
+        MU.run_catalogue, VF.run_checks, MU.load_catalogue = kept
+    with open(md) as fh:
+        rows = [ln for ln in fh.read().splitlines() if ln.startswith("| `planted")]
+    return [("refimpl verify --mutations --only-paper ssca --with-claims: the ssca entries alone, with claims; one "
+             "not caught: exit 1; --markdown writes both rows", given[:1] == [(["planted-ssca-1", "planted-ssca-2"],
+                                                                              True)]
+             and run[0] == 1 and len(rows) == 2),
+            ("refimpl verify --mutations: an --only id outside --only-paper, an unknown --only id and --full refused, "
+             "each named", "are not of --only-paper ssca" in refusals[0] and "--only: unknown mutation ids" in refusals[1]
+             and "--full do(es) not apply with --mutations" in refusals[2]),
+            ("refimpl verify: --with-claims without --mutations refused (exit 2)", lone == 2),
+            ("refimpl verify --only a claim not reproducing: exit 0, exit 1 with --strict; no closing claims line "
+             "under --only (a theorem-kind check alone)", plain[0][0] == 0 and plain[1][0] == 1
+             and plain[2][0] == 0 and "planted.theorem" in plain[2][1] and "are not part of this run" not in plain[2][1])]
+
+
 @check("tools.command_lines", "the cross-check and bound commands' own lines, run as a user runs them on planted "
        "inputs: refimpl diagnose's default --tol, --no-rerun, --index-base, --allow-missing and exit code 5; refimpl "
        "crosscheck's default --tol, --allow-missing and a .mat read at --round; refimpl vectors export's refusal of a "
        "non-empty directory and digests' exit on a changed pin; refimpl bound's defaults (T, ρ, A-rms), verdict line, "
        "refusals and exit codes; refimpl run's shared lines (a flag given as 0, --out and --overwrite, refusals, exit "
        "3 for a stopped run); refimpl check-schedule's refusals and exit codes; refimpl partition-stats' split at "
-       "its --seed (wrong answers: 0)",
+       "its --seed; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
        "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py, run.py, common.py, check_schedule.py, "
        "partition_stats.py; docs/guide.md")
 def command_lines(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         cases = (_diagnose_command_cases(tmp) + _crosscheck_command_cases(tmp) + _vectors_command_cases(tmp)
-                 + _bound_command_cases(tmp) + _run_command_cases(tmp) + _schedule_and_split_cases())
+                 + _bound_command_cases(tmp) + _run_command_cases(tmp) + _schedule_and_split_cases()
+                 + _verify_command_cases(tmp))
     return _cases_result(cases, "planted ")
