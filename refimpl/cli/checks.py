@@ -195,8 +195,11 @@ def _run_command_cases(tmp):
                   "--label-base 2 (not a choice) refused (exit 2)", _cli(*base, "--label-base", "1")[0] == 2
                   and foreign[0] == 2 and "--timeout does not apply to sgdm; it is an option of" in foreign[1]
                   and two[0] == 2 and "invalid choice: 2" in two[1]))
+    import contextlib
+    import io
     ns = argparse.Namespace(quiet=True)
-    stopped = common.finish_run(ns, Trace(config={}, metrics={}, status="stopped: planted"), None, lambda p: None)
+    with contextlib.redirect_stderr(io.StringIO()):          # its "run stopped" line, not the table's
+        stopped = common.finish_run(ns, Trace(config={}, metrics={}, status="stopped: planted"), None, lambda p: None)
     flagged = argparse.Namespace(command="run", algorithm="sgd")
     right.append(("a run stopped before its end exits 3; an error naming its flag is not prefixed again",
                   stopped == 3 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
