@@ -265,7 +265,9 @@ def _verify_command_cases(tmp):
     MU.run_catalogue, VF.run_checks, MU.load_catalogue = catalogue, checks, load
     md = os.path.join(tmp, "m.md")
     try:
-        with environ({"REFIMPL_CACHE_DIR": tmp}):
+        # the planted claim's record lands in tmp; HOME there too, so a record that missed
+        # REFIMPL_CACHE_DIR never reaches the user's own cache
+        with environ({"REFIMPL_CACHE_DIR": tmp, "HOME": tmp}):
             run = _cli("verify", "--mutations", "--catalogue", cat, "--only-paper", "ssca", "--with-claims",
                        "--markdown", md, "--quiet", "--workers", "1")
             refusals = [_cli("verify", "--mutations", "--catalogue", cat, *a)[1] for a in

@@ -3319,7 +3319,9 @@ def _tradeoff_plan_cases():
 def _claims_line_right(VF, CheckRecord):
     """A --claims run's records written (the cache in a temporary directory, named by
     REFIMPL_CACHE_DIR: the file lands there) and read back by the main job's closing line: the first
-    claim with its verdict, every other one not run yet."""
+    claim with its verdict, every other one not run yet. HOME points at another temporary directory
+    meanwhile, which must stay empty: a record that missed REFIMPL_CACHE_DIR would otherwise land in
+    the user's own cache as their claims' last verdicts."""
     import os
     import tempfile
 
@@ -3327,12 +3329,14 @@ def _claims_line_right(VF, CheckRecord):
     ids = VF.tier_ids(("claim",))
     rec = CheckRecord(ids[0], "planted", "nowhere", 0.5, 1.0, 0.5, True, {"kind": "claim"})
     second = CheckRecord(ids[1], "planted", "nowhere", 2.0, 1.0, 2.0, False, {"kind": "claim"})
-    with tempfile.TemporaryDirectory() as tmp, environ({"REFIMPL_CACHE_DIR": tmp}):
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as home, \
+            environ({"REFIMPL_CACHE_DIR": tmp, "HOME": home}):
         written = VF.record_claims([rec], quick=True)
         line = VF.claims_line()
         VF.record_claims([second], quick=True)             # a later run of another claim keeps the first's verdict
         kept = VF.last_claims()
-    return (written == os.path.join(tmp, "last_claims.json") and f"{ids[0]} yes" in line
+        strayed = os.listdir(home)
+    return (written == os.path.join(tmp, "last_claims.json") and not strayed and f"{ids[0]} yes" in line
             and all(f"{cid} (not run yet)" in line for cid in ids[1:]) and f"{ids[0]} (not run yet)" not in line
             and kept.get(ids[0], {}).get("verdict") == "yes" and kept.get(ids[1], {}).get("verdict") == "no (claim)")
 
