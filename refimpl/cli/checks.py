@@ -4,23 +4,20 @@ here. They live beside the commands (the layer above the tools), and ``refimpl v
 name with the other check modules (:func:`refimpl.tools.verify.check_modules`)."""
 import numpy as np
 
-from refimpl.tools.tool_checks import _cases_result
+from refimpl.tools.tool_checks import _cases_result, _printed
 from refimpl.verification.registry import check
 
 
 def _cli(*argv):
     """(exit code, what it printed) of ``refimpl ARGV…`` run in this process."""
-    import contextlib
-    import io
-
     from refimpl.cli import main
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+
+    def exit_code():
         try:
-            code = main([str(a) for a in argv])
+            return main([str(a) for a in argv])
         except SystemExit as exc:             # argparse's own refusals
-            code = exc.code
-    return code, buf.getvalue()
+            return exc.code
+    return _printed(exit_code)
 
 
 def _diagnose_command_cases(tmp):
@@ -100,6 +97,7 @@ def _vectors_command_cases(tmp):
     ``vectors digests`` exit 1 when a pinned digest differs (a planted digests file), 0 otherwise."""
     import json
     import os
+    import pathlib
 
     from refimpl.conformance import vectors as VX
     target = os.path.join(tmp, "vec")
@@ -113,7 +111,7 @@ def _vectors_command_cases(tmp):
     planted = os.path.join(tmp, "digests.json")
     with open(planted, "w") as fh:
         json.dump({**pinned, first: "0" * 64}, fh)
-    kept, VX.DIGESTS_FILE = VX.DIGESTS_FILE, __import__("pathlib").Path(planted)
+    kept, VX.DIGESTS_FILE = VX.DIGESTS_FILE, pathlib.Path(planted)
     try:
         moved = _cli("vectors", "digests", "--quiet")
     finally:
@@ -195,11 +193,10 @@ def _run_command_cases(tmp):
                   "--label-base 2 (not a choice) refused (exit 2)", _cli(*base, "--label-base", "1")[0] == 2
                   and foreign[0] == 2 and "--timeout does not apply to sgdm; it is an option of" in foreign[1]
                   and two[0] == 2 and "invalid choice: 2" in two[1]))
-    import contextlib
-    import io
     ns = argparse.Namespace(quiet=True)
-    with contextlib.redirect_stderr(io.StringIO()):          # its "run stopped" line, not the table's
-        stopped = common.finish_run(ns, Trace(config={}, metrics={}, status="stopped: planted"), None, lambda p: None)
+    # its "run stopped" line captured, not printed into verify's table
+    stopped = _printed(common.finish_run, ns, Trace(config={}, metrics={}, status="stopped: planted"), None,
+                       lambda p: None)[0]
     flagged = argparse.Namespace(command="run", algorithm="sgd")
     right.append(("a run stopped before its end exits 3; an error naming its flag is not prefixed again",
                   stopped == 3 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)

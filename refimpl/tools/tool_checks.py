@@ -1122,27 +1122,37 @@ def _free_space_cases(tmp, DumpWriter):
                                              + " has 800 bytes free"))]
 
 
+def _printed(fn, *args, **kwargs):
+    """(``fn(*args, **kwargs)``, what it printed to stdout and stderr)."""
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        got = fn(*args, **kwargs)
+    return got, buf.getvalue()
+
+
+def _configured_pair(cost):
+    """Two planted traces of metrics only whose runs were configured differently: seed 1 vs 2 (both
+    record it), the same batch, a hidden size the second alone records."""
+    from refimpl.core.trace import Trace
+    return (Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]}),
+            Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]}))
+
+
 def _crosscheck_cli_more():
     """(what, right): ``refimpl crosscheck``'s words on two more planted pairs — settings one run
     records and the other does not are no difference (either way round); rounds that agree under
     shifts of different signs name no shift."""
-    import contextlib
-    import io
-
     from refimpl.core.trace import Trace
     from refimpl.tools.crosscheck import compare_runs
     traces, cost = _crosscheck_cli_traces()
-    a = Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]})
-    b = Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]})
+    a, b = _configured_pair(cost)
     w = traces["a"][0]
     first = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots=w)
     mixed = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots={0: w[0], 1: w[2], 2: w[1], 3: w[3]})
     tripled = Trace(config={}, metrics={"round": [0, 1, 2, 3]}, snapshots={r: tuple(3.0 * u for u in w[r]) for r in w})
-    said = []
-    for x, y in ((b, a), (first, mixed), (first, tripled)):
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            said.append((compare_runs(x, y, metrics_only=True), buf.getvalue()))
+    said = [_printed(compare_runs, x, y, metrics_only=True) for x, y in ((b, a), (first, mixed), (first, tripled))]
     return [("refimpl crosscheck: a setting the second run does not record (hidden) is no difference either",
              "configured differently (seed: 2 vs 1); differences" in said[0][1]),
             ("refimpl crosscheck: round 1 equal to THEIR round 2 and round 2 to THEIR round 1 (shifts +1 and −1) "
@@ -1183,8 +1193,6 @@ def _crosscheck_cli_cases():
     """(what, right): ``refimpl crosscheck A B``'s verdict on saved planted traces — its exit code (0:
     every quantity compared and within --tol; 1: a difference, or something left uncompared) and the
     words it prints, written out here."""
-    import contextlib
-    import io
     import os
     import tempfile
 
@@ -1227,29 +1235,23 @@ def _crosscheck_cli_cases():
         for name, (snaps, metrics) in traces.items():
             Trace(config={}, metrics={"round": [0, 1, 2, 3], **metrics}, snapshots=snaps).save(os.path.join(tmp, name))
         for what, first, second, flags, code, words in cases:
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-                got = compare_runs(load_side(os.path.join(tmp, first)), load_side(os.path.join(tmp, second)), **flags)
+            got, said = _printed(compare_runs, load_side(os.path.join(tmp, first)),
+                                 load_side(os.path.join(tmp, second)), **flags)
             # iterates on both sides are compared: never the words for none compared
-            none_said = bool(traces[first][0] and traces[second][0]) and "no iterates were compared" in buf.getvalue()
-            out.append((f"refimpl crosscheck: {what}", got == code and words in buf.getvalue() and not none_said))
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            got = compare_runs(load_side(os.path.join(tmp, "still")), load_side(os.path.join(tmp, "still")))
+            none_said = bool(traces[first][0] and traces[second][0]) and "no iterates were compared" in said
+            out.append((f"refimpl crosscheck: {what}", got == code and words in said and not none_said))
+        got, said = _printed(compare_runs, load_side(os.path.join(tmp, "still")), load_side(os.path.join(tmp, "still")))
         out.append(("refimpl crosscheck: snapshots that agree round by round are not said to agree under a shift, "
                     "even when the iterates never move (W_r = W_{r+1})",
-                    got == 0 and "shift" not in buf.getvalue() and "equals the second trace" not in buf.getvalue()))
-    a = Trace(config={"seed": 1, "batch": 10}, metrics={"round": [0, 1], "train_cost": cost[:2]})
-    b = Trace(config={"seed": 2, "batch": 10, "hidden": 8}, metrics={"round": [0, 1], "train_cost": cost[:2]})
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        compare_runs(a, b, metrics_only=True)
+                    got == 0 and "shift" not in said and "equals the second trace" not in said))
+    a, b = _configured_pair(cost)
+    said = _printed(compare_runs, a, b, metrics_only=True)[1]
     out.append(("refimpl crosscheck refuses --tol -1e-9 and --tol inf (a relative difference is finite, ≥ 0)",
                 all(_raises(lambda t=t: compare_runs(a, a, tol=t), "--tol must be a finite number >= 0")
                     for t in (-1e-9, np.inf))))
     out.append(("refimpl crosscheck notes the settings both runs record and set apart (seed 1 vs 2), not one only "
                 "(hidden) nor equal ones (batch)",
-                "configured differently (seed: 1 vs 2); differences" in buf.getvalue()))
+                "configured differently (seed: 1 vs 2); differences" in said))
     return out
 
 
