@@ -329,7 +329,8 @@ def _exact_min_size(N, K, labels):
        "Dir(α·1_K) (α = 0.2, 1, 5) and the minimum size kept; quantity:σ log-sizes with standard deviation σ, "
        "non-empty clients even at σ = 5; iid clients' label histograms against the whole set (χ²); the batch "
        "schedules' rows distinct and each id drawn at the rate B/n (feature-based: of all n; sample-based: of its "
-       "client's own), and partition-stats' client × class counts by hand: each statistical "
+       "client's own), partition-stats' client × class counts by hand, quantity:0's equal sizes and an index set "
+       "holding the id n refused: each statistical "
        "test at |z| ≤ 4 (false alarm ≈ 6e-5 per test), its power against the nearest wrong convention reported",
        "docs/ssca.md (partitions); refimpl/core/partition.py")
 def partitions(quick):

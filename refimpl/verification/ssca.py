@@ -1314,7 +1314,9 @@ def _initial_metrics_errors(ds):
        "constraint's verdict and warning, MATLAB-shaped --init vectors, a flag equal to the preset's value, the "
        "step-size note); --feature-blocks refused under --setting sample and against a --clients it contradicts, "
        "read as the clients otherwise; a flat ω^0 of the wrong size refused naming W1's and W2's shapes; the "
-       "metrics remembered at ω^0 the evaluator's whichever input changes; 0 wrong",
+       "metrics remembered at ω^0 the evaluator's whichever input changes; the paper's table of settings (a1, a2, α, "
+       "τ) at its six (setting, B), a1 and a2 in (0, 1], --clients against a partition file, a longer replayed "
+       "schedule recorded for T rounds; 0 wrong",
        "[SSCA] Section VI (set-up); the authors' scripts; docs/ssca.md")
 def assembly_literal(quick):
     from dataclasses import replace

@@ -1770,7 +1770,10 @@ def _q_and_timeout_errors():
        "plain NumPy from the stored blocks; the run loop's records by hand (floats up and down, with labels at the "
        "server too, S, a time budget met exactly, the last loss under --loss-every, the divergence norm with the "
        "server's block, a stopped run's batches); --Q, --timeout and --eta refused exactly where they change nothing; "
-       "`refimpl run vfl` on a finished run exits 0, its last line the final test accuracy",
+       "`refimpl run vfl` on a finished run exits 0, its last line the final test accuracy; what it reads: per-party "
+       "lists of 1 or K + 1 values, --init's shapes and parties, the speed model's own stream, asynchronous VFL's "
+       "evaluation interval under --eval-every, the authors' d_k from --taus, the timeout against every party's "
+       "step (the server's too) unless --taus fixes τ",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.conventions import INIT_SCHEMES
@@ -1857,7 +1860,7 @@ def _assembly_input_errors(ds):
         wrong.append("--eta 0.1,0.2 for a server and two parties accepted")
     cfg = VFLConfig(method="flexvfl", parties=2, embed_dim=2, rounds=2, batch=4, speeds="constant:1", dump_rounds="1,2")
     model = build_model(cfg, vertical_data(ds, 2), ds.n_classes)
-    (n1, mat1) = model.param_shapes()[1]
+    mat1 = model.param_shapes()[1][1]
     with tempfile.TemporaryDirectory() as tmp:
         init = [np.zeros(n) for n, _ in model.param_shapes()]
         cases = (("transposed", {"theta1": np.zeros(mat1).T}, "has shape"),
