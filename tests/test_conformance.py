@@ -261,3 +261,18 @@ def test_the_walkthrough_table_counts_each_familys_cases_and_flags():
         flags = sorted({f for c in docs[fam]["cases"] for f in c["flags"]})
         assert cells[4] == str(len(docs[fam]["cases"])), (fam, cells[4])
         assert cells[5] == (", ".join(flags) or "—") or cells[5].split(", ") == flags, (fam, cells[5], flags)
+
+
+def test_the_rounding_slack_cases_are_chosen_with_sums_in_order():
+    """closed_form_step's badly scaled cases are chosen for a rounding effect, so the choice must not
+    follow the CPU's BLAS kernel: the sums are taken left to right (a machine with another ddot
+    kernel published other cases, and the pinned digest failed there)."""
+    from refimpl.conformance.families import ssca as FS
+    v = np.array([1e16, 1.0, -1e16, 1.0])
+    assert FS._dot_in_order(v, np.ones(4)) == 1.0          # ((1e16 + 1) − 1e16) + 1; pairwise gives 0
+    assert FS._dot_in_order(v[::-1], np.ones(4)) == 0.0    # ((1 − 1e16) + 1) + 1e16: each 1 rounds away
+    cases = VX.generate()["closed_form_step"]["cases"][4:]
+    assert [c["id"] for c in cases] == ["closed_form_step-4", "closed_form_step-5", "closed_form_step-6"]
+    for c in cases:
+        i = {k: (np.asarray(v["data"]).reshape(v["shape"]) if isinstance(v, dict) else v) for k, v in c["inputs"].items()}
+        assert FS._textbook_infeasible(i) and "rounding-slack" in c["flags"]

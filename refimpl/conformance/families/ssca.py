@@ -7,8 +7,19 @@ import numpy as np
 from refimpl.conformance.family import Family
 
 
+def _dot_in_order(a, b):
+    """Σ a_i b_i summed left to right in float64: the same last bit on every machine (a BLAS dot
+    sums in an order that depends on the CPU's kernel, and a case chosen for a rounding effect must
+    not depend on it)."""
+    s = 0.0
+    for x, y in zip(np.ravel(a).tolist(), np.ravel(b).tolist()):
+        s += x * y
+    return s
+
+
 def _unnudged_nu(st, U):
-    b = float(st.B @ st.B)
+    """The textbook multiplier ν°, the root of q(ω(ν)) = U, with B·B summed in order."""
+    b = _dot_in_order(st.B, st.B)
     d = 4.0 * st.A * (st.C - U)
     if b <= d:
         return np.inf
@@ -131,15 +142,14 @@ def _cases_closed_form_step(rng):
     r = np.random.default_rng(37)
     k = 0
     while k < 3:
-        A_ = 10 ** r.uniform(-4, 2)
-        B_ = r.standard_normal(n) * 10 ** r.uniform(-3, 3, n)
-        U_ = 10 ** r.uniform(-3, 2)
-        C_ = U_ + r.uniform(0.01, 0.99) * (B_ @ B_) / (4 * A_)
-        c_ = 10 ** r.uniform(3, 8)
+        A_ = 10.0 ** float(r.uniform(-4, 2))           # powers of scalars: libm's pow, not a SIMD one
+        B_ = r.standard_normal(n) * np.array([10.0 ** v for v in r.uniform(-3, 3, n).tolist()])
+        U_ = 10.0 ** float(r.uniform(-3, 2))
+        C_ = U_ + float(r.uniform(0.01, 0.99)) * _dot_in_order(B_, B_) / (4 * A_)
+        c_ = 10.0 ** float(r.uniform(3, 8))
         from refimpl.ssca.surrogate import SurrogateState
-        st = SurrogateState(A_, B_, C_)
-        nu = _unnudged_nu(st, U_)
-        if nu <= c_ and st.value(B_ * (-nu / (2 * (1 + nu * A_)))) > U_:
+        nu = _unnudged_nu(SurrogateState(A_, B_, C_), U_)
+        if nu <= c_ and _q_in_order(dict(A=A_, B=B_, C=C_), B_ * (-nu / (2 * (1 + nu * A_)))) > U_:
             out.append(dict(id=f"closed_form_step-{4 + k}", comment="badly scaled: the textbook ν° leaves ω̄ "
                             "infeasible by rounding, and c multiplies it", flags=["constraint-active", "rounding-slack"],
                             inputs=dict(A=A_, B=B_, C=C_, U=U_, c=c_), tol={"rel": 1e-12}))
@@ -152,12 +162,18 @@ def _q(i, omega):
     return i["A"] * float(omega @ omega) + float(i["B"] @ omega) + i["C"]
 
 
+def _q_in_order(i, omega):
+    """q(ω) = A||ω||² + Bᵀω + C with the sums taken left to right (:func:`_dot_in_order`)."""
+    return i["A"] * _dot_in_order(omega, omega) + _dot_in_order(i["B"], omega) + i["C"]
+
+
 def _textbook_infeasible(i):
     """The textbook multiplier ν° (:func:`_unnudged_nu`, the root of q(ω(ν)) = U) is at most c and
-    leaves ω(ν°) = −ν°B/(2(1 + ν°A)) infeasible in float64 (q evaluated here)."""
+    leaves ω(ν°) = −ν°B/(2(1 + ν°A)) infeasible in float64, every sum taken left to right, so that
+    the flag means the same on every machine."""
     from refimpl.ssca.surrogate import SurrogateState
     nu = _unnudged_nu(SurrogateState(float(i["A"]), i["B"], float(i["C"])), i["U"])
-    return bool(nu <= i["c"]) and _q(i, i["B"] * (-nu / (2 * (1 + nu * i["A"])))) > i["U"]
+    return bool(nu <= i["c"]) and _q_in_order(i, i["B"] * (-nu / (2 * (1 + nu * i["A"])))) > i["U"]
 
 
 def _active(i, e):
