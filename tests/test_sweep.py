@@ -291,3 +291,31 @@ tau = {tau}
     capsys.readouterr()
     assert main(["sweep-summary", out, "--top", "1"]) == 0
     assert "the best 1 of 1 cells by final:train_cost (every cell)" in capsys.readouterr().out
+
+
+def test_a_diverged_cell_is_never_the_best(tmp_path, capsys):
+    """lr = 30 blows ||ω||² past 40 at round 2; its trace ends at round 1, whose cost (2.291) is below
+    lr = 0.05's after 10 rounds (2.297) and whose accuracy is higher: ranked by its last values it
+    came out best under both criteria. It ranks after every cell whose runs finished."""
+    spec = _spec(tmp_path, text=SPEC_DIVERGING)
+    run_sweep(spec, str(tmp_path / "d"), "local", 1)
+    for criterion in ("final:train_cost", "-final:test_accuracy"):
+        rows, _ = summarize(str(tmp_path / "d"), criterion)
+        assert [(r["lr"], r["unfinished"]) for r in rows] == [(0.05, 0), (30.0, 1)]
+        assert rows[1]["mean"] < rows[0]["mean"]        # by its last values alone it would come first
+    assert main(["sweep-summary", str(tmp_path / "d")]) == 0
+    assert "1 of 2 cells have a seed that did not finish" in capsys.readouterr().out
+
+
+SPEC_DIVERGING = """
+runner = "sgd"
+seeds = 1
+[fixed]
+rounds = 10
+hidden = 8
+eval_every = 5
+batch = 10
+diverge_sq_norm = 40
+[grid]
+lr = [0.05, 30.0]
+"""

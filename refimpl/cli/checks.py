@@ -228,6 +228,39 @@ def _schedule_and_split_cases():
     return right
 
 
+def _sweep_command_cases(tmp):
+    """(what, right): ``refimpl sweep-summary`` on a planted sweep (two finished cells, one with a
+    diverged seed, one failed task): its head, --top, the row of the best cell, the line on the
+    cells that did not finish, the failed task; --top 0 and ``refimpl sweep --max-cells 0`` refused."""
+    import os
+
+    from refimpl.tools.tool_checks import _planted_sweep
+
+    def run(cost, status="finished"):
+        return {"round": [0, 5], "train_cost": [2.3, cost]}, status
+    plan = [({"lr": 0.1}, 0, *run(2.0)), ({"lr": 1.0}, 0, *run(1.5)), ({"lr": 10.0}, 0, *run(0.5, "diverged: planted")),
+            ({"lr": 10.0}, 1, *run(0.7))]
+    root = _planted_sweep(os.path.join(tmp, "sweep"), [(c, s, st, m) for c, s, m, st in plan],
+                          failed=[({"lr": 3.0}, 1, "ValueError: planted")])
+    code, said = _cli("sweep-summary", root, "--top", "1")
+    lines = [ln for ln in said.splitlines() if not ln.startswith("written to")]
+    want = [f"the best 1 of 3 cells by final:train_cost (--top N for more; every cell is in "
+            f"{os.path.join(root, 'summary.csv')})", "lr=1, seeds=1, unfinished=0, criterion=final:train_cost, mean=1.5, "
+            "std=0", "1 of 3 cells have a seed that did not finish (diverged or stopped; 'unfinished' counts them): "
+            "ranked after every cell whose seeds all finished, whatever their mean",
+            f"1 failed tasks (see {root}/failures.csv):", '  f0 cell {"lr": 3.0} seed 1: ValueError: planted']
+    return [("refimpl sweep-summary --top 1: the finished cell of lowest mean first, not the cell with a diverged "
+             "seed (mean 0.6); the line on unfinished cells and the failed task", code == 0 and lines == want),
+            ("refimpl sweep-summary --top 5 of 3 cells: 'the best 3 of 3 cells … (every cell)'",
+             _cli("sweep-summary", root, "--top", "5")[1].splitlines()[1] == "the best 3 of 3 cells by "
+             "final:train_cost (every cell)"),
+            ("refimpl sweep-summary --top 0 and refimpl sweep --max-cells 0 refused (exit 2), each naming its flag",
+             _cli("sweep-summary", root, "--top", "0") == (2, "refimpl: error: --top must be >= 1 (how many best cells "
+                                                             "to print), got 0\n")
+             and _cli("sweep", os.path.join(tmp, "none.toml"), "--out", os.path.join(tmp, "o"), "--max-cells", "0")
+             == (2, "refimpl: error: --max-cells must be >= 1, got 0\n"))]
+
+
 def _verify_command_cases(tmp):
     """(what, right): ``refimpl verify``'s own lines, the work beneath them planted (a catalogue of
     three entries, a catalogue run that catches the first mutation it is given, a run of checks that
@@ -295,13 +328,14 @@ def _verify_command_cases(tmp):
        "non-empty directory and digests' exit on a changed pin; refimpl bound's defaults (T, ρ, A-rms), verdict line, "
        "refusals and exit codes; refimpl run's shared lines (a flag given as 0, --out and --overwrite, refusals, exit "
        "3 for a stopped run); refimpl check-schedule's refusals and exit codes; refimpl partition-stats' split at "
-       "its --seed; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
+       "its --seed; refimpl sweep-summary's lines (the best cells, unfinished cells, failed tasks, --top) and "
+       "sweep's --max-cells refusal; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
        "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py, run.py, common.py, check_schedule.py, "
-       "partition_stats.py; docs/guide.md")
+       "partition_stats.py, sweep.py, sweep_summary.py; docs/guide.md")
 def command_lines(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         cases = (_diagnose_command_cases(tmp) + _crosscheck_command_cases(tmp) + _vectors_command_cases(tmp)
                  + _bound_command_cases(tmp) + _run_command_cases(tmp) + _schedule_and_split_cases()
-                 + _verify_command_cases(tmp))
+                 + _sweep_command_cases(tmp) + _verify_command_cases(tmp))
     return _cases_result(cases, "planted ")

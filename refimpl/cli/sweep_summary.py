@@ -29,6 +29,10 @@ def run(args):
              if shown < len(rows) else " (every cell)"))
     for r in rows[:args.top]:
         print(", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    unfinished = [r for r in rows if r["unfinished"]]
+    if unfinished:
+        print(f"{len(unfinished)} of {len(rows)} cells have a seed that did not finish (diverged or stopped; "
+              f"'unfinished' counts them): ranked after every cell whose seeds all finished, whatever their mean")
     if failures:
         print(f"{len(failures)} failed tasks (see {args.dir}/failures.csv):")
         for f in failures:

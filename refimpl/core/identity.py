@@ -27,12 +27,19 @@ def run_identity(family, config, data, kind="reproduce-run"):
     return {"kind": kind, "family": family, "config": dict(config), "data": data}
 
 
+def run_finished(status):
+    """Whether a run's status says it ran to its end: ``"finished"``. A diverged run (its trace holds
+    the rounds before the blow-up, so its last values look like an early stop) or a stopped one
+    did not; every tool that ranks runs asks this one rule."""
+    return status == "finished"
+
+
 def selection_score(status, validation_accuracy, train_cost):
     """The tuning score of one grid point (compared as a tuple, larger is better): the final
     validation accuracy, ties broken by the lower final training cost. A run that did not finish
     (diverged, failed) or whose accuracy is not a number scores (−inf, −inf) and is never picked."""
     acc, cost = float(validation_accuracy), float(train_cost)
-    if status != "finished" or math.isnan(acc):
+    if not run_finished(status) or math.isnan(acc):
         return (-math.inf, -math.inf)
     return (acc, -cost if not math.isnan(cost) else -math.inf)
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, fields
 
 import numpy as np
 
+from refimpl.core.identity import run_finished
 from refimpl.tools.engine import (EXECUTORS, RootLock, clean_partial, content_id, execute, finished, make_out_dir,
                                   report_death, resolve_workers)
 
@@ -364,9 +365,24 @@ def _criterion(name):
     raise ValueError(f"criterion must be 'final:METRIC', '-final:METRIC' or 'first:METRIC<=V' / '>=V', got {name!r}")
 
 
-def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
-    """Per cell: mean and spread over seeds of every per-round metric; the best cells by the
-    criterion; CSV files and a PNG of the best cells' curves. Returns (cells table, failures)."""
+#: the columns of a summary row besides the cell's settings
+SUMMARY_COLUMNS = ("seeds", "unfinished", "criterion", "mean", "std")
+
+
+def rank(row):
+    """A summary row's place, best first: the cells whose every seed finished
+    (:func:`~refimpl.core.identity.run_finished`) by the criterion's mean, then the cells with a
+    diverged or stopped seed (a diverged trace ends before its blow-up, so its last values would
+    rank it among the best; ``reproduce --tune`` never picks such a run either), a mean that is
+    not a number last in each group."""
+    nan = bool(np.isnan(row["mean"]))
+    return (row["unfinished"] > 0, nan, 0.0 if nan else row["mean"])
+
+
+def summarize(out_dir, criterion="final:train_cost", metric=None, top=3, plot=True):
+    """Per cell: mean and spread over seeds of every per-round metric, and how many seeds did not
+    finish; the cells in :func:`rank`'s order; CSV files and (``plot``) a PNG of the best cells'
+    curves. Returns (cells table, failures)."""
     from refimpl.core.trace import Trace, write_csv
     crit = _criterion(criterion)
     groups = {}
@@ -398,7 +414,8 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
         vals = [crit(tr.metrics) for _, tr in members]
         cell = json.loads(key)
         finite = np.all(np.isfinite(vals))          # a cell that never reached a target: mean = inf
-        rows.append({**cell, "seeds": len(members), "criterion": criterion, "mean": float(np.mean(vals)),
+        rows.append({**cell, "seeds": len(members), "unfinished": sum(not run_finished(tr.status) for _, tr in members),
+                     "criterion": criterion, "mean": float(np.mean(vals)),
                      "std": float(np.std(vals, ddof=1)) if len(vals) > 1 and finite else 0.0})
         lengths = {k: min(len(tr.metrics[k]) for _, tr in members) for k in members[0][1].metrics
                    if all(k in tr.metrics for _, tr in members) and len(members[0][1].metrics[k])}
@@ -413,14 +430,15 @@ def summarize(out_dir, criterion="final:train_cost", metric=None, top=3):
                 row[f"{k}_mean"] = float(np.mean(col))
                 row[f"{k}_std"] = float(np.std(col, ddof=1)) if len(col) > 1 else 0.0
             curves.append(row)
-    rows.sort(key=lambda r: r["mean"])
+    rows.sort(key=rank)
     write_csv(os.path.join(out_dir, "summary.csv"), rows)
     write_csv(os.path.join(out_dir, "curves.csv"), curves)
     write_csv(os.path.join(out_dir, "failures.csv"), failures, ("task", "cell", "seed", "error"))
     metric = metric or criterion.lstrip("-").partition(":")[2].split("<")[0].split(">")[0]
     if metric not in recorded:
         raise ValueError(f"--metric {metric}: not a metric of these runs; recorded: {', '.join(recorded)}")
-    _plot_best(out_dir, rows[:top], curves, metric)
+    if plot:
+        _plot_best(out_dir, rows[:top], curves, metric)
     return rows, failures
 
 
@@ -433,7 +451,7 @@ def _plot_best(out_dir, best, curves, metric):
     axis = "round"
     groups = {}
     for r in best:
-        cell = {k: v for k, v in r.items() if k not in ("seeds", "criterion", "mean", "std")}
+        cell = {k: v for k, v in r.items() if k not in SUMMARY_COLUMNS}
         pts = [c for c in curves if c["cell"] == json.dumps(cell, sort_keys=True) and f"{metric}_mean" in c]
         if not pts:
             continue

@@ -3202,6 +3202,92 @@ def reproduction_tables(quick):
                                  + _resume_refusal_cases(tmp) + _plan_cases())
 
 
+@check("tools.sweep_summary", "refimpl sweep-summary's table on a planted sweep worked out by hand: per cell the mean "
+       "and spread (n − 1) over seeds of the criterion (final:METRIC minimised, -final:METRIC maximised, "
+       "first:METRIC<=V / >=V the round of first reach, inf when never reached), the seeds that did not finish "
+       "counted; cells whose seeds all finished ranked by the mean, a mean that is not a number after them, and "
+       "cells with a diverged or stopped seed after every finished cell, whatever their mean (a diverged trace ends "
+       "before its blow-up; reproduce --tune never picks such a run either); curves.csv's per-round mean and spread "
+       "over the rounds every seed holds; failed tasks listed; an unknown metric or criterion refused, naming what "
+       "is allowed (wrong answers: 0)",
+       "refimpl sweep-summary; docs/guide.md")
+def sweep_summary(quick):
+    return _cases_in_a_directory(_sweep_summary_cases)
+
+
+def _planted_sweep(root, runs, failed=()):
+    """A sweep directory as ``refimpl sweep`` leaves it: ``tasks/<id>/`` with task.json and the
+    trace for each (cell, seed, status, metrics) of ``runs``; ``failed/<id>.json`` for each
+    (cell, seed, error) of ``failed``."""
+    import json
+    import os
+
+    from refimpl.core.trace import Trace
+    for i, (cell, seed, status, metrics) in enumerate(runs):
+        d = os.path.join(root, "tasks", f"t{i:02d}")
+        Trace(config={"seed": seed}, metrics=metrics, status=status).save(d)
+        with open(os.path.join(d, "task.json"), "w") as fh:
+            json.dump({"id": f"t{i:02d}", "cell": cell, "seed": seed, "status": status}, fh)
+    for i, (cell, seed, error) in enumerate(failed):
+        os.makedirs(os.path.join(root, "failed"), exist_ok=True)
+        with open(os.path.join(root, "failed", f"f{i}.json"), "w") as fh:
+            json.dump({"id": f"f{i}", "cell": cell, "seed": seed, "error": error}, fh)
+    return root
+
+
+def _sweep_summary_cases(tmp):
+    """(what, right): :func:`refimpl.tools.sweep.summarize` on planted sweeps, the answers written
+    out by hand (means, spreads with n − 1, orders)."""
+    import csv
+    import math
+    import os
+
+    from refimpl.tools.sweep import summarize
+
+    def run(cost, acc=(0.5, 0.5, 0.5), status="finished"):
+        return {"round": [0, 5, 10], "train_cost": list(cost), "test_accuracy": list(acc)}, status
+    plan = [({"lr": 0.1}, 0, *run((2.3, 2.1, 2.0), (0.5, 0.7, 0.8))), ({"lr": 0.1}, 1, *run((2.3, 2.2, 2.2), (0.5, 0.8, 0.9))),
+            ({"lr": 1.0}, 0, *run((2.3, 1.7, 1.5), (0.5, 0.6, 0.6))), ({"lr": 1.0}, 1, *run((2.3, 1.9, 1.7), (0.5, 0.6, 0.8))),
+            ({"lr": 10.0}, 0, *run((2.3, 0.5, 0.5), (0.5, 0.9, 0.9), "diverged: round 11: planted")),
+            ({"lr": 10.0}, 1, *run((2.3, 1.2, 0.7), (0.5, 0.7, 0.95))),
+            ({"lr": 0.01}, 0, *run((2.3, 2.3, float("nan"))))]
+    root = _planted_sweep(os.path.join(tmp, "sweep"), [(c, s, st, m) for c, s, m, st in plan],
+                          failed=[({"lr": 3.0}, 1, "ValueError: planted")])
+    rows, failures = summarize(root, "final:train_cost", plot=False)
+
+    def table(rows):
+        return [(r["lr"], r["seeds"], r["unfinished"], round(r["mean"], 12), round(r["std"], 12)) for r in rows]
+    sd = round(math.sqrt(0.02), 12)
+    out = [("final:train_cost: lr 1 (1.6) before lr 0.1 (2.1), then the NaN cell, then lr 10 with a diverged seed "
+            "(mean 0.6, the lowest); spreads with n − 1; a single seed's spread 0",
+            [r[:3] for r in table(rows)] == [(1.0, 2, 0), (0.1, 2, 0), (0.01, 1, 0), (10.0, 2, 1)]
+            and table(rows)[:2] == [(1.0, 2, 0, 1.6, sd), (0.1, 2, 0, 2.1, sd)] and math.isnan(rows[2]["mean"])
+            and rows[2]["std"] == 0.0 and table(rows)[3][3:] == (0.6, sd)),
+           ("the failed task listed with its cell, seed and error",
+            failures == [{"task": "f0", "cell": '{"lr": 3.0}', "seed": 1, "error": "ValueError: planted"}])]
+    rows, _ = summarize(root, "-final:test_accuracy", plot=False)
+    out.append(("-final:test_accuracy: maximised (lr 0.1's 0.85 before lr 1's 0.7; lr 10's 0.925 after both)",
+                [(r["lr"], round(r["mean"], 12)) for r in rows if r["lr"] != 0.01] == [(0.1, -0.85), (1.0, -0.7),
+                                                                                         (10.0, -0.925)]))
+    rows, _ = summarize(root, "first:train_cost<=1.7", plot=False)
+    out.append(("first:train_cost<=1.7: the round of first reach, with equality (lr 1: rounds 5 and 10, mean 7.5), inf "
+                "when a seed "
+                "never reaches it (lr 0.1), its spread 0",
+                [(r["lr"], r["mean"], round(r["std"], 12)) for r in rows if r["lr"] in (1.0, 0.1)]
+                == [(1.0, 7.5, round(math.sqrt(12.5), 12)), (0.1, math.inf, 0.0)]))
+    with open(os.path.join(root, "curves.csv")) as fh:
+        curves = [r for r in csv.DictReader(fh) if r["cell"] == '{"lr": 1.0}']
+    out.append(("curves.csv: lr 1's train_cost mean and spread per round (2.3, 1.8, 1.6; 0, √0.02, √0.02)",
+                [(float(r["round"]), round(float(r["train_cost_mean"]), 12), round(float(r["train_cost_std"]), 12))
+                 for r in curves] == [(0.0, 2.3, 0.0), (5.0, 1.8, sd), (10.0, 1.6, sd)]))
+    errs = [_raises(lambda c=c: summarize(root, c, plot=False), want) for c, want in (
+        ("final:loss", "'loss' is not a metric of these runs; recorded: round, test_accuracy, train_cost"),
+        ("best", "criterion must be 'final:METRIC'"), ("first:train_cost<=abc", "'abc' after <= is not a number"))]
+    out.append(("an unknown metric, an unknown criterion and a threshold that is no number refused, each saying "
+                "what is allowed", all(errs)))
+    return out
+
+
 def _resume_refusal_cases(tmp):
     """(what, right): an output directory is continued only with --resume when its tasks/ holds a
     run; a directory without tasks/, or whose tasks/ holds hidden files only, is free."""
