@@ -324,3 +324,16 @@ def test_a_datasets_split_is_made_once_read_only_and_forgotten_with_the_dataset(
     del ds, a, b
     gc.collect()
     assert key not in flexvfl._SPLITS and id(other) in flexvfl._SPLITS
+
+
+def test_compare_vfl_says_which_methods_diverged(tmp_path, capsys):
+    """At η = 3 and a bound of 300 on Σ_k ||θ_k||², Flex-VFL blows up at round 1 and adaptive Flex-VFL
+    finishes: the table's "final" accuracy of a diverged method is the one before its blow-up, so
+    each row says how its run ended."""
+    assert main(["compare", "vfl", "--time-budget", "40", "--rounds", "20", "--eta", "3", "--diverge-sq-norm", "300",
+                 "--quiet", "--out", str(tmp_path / "c")]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("method=")}
+    assert "status=diverged: round 1:" in rows["method=flexvfl"]
+    assert rows["method=adaptive-flexvfl"].endswith("status=finished")
+    text = (tmp_path / "c" / "time_to_target.csv").read_text().splitlines()
+    assert text[0].endswith(",final_accuracy,status") and text[2].endswith(",finished")

@@ -1070,7 +1070,8 @@ def _authors_rule_replay_errors():
        "the figures' ratio time(other)/time(Flex-VFL), its first crossover and a time to target (the first "
        "accuracy ≥ the target) by hand, the crossover after a ratio of exactly 1; a time to target over 3 seeds the "
        "mean of one run per seed, and none when a seed misses the target (3 seeds, one reaching it); rows evaluated "
-       "every second round (a run per S); the traces the table keeps; no η for a target none reaches; --server-time "
+       "every second round (a run per S); the traces the table keeps; refimpl compare vfl's rows from their traces, "
+       "each with how its run ended (a run diverging at round 1 says so); no η for a target none reaches; --server-time "
        "accepting 0; each protocol's configuration per method as "
        "documented; the time-to-target ratios listed in order of S (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
@@ -1184,9 +1185,13 @@ def _regime_helper_errors(cfg, ds):
         tr = traces[row["method"]]
         acc, times = list(tr.metrics["test_accuracy"]), list(tr.metrics["time"])
         want = {"method": row["method"], "time_to_0.12": next((t for t, a in zip(times, acc) if a >= 0.12), None),
-                "final_accuracy": acc[-1]}
+                "final_accuracy": acc[-1], "status": "finished"}
         if row != want or sum(c["method"] == row["method"] for c in curve) != len(acc):
             wrong.append(f"refimpl compare vfl's row {row}, from its trace {want} ({len(acc)} evaluations)")
+    _, _, table = compare_vfl(replace(cfg, rounds=3, time_budget=12.0, diverge_sq_norm=1e-6), ds, methods=("flexvfl",),
+                              targets=(0.12,))    # every θ is above the bound after round 1's step
+    if not table[0]["status"].startswith("diverged: round 1: "):
+        wrong.append(f"refimpl compare vfl's row of a run diverging at round 1 says status {table[0]['status']!r}")
     return wrong + _regime_table_errors(cfg, ds)
 
 

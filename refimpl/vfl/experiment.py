@@ -332,7 +332,9 @@ def network_of(cfg, speed_model, unit_rule="step"):
 
 def compare_vfl(cfg: VFLConfig, ds, methods=("flexvfl", "adaptive-flexvfl", "sync-vfl", "async-vfl", "pbcd"),
                 targets=(0.8, 0.85, 0.9), progress=None):
-    """Every method on the same data, speeds and seed; returns (traces, curve rows, table rows)."""
+    """Every method on the same data, speeds and seed; returns (traces, curve rows, table rows), a
+    row per method with its times to the targets, its last accuracy and its status (finished, or
+    diverged with the round)."""
     from dataclasses import replace
     budget = cfg.time_budget
     if budget is None:
@@ -347,6 +349,7 @@ def compare_vfl(cfg: VFLConfig, ds, methods=("flexvfl", "adaptive-flexvfl", "syn
         for tgt in targets:
             row[f"time_to_{tgt:g}"] = time_to_target(tr, tgt)
         row["final_accuracy"] = float(tr.series("test_accuracy")[-1])
+        row["status"] = tr.status          # a diverged run's "final" accuracy is the one before its blow-up
         table.append(row)
         if progress:
             progress(f"{meth}: final accuracy {row['final_accuracy']:.4f} at time {tr.series('time')[-1]:.1f}")
