@@ -254,11 +254,32 @@ def _sweep_command_cases(tmp):
             ("refimpl sweep-summary --top 5 of 3 cells: 'the best 3 of 3 cells … (every cell)'",
              _cli("sweep-summary", root, "--top", "5")[1].splitlines()[1] == "the best 3 of 3 cells by "
              "final:train_cost (every cell)"),
+            ("refimpl reproduce's note on a reproduction.json naming two runs that did not finish, and one; none "
+             "without them", _unfinished_notes(tmp) == [
+                 "note: 2 runs did not finish; each label's curves stop at its shortest run: a seed 1: diverged: x; "
+                 "b seed 0: stopped: y\n", "note: 1 run did not finish; each label's curves stop at its shortest run: "
+                 "a seed 1: diverged: x\n", ""]),
             ("refimpl sweep-summary --top 0 and refimpl sweep --max-cells 0 refused (exit 2), each naming its flag",
              _cli("sweep-summary", root, "--top", "0") == (2, "refimpl: error: --top must be >= 1 (how many best cells "
                                                              "to print), got 0\n")
              and _cli("sweep", os.path.join(tmp, "none.toml"), "--out", os.path.join(tmp, "o"), "--max-cells", "0")
              == (2, "refimpl: error: --max-cells must be >= 1, got 0\n"))]
+
+
+def _unfinished_notes(tmp):
+    """What ``refimpl reproduce`` prints after a reproduction.json with two unfinished runs, and after
+    one without (the record planted)."""
+    import json
+    import os
+
+    from refimpl.cli.reproduce import _say_unfinished
+    said = []
+    for i, unfinished in enumerate((["a seed 1: diverged: x", "b seed 0: stopped: y"], ["a seed 1: diverged: x"], [])):
+        path = os.path.join(tmp, f"reproduction-{i}.json")
+        with open(path, "w") as fh:
+            json.dump({"unfinished": unfinished}, fh)
+        said.append(_printed(_say_unfinished, path)[1])
+    return said
 
 
 def _verify_command_cases(tmp):
@@ -329,9 +350,9 @@ def _verify_command_cases(tmp):
        "refusals and exit codes; refimpl run's shared lines (a flag given as 0, --out and --overwrite, refusals, exit "
        "3 for a stopped run); refimpl check-schedule's refusals and exit codes; refimpl partition-stats' split at "
        "its --seed; refimpl sweep-summary's lines (the best cells, unfinished cells, failed tasks, --top) and "
-       "sweep's --max-cells refusal; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
+       "sweep's --max-cells refusal; refimpl reproduce's note on runs that did not finish; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
        "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py, run.py, common.py, check_schedule.py, "
-       "partition_stats.py, sweep.py, sweep_summary.py; docs/guide.md")
+       "partition_stats.py, sweep.py, sweep_summary.py, reproduce.py; docs/guide.md")
 def command_lines(quick):
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:

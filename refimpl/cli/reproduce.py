@@ -1,7 +1,7 @@
 """``refimpl reproduce NAME``: a paper's figure averaged over seeds (refimpl.tools.reproduce)."""
 from __future__ import annotations
 
-from refimpl.cli.common import engine_options, info, progress
+from refimpl.cli.common import engine_options, info, progress, say
 
 
 def add_parser(sub):
@@ -40,10 +40,24 @@ def run(args):
                                       progress=bar, executor=args.executor, workers=args.workers,
                                       scheduler=args.scheduler)
         info(args, f"reproduction written to {args.out} ({path}; tuned_results.csv)")
+        _say_unfinished(path)
         return 0
     with progress(args, None, f"reproduce {args.name}", "msg") as bar:
         path = reproduce(args.name, args.out, args.data_dir, args.seeds, args.rounds, args.paper, args.resume,
                          args.quick, progress=bar, preset=args.preset, executor=args.executor,
                          workers=args.workers, scheduler=args.scheduler)
     info(args, f"reproduction written to {args.out} ({path})")
+    _say_unfinished(path)
     return 0
+
+
+def _say_unfinished(path):
+    """A note naming the runs of the reproduction at ``path`` that did not finish (diverged or
+    stopped): their curves end at the blow-up, and each label's curves stop at its shortest run."""
+    import json
+    with open(path) as fh:
+        unfinished = json.load(fh).get("unfinished", [])
+    if unfinished:
+        say(f"note: {len(unfinished)} run{'s' if len(unfinished) != 1 else ''} did not finish; each label's curves "
+            "stop at its shortest run: "
+            + "; ".join(unfinished))

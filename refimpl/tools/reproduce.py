@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from refimpl.core.trace import Trace, write_csv
-from refimpl.core.identity import run_identity, select, selection_score
+from refimpl.core.identity import run_finished, run_identity, select, selection_score
 from refimpl.tools.engine import content_id, make_out_dir
 
 
@@ -226,13 +226,19 @@ def run_tasks(tasks, executor="local", workers=None, scheduler=None, progress=No
 
 def finish(rep, counts=None, seconds=None, executor="local", workers=None):
     """Aggregate the finished runs of a reproduction: curves, figures, ``reproduction.json``
-    (identical for identical settings, however the runs were executed) and ``execution.json``
-    (the command, the executor and what was reused)."""
+    (identical for identical settings, however the runs were executed; each run's status per seed,
+    and the runs that did not finish — a diverged run's curve ends at its blow-up, and the curves
+    stop at each label's shortest run) and ``execution.json`` (the command, the executor and what
+    was reused)."""
     out = rep.out
     rows = aggregate(rep, rep.plan, rep.seeds, rep.axis, rep.metrics)
     record = dict(rep.header)
+    statuses = {label: [tr.status for tr in _load(rep, label, rep.seeds)] for label, _, _ in rep.plan}
     record["runs"] = [{"label": label, "family": family, "config": _planned_config(family, cfg),
-                       "tasks": [rep.task_of(label, s)["id"] for s in range(rep.seeds)]} for label, family, cfg in rep.plan]
+                       "tasks": [rep.task_of(label, s)["id"] for s in range(rep.seeds)], "statuses": statuses[label]}
+                      for label, family, cfg in rep.plan]
+    record["unfinished"] = [f"{label} seed {s}: {st}" for label, sts in statuses.items() for s, st in enumerate(sts)
+                            if not run_finished(st)]
     if rep.name == "ssca-tradeoff":
         record["figure3"] = _figure3(rep, rep.plan, rep.seeds)
     if rep.name == "vfl-time":

@@ -3005,8 +3005,8 @@ def _reproduction_table_cases(tmp):
     from refimpl.tools.reproduce import _figure3, _time_to_target, aggregate
     rep = SimpleNamespace(out=tmp, task_of=lambda label, s: {"id": f"{label.replace(' ', '_')}-{s}"})
 
-    def plant(label, s, **metrics):
-        Trace(config={}, metrics={k: list(v) for k, v in metrics.items()}).save(
+    def plant(label, s, status="finished", **metrics):
+        Trace(config={}, metrics={k: list(v) for k, v in metrics.items()}, status=status).save(
             os.path.join(tmp, "tasks", rep.task_of(label, s)["id"]))
     r4 = [0, 1, 2, 3]
     for B, costs in ((10, ([2.0, 1.0, 0.5, 0.4], [2.0, 1.2, 0.6, 0.45])),
@@ -3018,7 +3018,8 @@ def _reproduction_table_cases(tmp):
         plant("regularised lam=0.01", s, round=r4, train_cost=[2.0, 1.5, 1.2, cost], sq_norm=[1.0, 2.0, 3.0, sq])
         plant("constrained U=0.1", s, round=r4, train_cost=[2.0, 1.5, 1.2, 0.5], sq_norm=[1.0, 2.0, 3.0, 2.0])
     for s, acc in enumerate(([0.1, 0.5, 0.82, 0.9], [0.1, 0.81, 0.86, 0.9], [0.1, 0.2, 0.3, 0.95])):
-        plant("flexvfl", s, round=r4, time=[0.0, 1.0, 2.0, 7.0 + s], test_accuracy=acc)
+        plant("flexvfl", s, ("finished", "stopped: planted", "diverged: round 4: planted")[s], round=r4,
+              time=[0.0, 1.0, 2.0, 7.0 + s], test_accuracy=acc)
     plan3 = [(f"SSCA B={B}", None, SimpleNamespace(batch=B)) for B in (10, 100)]
     plan4 = plan3 + [("regularised lam=0.01", None, SimpleNamespace(lam=0.01)), ("constrained U=0.1", None, None)]
     drawn = plots._pyplot
@@ -3056,7 +3057,11 @@ def _reproduction_table_cases(tmp):
          and abs(by_round[2]["train_cost_std"] - 0.05) < 1e-12),
         ("execution.json: the workers the executor used (3 of the 4 asked), the runs run and reused, and the tasks "
          "in the directory the plan does not use; without counts, the workers asked",
-         executions == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])])]
+         executions[:2] == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])]),
+        ("reproduction.json: each run's status per seed, and the runs that did not finish named (flexvfl's seed 1 "
+         "stopped, seed 2 diverged)", executions[2] == (["finished", "stopped: planted", "diverged: round 4: planted"],
+                                                        ["flexvfl seed 1: stopped: planted",
+                                                         "flexvfl seed 2: diverged: round 4: planted"]))]
 
 
 def _plot_dispatch():
@@ -3180,6 +3185,9 @@ def _execution_records(rep, tmp):
         with open(os.path.join(tmp, "execution.json")) as fh:
             e = json.load(fh)
         out.append((e["workers"], e["new_runs"], e["resumed_runs"], e["unused_tasks"]))
+    with open(os.path.join(tmp, "reproduction.json")) as fh:
+        r = json.load(fh)
+    out.append((r["runs"][0]["statuses"], r["unfinished"]))
     return out
 
 
@@ -3194,7 +3202,8 @@ def _execution_records(rep, tmp):
        "records each grid's settings; ssca-tradeoff's constrained and regularised runs on one schedule (ρ_t = "
        "1/t^0.55, γ_t = 0.5/t^0.6, B = 100); SSCA's caption one schedule per distinct step sizes, with its "
        "verdict; a figure's title counts its seeds; execution.json's workers, runs and unused tasks; an --out "
-       "holding a run continued only with --resume; refimpl report's failed runs (a run labelled like a check and "
+       "holding a run continued only with --resume; reproduction.json's statuses per seed and the runs that did not "
+       "finish; refimpl report's failed runs (a run labelled like a check and "
        "more is a run), its execution.json and REPORT.md's head (wrong answers: 0)",
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
