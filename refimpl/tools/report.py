@@ -52,7 +52,8 @@ def smoke_lines(rounds):
 def reproduction_lines(name, d, out):
     """The report's section on reproduction ``name`` written to directory ``d`` (links relative to
     the report's directory ``out``): its seeds, data, settings and runs, its figure, each table it
-    wrote (with its figure where drawn), and where its curves and configuration are."""
+    wrote (with its figure where drawn), the runs that did not finish, and where its curves and
+    configuration are."""
     rel = os.path.relpath(d, out)
     rec = json.loads(pathlib.Path(d, "reproduction.json").read_text())
     curv = sorted({r["config"]["curvature"] for r in rec["runs"] if "curvature" in r["config"]})
@@ -65,6 +66,9 @@ def reproduction_lines(name, d, out):
             if os.path.exists(os.path.join(d, extra + ".png")):
                 lines += [f"![{extra}]({rel}/{extra}.png)", ""]
             lines += [_csv_table(p), ""]
+    if rec.get("unfinished"):
+        lines += [f"**Runs that did not finish** (each label's curves stop at its shortest run): "
+                  f"{'; '.join(rec['unfinished'])}.", ""]
     return lines + [f"Curves (mean and standard deviation over seeds): `{rel}/curves.csv`; configuration, seeds and "
                     f"versions: `{rel}/reproduction.json`.", ""]
 

@@ -3110,6 +3110,13 @@ def _report_section_cases(tmp):
         fh.write("run,sq_norm_mean\nSSCA,20000.0\n")
     open(os.path.join(d, "figure4_norm_vs_cost.png"), "w").close()
     got = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
+    with open(os.path.join(d, "reproduction.json")) as fh:
+        rec = json.load(fh)
+    with open(os.path.join(d, "reproduction.json"), "w") as fh:
+        json.dump({**rec, "unfinished": ["SGD seed 1: diverged: round 3: x", "SSCA seed 0: stopped: y"]}, fh)
+    unfinished = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
+    with open(os.path.join(d, "reproduction.json"), "w") as fh:
+        json.dump(rec, fh)
     whole = report_lines(["# head", ""], 7, [], {"ssca-sample": d, "again": d}, os.path.join(tmp, "report"))
     want = ["### ssca-sample", "", "Seeds: 2; data: planted; settings: quick, SSCA curvature: 0.5, 1.0; runs: SSCA, "
             "SGD, SSCA tau=1.", "", "![ssca-sample](ssca-sample/ssca-sample.png)", "",
@@ -3121,6 +3128,9 @@ def _report_section_cases(tmp):
     return [("refimpl report's section on a reproduction: seeds, data, settings with each SSCA curvature once, runs, "
              "its figure, each table it wrote (a figure beside it only where one was drawn; numbers as the check "
              "table prints them), where its curves and configuration are", got == want),
+            ("refimpl report's section names the runs that did not finish, before where its curves are",
+             unfinished == want[:-2] + ["**Runs that did not finish** (each label's curves stop at its shortest run): "
+                                        "SGD seed 1: diverged: round 3: x; SSCA seed 0: stopped: y.", ""] + want[-2:]),
             ("REPORT.md in order: its head, the smoke warning, the checks, then each reproduction's section in the "
              "order given", whole == ["# head", ""] + smoke_lines(7) + check_section([]) + ["", "## Reproductions", ""]
              + want + reproduction_lines("again", d, os.path.join(tmp, "report"))),
