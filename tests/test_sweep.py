@@ -319,3 +319,12 @@ diverge_sq_norm = 40
 [grid]
 lr = [0.05, 30.0]
 """
+
+
+def test_one_rule_says_whether_a_run_finished():
+    """A run that stopped on reaching its target finished; a diverged or stopped one did not — for the
+    tuner, sweep-summary and `refimpl run`'s exit code alike."""
+    from refimpl.core.identity import run_finished, selection_score
+    assert run_finished("finished") and run_finished("finished: reached test accuracy 0.8")
+    assert not run_finished("diverged: round 3: x") and not run_finished("stopped: time budget")
+    assert selection_score("finished: reached training cost 0.5 at round 9", 0.9, 0.5) == (0.9, -0.5)

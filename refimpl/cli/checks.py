@@ -197,9 +197,11 @@ def _run_command_cases(tmp):
     # its "run stopped" line captured, not printed into verify's table
     stopped = _printed(common.finish_run, ns, Trace(config={}, metrics={}, status="stopped: planted"), None,
                        lambda p: None)[0]
+    reached = _printed(common.finish_run, ns, Trace(config={}, metrics={}, status="finished: reached test accuracy "
+                                                    "0.8"), None, lambda p: None)[0]
     flagged = argparse.Namespace(command="run", algorithm="sgd")
-    right.append(("a run stopped before its end exits 3; an error naming its flag is not prefixed again",
-                  stopped == 3 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
+    right.append(("a run stopped before its end exits 3, one finished on reaching its target 0; an error naming its "
+                  "flag is not prefixed again", stopped == 3 and reached == 0 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
                   == "lr must be > 0 (see --lr)" and common.name_the_flag("lr must be > 0", flagged)
                   == "--lr: lr must be > 0"))
     return right

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from refimpl.core.identity import run_finished
+
 
 def say(msg):
     print(msg, file=sys.stderr, flush=True)
@@ -294,7 +296,7 @@ def finish_run(args, trace, out_dir, plot):
         trace.save(out_dir)
         png = plot(os.path.join(out_dir, "trace.png"))
         info(args, f"trace written to {out_dir}" + ("" if png else " (no PNG: matplotlib not installed)"))
-    if not trace.status.startswith("finished"):
+    if not run_finished(trace.status):
         say(f"refimpl: run stopped: {trace.status}")
         return 3
     if trace.config.get("dump_stopped"):

@@ -28,10 +28,11 @@ def run_identity(family, config, data, kind="reproduce-run"):
 
 
 def run_finished(status):
-    """Whether a run's status says it ran to its end: ``"finished"``. A diverged run (its trace holds
-    the rounds before the blow-up, so its last values look like an early stop) or a stopped one
-    did not; every tool that ranks runs asks this one rule."""
-    return status == "finished"
+    """Whether a run's status says it ran to its end: ``"finished"``, or ``"finished: …"`` when it
+    stopped on reaching its target (a cost or an accuracy). A diverged run (its trace holds the
+    rounds before the blow-up, so its last values look like an early stop) or a stopped one did
+    not; every tool that ranks runs or sets an exit code asks this one rule."""
+    return status == "finished" or status.startswith("finished: ")
 
 
 def selection_score(status, validation_accuracy, train_cost):
