@@ -1778,7 +1778,8 @@ def _q_and_timeout_errors():
        "`refimpl run vfl` on a finished run exits 0, its last line the final test accuracy; what it reads: per-party "
        "lists of 1 or K + 1 values, --init's shapes and parties, the speed model's own stream, asynchronous VFL's "
        "evaluation interval under --eval-every, the authors' d_k from --taus, the timeout against every party's "
-       "step (the server's too) unless --taus fixes τ",
+       "step (the server's too) unless --taus fixes τ; --smoothness estimate at the initial point on the min(500, n) "
+       "rows default_rng(seed) draws, 20 power iterations from default_rng(seed), its L and L_k recorded",
        "[FlexVFL] Section 5 (set-up); the authors' main_flex*.py; docs/flexvfl.md")
 def assembly_literal(quick):
     from refimpl.vfl.conventions import INIT_SCHEMES
@@ -1840,13 +1841,52 @@ def assembly_literal(quick):
     # blocks before any run, which a wrong block would make raise
     wrong = wrong_groups([options_wrong, blocks_wrong, lambda: _command_errors(ds),
                           lambda: _run_loop_record_errors(ds), initial_point_wrong, lambda: _target_stop_errors(ds),
-                          lambda: _recorded_metric_errors(ds), server_steps_wrong, lambda: _assembly_input_errors(ds)])
+                          lambda: _recorded_metric_errors(ds), server_steps_wrong, lambda: _assembly_input_errors(ds),
+                          lambda: _smoothness_estimate_errors(ds)])
     worst, n_steps = found["worst"], sum(len(w) for _, w in steps_want)
     return {"measured": worst, "bound": 0.0, "holds": worst == 0.0 and not wrong,
             "details": {"initial_point_max_abs_difference": worst, "wrong": wrong},
             "note": f"initial points differ by {worst:.1e}; server steps of {n_steps} method/protocol pairs, "
                     f"--Q/--timeout/--eta in {found['options']} cases, --target stops, recorded metrics and the run "
                     f"loop's records: {len(wrong)} wrong" + (": " + "; ".join(wrong) if wrong else "")}
+
+
+def _smoothness_estimate_errors(ds):
+    """--smoothness estimate as documented: ``estimate_smoothness`` (planted here: it records what it
+    is given and returns L = 7, L_k = 1, 2, 3) gets the initial point, the min(500, n) training
+    samples ``default_rng(seed).choice(n, ·, replace=False)`` draws (the same rows of every party's
+    block, and their labels), a generator in the state ``default_rng(seed)`` starts in, and 20 power
+    iterations; the trace records the L and L_k it returns. The wrong answers."""
+    import refimpl.vfl.experiment as E
+    from refimpl.vfl.experiment import VFLConfig, run_vfl, vertical_data
+    seen, wrong = {}, []
+
+    def planted(model, thetas, Xs, y, rng, iters=30, eps=1e-5):
+        seen.update(thetas=[t.copy() for t in thetas], Xs=Xs, y=y, draw=rng.random(), iters=iters)
+        return 7.0, np.array([1.0, 2.0, 3.0])
+    kept = E.estimate_smoothness
+    E.estimate_smoothness = planted
+    try:
+        tr = run_vfl(VFLConfig(method="flexvfl", parties=2, embed_dim=2, rounds=1, batch=4, seed=12,
+                               smoothness="estimate", speeds="constant:0.5,1,1"), ds)
+    finally:
+        E.estimate_smoothness = kept
+    data = vertical_data(ds, 2)
+    rows = np.random.default_rng(12).choice(data.n, min(500, data.n), replace=False)
+    if not (len(seen.get("Xs", ())) == 2 and all(np.array_equal(X, W[rows]) for X, W in zip(seen["Xs"], data.Xs_train))
+            and np.array_equal(seen["y"], data.y_train[rows])):
+        wrong.append("--smoothness estimate is not given the min(500, n) rows default_rng(seed) draws without "
+                     "replacement, in every party's block, with their labels")
+    if seen.get("draw") != np.random.default_rng(12).random() or seen.get("iters") != 20:
+        wrong.append(f"--smoothness estimate's power iteration: generator or iterations ({seen.get('iters')}) not "
+                     "default_rng(seed)'s fresh state and 20")
+    init = [tr.arrays[f"init_theta{k}"].ravel() for k in range(3)]
+    if not (len(seen.get("thetas", ())) == 3 and all(np.array_equal(a, b) for a, b in zip(seen["thetas"], init))):
+        wrong.append("--smoothness estimate is not taken at the initial point")
+    if (tr.config.get("L"), tr.config.get("L_k")) != (7.0, [1.0, 2.0, 3.0]):
+        wrong.append(f"the trace records L = {tr.config.get('L')}, L_k = {tr.config.get('L_k')}, not the estimate's "
+                     "7 and [1, 2, 3]")
+    return wrong
 
 
 def _assembly_input_errors(ds):
