@@ -85,3 +85,19 @@ def test_the_readmes_compare_vfl_command_runs_as_written(tmp_path):
     # README: refimpl compare vfl --out runs/vfl (reduced in size by --rounds and --batch only)
     assert main(["compare", "vfl", "--out", str(tmp_path / "vfl"), "--rounds", "30", "--batch", "16", "--quiet"]) == 0
     assert (tmp_path / "vfl" / "time_to_target.csv").exists()
+
+
+def test_a_run_that_diverged_early_does_not_agree_with_the_full_run(tmp_path, capsys):
+    """Their run diverged after round 1 and holds rounds 0..1, equal to ours: ours' rounds 2..3 have
+    nothing to be compared with, so the verdict is not "agree" (exit 1) unless --allow-missing."""
+    from refimpl.core.trace import Trace
+    cost = [2.0, 1.5, 1.0, 0.5]
+    Trace(config={}, metrics={"round": [0, 1, 2, 3], "train_cost": cost}, status="finished").save(tmp_path / "ours")
+    Trace(config={}, metrics={"round": [0, 1], "train_cost": cost[:2]},
+          status="diverged: round 2: x").save(tmp_path / "theirs")
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--metrics-only"]) == 1
+    out = capsys.readouterr()
+    assert "train_cost at rounds 2, 3 of the first trace only" in out.out
+    assert "the second trace's run did not finish (diverged: round 2: x)" in out.err
+    assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--metrics-only",
+                 "--allow-missing", "train_cost"]) == 0

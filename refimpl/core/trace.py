@@ -203,8 +203,9 @@ def crosscheck(a: Trace, b: Trace):
     Nothing agrees that was not compared: a row's ``rounds`` counts the values compared; a value
     that is not finite (inf, or NaN on one side only) makes the row differ (``rel`` inf) and is
     named in ``nonfinite``; a round whose value is NaN on one side only (not evaluated there) is
-    named in ``one_sided`` (the CLI counts it as not compared). A metric of one trace only is a
-    row with ``only`` = the side that has it."""
+    named in ``one_sided``, and the rounds where one trace has a value and the other holds no such
+    round at all in ``unmatched`` (side, rounds) (the CLI counts both as not compared). A metric of
+    one trace only is a row with ``only`` = the side that has it."""
     rows = []
     for r in sorted(set(a.snapshots) & set(b.snapshots)):
         for i, name in enumerate(("W1", "W2")):
@@ -252,7 +253,12 @@ def crosscheck(a: Trace, b: Trace):
         # NaN on both sides: evaluated by neither; NaN on one side: not evaluated there
         one_sided = [r for r in common if np.isnan(va[r]) != np.isnan(vb[r])]
         nonfinite = [r for r in common if np.isinf(va[r]) or np.isinf(vb[r])]
-        row = {"what": k, "rounds": len(both), "one_sided": one_sided, "nonfinite": nonfinite}
+        # a value at a round the other trace does not hold at all (a shorter run: one stopped or diverged
+        # early) has nothing to be compared with either
+        unmatched = [(side, [r for r in sorted(set(v) - set(w)) if not np.isnan(v[r])])
+                     for side, v, w in (("first", va, vb), ("second", vb, va))]
+        row = {"what": k, "rounds": len(both), "one_sided": one_sided, "nonfinite": nonfinite,
+               "unmatched": [(side, rs) for side, rs in unmatched if rs]}
         if nonfinite:
             row.update(abs=np.inf, rel=np.inf, note=f"infinite at round{'s' if len(nonfinite) > 1 else ''} "
                                                      f"{', '.join(str(int(r)) for r in nonfinite[:5])}")

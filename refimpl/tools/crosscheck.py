@@ -25,11 +25,19 @@ def load_side(path, map_spec=DEFAULT_MAP, mat_round=None):
     return tr
 
 
+def _rounds(rs):
+    """'round 3' / 'rounds 3, 4' / 'rounds 3, 4, 5, … (12 rounds)'."""
+    shown = ", ".join(str(int(r)) for r in rs[:3]) + (f", … ({len(rs)} rounds)" if len(rs) > 3 else "")
+    return f"round{'s' if len(rs) > 1 else ''} {shown}"
+
+
 def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     """Print the comparison of traces ``a`` and ``b`` and return the exit code: 0 when every
     quantity was compared and is within ``tol`` (relative); 1 when one differs or something was left
-    uncompared (no common snapshot without ``metrics_only``; a metric of one trace only or NaN on one
-    side, unless ``allow_missing`` names it); 2 when nothing at all was compared (whatever the flags)."""
+    uncompared (no common snapshot without ``metrics_only``; a metric of one trace only, NaN on one
+    side, or at rounds the other trace does not hold — a run that stopped or diverged early —,
+    unless ``allow_missing`` names it); 2 when nothing at all was compared (whatever the flags). A
+    run that diverged or stopped is named first."""
     from refimpl.core.trace import crosscheck, shifted_agreement
     from refimpl.core.validate import relative_tolerance
     differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
@@ -38,6 +46,9 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     if differ:
         _say("note: the two runs were configured differently (" + "; ".join(differ) + "); differences below may "
              "come from that")
+    for side, t in (("first", a), ("second", b)):
+        if str(t.status).startswith(("diverged", "stopped")):
+            _say(f"note: the {side} trace's run did not finish ({t.status})")
     tol = relative_tolerance(tol)
     rows = crosscheck(a, b)
     if all(r.get("skipped") for r in rows):         # nothing compared: never an agreement
@@ -60,6 +71,9 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
         if r.get("one_sided") and r["what"] not in allowed:
             uncompared.append(f"{r['what']} at {len(r['one_sided'])} round{'s' if len(r['one_sided']) > 1 else ''} "
                               "(NaN on one side: not evaluated there)")
+        for side, rs in r.get("unmatched", []) if r["what"] not in allowed else []:
+            uncompared.append(f"{r['what']} at {_rounds(rs)} of the {side} trace only (the other trace holds no such "
+                              "round)")
         ok = r["rel"] <= tol
         bad |= not ok
         note = r.get("note")

@@ -1162,6 +1162,40 @@ def _crosscheck_cli_more():
              "relative 2)", said[2][0] == 1 and "relative 2.000e+00  DIFFERS" in said[2][1])]
 
 
+def _short_run_cases(tmp, full):
+    """(what, right): ``refimpl crosscheck`` of a run that diverged after round 1 (its trace holds rounds
+    0 and 1, equal to the full run's) against the full run (rounds 0..3), both ways: the full run's
+    costs at rounds 2 and 3 have nothing to be compared with (exit 1, the rounds and the side named),
+    the diverged run is named first; --allow-missing train_cost accepts them (exit 0); a finished
+    run is not named."""
+    import os
+
+    from refimpl.core.trace import Trace
+    from refimpl.tools.crosscheck import compare_runs, load_side
+    snaps, metrics = full
+    Trace(config={}, metrics={"round": [0, 1], "train_cost": metrics["train_cost"][:2]},
+          snapshots={r: snaps[r] for r in (0, 1)}, status="diverged: round 2: planted").save(os.path.join(tmp, "short"))
+    Trace(config={}, metrics={"round": [0, 1, 2, 3], **metrics}, snapshots=snaps,
+          status="finished").save(os.path.join(tmp, "full"))
+    short, whole = (load_side(os.path.join(tmp, n)) for n in ("short", "full"))
+    (code, said), (back, said_back) = _printed(compare_runs, short, whole), _printed(compare_runs, whole, short)
+    allowed = _printed(compare_runs, short, whole, allow_missing="train_cost")
+    three = Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": metrics["train_cost"][:3]},
+                  snapshots={r: snaps[r] for r in (0, 1, 2)})
+    one = _printed(compare_runs, three, whole)[1]
+    return [("refimpl crosscheck: a run that diverged after round 1 against the full run: the full run's costs at "
+             "rounds 2, 3 not compared (exit 1), its run named as not finished",
+             code == 1 and "not compared: train_cost at rounds 2, 3 of the second trace only (the other trace holds "
+             "no such round)" in said and "note: the first trace's run did not finish (diverged: round 2: planted)"
+             in said and "compared 4 snapshot arrays and 1 metrics (2 metric values)" in said),
+            ("… the other way round: the first trace's rounds, the second run named", back == 1
+             and "train_cost at rounds 2, 3 of the first trace only" in said_back
+             and "note: the second trace's run did not finish" in said_back and "the first trace's run" not in said_back),
+            ("… and exit 0 with --allow-missing train_cost", allowed[0] == 0 and "not compared" not in allowed[1]),
+            ("… a run one round short: 'train_cost at round 3 of the second trace only'; a run of unknown status "
+             "not named", "train_cost at round 3 of the second trace only" in one and "did not finish" not in one)]
+
+
 def _crosscheck_cli_traces():
     """The planted traces of :func:`_crosscheck_cli_cases`, {name: (snapshots, metrics)}, and their
     training cost."""
@@ -1240,6 +1274,7 @@ def _crosscheck_cli_cases():
             # iterates on both sides are compared: never the words for none compared
             none_said = bool(traces[first][0] and traces[second][0]) and "no iterates were compared" in said
             out.append((f"refimpl crosscheck: {what}", got == code and words in said and not none_said))
+        out += _short_run_cases(tmp, traces["a"])
         got, said = _printed(compare_runs, load_side(os.path.join(tmp, "still")), load_side(os.path.join(tmp, "still")))
         out.append(("refimpl crosscheck: snapshots that agree round by round are not said to agree under a shift, "
                     "even when the iterates never move (W_r = W_{r+1})",
@@ -2836,7 +2871,8 @@ def diagnose_report(quick):
        "of another shape, and measures a relative difference (of a metric, of a snapshot) as such, against the first "
        "trace, names an empty or short series, saved traces load back as saved; refimpl crosscheck's exit code and "
        "words (--tol 0, --metrics-only, --allow-missing, NaN on either side, a one-round shift either way, exit 2 when "
-       "nothing was compared, whatever the flags); booleans refused as replay input, the 1-based hint only without an "
+       "nothing was compared, whatever the flags; a run that diverged early against the full run: the rounds only one "
+       "trace holds named as not compared, the diverged run named); booleans refused as replay input, the 1-based hint only without an "
        "id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift found within "
        "the tolerance relative to the snapshot's size, a round not kept refused, a full disk named (other write errors "
        "unchanged, no file left), the settings two runs set apart noted; a run directory read as its trace, text, "
