@@ -211,3 +211,17 @@ def test_a_check_run_twice_in_one_process_gives_the_same_record():
     assert first.measured == second.measured
     assert {k: v for k, v in first.details.items() if k not in timing} == \
         {k: v for k, v in second.details.items() if k not in timing}
+
+
+def test_verdicts_do_not_follow_the_blas_kernel():
+    """Under OpenBLAS's SSE kernel (another summation order, as on another CPU) the published vectors
+    are the pinned ones and the closed form still equals cvxpy's QCQP solution: before, the badly
+    scaled closed_form_step cases were chosen with a BLAS dot, and the comparison counted the
+    solver's relaxed-tolerance solves (3e-5 there) against 1e-6."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott")
+    r = subprocess.run([sys.executable, "-m", "refimpl", "verify", "--only", "ssca.lemma1_vs_cvxpy,tools.vector_flags",
+                        "--workers", "1", "--quiet"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -402,38 +402,59 @@ def _rel(a, b):
 
 @check("ssca.lemma1_vs_cvxpy",
        "Lemma 1 closed form equals the cvxpy QCQP solution (ω̄, s̄, ν*, objective) on random instances "
-       "of every branch (C ≤ U, constraint active, slack active ν* = c, b = 0)",
+       "of every branch (C ≤ U, constraint active, slack active ν* = c, b = 0), wherever Clarabel meets its tight "
+       "tolerances (1e-12; at least one such instance per branch in the default formulation); where it does not and "
+       "falls back to its own tolerances (an accuracy that follows the machine's BLAS), those solves are counted and "
+       "compared at the 1e-4 its fallback is accepted at; the closed form's KKT residuals ≤ 1e-9 on every instance",
        "[SSCA] Lemma 1, (43)–(45); docs/ssca.md", group="ssca.cvxpy")
 def lemma1_vs_cvxpy(quick):
     rng = np.random.default_rng(31)
     n = 20
     per_branch = 60
-    worst, counts = {}, {}
+    worst, counts, relaxed, kkt_worst = {}, {}, {}, 0.0
     solvers = {c: {f: QCQPStep(n, c, formulation=f) for f in ("full", "span")} for c in (1e5, 0.05)}
     for branch, c in (("C<=U", 1e5), ("constraint-active", 1e5), ("slack-active", 0.05), ("b=0", 1e5)):
         for _ in range(per_branch):
             st, U = random_instance(rng, n, "active" if branch.endswith("active") else branch)
             a = closed_form_step(st, U, c)
             counts[a.branch] = counts.get(a.branch, 0) + 1
+            kkt_worst = max_or_nan(kkt_worst, *subproblem_kkt_residuals(a, [st], U, c).values())
             for form, q in solvers[c].items():
                 b = q.solve([st], U)
                 d = {"omega": _rel(a.omega_bar, b.omega_bar), "slack": _rel(a.slack, b.slack),
                      "nu": _rel(a.nu, b.nu), "objective": _rel(a.objective, b.objective)}
+                tight = "inaccurate" not in b.branch
+                if not tight:
+                    relaxed[f"{a.branch}/{form}"] = relaxed.get(f"{a.branch}/{form}", 0) + 1
                 for k, v in d.items():
-                    key = f"{a.branch}/{form}/{k}"
+                    key = f"{a.branch}/{form}/{k}" + ("" if tight else " (solver's own tolerances)")
                     worst[key] = max_or_nan(worst.get(key, 0.0), v)
     missing = {"C<=U", "constraint-active", "slack-active", "b=0"} - set(counts)
+    untight = sorted(b for b in counts if relaxed.get(f"{b}/span", 0) == counts[b])
     # Counted: every quantity of the default (span) formulation, and the primal quantities of the
-    # full-space one. The full-space formulation's multiplier (Clarabel's dual of the quadratic
-    # constraint in n variables) is reported but not counted: it is accurate to ~1e-6 while its
-    # primal point agrees to ~1e-8 — a limit of the solver's dual, not of the closed form.
-    counted = {k: v for k, v in worst.items() if "/span/" in k or not k.endswith("/nu")}
-    measured = max_or_nan(*counted.values())
-    return {"measured": measured, "bound": 1e-6, "holds": not missing and measured <= 1e-6,
+    # full-space one, where the solver met its tight tolerances. The full-space formulation's
+    # multiplier (Clarabel's dual of the quadratic constraint in n variables) is reported but not
+    # counted: it is accurate to ~1e-6 while its primal point agrees to ~1e-8 — a limit of the
+    # solver's dual, not of the closed form. Where the tight solve fails, the solver re-solves at its
+    # default tolerances (QCQPStep's fallback, KKT verified to 1e-4), whose accuracy follows the BLAS
+    # kernel (2e-7 here, 3e-5 with OpenBLAS's SSE kernel): those are compared at the 1e-4 the
+    # fallback is accepted at, and the closed form's own KKT residuals certify it everywhere (a
+    # convex QCQP: KKT is sufficient).
+    counted = {k: v for k, v in worst.items() if "/span/" in k or "/nu" not in k}
+    measured = max_or_nan(*(v for k, v in counted.items() if "(" not in k))
+    loose = max_or_nan(0.0, *(v for k, v in counted.items() if "(" in k))
+    return {"measured": measured, "bound": 1e-6,
+            "holds": not missing and not untight and measured <= 1e-6 and kkt_worst <= 1e-9
+            and loose <= solvers[1e5]["span"].kkt_tol,
             "details": {"instances_per_branch": counts, "max_relative_difference": worst, "n": n,
                         "full_space_multiplier_max_difference": max(v for k, v in worst.items()
                                                                     if "/full/" in k and k.endswith("/nu")),
-                        "missing_branches": sorted(missing)}}
+                        "solver_tolerance_relaxed": relaxed, "closed_form_kkt_residual_max": kkt_worst,
+                        "relaxed_solves_max_relative_difference": loose,
+                        "branches_without_a_tight_solve": untight, "missing_branches": sorted(missing)},
+            "note": f"{sum(relaxed.values())} of {2 * sum(counts.values())} solves at the solver's own tolerances, "
+                    f"compared at the 1e-4 QCQPStep accepts them at: {loose:.1e}; the closed form's KKT residuals "
+                    f"≤ {kkt_worst:.1e} on every instance"}
 
 
 @check("ssca.lemma1_vs_generic_solver",
