@@ -3270,6 +3270,66 @@ def sweep_summary(quick):
     return _cases_in_a_directory(_sweep_summary_cases)
 
 
+@check("tools.sweep_spec", "refimpl sweep's reading of a spec, the answers written out: a linear and a log range's "
+       "values, the cells in the product of the grid's sorted names, a task per cell and seed, a count of seeds as 0..n−1; "
+       "a setting's identity by value (lam = 0 and 0.0 one task), a whole number where one is required, a repeated grid "
+       "value or seed, a negative seed, a setting both fixed and in the grid, an unknown setting and a grid above "
+       "--max-cells refused, each naming what is allowed; a spec that only adds seeds or grid values grows the sweep "
+       "(its finished tasks reused), one that changes the runner, a fixed setting or a grid name, or drops a value, "
+       "does not, its differences named (wrong answers: 0)",
+       "refimpl sweep; docs/guide.md")
+def sweep_spec(quick):
+    return _cases_in_a_directory(lambda tmp: _sweep_spec_cases())
+
+
+def _sweep_spec_cases():
+    """(what, right): :func:`refimpl.tools.sweep.validate_spec`, ``tasks``, ``spec_grows`` and
+    ``spec_difference`` on specs whose answers are written out here."""
+    from refimpl.tools.sweep import spec_difference, spec_grows, tasks, validate_spec
+
+    def spec(**kw):
+        return {"runner": "sgd", "fixed": {"rounds": 3}, **kw}
+    runner, fixed, grid, seeds = validate_spec(spec(seeds=2, grid={"lr": {"start": 0.1, "stop": 0.5, "num": 3},
+                                                                   "batch": [10, 20]}))
+    log = validate_spec(spec(grid={"lr": {"start": 0.01, "stop": 1, "num": 3, "log": True}}))[2]["lr"]
+    todo = tasks(runner, fixed, grid, seeds)
+    out = [("a linear range 0.1..0.5 in 3 is 0.1, 0.3, 0.5; a log range 0.01..1 in 3 is 0.01, 0.1, 1; seeds = 2 is 0, 1",
+            [round(v, 12) for v in grid["lr"]] == [0.1, 0.3, 0.5] and [round(v, 12) for v in log] == [0.01, 0.1, 1.0]
+            and seeds == [0, 1]),
+           ("a task per cell and seed (2 × 3 cells × 2 seeds = 12), cells in the product of the sorted names (batch "
+            "first), seeds within a cell",
+            len(todo) == 12 and [(t["cell"]["batch"], round(t["cell"]["lr"], 12), t["seed"]) for t in todo[:3]]
+            == [(10, 0.1, 0), (10, 0.1, 1), (10, 0.3, 0)] and len({t["id"] for t in todo}) == 12)]
+    same = [tasks(*validate_spec(spec(fixed={"rounds": 3, "lam": v})))[0]["id"] for v in (0, 0.0)]
+    out.append(("lam = 0 and lam = 0.0 are one setting: one task id", same[0] == same[1]))
+    refusals = [(spec(grid={"batch": [10.5]}), "batch must be a whole number"),
+                (spec(grid={"lr": [0.1, 0.10]}), "'lr' repeats a value"),
+                (spec(seeds=[1, 1]), "seeds repeat: [1, 1]"), (spec(seeds=[-1]), "seeds must be whole numbers >= 0"),
+                (spec(seeds=True), "seeds must be a positive count or a list of integers"),
+                (spec(grid={"rounds": [3, 4]}), "settings ['rounds'] are both fixed and in the grid"),
+                (spec(grid={"nope": [1]}), "unknown grid settings ['nope'] for runner 'sgd'; allowed: ")]
+    out.append(("a float batch, a repeated grid value or seed, a negative seed, seeds = true, a setting both fixed and "
+                "in the grid and an unknown setting refused, each naming the reason",
+                all(_raises(lambda d=d: validate_spec(d), w) for d, w in refusals)))
+    out.append(("a grid of 2 × 3 = 6 cells above --max-cells 5 refused with the command that runs it; at 6 accepted",
+                _raises(lambda: validate_spec(spec(grid={"lr": [0.1, 0.2, 0.3], "batch": [10, 20]}), 5),
+                        "the grid has 6 cells (lr: 3 × batch: 2), above the limit of 5; pass --max-cells 6")
+                and validate_spec(spec(grid={"lr": [0.1, 0.2, 0.3], "batch": [10, 20]}), 6)[0] == "sgd"))
+    old = {"runner": "sgd", "fixed": {"rounds": 3}, "grid": {"lr": [0.1, 0.2]}, "seeds": [0, 1]}
+    grows = {"a seed added": dict(old, seeds=[0, 1, 2]), "a grid value added": dict(old, grid={"lr": [0.1, 0.2, 0.4]})}
+    changes = {"the runner": dict(old, runner="sgdm"), "a fixed setting": dict(old, fixed={"rounds": 4}),
+               "a grid name": dict(old, grid={"lr": [0.1, 0.2], "batch": [10]}), "a value dropped":
+               dict(old, grid={"lr": [0.1]}), "a seed dropped": dict(old, seeds=[0])}
+    out.append(("a spec that adds a seed or a grid value grows the sweep; one that changes the runner, a fixed setting or "
+                "a grid name, or drops a value or a seed, does not",
+                all(spec_grows(old, n) for n in grows.values()) and not any(spec_grows(old, n) for n in changes.values())))
+    out.append(("the differences named: fixed.rounds: 3 -> 4; grid.lr: [0.1, 0.2] -> [0.1]; seeds: [0, 1] -> [0]",
+                spec_difference(old, changes["a fixed setting"]) == ["fixed.rounds: 3 -> 4"]
+                and spec_difference(old, changes["a value dropped"]) == ["grid.lr: [0.1, 0.2] -> [0.1]"]
+                and spec_difference(old, changes["a seed dropped"]) == ["seeds: [0, 1] -> [0]"]))
+    return out
+
+
 def _planted_sweep(root, runs, failed=()):
     """A sweep directory as ``refimpl sweep`` leaves it: ``tasks/<id>/`` with task.json and the
     trace for each (cell, seed, status, metrics) of ``runs``; ``failed/<id>.json`` for each
