@@ -382,3 +382,19 @@ def test_the_tools_defaults_are_their_commands():
     assert [arg(build_report, n) for n in names] == [rep[n] for n in names]
     assert arg(DumpWriter.__init__, "max_bytes") == max_dump_gb(SimpleNamespace()) * 1e9      # --max-dump-gb
     assert arg(run_catalogue, "claims") == _cli_defaults(cli, "verify")["with_claims"]      # --with-claims
+
+
+def test_no_module_defines_a_top_level_name_twice():
+    """A second ``def`` of a name silently replaces the first: a check module once lost two of its
+    cases when a new helper reused an old helper's name (``_sweep_spec_cases``)."""
+    import ast
+    import collections
+    twice = {}
+    for p in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(p.read_text())
+        names = collections.Counter(n.name for n in tree.body
+                                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        dup = sorted(k for k, v in names.items() if v > 1)
+        if dup:
+            twice[str(p.relative_to(ROOT))] = dup
+    assert not twice, twice

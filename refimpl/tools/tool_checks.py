@@ -3279,10 +3279,10 @@ def sweep_summary(quick):
        "does not, its differences named (wrong answers: 0)",
        "refimpl sweep; docs/guide.md")
 def sweep_spec(quick):
-    return _cases_in_a_directory(lambda tmp: _sweep_spec_cases())
+    return _cases_in_a_directory(lambda tmp: _sweep_spec_reading_cases())
 
 
-def _sweep_spec_cases():
+def _sweep_spec_reading_cases():
     """(what, right): :func:`refimpl.tools.sweep.validate_spec`, ``tasks``, ``spec_grows`` and
     ``spec_difference`` on specs whose answers are written out here."""
     from refimpl.tools.sweep import spec_difference, spec_grows, tasks, validate_spec
