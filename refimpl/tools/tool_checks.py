@@ -3120,6 +3120,31 @@ def _plot_dispatch():
     return called
 
 
+def _unfinished_section_cases(tmp):
+    """(what, right): ``reproduction_lines`` of the reproduction :func:`_report_section_cases` planted,
+    with two runs that did not finish added to its reproduction.json (put back afterwards), names
+    them, before where its curves are."""
+    import json
+    import os
+
+    from refimpl.tools.report import reproduction_lines
+    d, out = os.path.join(tmp, "report", "ssca-sample"), os.path.join(tmp, "report")
+    want = reproduction_lines("ssca-sample", d, out)
+    path = os.path.join(d, "reproduction.json")
+    with open(path) as fh:
+        rec = json.load(fh)
+    with open(path, "w") as fh:
+        json.dump({**rec, "unfinished": ["SGD seed 1: diverged: round 3: x", "SSCA seed 0: stopped: y"]}, fh)
+    try:
+        got = reproduction_lines("ssca-sample", d, out)
+    finally:
+        with open(path, "w") as fh:
+            json.dump(rec, fh)
+    return [("refimpl report's section names the runs that did not finish, before where its curves are",
+             got == want[:-2] + ["**Runs that did not finish** (each label's curves stop at its shortest run): "
+                                 "SGD seed 1: diverged: round 3: x; SSCA seed 0: stopped: y.", ""] + want[-2:])]
+
+
 def _report_section_cases(tmp):
     """(what, right): refimpl report's section on a planted reproduction and its smoke warning, written out."""
     import json
@@ -3146,13 +3171,6 @@ def _report_section_cases(tmp):
         fh.write("run,sq_norm_mean\nSSCA,20000.0\n")
     open(os.path.join(d, "figure4_norm_vs_cost.png"), "w").close()
     got = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
-    with open(os.path.join(d, "reproduction.json")) as fh:
-        rec = json.load(fh)
-    with open(os.path.join(d, "reproduction.json"), "w") as fh:
-        json.dump({**rec, "unfinished": ["SGD seed 1: diverged: round 3: x", "SSCA seed 0: stopped: y"]}, fh)
-    unfinished = reproduction_lines("ssca-sample", d, os.path.join(tmp, "report"))
-    with open(os.path.join(d, "reproduction.json"), "w") as fh:
-        json.dump(rec, fh)
     whole = report_lines(["# head", ""], 7, [], {"ssca-sample": d, "again": d}, os.path.join(tmp, "report"))
     want = ["### ssca-sample", "", "Seeds: 2; data: planted; settings: quick, SSCA curvature: 0.5, 1.0; runs: SSCA, "
             "SGD, SSCA tau=1.", "", "![ssca-sample](ssca-sample/ssca-sample.png)", "",
@@ -3164,9 +3182,6 @@ def _report_section_cases(tmp):
     return [("refimpl report's section on a reproduction: seeds, data, settings with each SSCA curvature once, runs, "
              "its figure, each table it wrote (a figure beside it only where one was drawn; numbers as the check "
              "table prints them), where its curves and configuration are", got == want),
-            ("refimpl report's section names the runs that did not finish, before where its curves are",
-             unfinished == want[:-2] + ["**Runs that did not finish** (each label's curves stop at its shortest run): "
-                                        "SGD seed 1: diverged: round 3: x; SSCA seed 0: stopped: y.", ""] + want[-2:]),
             ("REPORT.md in order: its head, the smoke warning, the checks, then each reproduction's section in the "
              "order given", whole == ["# head", ""] + smoke_lines(7) + check_section([]) + ["", "## Reproductions", ""]
              + want + reproduction_lines("again", d, os.path.join(tmp, "report"))),
@@ -3254,7 +3269,7 @@ def _execution_records(rep, tmp):
        "[SSCA] Figs. 3–4; [FlexVFL] Section 5; refimpl reproduce; docs/guide.md")
 def reproduction_tables(quick):
     return _cases_in_a_directory(lambda tmp: _reproduction_table_cases(tmp) + _report_section_cases(tmp)
-                                 + _resume_refusal_cases(tmp) + _plan_cases())
+                                 + _unfinished_section_cases(tmp) + _resume_refusal_cases(tmp) + _plan_cases())
 
 
 @check("tools.sweep_summary", "refimpl sweep-summary's table on a planted sweep worked out by hand: per cell the mean "
