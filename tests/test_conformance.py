@@ -274,5 +274,6 @@ def test_the_rounding_slack_cases_are_chosen_with_sums_in_order():
     cases = VX.generate()["closed_form_step"]["cases"][4:]
     assert [c["id"] for c in cases] == ["closed_form_step-4", "closed_form_step-5", "closed_form_step-6"]
     for c in cases:
-        i = {k: (np.asarray(v["data"]).reshape(v["shape"]) if isinstance(v, dict) else v) for k, v in c["inputs"].items()}
+        i = {k: (np.asarray(v["data"]).reshape(v["shape"]) if isinstance(v, dict) else v)
+             for k, v in c["inputs"].items()}
         assert FS._textbook_infeasible(i) and "rounding-slack" in c["flags"]

@@ -201,7 +201,8 @@ def _run_command_cases(tmp):
                                                     "0.8"), None, lambda p: None)[0]
     flagged = argparse.Namespace(command="run", algorithm="sgd")
     right.append(("a run stopped before its end exits 3, one finished on reaching its target 0; an error naming its "
-                  "flag is not prefixed again", stopped == 3 and reached == 0 and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
+                  "flag is not prefixed again", stopped == 3 and reached == 0
+                  and common.name_the_flag("lr must be > 0 (see --lr)", flagged)
                   == "lr must be > 0 (see --lr)" and common.name_the_flag("lr must be > 0", flagged)
                   == "--lr: lr must be > 0"))
     return right
@@ -247,8 +248,9 @@ def _sweep_command_cases(tmp):
     code, said = _cli("sweep-summary", root, "--top", "1")
     lines = [ln for ln in said.splitlines() if not ln.startswith("written to")]
     want = [f"the best 1 of 3 cells by final:train_cost (--top N for more; every cell is in "
-            f"{os.path.join(root, 'summary.csv')})", "lr=1, seeds=1, unfinished=0, criterion=final:train_cost, mean=1.5, "
-            "std=0", "1 of 3 cells have a seed that did not finish (diverged or stopped; 'unfinished' counts them): "
+            f"{os.path.join(root, 'summary.csv')})",
+            "lr=1, seeds=1, unfinished=0, criterion=final:train_cost, mean=1.5, std=0",
+            "1 of 3 cells have a seed that did not finish (diverged or stopped; 'unfinished' counts them): "
             "ranked after every cell whose seeds all finished, whatever their mean",
             f"1 failed tasks (see {root}/failures.csv):", '  f0 cell {"lr": 3.0} seed 1: ValueError: planted']
     return [("refimpl sweep-summary --top 1: the finished cell of lowest mean first, not the cell with a diverged "
@@ -352,7 +354,8 @@ def _verify_command_cases(tmp):
        "refusals and exit codes; refimpl run's shared lines (a flag given as 0, --out and --overwrite, refusals, exit "
        "3 for a stopped run); refimpl check-schedule's refusals and exit codes; refimpl partition-stats' split at "
        "its --seed; refimpl sweep-summary's lines (the best cells, unfinished cells, failed tasks, --top) and "
-       "sweep's --max-cells refusal; refimpl reproduce's note on runs that did not finish; refimpl verify's own flags and exit codes, with the work beneath them planted (wrong answers: 0)",
+       "sweep's --max-cells refusal; refimpl reproduce's note on runs that did not finish; refimpl verify's own flags "
+       "and exit codes, with the work beneath them planted (wrong answers: 0)",
        "refimpl/cli/diagnose.py, crosscheck.py, vectors.py, bound.py, run.py, common.py, check_schedule.py, "
        "partition_stats.py, sweep.py, sweep_summary.py, reproduce.py; docs/guide.md")
 def command_lines(quick):

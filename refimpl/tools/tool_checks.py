@@ -1190,7 +1190,8 @@ def _short_run_cases(tmp, full):
              in said and "compared 4 snapshot arrays and 1 metrics (2 metric values)" in said),
             ("… the other way round: the first trace's rounds, the second run named", back == 1
              and "train_cost at rounds 2, 3 of the first trace only" in said_back
-             and "note: the second trace's run did not finish" in said_back and "the first trace's run" not in said_back),
+             and "note: the second trace's run did not finish" in said_back
+             and "the first trace's run" not in said_back),
             ("… and exit 0 with --allow-missing train_cost", allowed[0] == 0 and "not compared" not in allowed[1]),
             ("… a run one round short: 'train_cost at round 3 of the second trace only'; a run of unknown status "
              "not named", "train_cost at round 3 of the second trace only" in one and "did not finish" not in one)]
@@ -2872,7 +2873,8 @@ def diagnose_report(quick):
        "trace, names an empty or short series, saved traces load back as saved; refimpl crosscheck's exit code and "
        "words (--tol 0, --metrics-only, --allow-missing, NaN on either side, a one-round shift either way, exit 2 when "
        "nothing was compared, whatever the flags; a run that diverged early against the full run: the rounds only one "
-       "trace holds named as not compared, the diverged run named); booleans refused as replay input, the 1-based hint only without an "
+       "trace holds named as not compared, the diverged run named); booleans refused as replay input, the 1-based "
+       "hint only without an "
        "id 0, --dump-rounds sorted within 1..T; one NaN entry in a snapshot flagged on its side, a shift found within "
        "the tolerance relative to the snapshot's size, a round not kept refused, a full disk named (other write errors "
        "unchanged, no file left), the settings two runs set apart noted; a run directory read as its trace, text, "
@@ -3093,7 +3095,8 @@ def _reproduction_table_cases(tmp):
          and abs(by_round[2]["train_cost_std"] - 0.05) < 1e-12),
         ("execution.json: the workers the executor used (3 of the 4 asked), the runs run and reused, and the tasks "
          "in the directory the plan does not use; without counts, the workers asked",
-         executions[:2] == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]), (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])]),
+         executions[:2] == [(3, 2, 1, ["SSCA_B=10-0", "SSCA_B=10-1"]),
+                            (4, None, None, ["SSCA_B=10-0", "SSCA_B=10-1"])]),
         ("reproduction.json: each run's status per seed, and the runs that did not finish named (flexvfl's seed 1 "
          "stopped, seed 2 diverged)", executions[2] == (["finished", "stopped: planted", "diverged: round 4: planted"],
                                                         ["flexvfl seed 1: stopped: planted",
@@ -3286,8 +3289,9 @@ def sweep_summary(quick):
 
 
 @check("tools.sweep_spec", "refimpl sweep's reading of a spec, the answers written out: a linear and a log range's "
-       "values, the cells in the product of the grid's sorted names, a task per cell and seed, a count of seeds as 0..n−1; "
-       "a setting's identity by value (lam = 0 and 0.0 one task), a whole number where one is required, a repeated grid "
+       "values, the cells in the product of the grid's sorted names, a task per cell and seed, a count of seeds as "
+       "0..n−1; a setting's identity by value (lam = 0 and 0.0 one task), a whole number where one is required, a "
+       "repeated grid "
        "value or seed, a negative seed, a setting both fixed and in the grid, an unknown setting and a grid above "
        "--max-cells refused, each naming what is allowed; a spec that only adds seeds or grid values grows the sweep "
        "(its finished tasks reused), one that changes the runner, a fixed setting or a grid name, or drops a value, "
@@ -3308,7 +3312,8 @@ def _sweep_spec_reading_cases():
                                                                    "batch": [10, 20]}))
     log = validate_spec(spec(grid={"lr": {"start": 0.01, "stop": 1, "num": 3, "log": True}}))[2]["lr"]
     todo = tasks(runner, fixed, grid, seeds)
-    out = [("a linear range 0.1..0.5 in 3 is 0.1, 0.3, 0.5; a log range 0.01..1 in 3 is 0.01, 0.1, 1; seeds = 2 is 0, 1",
+    out = [("a linear range 0.1..0.5 in 3 is 0.1, 0.3, 0.5; a log range 0.01..1 in 3 is 0.01, 0.1, 1; seeds = 2 is "
+            "0, 1",
             [round(v, 12) for v in grid["lr"]] == [0.1, 0.3, 0.5] and [round(v, 12) for v in log] == [0.01, 0.1, 1.0]
             and seeds == [0, 1]),
            ("a task per cell and seed (2 × 3 cells × 2 seeds = 12), cells in the product of the sorted names (batch "
@@ -3335,9 +3340,10 @@ def _sweep_spec_reading_cases():
     changes = {"the runner": dict(old, runner="sgdm"), "a fixed setting": dict(old, fixed={"rounds": 4}),
                "a grid name": dict(old, grid={"lr": [0.1, 0.2], "batch": [10]}), "a value dropped":
                dict(old, grid={"lr": [0.1]}), "a seed dropped": dict(old, seeds=[0])}
-    out.append(("a spec that adds a seed or a grid value grows the sweep; one that changes the runner, a fixed setting or "
-                "a grid name, or drops a value or a seed, does not",
-                all(spec_grows(old, n) for n in grows.values()) and not any(spec_grows(old, n) for n in changes.values())))
+    out.append(("a spec that adds a seed or a grid value grows the sweep; one that changes the runner, a fixed "
+                "setting or a grid name, or drops a value or a seed, does not",
+                all(spec_grows(old, n) for n in grows.values())
+                and not any(spec_grows(old, n) for n in changes.values())))
     out.append(("the differences named: fixed.rounds: 3 -> 4; grid.lr: [0.1, 0.2] -> [0.1]; seeds: [0, 1] -> [0]",
                 spec_difference(old, changes["a fixed setting"]) == ["fixed.rounds: 3 -> 4"]
                 and spec_difference(old, changes["a value dropped"]) == ["grid.lr: [0.1, 0.2] -> [0.1]"]
@@ -3376,8 +3382,10 @@ def _sweep_summary_cases(tmp):
 
     def run(cost, acc=(0.5, 0.5, 0.5), status="finished"):
         return {"round": [0, 5, 10], "train_cost": list(cost), "test_accuracy": list(acc)}, status
-    plan = [({"lr": 0.1}, 0, *run((2.3, 2.1, 2.0), (0.5, 0.7, 0.8))), ({"lr": 0.1}, 1, *run((2.3, 2.2, 2.2), (0.5, 0.8, 0.9))),
-            ({"lr": 1.0}, 0, *run((2.3, 1.7, 1.5), (0.5, 0.6, 0.6))), ({"lr": 1.0}, 1, *run((2.3, 1.9, 1.7), (0.5, 0.6, 0.8))),
+    plan = [({"lr": 0.1}, 0, *run((2.3, 2.1, 2.0), (0.5, 0.7, 0.8))),
+            ({"lr": 0.1}, 1, *run((2.3, 2.2, 2.2), (0.5, 0.8, 0.9))),
+            ({"lr": 1.0}, 0, *run((2.3, 1.7, 1.5), (0.5, 0.6, 0.6))),
+            ({"lr": 1.0}, 1, *run((2.3, 1.9, 1.7), (0.5, 0.6, 0.8))),
             ({"lr": 10.0}, 0, *run((2.3, 0.5, 0.5), (0.5, 0.9, 0.9), "diverged: round 11: planted")),
             ({"lr": 10.0}, 1, *run((2.3, 1.2, 0.7), (0.5, 0.7, 0.95))),
             ({"lr": 0.3}, 0, *run((2.3, 2.2, 2.0), (0.5, 0.6, 0.7), "finished: reached test accuracy 0.7")),

@@ -1071,7 +1071,8 @@ def _authors_rule_replay_errors():
        "accuracy ≥ the target) by hand, the crossover after a ratio of exactly 1; a time to target over 3 seeds the "
        "mean of one run per seed, and none when a seed misses the target (3 seeds, one reaching it); rows evaluated "
        "every second round (a run per S); the traces the table keeps; refimpl compare vfl's rows from their traces, "
-       "each with how its run ended (a run diverging at round 1 says so); no η for a target none reaches; --server-time "
+       "each with how its run ended (a run diverging at round 1 says so); no η for a target none reaches; "
+       "--server-time "
        "accepting 0; each protocol's configuration per method as "
        "documented; the time-to-target ratios listed in order of S (mismatches: 0)",
        "[FlexVFL] Section 5 (server time); docs/flexvfl.md")
