@@ -101,3 +101,14 @@ def test_a_run_that_diverged_early_does_not_agree_with_the_full_run(tmp_path, ca
     assert "the second trace's run did not finish (diverged: round 2: x)" in out.err
     assert main(["crosscheck", str(tmp_path / "ours"), str(tmp_path / "theirs"), "--metrics-only",
                  "--allow-missing", "train_cost"]) == 0
+
+
+def test_crosscheck_names_a_run_whose_solver_failed(tmp_path, capsys):
+    """SSCA's constrained run can end with 'solver failed: round t: …': crosscheck asks the one rule for
+    a finished run (its own copy named only 'diverged' and 'stopped')."""
+    from refimpl.core.trace import Trace
+    Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.5]}, status="finished").save(tmp_path / "a")
+    Trace(config={}, metrics={"round": [0, 1], "train_cost": [2.0, 1.5]},
+          status="solver failed: round 2: x").save(tmp_path / "b")
+    assert main(["crosscheck", str(tmp_path / "a"), str(tmp_path / "b"), "--metrics-only"]) == 0
+    assert "the second trace's run did not finish (solver failed: round 2: x)" in capsys.readouterr().err

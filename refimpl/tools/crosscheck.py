@@ -38,6 +38,7 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
     side, or at rounds the other trace does not hold — a run that stopped or diverged early —,
     unless ``allow_missing`` names it); 2 when nothing at all was compared (whatever the flags). A
     run that diverged or stopped is named first."""
+    from refimpl.core.identity import run_finished
     from refimpl.core.trace import crosscheck, shifted_agreement
     from refimpl.core.validate import relative_tolerance
     differ = [f"{k}: {a.config.get(k)!r} vs {b.config.get(k)!r}" for k in
@@ -47,7 +48,8 @@ def compare_runs(a, b, tol=1e-8, metrics_only=False, allow_missing=""):
         _say("note: the two runs were configured differently (" + "; ".join(differ) + "); differences below may "
              "come from that")
     for side, t in (("first", a), ("second", b)):
-        if str(t.status).startswith(("diverged", "stopped")):
+        # "running" (a trace built, never run) and "unknown" (a file without trace.json) say nothing
+        if t.status not in ("running", "unknown") and not run_finished(t.status):
             _say(f"note: the {side} trace's run did not finish ({t.status})")
     tol = relative_tolerance(tol)
     rows = crosscheck(a, b)

@@ -1183,6 +1183,8 @@ def _short_run_cases(tmp, full):
     three = Trace(config={}, metrics={"round": [0, 1, 2], "train_cost": metrics["train_cost"][:3]},
                   snapshots={r: snaps[r] for r in (0, 1, 2)})
     one = _printed(compare_runs, three, whole)[1]
+    three.status = "solver failed: round 3: planted"
+    failed = _printed(compare_runs, three, whole)[1]
     return [("refimpl crosscheck: a run that diverged after round 1 against the full run: the full run's costs at "
              "rounds 2, 3 not compared (exit 1), its run named as not finished",
              code == 1 and "not compared: train_cost at rounds 2, 3 of the second trace only (the other trace holds "
@@ -1194,7 +1196,9 @@ def _short_run_cases(tmp, full):
              and "the first trace's run" not in said_back),
             ("… and exit 0 with --allow-missing train_cost", allowed[0] == 0 and "not compared" not in allowed[1]),
             ("… a run one round short: 'train_cost at round 3 of the second trace only'; a run of unknown status "
-             "not named", "train_cost at round 3 of the second trace only" in one and "did not finish" not in one)]
+             "not named", "train_cost at round 3 of the second trace only" in one and "did not finish" not in one),
+            ("… and one whose solver failed at round 3 is named (SSCA's 'solver failed: …')",
+             "note: the first trace's run did not finish (solver failed: round 3: planted)" in failed)]
 
 
 def _crosscheck_cli_traces():
